@@ -1,0 +1,64 @@
+# chatlog — every target sets up what it needs on a fresh machine (Debian 12, root or sudo).
+SHELL := /bin/bash
+PYTHON ?= python3.11
+VENV := .venv
+BIN := $(VENV)/bin
+STAMPS := .cache/stamps
+SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+APT_PACKAGES := inspircd maven openjdk-17-jre-headless
+
+.PHONY: setup test unit integration check lint typecheck demo chaos bench up down clean
+
+setup: $(STAMPS)/apt $(STAMPS)/venv $(STAMPS)/maven ## venv, Python deps, Maven artifacts, Debian packages
+
+$(STAMPS)/apt:
+	@mkdir -p $(STAMPS)
+	@if ! dpkg -s $(APT_PACKAGES) >/dev/null 2>&1; then \
+	  $(SUDO) apt-get update -q && \
+	  DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -q --no-install-recommends $(APT_PACKAGES) && \
+	  ($(SUDO) service inspircd stop >/dev/null 2>&1 || true); \
+	fi
+	@touch $@
+
+$(STAMPS)/venv: pyproject.toml
+	@mkdir -p $(STAMPS)
+	[ -x $(BIN)/python ] || $(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install -q -U pip setuptools wheel
+	$(BIN)/pip install -q -e '.[dev]'
+	@touch $@
+
+$(STAMPS)/maven: $(STAMPS)/venv chatlog/stack/artifacts.py
+	$(BIN)/chatlog stack fetch
+	@touch $@
+
+lint: setup
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+typecheck: setup
+	$(BIN)/mypy
+
+check: lint typecheck
+
+unit: setup
+	$(BIN)/pytest tests/unit
+
+integration: setup
+	$(BIN)/pytest tests/integration
+
+test: check ## the whole suite: lint, types, unit and integration tests against the real local stack
+	$(BIN)/pytest tests
+
+demo: setup ## the main job
+	$(BIN)/chatlog stack up
+	$(BIN)/chatlog demo
+
+up: setup
+	$(BIN)/chatlog stack up
+
+down:
+	$(BIN)/chatlog stack down
+
+clean:
+	-$(BIN)/chatlog stack down --purge
+	rm -rf $(VENV) .cache

@@ -1,0 +1,323 @@
+"""The three services of the local stack: how each is prepared, started and checked."""
+
+from __future__ import annotations
+
+import base64
+import shutil
+import socket
+import time
+import uuid
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+
+from chatlog.errors import StackError
+from chatlog.settings import StackSettings
+from chatlog.stack import artifacts
+
+JAVA17_FLAGS = [
+    "-Djdk.attach.allowAttachSelf=true",
+    *[
+        f"--add-exports={m}=ALL-UNNAMED"
+        for m in (
+            "java.base/jdk.internal.misc",
+            "java.base/jdk.internal.ref",
+            "java.base/sun.nio.ch",
+            "java.management.rmi/com.sun.jmx.remote.internal.rmi",
+            "java.rmi/sun.rmi.registry",
+            "java.rmi/sun.rmi.server",
+            "java.sql/java.sql",
+            "java.base/java.lang.ref",
+            "jdk.unsupported/sun.misc",
+            "jdk.compiler/com.sun.tools.javac.file",
+            "jdk.attach/sun.tools.attach",
+        )
+    ],
+    *[
+        f"--add-opens={m}=ALL-UNNAMED"
+        for m in (
+            "java.base/java.lang.module",
+            "java.base/jdk.internal.loader",
+            "java.base/jdk.internal.ref",
+            "java.base/jdk.internal.reflect",
+            "java.base/jdk.internal.math",
+            "java.base/jdk.internal.module",
+            "java.base/jdk.internal.util.jar",
+            "jdk.management/com.sun.management.internal",
+            "java.base/sun.nio.ch",
+            "java.base/java.io",
+            "java.base/java.nio",
+            "java.base/java.lang.reflect",
+            "jdk.compiler/com.sun.tools.javac",
+            "java.base/java.lang",
+            "java.base/java.util",
+            "java.base/java.util.concurrent",
+            "java.base/java.util.concurrent.atomic",
+            "java.base/java.net",
+        )
+    ],
+    "-Dio.netty.tryReflectionSetAccessible=true",
+    "-Dio.netty.allocator.useCacheForAllThreads=true",
+    "-Dio.netty.allocator.maxOrder=11",
+]
+
+
+def _template(name: str) -> str:
+    return resources.files("chatlog.stack").joinpath("templates").joinpath(name).read_text()
+
+
+def java() -> str:
+    path = shutil.which("java")
+    if path is None:
+        raise StackError("Java is not on PATH: install OpenJDK 17 (apt-get install openjdk-17-jre-headless)")
+    return path
+
+
+@dataclass
+class Service(ABC):
+    """One service of the stack, with its files under ``<state_dir>/<name>``."""
+
+    settings: StackSettings
+    name: str = ""
+
+    @property
+    def home(self) -> Path:
+        return self.settings.state_dir / self.name
+
+    @property
+    def log_file(self) -> Path:
+        return self.settings.state_dir / "logs" / f"{self.name}.log"
+
+    @property
+    def pid_file(self) -> Path:
+        return self.settings.state_dir / "run" / f"{self.name}.pid"
+
+    @property
+    @abstractmethod
+    def ports(self) -> tuple[int, ...]:
+        """Ports the service listens on; the first one is the one clients use."""
+
+    @abstractmethod
+    def prepare(self) -> None:
+        """Write config files, format storage: whatever must exist before the first start."""
+
+    @abstractmethod
+    def command(self) -> list[str]:
+        """The command line that runs the service in the foreground."""
+
+    @abstractmethod
+    def ready(self) -> bool:
+        """True when the service really answers (a request, not just an open port)."""
+
+
+@dataclass
+class Kafka(Service):
+    name: str = "kafka"
+
+    @property
+    def ports(self) -> tuple[int, ...]:
+        return (self.settings.kafka_port, self.settings.kafka_controller_port)
+
+    @property
+    def config_file(self) -> Path:
+        return self.home / "server.properties"
+
+    def prepare(self) -> None:
+        artifacts.fetch(artifacts.KAFKA, self.settings.cache_dir)
+        data = self.home / "data"
+        self.home.mkdir(parents=True, exist_ok=True)
+        self.config_file.write_text(
+            _template("kafka.properties").format(
+                port=self.settings.kafka_port,
+                controller_port=self.settings.kafka_controller_port,
+                data_dir=data,
+                session_timeout_ms=self.settings.kafka_group_session_timeout_ms,
+            )
+        )
+        (self.home / "log4j2.properties").write_text(
+            _template("kafka-log4j2.properties").format(log_file=self.log_file)
+        )
+        if (data / "meta.properties").exists():
+            return
+        cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        import subprocess
+
+        proc = subprocess.run(
+            [
+                *self._java(),
+                "kafka.tools.StorageTool",
+                "format",
+                "--standalone",
+                "-t",
+                cluster_id,
+                "-c",
+                str(self.config_file),
+            ],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        if proc.returncode != 0:
+            last = (proc.stderr or proc.stdout).strip().splitlines()[-1:] or ["no output"]
+            raise StackError(f"formatting Kafka storage in {data} failed: {last[0]}")
+
+    def _java(self) -> list[str]:
+        return [
+            java(),
+            f"-Xms{self.settings.kafka_heap}",
+            f"-Xmx{self.settings.kafka_heap}",
+            "-XX:+UseG1GC",
+            "-XX:MaxGCPauseMillis=20",
+            "-Djava.awt.headless=true",
+            f"-Dlog4j2.configurationFile={self.home / 'log4j2.properties'}",
+            f"-Dkafka.logs.dir={self.log_file.parent}",
+            "-cp",
+            artifacts.KAFKA.classpath(self.settings.cache_dir),
+        ]
+
+    def command(self) -> list[str]:
+        return [*self._java(), "kafka.Kafka", str(self.config_file)]
+
+    def ready(self) -> bool:
+        from confluent_kafka.admin import AdminClient
+
+        admin = AdminClient(
+            {
+                "bootstrap.servers": f"127.0.0.1:{self.settings.kafka_port}",
+                "socket.connection.setup.timeout.ms": 1000,
+                "log_level": 0,
+            }
+        )
+        try:
+            meta = admin.list_topics(timeout=2)
+        except Exception:
+            return False
+        return bool(meta.brokers)
+
+
+@dataclass
+class Cassandra(Service):
+    name: str = "cassandra"
+
+    @property
+    def ports(self) -> tuple[int, ...]:
+        return (self.settings.cassandra_port, self.settings.cassandra_storage_port)
+
+    def prepare(self) -> None:
+        artifacts.fetch(artifacts.CASSANDRA, self.settings.cache_dir)
+        self.home.mkdir(parents=True, exist_ok=True)
+        (self.home / "cassandra.yaml").write_text(
+            _template("cassandra.yaml").format(
+                port=self.settings.cassandra_port,
+                storage_port=self.settings.cassandra_storage_port,
+                data_dir=self.home,
+            )
+        )
+        (self.home / "logback.xml").write_text(
+            _template("cassandra-logback.xml").format(log_file=self.log_file)
+        )
+
+    def command(self) -> list[str]:
+        lib = artifacts.CASSANDRA.lib_dir(self.settings.cache_dir)
+        jamm = sorted(lib.glob("jamm-*.jar"))
+        heap = self.settings.cassandra_heap
+        return [
+            java(),
+            f"-Xms{heap}",
+            f"-Xmx{heap}",
+            "-Xss512k",
+            "-XX:+UseG1GC",
+            "-XX:+ParallelRefProcEnabled",
+            "-XX:MaxTenuringThreshold=1",
+            "-XX:G1HeapRegionSize=16m",
+            "-XX:MaxGCPauseMillis=300",
+            "-XX:MaxDirectMemorySize=512m",
+            *JAVA17_FLAGS,
+            *([f"-javaagent:{jamm[0]}"] if jamm else []),
+            f"-Dcassandra.config=file://{self.home / 'cassandra.yaml'}",
+            f"-Dlogback.configurationFile={self.home / 'logback.xml'}",
+            f"-Dcassandra.logdir={self.log_file.parent}",
+            f"-Dcassandra.storagedir={self.home}",
+            "-Dcassandra-foreground=yes",
+            "-Dcassandra.skip_wait_for_gossip_to_settle=0",
+            "-Dcassandra.ring_delay_ms=1000",
+            "-Dcassandra.superuser_setup_delay_ms=0",
+            "-Djava.net.preferIPv4Stack=true",
+            "-cp",
+            artifacts.CASSANDRA.classpath(self.settings.cache_dir),
+            "org.apache.cassandra.service.CassandraDaemon",
+        ]
+
+    def ready(self) -> bool:
+        from chatlog.cql import connect
+        from chatlog.stack.process import port_open
+
+        if not port_open(self.settings.cassandra_port):
+            return False
+
+        try:
+            cluster, session = connect(self.settings, keyspace=None, timeout=3)
+        except Exception:
+            return False
+        try:
+            row = session.execute("SELECT release_version FROM system.local").one()
+            return row is not None
+        except Exception:
+            return False
+        finally:
+            cluster.shutdown()
+
+
+@dataclass
+class InspIRCd(Service):
+    name: str = "inspircd"
+
+    @property
+    def ports(self) -> tuple[int, ...]:
+        return (self.settings.irc_port,)
+
+    def prepare(self) -> None:
+        if shutil.which("inspircd") is None and not Path("/usr/sbin/inspircd").exists():
+            raise StackError("InspIRCd is not installed: run `make setup` (apt-get install inspircd)")
+        self.home.mkdir(parents=True, exist_ok=True)
+        (self.home / "inspircd.conf").write_text(
+            _template("inspircd.conf").format(port=self.settings.irc_port, data_dir=self.home)
+        )
+        (self.home / "inspircd.motd").write_text("chatlog dev IRC server\n")
+
+    def command(self) -> list[str]:
+        binary = shutil.which("inspircd") or "/usr/sbin/inspircd"
+        return [binary, f"--config={self.home / 'inspircd.conf'}", "--nofork", "--runasroot", "--nopid"]
+
+    def ready(self) -> bool:
+        return irc_registers("127.0.0.1", self.settings.irc_port)
+
+
+def irc_registers(host: str, port: int, timeout: float = 3.0) -> bool:
+    """True when the server completes a registration (numeric 001) for a throw-away nick."""
+    nick = f"probe{uuid.uuid4().hex[:8]}"
+    try:
+        with socket.create_connection((host, port), timeout=timeout) as sock:
+            sock.sendall(f"NICK {nick}\r\nUSER {nick} 0 * :probe\r\n".encode())
+            buf = b""
+            deadline = time.monotonic() + timeout
+            while time.monotonic() < deadline:
+                chunk = sock.recv(4096)
+                if not chunk:
+                    return False
+                buf += chunk
+                for line in buf.split(b"\r\n"):
+                    parts = line.split(b" ")
+                    if len(parts) > 1 and parts[1] == b"001":
+                        sock.sendall(b"QUIT :probe\r\n")
+                        return True
+                    if parts and parts[0] == b"PING":
+                        sock.sendall(b"PONG " + b" ".join(parts[1:]) + b"\r\n")
+    except OSError:
+        return False
+    return False
+
+
+def all_services(settings: StackSettings) -> list[Service]:
+    return [Kafka(settings), Cassandra(settings), InspIRCd(settings)]

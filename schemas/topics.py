@@ -1,0 +1,46 @@
+"""Topic specs from ``topics.toml`` (the one place they are defined), with settings applied."""
+
+from __future__ import annotations
+
+import tomllib
+from dataclasses import dataclass, field
+from importlib import resources
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from chatlog.settings import KafkaSettings
+
+ROLES = ("channels", "messages", "deadletter", "status")
+
+
+@dataclass(frozen=True)
+class TopicSpec:
+    role: str
+    name: str
+    partitions: int
+    config: dict[str, str] = field(default_factory=dict)
+
+
+def _raw() -> dict[str, Any]:
+    data: dict[str, Any] = tomllib.loads(resources.files("schemas").joinpath("topics.toml").read_text())
+    return data
+
+
+def topic_specs(settings: KafkaSettings | None = None) -> list[TopicSpec]:
+    """Every topic with its final name, partition count and configs."""
+    raw = _raw()
+    specs = []
+    for role in ROLES:
+        entry = raw[role]
+        name = str(entry["default_name"])
+        partitions = int(entry["partitions"])
+        config = {str(k): str(v) for k, v in entry.get("config", {}).items()}
+        if settings is not None:
+            name = str(getattr(settings, f"topic_{role}"))
+            if role == "channels":
+                partitions = settings.channel_buckets
+            elif role == "messages":
+                partitions = settings.messages_partitions
+                config["retention.ms"] = str(settings.messages_retention_ms)
+        specs.append(TopicSpec(role, name, partitions, config))
+    return specs

@@ -1,0 +1,68 @@
+"""Shared fixtures. Integration fixtures bring the real local stack up once per session."""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import Iterator
+
+import pytest
+
+from chatlog.settings import StackSettings
+
+
+@pytest.fixture(scope="session")
+def stack() -> Iterator[StackSettings]:
+    """The real local stack (Kafka, Cassandra, InspIRCd), started if needed and stopped if we started it.
+
+    Set ``CHATLOG_TEST_KEEP_STACK=1`` to leave a stack we started running after the tests.
+    """
+    from chatlog.stack import manager, process
+    from chatlog.stack.services import all_services
+
+    settings = StackSettings()
+    already = all(process.read_pid(s.pid_file) is not None for s in all_services(settings))
+    manager.up(settings, report=lambda _msg: None)
+    yield settings
+    if not already and os.environ.get("CHATLOG_TEST_KEEP_STACK") != "1":
+        manager.down(settings, report=lambda _msg: None)
+
+
+@pytest.fixture
+def unique() -> str:
+    """A short random suffix for topics, keyspaces, channels and groups of one test."""
+    return uuid.uuid4().hex[:10]
+
+
+@pytest.fixture
+def fresh_topics(stack: StackSettings, unique: str) -> StackSettings:
+    """Stack settings whose four topics are new and empty (created here), so tests do not interfere."""
+    from chatlog.kafka_admin import ensure_topics
+
+    settings = stack.model_copy(
+        update={
+            "topic_channels": f"t{unique}.channels",
+            "topic_messages": f"t{unique}.messages",
+            "topic_deadletter": f"t{unique}.deadletter",
+            "topic_status": f"t{unique}.status",
+            "channel_buckets": 16,
+            "messages_partitions": 4,
+        }
+    )
+    ensure_topics(settings)
+    return settings
+
+
+@pytest.fixture
+def fresh_keyspace(stack: StackSettings, unique: str) -> Iterator[StackSettings]:
+    """Stack settings with a new keyspace (schema applied), dropped afterwards."""
+    from chatlog.cql import apply_schema, connect
+
+    settings = stack.model_copy(update={"cassandra_keyspace": f"t{unique}"})
+    apply_schema(settings)
+    yield settings
+    cluster, session = connect(settings)
+    try:
+        session.execute(f"DROP KEYSPACE IF EXISTS {settings.cassandra_keyspace}", timeout=60)
+    finally:
+        cluster.shutdown()
