@@ -12,8 +12,10 @@ bench_app = typer.Typer(help="Benchmarks; results as JSON (and PNG) under result
 def register(app: typer.Typer) -> None:
     """Attach every sub-command. Each package owns the module that defines its commands."""
     import ingest.cli
+    import ingest.import_cli
     import sink.cli
 
+    ingest.import_cli.register(app, bench_app)
     ingest.cli.register(app, bench_app)
     sink.cli.register(app, bench_app)
     app.add_typer(bench_app, name="bench")
