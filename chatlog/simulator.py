@@ -1,0 +1,223 @@
+"""Simulated chatters: real IRC clients sending PRIVMSGs into an IRC server at a steady rate.
+
+Channels get a Zipf-like share of the traffic (a few hot channels, a long tail). Every message text
+starts with a unique token so that what was sent can be matched against what was stored. Each client
+connection joins the channels it sends to (InspIRCd's default +n mode forbids outside messages).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+import logging
+import random
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+log = logging.getLogger(__name__)
+
+_WORDS = (
+    "Kappa",
+    "PogChamp",
+    "LUL",
+    "hello",
+    "gg",
+    "wp",
+    "nice",
+    "KEKW",
+    "what",
+    "is",
+    "this",
+    "play",
+    "lol",
+    "monkaS",
+    "omg",
+    "clip",
+    "it",
+    "chat",
+    "sub",
+    "hype",
+    "🐸",
+    "日本語",
+    "ñandú",
+)
+_JOIN_BATCH = 20
+
+
+@dataclass(frozen=True)
+class SentMessage:
+    channel: str
+    token: str
+    sent_at_ms: int
+
+
+@dataclass
+class _Client:
+    index: int
+    nick: str
+    channels: list[str]
+    reader: asyncio.StreamReader | None = None
+    writer: asyncio.StreamWriter | None = None
+    alive: bool = False
+    pump: asyncio.Task[None] | None = None
+    joined: set[str] = field(default_factory=set)
+
+
+class ChatSimulator:
+    """Many client connections sending ``rate`` messages/s in total over ``channels``."""
+
+    def __init__(
+        self,
+        host: str,
+        port: int,
+        channels: Sequence[str],
+        *,
+        rate: float,
+        connections: int = 8,
+        zipf_s: float = 1.1,
+        seed: int = 0,
+        prefix: str = "sim",
+    ) -> None:
+        if not channels:
+            raise ValueError("the simulator needs at least one channel")
+        self.host, self.port, self.rate = host, port, rate
+        self.channels = [c.lower().lstrip("#") for c in channels]
+        self.prefix = prefix
+        self._rng = random.Random(seed)
+        n = max(1, min(connections, len(self.channels)))
+        run = f"{seed:x}{self._rng.randrange(16**4):04x}"
+        self._clients = [_Client(i, f"{prefix}{run}c{i}"[:30], self.channels[i::n]) for i in range(n)]
+        self._owner = {ch: c for c in self._clients for ch in c.channels}
+        weights = [1.0 / (rank + 1) ** zipf_s for rank in range(len(self.channels))]
+        order = self.channels[:]
+        self._rng.shuffle(order)  # which channels are hot is random but seeded
+        self._order = order
+        self._cum = list(itertools.accumulate(weights))
+        self._seq = itertools.count()
+        self._run = run
+        self._stop = asyncio.Event()
+        self.sent: list[SentMessage] = []
+        self.failed = 0
+
+    async def start(self, timeout: float = 60.0) -> None:
+        """Connect every client, register, join its channels; returns when all JOINs are echoed."""
+        await asyncio.wait_for(asyncio.gather(*(self._connect(c) for c in self._clients)), timeout)
+
+    async def _connect(self, client: _Client) -> None:
+        client.reader, client.writer = await asyncio.open_connection(self.host, self.port, limit=1 << 20)
+        client.writer.write(f"NICK {client.nick}\r\nUSER {client.nick} 0 * :chatlog simulator\r\n".encode())
+        await self._read_until(client, lambda parts: len(parts) > 1 and parts[1] == "001")
+        for i in range(0, len(client.channels), _JOIN_BATCH):
+            batch = client.channels[i : i + _JOIN_BATCH]
+            client.writer.write(f"JOIN {','.join('#' + c for c in batch)}\r\n".encode())
+        want = set(client.channels)
+
+        def all_joined(parts: list[str]) -> bool:
+            if len(parts) > 2 and parts[1] == "JOIN" and parts[0][1:].split("!")[0] == client.nick:
+                client.joined.add(parts[2].lstrip(":#").lower())
+            return client.joined >= want
+
+        await self._read_until(client, all_joined)
+        client.alive = True
+        client.pump = asyncio.create_task(self._pump(client))
+
+    async def _read_until(self, client: _Client, done: object) -> None:
+        assert client.reader is not None and client.writer is not None and callable(done)
+        while True:
+            raw = await client.reader.readline()
+            if not raw:
+                raise ConnectionError(f"simulator client {client.nick}: server closed the connection")
+            line = raw.decode(errors="replace").rstrip("\r\n")
+            if line.startswith("@"):
+                line = line.split(" ", 1)[1] if " " in line else ""
+            parts = line.split(" ")
+            if parts[0] == "PING":
+                client.writer.write(f"PONG {' '.join(parts[1:])}\r\n".encode())
+            elif len(parts) > 1 and parts[1] in ("432", "433", "465", "ERROR"):
+                raise ConnectionError(f"simulator client {client.nick}: {line}")
+            if done(parts):
+                return
+
+    async def _pump(self, client: _Client) -> None:
+        """Answer PINGs and drop everything else the server sends this client."""
+        assert client.reader is not None and client.writer is not None
+        try:
+            while True:
+                raw = await client.reader.readline()
+                if not raw:
+                    break
+                if raw.startswith(b"PING"):
+                    client.writer.write(b"PONG" + raw[4:])
+        except (ConnectionError, asyncio.IncompleteReadError):
+            pass
+        client.alive = False
+
+    def stop(self) -> None:
+        self._stop.set()
+
+    async def run(self, duration: float, *, rate: float | None = None) -> None:
+        """Send at ``rate`` (default: the constructor's) for ``duration`` seconds or until stop()."""
+        rate = self.rate if rate is None else rate
+        t0 = time.monotonic()
+        done = 0
+        tick = 0.01
+        while not self._stop.is_set():
+            elapsed = time.monotonic() - t0
+            if elapsed >= duration:
+                break
+            due = int(rate * elapsed) - done
+            if due > 0:
+                self._send_batch(due)
+                done += due
+                await asyncio.gather(*(c.writer.drain() for c in self._clients if c.alive and c.writer))
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._stop.wait(), tick)
+
+    def _send_batch(self, count: int) -> None:
+        picks = self._rng.choices(self._order, cum_weights=self._cum, k=count)
+        now = int(time.time() * 1000)
+        out: dict[int, list[bytes]] = {}
+        words = self._rng.choices(_WORDS, k=3)
+        tail = " ".join(words)
+        for channel in picks:
+            client = self._owner[channel]
+            if not client.alive:
+                self.failed += 1
+                continue
+            token = f"{self.prefix}{self._run}-{next(self._seq)}"
+            out.setdefault(client.index, []).append(f"PRIVMSG #{channel} :{token} {tail}\r\n".encode())
+            self.sent.append(SentMessage(channel, token, now))
+        for index, lines in out.items():
+            writer = self._clients[index].writer
+            if writer is not None:
+                writer.write(b"".join(lines))
+
+    async def close(self) -> None:
+        for client in self._clients:
+            if client.writer is not None and not client.writer.is_closing():
+                with contextlib.suppress(ConnectionError):
+                    client.writer.write(b"QUIT :bye\r\n")
+                    await client.writer.drain()
+                client.writer.close()
+            if client.pump is not None:
+                client.pump.cancel()
+        await asyncio.sleep(0)
+
+
+def simulate(
+    host: str, port: int, channels: Sequence[str], *, rate: float, duration: float, **kwargs: object
+) -> list[SentMessage]:
+    """Blocking helper: connect, join, send for ``duration`` seconds, quit; returns what was sent."""
+
+    async def main() -> list[SentMessage]:
+        sim = ChatSimulator(host, port, channels, rate=rate, **kwargs)  # type: ignore[arg-type]
+        try:
+            await sim.start()
+            await sim.run(duration)
+        finally:
+            await sim.close()
+        return sim.sent
+
+    return asyncio.run(main())
