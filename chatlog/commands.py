@@ -19,6 +19,9 @@ def register(app: typer.Typer) -> None:
     ingest.cli.register(app, bench_app)
     sink.cli.register(app, bench_app)
     app.add_typer(bench_app, name="bench")
+    import chatlog.simulate_cli
+
+    chatlog.simulate_cli.register(app)
 
     @app.command()
     def demo(duration: Annotated[float, typer.Option(help="Seconds to run.")] = 120.0) -> None:

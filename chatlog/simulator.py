@@ -12,6 +12,7 @@ import contextlib
 import itertools
 import logging
 import random
+import secrets
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -87,7 +88,7 @@ class ChatSimulator:
         self.prefix = prefix
         self._rng = random.Random(seed)
         n = max(1, min(connections, len(self.channels)))
-        run = f"{seed:x}{self._rng.randrange(16**4):04x}"
+        run = secrets.token_hex(3)  # unique per run, so tokens never collide with an earlier run's
         self._clients = [_Client(i, f"{prefix}{run}c{i}"[:30], self.channels[i::n]) for i in range(n)]
         self._owner = {ch: c for c in self._clients for ch in c.channels}
         weights = [1.0 / (rank + 1) ** zipf_s for rank in range(len(self.channels))]

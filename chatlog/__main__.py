@@ -1,0 +1,3 @@
+from chatlog.cli import main
+
+main()
