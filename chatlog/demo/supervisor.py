@@ -47,8 +47,12 @@ class Supervisor:
         log = self.log_dir / f"{name}.log"
         with log.open("ab") as out:
             proc = subprocess.Popen(
-                [*CHATLOG, *args], stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
-                env={**os.environ, **self.env, **(env or {})}, start_new_session=True,
+                [*CHATLOG, *args],
+                stdin=subprocess.DEVNULL,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                env={**os.environ, **self.env, **(env or {})},
+                start_new_session=True,
             )
         child = Child(name, proc, log)
         self.children[name] = child

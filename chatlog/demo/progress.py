@@ -1,0 +1,95 @@
+"""Live numbers of a run: the simulator's progress lines and the sink's Prometheus metrics."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import time
+import urllib.request
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from prometheus_client.parser import text_string_to_metric_families
+
+SINK_METRICS_PORT = 9181
+# names of the sink's metrics (sink/progress.py)
+ROWS = "chatlog_sink_rows_written"
+DUPLICATES = "chatlog_sink_duplicates_dropped"
+LAG = "chatlog_sink_kafka_lag"
+
+
+@dataclass(frozen=True)
+class Stats:
+    at: float = 0.0
+    sent: int = 0
+    sent_rate: float = 0.0
+    sim_done: bool = False
+    rows: int = 0
+    rows_rate: float = 0.0
+    duplicates: int = 0
+    lag: int = -1
+    rows_stable_since: float = 0.0
+
+    def drained(self, quiet_s: float = 5.0) -> bool:
+        return (
+            self.sim_done
+            and self.lag == 0
+            and self.rows > 0
+            and time.time() - self.rows_stable_since >= quiet_s
+        )
+
+
+def _simulator(log: Path) -> tuple[int, bool]:
+    sent, done = 0, False
+    with contextlib.suppress(OSError):
+        for line in log.read_text().splitlines()[-5:]:
+            with contextlib.suppress(ValueError):
+                d = json.loads(line)
+                if isinstance(d, dict) and "sent" in d:
+                    sent = max(sent, int(d["sent"]))
+                    done = done or d.get("event") == "done"
+    return sent, done
+
+
+def sink_metrics(port: int = SINK_METRICS_PORT) -> dict[str, float]:
+    """Sample values of the sink's metrics, summed over labels; empty if the endpoint is not up."""
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=2) as resp:
+            text = resp.read().decode()
+    except OSError:
+        return {}
+    out: dict[str, float] = {}
+    for fam in text_string_to_metric_families(text):
+        for sample in fam.samples:
+            if sample.name.endswith(("_created", "_bucket")):
+                continue
+            out[sample.name] = out.get(sample.name, 0.0) + sample.value
+    return out
+
+
+def _pick(metrics: dict[str, float], name: str) -> float | None:
+    for key in (name, f"{name}_total"):
+        if key in metrics:
+            return metrics[key]
+    return None
+
+
+def poll(prev: Stats, sim_log: Path) -> Stats:
+    now = time.time()
+    sent, done = _simulator(sim_log)
+    m = sink_metrics()
+    rows = int(_pick(m, ROWS) or prev.rows)
+    dt = max(1e-3, now - prev.at) if prev.at else 1.0
+    lag_v = _pick(m, LAG)
+    return replace(
+        prev,
+        at=now,
+        sent=sent,
+        sent_rate=(sent - prev.sent) / dt,
+        sim_done=done,
+        rows=rows,
+        rows_rate=(rows - prev.rows) / dt,
+        duplicates=int(_pick(m, DUPLICATES) or prev.duplicates),
+        lag=int(lag_v) if lag_v is not None else prev.lag,
+        rows_stable_since=prev.rows_stable_since if rows == prev.rows and prev.at else now,
+    )

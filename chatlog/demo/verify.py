@@ -1,0 +1,86 @@
+"""What actually arrived: tokens in the messages topic and rows in Cassandra for a set of channels."""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections import Counter
+from collections.abc import Iterable
+
+from confluent_kafka import Consumer, TopicPartition
+
+from chatlog.cql import connect
+from chatlog.settings import CassandraSettings, KafkaSettings
+from schemas import chat_event
+from schemas.cql import BUCKET_MS, bucket_of
+
+
+def token_of(text: str | None) -> str | None:
+    """The simulator's token: the first word of the message text."""
+    if not text:
+        return None
+    return text.split(" ", 1)[0]
+
+
+def topic_tokens(settings: KafkaSettings, prefix: str, timeout: float = 120.0) -> Counter[str]:
+    """How many times each simulator token (starting with ``prefix``) is in the messages topic."""
+    consumer = Consumer(
+        {
+            **settings.kafka_client_config(),
+            "group.id": f"verify-{uuid.uuid4().hex}",
+            "enable.auto.commit": False,
+            "auto.offset.reset": "earliest",
+        }
+    )
+    counts: Counter[str] = Counter()
+    try:
+        meta = consumer.list_topics(settings.topic_messages, timeout=30).topics[settings.topic_messages]
+        parts = [TopicPartition(settings.topic_messages, p) for p in meta.partitions]
+        ends = {p.partition: consumer.get_watermark_offsets(p, timeout=30)[1] for p in parts}
+        remaining = {p for p, end in ends.items() if end > 0}
+        consumer.assign([TopicPartition(settings.topic_messages, p, 0) for p in remaining])
+        deadline = time.monotonic() + timeout
+        while remaining and time.monotonic() < deadline:
+            for msg in consumer.consume(10_000, 1.0):
+                if msg.error() is not None:
+                    continue
+                partition, offset = msg.partition() or 0, msg.offset() or 0
+                if offset >= ends[partition] - 1:
+                    remaining.discard(partition)
+                try:
+                    event = chat_event.decode(msg.value() or b"")
+                except chat_event.InvalidEvent:
+                    continue
+                tok = token_of(event.text)
+                if tok and tok.startswith(prefix):
+                    counts[tok] += 1
+    finally:
+        consumer.close()
+    return counts
+
+
+def stored_tokens(
+    settings: CassandraSettings, channels: Iterable[str], since_ms: int, until_ms: int
+) -> Counter[str]:
+    """How many rows per simulator token are in ``messages_by_channel`` for ``channels`` in the window."""
+    from cassandra.concurrent import execute_concurrent_with_args
+
+    cluster, session = connect(settings, keyspace=settings.cassandra_keyspace, timeout=60)
+    try:
+        stmt = session.prepare("SELECT text FROM messages_by_channel WHERE channel = ? AND bucket = ?")
+        stmt.fetch_size = 5000
+        buckets = range(bucket_of(since_ms), bucket_of(until_ms) + 1, BUCKET_MS)
+        args = [(c, b) for c in channels for b in buckets]
+        counts: Counter[str] = Counter()
+        for ok, rows in execute_concurrent_with_args(
+            session, stmt, args, concurrency=64, results_generator=True
+        ):
+            if not ok:
+                raise RuntimeError(f"reading rows back from Cassandra failed: {rows}")
+            for row in rows:
+                tok = token_of(row.text)
+                if tok:
+                    counts[tok] += 1
+        return counts
+    finally:
+        cluster.shutdown()
