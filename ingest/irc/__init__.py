@@ -1,0 +1,7 @@
+"""The IRC side of an ingester: a pool of connections that joins the wanted channels and hands chat
+lines over in batches. ``IrcPool`` (pool.py) is the entry point; ``PoolSettings`` its settings."""
+
+from ingest.irc.pool import IrcPool, PoolStats
+from ingest.irc.settings import PoolSettings
+
+__all__ = ["IrcPool", "PoolSettings", "PoolStats"]

@@ -1,0 +1,404 @@
+"""The IRC connection pool of one ingester process.
+
+``set_wanted`` says which channels to log; ``run`` keeps reconciling the wanted set against what the
+server confirmed, over up to K channels per connection, under the JOIN rate limit, with keepalive,
+reconnect backoff, make-before-break on RECONNECT and a JOIN-ack watchdog. Chat lines go to
+``on_lines`` in batches straight from the socket reads; the planning lives in ``reconcile``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import random
+import re
+import ssl
+import time
+from collections import defaultdict
+from collections.abc import Callable, Iterable
+from collections.abc import Set as AbstractSet
+from dataclasses import dataclass
+
+from ingest.irc.connection import IrcConnection
+from ingest.irc.login import login_from_settings
+from ingest.irc.metrics import PoolMetrics
+from ingest.irc.ratelimit import Backoff, SlidingWindowLimiter
+from ingest.irc.reconcile import ConnState, ConnView, join_timeouts, plan
+from ingest.irc.settings import PoolSettings
+
+log = logging.getLogger(__name__)
+
+OnLines = Callable[[list[str], int], None]
+_VALID_CHANNEL = re.compile(r"[^\s,\x00\x07#][^\s,\x00\x07]{0,62}")
+_STABLE_S = 30.0  # a connection that was READY this long before it was lost resets the backoff
+_MAX_BLOCK_S = 3600.0
+_CLOSE_WAIT_S = 5.0
+
+
+@dataclass(frozen=True, slots=True)
+class PoolStats:
+    connections: int  # open connections (connecting + ready + draining)
+    connections_connecting: int
+    connections_ready: int
+    connections_draining: int
+    wanted: int
+    confirmed: int
+    pending_joins: int
+    homeless: int  # wanted channels neither joined nor pending on a READY connection (last reconcile)
+    blocked: int  # channels in JOIN-failure backoff
+    reconnects: int  # connections lost without our asking, RECONNECT requests included
+    join_timeouts: int  # JOINs given up on a connection after every retry
+    joins_sent: int
+    parts_sent: int
+    lines_read: int  # lines handed to on_lines
+    bytes_read: int
+    nick_collisions: int
+    decode_errors: int  # chunks with invalid UTF-8 (decoded with U+FFFD, not dropped)
+
+
+class IrcPool:
+    """IRC connections of one process; see the module doc. All methods run on the event loop."""
+
+    def __init__(
+        self,
+        settings: PoolSettings,
+        on_lines: OnLines,
+        *,
+        worker_id: str,
+        clock: Callable[[], float] = time.monotonic,
+        rng: random.Random | None = None,
+    ) -> None:
+        self.settings = settings
+        self.worker_id = worker_id
+        self._on_lines = on_lines
+        self._clock = clock
+        self._rng = rng or random.Random()
+        self._login = login_from_settings(settings, worker_id, self._rng, settings.irc_nick_max_len)
+        self._limiter = SlidingWindowLimiter(settings.irc_join_rate, settings.irc_join_window_s, clock)
+        self._backoff = Backoff(
+            settings.irc_reconnect_backoff_min_s, settings.irc_reconnect_backoff_max_s, self._rng
+        )
+        self._conns: dict[int, IrcConnection] = {}
+        self._openers: dict[int, asyncio.Task[None]] = {}
+        self._next_id = 1
+        self._next_open_at = 0.0
+        self._wanted_input: AbstractSet[str] = frozenset()
+        self._wanted: frozenset[str] = frozenset()
+        self._invalid_seen: set[str] = set()
+        self._fresh_after: dict[str, int] = {}  # channel → lowest conn id it may be joined on
+        self._blocked: dict[str, float] = {}  # channel → monotonic time it may be tried again
+        self._channel_failures: dict[str, int] = {}
+        self._homeless = 0
+        self._counts: dict[str, int] = defaultdict(int)
+        self._bytes_closed = 0
+        self._nick_collisions_closed = 0
+        self._decode_errors_closed = 0
+        self._metrics = PoolMetrics(worker_id)
+        self._wake = asyncio.Event()
+        self._closing = False
+        self._running = False
+        self._error: BaseException | None = None
+        s = settings
+        self._tick_s = max(0.02, min(0.5, s.irc_join_ack_timeout_s / 4, s.irc_ping_timeout_s / 4))
+        self._ssl = ssl.create_default_context() if s.irc_tls else None
+
+    # ---- public interface -------------------------------------------------------------------------
+    def set_wanted(self, channels: AbstractSet[str]) -> None:
+        """Declare the channels to log (logins, lower case, without '#'); cheap when unchanged."""
+        if channels is self._wanted_input or channels == self._wanted_input:
+            return
+        self._wanted_input = frozenset(channels)
+        clean = set()
+        for raw in self._wanted_input:
+            ch = raw.lower().removeprefix("#")
+            if _VALID_CHANNEL.fullmatch(ch):
+                clean.add(ch)
+            elif raw not in self._invalid_seen:
+                self._invalid_seen.add(raw)
+                log.warning("irc pool: ignoring invalid channel name %r", raw)
+        self._wanted = frozenset(clean)
+        self._wake.set()
+
+    @property
+    def wanted(self) -> frozenset[str]:
+        return self._wanted
+
+    @property
+    def confirmed(self) -> frozenset[str]:
+        """Channels whose JOIN the server echoed on a live (READY or DRAINING) connection."""
+        out: set[str] = set()
+        for conn in self._conns.values():
+            if conn.state in (ConnState.READY, ConnState.DRAINING):
+                out |= conn.joined
+        return frozenset(out)
+
+    def stats(self) -> PoolStats:
+        by_state: dict[ConnState, int] = defaultdict(int)
+        for conn in self._conns.values():
+            by_state[conn.state] += 1
+        live = list(self._conns.values())
+        c = self._counts
+        return PoolStats(
+            connections=sum(n for st, n in by_state.items() if st is not ConnState.CLOSED),
+            connections_connecting=by_state[ConnState.CONNECTING],
+            connections_ready=by_state[ConnState.READY],
+            connections_draining=by_state[ConnState.DRAINING],
+            wanted=len(self._wanted),
+            confirmed=len(self.confirmed),
+            pending_joins=sum(len(x.pending) for x in live if x.state is ConnState.READY),
+            homeless=self._homeless,
+            blocked=len(self._blocked),
+            reconnects=c["reconnects"],
+            join_timeouts=c["join_timeouts"],
+            joins_sent=c["joins_sent"],
+            parts_sent=c["parts_sent"],
+            lines_read=c["lines_read"],
+            bytes_read=self._bytes_closed + sum(x.bytes_read for x in live),
+            nick_collisions=self._nick_collisions_closed + sum(x.nick_collisions for x in live),
+            decode_errors=self._decode_errors_closed + sum(x.decode_errors for x in live),
+        )
+
+    async def run(self) -> None:
+        """Reconcile until :meth:`close`; raises what ``on_lines`` raised, if it did."""
+        if self._running:
+            raise RuntimeError("IrcPool.run is already running")
+        self._running = True
+        try:
+            while not self._closing:
+                self._wake.clear()
+                self._tick()
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._wake.wait(), self._tick_s)
+        except asyncio.CancelledError:
+            self._abort_all()
+            raise
+        finally:
+            self._running = False
+        if self._error is not None:
+            raise self._error
+
+    async def close(self, *, part: bool = True) -> None:
+        """PART (if ``part``) and QUIT every connection; waits up to a few seconds for them to close."""
+        self._closing = True
+        self._wake.set()
+        for task in self._openers.values():
+            task.cancel()
+        conns = list(self._conns.values())
+        for conn in conns:
+            conn.close("chatlog shutting down", part=part)
+        if conns:
+            await asyncio.wait([conn.closed for conn in conns], timeout=_CLOSE_WAIT_S)
+        self._abort_all()
+
+    def pause_reading(self) -> None:
+        """Back-pressure for the caller: stop reading sockets (the server buffers, then drops us)."""
+        for conn in self._conns.values():
+            conn.pause_reading()
+
+    def resume_reading(self) -> None:
+        for conn in self._conns.values():
+            conn.resume_reading()
+
+    # ---- hooks from connections -------------------------------------------------------------------
+    def deliver(self, lines: list[str], received_at_ms: int) -> None:
+        self._counts["lines_read"] += len(lines)
+        if self._error is not None:
+            return
+        try:
+            self._on_lines(lines, received_at_ms)
+        except Exception as exc:  # a bug in the caller: stop the pool, run() re-raises it
+            log.exception("irc pool: on_lines failed; closing the pool")
+            self._error = exc
+            self._closing = True
+            self._wake.set()
+
+    def connection_ready(self, conn: IrcConnection) -> None:
+        took = (conn.ready_at or conn.created_at) - conn.created_at
+        log.info("irc conn %d connected as %s (registered in %.2f s)", conn.conn_id, conn.nick, took)
+        self._wake.set()
+
+    def connection_lost(self, conn: IrcConnection, reason: str, kind: str, failure: bool) -> None:
+        self._conns.pop(conn.conn_id, None)
+        self._openers.pop(conn.conn_id, None)
+        self._bytes_closed += conn.bytes_read
+        self._nick_collisions_closed += conn.nick_collisions
+        self._decode_errors_closed += conn.decode_errors
+        if self._closing:
+            return
+        channels = len(conn.joined) + len(conn.pending)
+        if failure:
+            now = self._clock()
+            self._counts["reconnects"] += 1
+            self._metrics.reconnect(kind)
+            if conn.ready_at is not None and now - conn.ready_at >= _STABLE_S:
+                self._backoff.reset()
+            delay = self._backoff.failure()
+            self._next_open_at = max(self._next_open_at, now + delay)
+            log.warning(
+                "irc conn %d (%s) lost: %s; %d channels to re-join; reconnecting in %.1f s (failure %d)",
+                conn.conn_id, conn.nick, reason, channels, delay, self._backoff.failures,
+            )  # fmt: skip
+        else:
+            log.info("irc conn %d (%s) closed: %s", conn.conn_id, conn.nick, reason)
+        self._wake.set()
+
+    def reconnect_requested(self, conn: IrcConnection) -> None:
+        self._counts["reconnects"] += 1
+        self._metrics.reconnect("reconnect_requested")
+        log.info(
+            "irc conn %d (%s): server asked to RECONNECT; moving %d channels to a new connection first",
+            conn.conn_id, conn.nick, len(conn.joined),
+        )  # fmt: skip
+        self._wake.set()
+
+    def join_refused(self, conn: IrcConnection, channel: str, reason: str) -> None:
+        self._block(channel, f"JOIN refused on conn {conn.conn_id}: {reason}")
+        self._wake.set()
+
+    # ---- reconcile loop ---------------------------------------------------------------------------
+    def _tick(self) -> None:
+        if self._closing:
+            return
+        now = self._clock()
+        s = self.settings
+        for conn in list(self._conns.values()):
+            conn.check(
+                now,
+                ping_interval=s.irc_ping_interval_s,
+                ping_timeout=s.irc_ping_timeout_s,
+                connect_timeout=s.irc_connect_timeout_s,
+            )
+            if conn.state is ConnState.DRAINING and now - (conn.drain_since or now) >= s.irc_drain_timeout_s:
+                conn.close(f"drained for {s.irc_drain_timeout_s:g} s after RECONNECT")
+        self._watchdog(now)
+        self._forget_settled(now)
+        views = [
+            ConnView(c.conn_id, c.state, c.joined, c.pending.keys(), c.parting)
+            for c in self._conns.values()
+            if c.state is not ConnState.CLOSED
+        ]
+        open_room = s.irc_max_connections - len(views)
+        p = plan(
+            self._wanted,
+            views,
+            capacity=s.irc_channels_per_connection,
+            join_budget=self._limiter.available(),
+            horizon=self._limiter.limit,
+            fresh_after=self._fresh_after,
+            blocked=self._blocked.keys(),
+            max_open=open_room if now >= self._next_open_at else 0,
+        )
+        self._homeless = p.homeless
+        for conn_id, chs in _by_conn(p.parts).items():
+            self._conns[conn_id].send_parts(chs)
+            self._counts["parts_sent"] += len(chs)
+        for conn_id, chs in _by_conn(p.joins).items():
+            granted = self._limiter.try_acquire(len(chs))
+            self._conns[conn_id].send_joins(chs[:granted], now)
+            self._counts["joins_sent"] += granted
+        for conn_id in p.close:
+            conn = self._conns[conn_id]
+            why = "replaced after RECONNECT" if conn.state is ConnState.DRAINING else "no longer needed"
+            conn.close(why, part=conn.state is ConnState.READY)
+        for _ in range(p.open):
+            self._open_connection()
+        self._metrics.publish(self.stats())
+
+    def _watchdog(self, now: float) -> None:
+        s = self.settings
+        pending = {c.conn_id: c.pending for c in self._conns.values() if c.state is ConnState.READY}
+        retry, move = join_timeouts(
+            pending, now, timeout=s.irc_join_ack_timeout_s, retries=s.irc_join_retries
+        )
+        for conn_id, ch in retry:
+            conn = self._conns[conn_id]
+            if ch not in self._wanted:
+                del conn.pending[ch]
+            elif self._limiter.try_acquire(1):
+                conn.send_joins([ch], now)
+                self._counts["joins_sent"] += 1
+        for conn_id, ch in move:
+            conn = self._conns[conn_id]
+            attempts = conn.pending.pop(ch).attempts
+            if ch not in self._wanted:
+                continue
+            self._counts["join_timeouts"] += 1
+            if ch in self._fresh_after:
+                self._block(ch, f"no JOIN echo on a fresh connection either ({attempts} attempts)")
+                continue
+            self._fresh_after[ch] = self._next_id
+            log.warning(
+                "irc conn %d: JOIN #%s not echoed after %d attempts; moving it to a fresh connection",
+                conn_id, ch, attempts,
+            )  # fmt: skip
+
+    def _block(self, channel: str, reason: str) -> None:
+        failures = self._channel_failures.get(channel, 0) + 1
+        self._channel_failures[channel] = failures
+        delay = min(_MAX_BLOCK_S, self.settings.irc_join_failure_backoff_s * 2 ** min(failures - 1, 20))
+        self._blocked[channel] = self._clock() + delay
+        self._fresh_after.pop(channel, None)
+        log.warning("irc pool: #%s: %s; next try in %.0f s", channel, reason, delay)
+
+    def _forget_settled(self, now: float) -> None:
+        """Drop move/backoff bookkeeping of channels that got confirmed, were unwanted or waited out."""
+        if not (self._fresh_after or self._blocked or self._channel_failures):
+            return
+        confirmed = self.confirmed
+        for ch in [c for c in self._fresh_after if c in confirmed or c not in self._wanted]:
+            del self._fresh_after[ch]
+        for ch in [c for c, until in self._blocked.items() if until <= now or c not in self._wanted]:
+            del self._blocked[ch]
+        for ch in [c for c in self._channel_failures if c in confirmed or c not in self._wanted]:
+            del self._channel_failures[ch]
+
+    def _open_connection(self) -> None:
+        conn_id = self._next_id
+        self._next_id += 1
+        conn = IrcConnection(
+            conn_id,
+            login=self._login,
+            hooks=self,
+            clock=self._clock,
+            max_line_bytes=self.settings.irc_max_line_bytes,
+        )
+        self._conns[conn_id] = conn
+        self._openers[conn_id] = asyncio.get_running_loop().create_task(
+            self._connect(conn), name=f"irc-connect-{conn_id}"
+        )
+
+    async def _connect(self, conn: IrcConnection) -> None:
+        s = self.settings
+        loop = asyncio.get_running_loop()
+        try:
+            await asyncio.wait_for(
+                loop.create_connection(
+                    lambda: conn,
+                    s.irc_host,
+                    s.irc_port,
+                    ssl=self._ssl,
+                    server_hostname=s.irc_host if self._ssl else None,
+                ),
+                s.irc_connect_timeout_s,
+            )
+        except asyncio.CancelledError:
+            conn.abort()
+            raise
+        except (OSError, TimeoutError) as exc:
+            conn.connect_failed(f"connect to {s.irc_host}:{s.irc_port} failed: {exc or type(exc).__name__}")
+        finally:
+            self._openers.pop(conn.conn_id, None)
+
+    def _abort_all(self) -> None:
+        for task in list(self._openers.values()):
+            task.cancel()
+        for conn in list(self._conns.values()):
+            conn.abort()
+
+
+def _by_conn(actions: Iterable[tuple[int, str]]) -> dict[int, list[str]]:
+    out: dict[int, list[str]] = defaultdict(list)
+    for conn_id, ch in actions:
+        out[conn_id].append(ch)
+    return out
