@@ -38,64 +38,12 @@ SEED: Final = 20261121
 CORPUS_SIZE: Final = 20_000
 _T0: Final = 1_795_000_000_000  # epoch ms of the first line
 
-_WORDS = tuple(
-    [
-        "Kappa",
-        "Keepo",
-        "PogChamp",
-        "LUL",
-        "monkaS",
-        "OMEGALUL",
-        "KEKW",
-        "Pog",
-        "5Head",
-        "gg",
-        "wp",
-        "nice",
-        "clip",
-        "that",
-        "play",
-        "was",
-        "insane",
-        "what",
-        "is",
-        "this",
-        "song",
-        "chat",
-        "is",
-        "so",
-        "fast",
-        "today",
-        "lets",
-        "go",
-        "pepeLaugh",
-        "catJAM",
-        "Clap",
-        "first",
-        "time",
-        "here",
-        "hello",
-        "when",
-        "stream",
-        "ends",
-        "can",
-        "we",
-        "get",
-        "a",
-        "W",
-        "in",
-        "the",
-        "chat",
-        "modCheck",
-        "copium",
-        "forsenE",
-        "EZ",
-        "nerd",
-        "ratio",
-        "true",
-        "based",
-    ]
+_WORD_TEXT = (
+    "Kappa Keepo PogChamp LUL monkaS OMEGALUL KEKW Pog 5Head gg wp nice clip that play was insane "
+    "what is this song chat is so fast today lets go pepeLaugh catJAM Clap first time here hello "
+    "when stream ends can we get a W in the chat modCheck copium forsenE EZ nerd ratio true based"
 )
+_WORDS = tuple(_WORD_TEXT.split())
 _UNICODE = (
     "こんにちは世界",
     "你好\uff0c直播间",  # fullwidth comma

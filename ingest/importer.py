@@ -66,6 +66,7 @@ class ImportStats:
     produced: int = 0
     dead_lettered: int = 0
     failed: int = 0
+    queue_full_waits: int = 0  # times the producer queue was full and the import waited (BufferError)
 
     @property
     def skipped(self) -> int:
@@ -123,7 +124,7 @@ class KafkaImportSink:
         self._messages = settings.topic_messages
         self._deadletter = settings.topic_deadletter
         self._report = report
-        self._events_ok = self._dead_ok = self._failed = 0
+        self._events_ok = self._dead_ok = self._failed = self._waits = 0
         conf = settings.kafka_client_config() | PRODUCER_CONFIG | (overrides or {})
         self._producer = Producer(conf)
         try:  # all topics: asking for one by name could auto-create it with the broker's defaults
@@ -142,6 +143,7 @@ class KafkaImportSink:
                 self._producer.produce(topic, value, key, on_delivery=callback, headers=headers)
                 break
             except BufferError:  # the local queue is full: let deliveries drain, then retry; never drop
+                self._waits += 1
                 self._producer.poll(0.1)
             except KafkaException as exc:  # e.g. a record larger than message.max.bytes
                 self._fail(f"{topic}: {exc.args[0].str() if exc.args else exc}")
@@ -177,6 +179,7 @@ class KafkaImportSink:
         stats.produced = self._events_ok
         stats.dead_lettered = self._dead_ok
         stats.failed = self._failed + undelivered
+        stats.queue_full_waits = self._waits
         if self._failed > MAX_REPORTED:
             self._report(f"{self._failed - MAX_REPORTED} more delivery failures not shown")
 
@@ -188,7 +191,10 @@ def bracket_timestamp(line: str) -> tuple[int | None, str]:
     match = _BRACKET_TS.match(line)
     if match is None:
         raise MalformedLine("line starts with '[' but not with a [YYYY-MM-DD HH:MM:SS] timestamp")
-    stamp = datetime.fromisoformat(match[1] + (match[2] or "Z"))
+    try:
+        stamp = datetime.fromisoformat(match[1] + (match[2] or "Z"))
+    except ValueError as exc:  # e.g. month 13
+        raise MalformedLine(f"bad leading timestamp: {exc}") from None
     return (stamp - _EPOCH) // _MS, line[match.end() :]
 
 

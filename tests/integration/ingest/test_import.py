@@ -1,0 +1,172 @@
+"""``chatlog import`` against the real Kafka: exact contents of the messages and dead-letter topics."""
+
+from __future__ import annotations
+
+import io
+import time
+from pathlib import Path
+
+import pytest
+import typer
+from confluent_kafka import Consumer, Message, TopicPartition
+from typer.testing import CliRunner
+
+from chatlog.settings import StackSettings
+from ingest import import_cli
+from ingest.bench_parse import corpus
+from ingest.importer import import_file
+from ingest.parse import line_hash, parse_line
+from schemas.chat_event import decode
+
+pytestmark = pytest.mark.integration
+
+PRIVMSG_1 = (
+    "@display-name=Ronni;id=11111111-4977-403a-8a94-33c6bac34fb8;room-id=1337;tmi-sent-ts=1507246572675;"
+    "user-id=1337 :ronni!ronni@ronni.tmi.twitch.tv PRIVMSG #ronni :first"
+)
+PRIVMSG_2 = (
+    "@display-name=Ronni;id=22222222-4977-403a-8a94-33c6bac34fb8;room-id=1337;tmi-sent-ts=1507246572999;"
+    "user-id=1337 :ronni!ronni@ronni.tmi.twitch.tv PRIVMSG #ronni :\x01ACTION second\x01"
+)
+TIMEOUT = (
+    "@ban-duration=60;room-id=1337;target-user-id=9;tmi-sent-ts=1507246573000 "
+    ":tmi.twitch.tv CLEARCHAT #ronni :bad"
+)
+OTHER = "@time=2026-11-21T17:09:50.345Z;msgid=399~1~2 :capA7!capA7@127.0.0.1 PRIVMSG #capchan7 :日本 😀"
+FILE = (
+    PRIVMSG_1.encode()
+    + b"\r\nPING :tmi.twitch.tv\n"
+    + b"not irc\n"
+    + PRIVMSG_2.encode()
+    + b"\n\n"
+    + TIMEOUT.encode()
+    + b"\n:n!u@h PRIVMSG someone :hi\n"
+    + b"PRIVMSG #x :\xc3\x28\n"
+    + OTHER.encode()
+    + b"\n@tmi-sent-ts=soon :n!u@h PRIVMSG #x :y\n"
+)
+
+
+def read_all(settings: StackSettings, topic: str, expected: int, timeout_s: float = 60.0) -> list[Message]:
+    """Every record of ``topic``, asserting that the topic holds exactly ``expected``."""
+    consumer = Consumer(
+        settings.kafka_client_config()
+        | {"group.id": f"test-read-{topic}", "enable.auto.commit": False, "auto.offset.reset": "earliest"}
+    )
+    try:
+        partitions = consumer.list_topics(topic, timeout=10).topics[topic].partitions
+        tps = [TopicPartition(topic, p, 0) for p in partitions]
+        total = sum(consumer.get_watermark_offsets(tp, timeout=10)[1] for tp in tps)
+        assert total == expected, f"{topic} holds {total} records, expected {expected}"
+        consumer.assign(tps)
+        out: list[Message] = []
+        deadline = time.monotonic() + timeout_s
+        while len(out) < expected and time.monotonic() < deadline:
+            msg = consumer.poll(0.5)
+            if msg is not None and msg.error() is None:
+                out.append(msg)
+        assert len(out) == expected
+        return out
+    finally:
+        consumer.close()
+
+
+def header(msg: Message, name: str) -> str:
+    value = dict(msg.headers() or [])[name]
+    assert isinstance(value, bytes)
+    return value.decode()
+
+
+def test_import_produces_events_and_dead_letters(
+    fresh_topics: StackSettings, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "export.log"
+    path.write_bytes(FILE)
+    for key in ("kafka_bootstrap_servers", "topic_messages", "topic_deadletter"):
+        monkeypatch.setenv(f"CHATLOG_{key.upper()}", str(getattr(fresh_topics, key)))
+    app, bench = typer.Typer(), typer.Typer()
+    import_cli.register(app, bench)
+    app.add_typer(bench, name="bench")
+
+    result = CliRunner().invoke(app, ["import", str(path)])
+
+    assert result.exit_code == 0, result.output
+    assert result.stdout == ""
+    assert result.stderr.splitlines()[-1] == (
+        f"import {path}: read 10, events 4, skipped 6 (1 not chat, 4 problems, 1 blank), "
+        "produced 4, dead-lettered 4, failed 0"
+    )
+
+    records = read_all(fresh_topics, fresh_topics.topic_messages, 4)
+    events = [(msg.partition(), msg.key(), decode(msg.value() or b"")) for msg in records]
+    assert sorted(e.message_id for _, _, e in events) == sorted(
+        [
+            "11111111-4977-403a-8a94-33c6bac34fb8",
+            "22222222-4977-403a-8a94-33c6bac34fb8",
+            line_hash(TIMEOUT),
+            "399~1~2",
+        ]
+    )
+    for _, msg_key, event in events:
+        assert msg_key == event.channel.encode()
+        assert event.ingester == "import"
+        expected = parse_line(event.raw, received_at=event.sent_at, ingester="import")
+        assert event == expected
+    ronni = [e for _, msg_key, e in events if msg_key == b"ronni"]
+    assert [e.raw for e in ronni] == [PRIVMSG_1, PRIVMSG_2, TIMEOUT]  # one partition per key: file order
+    assert len({part for part, msg_key, _ in events if msg_key == b"ronni"}) == 1
+    assert ronni[1].is_action and ronni[1].text == "second"
+
+    dead = read_all(fresh_topics, fresh_topics.topic_deadletter, 4)
+    got = sorted((header(msg, "source"), msg.value(), header(msg, "reason")) for msg in dead)
+    assert got == [
+        (f"import:{path}:10", b"@tmi-sent-ts=soon :n!u@h PRIVMSG #x :y", "bad tmi-sent-ts 'soon'"),
+        (f"import:{path}:3", b"not irc", "not an IRC line (expected '@tags', ':prefix' or a command first)"),
+        (f"import:{path}:7", b":n!u@h PRIVMSG someone :hi", "PRIVMSG target 'someone' is not a #channel"),
+        (f"import:{path}:8", b"PRIVMSG #x :\xc3\x28", "not UTF-8 (byte 0xc3 at column 13)"),
+    ]
+
+
+def test_a_full_producer_queue_loses_nothing(fresh_topics: StackSettings, tmp_path: Path) -> None:
+    lines = corpus(3000)
+    path = tmp_path / "corpus.log"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    expected = sum(1 for line in lines if parse_line(line, received_at=0) is not None)
+    reports: list[str] = []
+
+    stats = import_file(
+        str(path),
+        dry_run=False,
+        settings=fresh_topics,
+        out=io.BytesIO(),  # unused by a real run
+        report=reports.append,
+        producer_config={"queue.buffering.max.messages": 50, "linger.ms": 5},  # forces BufferError often
+    )
+
+    assert reports == []
+    assert (stats.read, stats.events, stats.produced, stats.failed) == (3000, expected, expected, 0)
+    assert stats.not_chat == 3000 - expected
+    assert stats.queue_full_waits > 0  # the BufferError path was taken
+    records = read_all(fresh_topics, fresh_topics.topic_messages, expected)
+    raws = sorted(decode(msg.value() or b"").raw for msg in records)
+    assert raws == sorted(line for line in lines if parse_line(line, received_at=0) is not None)
+
+
+def test_undeliverable_records_are_counted_and_exit_3(
+    fresh_topics: StackSettings, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    huge = ":n!u@h PRIVMSG #big :" + "x" * 1_200_000  # larger than message.max.bytes: cannot be produced
+    path = tmp_path / "huge.log"
+    path.write_text(f"{PRIVMSG_1}\n{huge}\n", encoding="utf-8")
+    for key in ("kafka_bootstrap_servers", "topic_messages", "topic_deadletter"):
+        monkeypatch.setenv(f"CHATLOG_{key.upper()}", str(getattr(fresh_topics, key)))
+    app, bench = typer.Typer(), typer.Typer()
+    import_cli.register(app, bench)
+    app.add_typer(bench, name="bench")
+
+    result = CliRunner().invoke(app, ["import", str(path)])
+
+    assert result.exit_code == import_cli.EXIT_UNDELIVERED, result.output
+    assert "delivery failed" in result.stderr
+    assert result.stderr.splitlines()[-1].endswith("produced 1, dead-lettered 0, failed 1")
+    read_all(fresh_topics, fresh_topics.topic_messages, 1)

@@ -1,0 +1,104 @@
+"""IRCv3 tag parsing and unescaping: every escape, the edge cases, and the fast path against a reference."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from ingest.parse import parse_line, unescape_tag_value
+from ingest.tags import parse_tags
+
+
+@pytest.mark.parametrize(
+    ("escaped", "value"),
+    [
+        ("", ""),
+        ("plain", "plain"),
+        (r"a\sb", "a b"),
+        (r"a\:b", "a;b"),
+        (r"a\\b", "a\\b"),
+        (r"a\rb", "a\rb"),
+        (r"a\nb", "a\nb"),
+        (r"\s\s", "  "),
+        (r"\\s", "\\s"),  # an escaped backslash followed by a plain s
+        (r"\\\s", "\\ "),
+        ("trailing\\", "trailing"),  # a lone trailing backslash is dropped
+        ("\\", ""),
+        (r"\\\\", "\\\\"),
+        (r"a\bb\xc", "abbxc"),  # unknown escapes stand for the character itself
+        (r"\😀", "😀"),
+        (r"ronni\shas\ssubscribed\sfor\s6\smonths!", "ronni has subscribed for 6 months!"),
+    ],
+)
+def test_unescape_tag_value(escaped: str, value: str) -> None:
+    assert unescape_tag_value(escaped) == value
+
+
+def test_unescape_returns_the_same_object_without_backslash() -> None:
+    value = "no escapes here"
+    assert unescape_tag_value(value) is value
+
+
+@pytest.mark.parametrize(
+    ("section", "tags"),
+    [
+        ("a=1;b=2", {"a": "1", "b": "2"}),
+        ("flag", {"flag": ""}),  # a tag without '='
+        ("a;b=;c=x", {"a": "", "b": "", "c": "x"}),
+        ("a=1;a=2", {"a": "2"}),  # the last value wins
+        ("a=1;;b=2;", {"a": "1", "b": "2"}),  # empty items are ignored
+        ("=v;a=1", {"a": "1"}),  # an empty key is ignored
+        ("", {}),
+        ("a=b=c", {"a": "b=c"}),  # '=' in a value is not escaped
+        ('a="quoted";b=x', {"a": '"quoted"', "b": "x"}),
+        ('a=x","b":"y', {"a": 'x","b":"y'}),  # would be valid-but-wrong JSON: must not be taken as such
+        ("a=tab\there;b=1", {"a": "tab\there", "b": "1"}),
+        ("a=nul\x00;b=del\x7f", {"a": "nul\x00", "b": "del\x7f"}),
+        ("a=\\u0041", {"a": "u0041"}),  # not a JSON escape
+        ("a=\\\\n", {"a": "\\n"}),
+        ("+draft/reply=abc;+example=a\\sb", {"+draft/reply": "abc", "+example": "a b"}),
+        ("vendor.example/key=été;k2=日本", {"vendor.example/key": "été", "k2": "日本"}),
+        ("a=\ud800", {"a": "\ud800"}),  # a lone surrogate (from a surrogateescape decode) is kept
+    ],
+)
+def test_parse_tags(section: str, tags: dict[str, str]) -> None:
+    assert parse_tags(section) == tags
+
+
+def _reference(section: str) -> dict[str, str]:
+    """The spec, written plainly and independently (character by character)."""
+    tags: dict[str, str] = {}
+    for item in section.split(";"):
+        if not item:
+            continue
+        key, _, escaped = item.partition("=")
+        out, i = [], 0
+        while i < len(escaped):
+            char = escaped[i]
+            if char == "\\":
+                if i + 1 < len(escaped):
+                    nxt = escaped[i + 1]
+                    out.append({"s": " ", ":": ";", "\\": "\\", "r": "\r", "n": "\n"}.get(nxt, nxt))
+                i += 2
+            else:
+                out.append(char)
+                i += 1
+        if key:
+            tags[key] = "".join(out)
+    return tags
+
+
+def test_parse_tags_matches_the_reference_on_random_sections() -> None:
+    rng = random.Random(7)
+    alphabet = 'abk-/+.=;\\s:nr",{}é😀\t1'
+    for _ in range(5000):
+        section = "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 40)))
+        assert parse_tags(section) == _reference(section), section
+
+
+def test_tags_in_a_line_are_unescaped_everywhere() -> None:
+    line = r"@a=x\sy;b=1\:2;c=back\\slash;d=cr\rlf\n;e;f= :n!u@h PRIVMSG #c :x"
+    event = parse_line(line, received_at=1)
+    assert event is not None
+    assert event.tags == {"a": "x y", "b": "1;2", "c": "back\\slash", "d": "cr\rlf\n", "e": "", "f": ""}
