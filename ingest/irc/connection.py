@@ -36,7 +36,7 @@ class ConnectionHooks(Protocol):
 
     def deliver(self, lines: list[str], received_at_ms: int) -> None: ...
     def connection_ready(self, conn: IrcConnection) -> None: ...
-    def connection_lost(self, conn: IrcConnection, reason: str, kind: str, failure: bool) -> None: ...
+    def connection_closed(self, conn: IrcConnection, reason: str, kind: str, failure: bool) -> None: ...
     def reconnect_requested(self, conn: IrcConnection) -> None: ...
     def join_refused(self, conn: IrcConnection, channel: str, reason: str) -> None: ...
 
@@ -70,14 +70,14 @@ class IrcConnection(asyncio.Protocol):
         self.nick_collisions = 0
         self.close_reason: str | None = None
         self.loss_kind = "closed_by_server"
-        self._failed = False  # a close we made because something was wrong (ping timeout, ...)
-        self._requested = False  # we sent QUIT
+        self._reported = False  # the pool was told this connection is gone
         self._clock = clock
         self._hooks = hooks
         self._splitter = LineSplitter(max_line_bytes)
         self._transport: asyncio.Transport | None = None
         self._caps_waiting = 0
         self._lost = False
+        self._paused = False
         self.closed: asyncio.Future[None] = asyncio.get_running_loop().create_future()
 
     # ---- asyncio.Protocol -------------------------------------------------------------------------
@@ -87,6 +87,8 @@ class IrcConnection(asyncio.Protocol):
         if self.state is ConnState.CLOSED:  # closed while the TCP connect was under way
             transport.abort()
             return
+        if self._paused:
+            transport.pause_reading()
         lines = self.login.registration(self.nick)
         self._caps_waiting = 1 if self.login.caps else 0
         self.write(lines)
@@ -96,13 +98,13 @@ class IrcConnection(asyncio.Protocol):
         self.last_rx = self._clock()
         self.bytes_read += len(data)
         try:
-            text = self._splitter.feed(data)
+            lines = self._splitter.feed(data)
         except LineTooLong as exc:
             self.close(f"protocol error: {exc}", kind="protocol_error", failed=True)
             self.abort()
             return
-        if text:
-            lines = route_lines(text, self._handle)
+        if lines:
+            lines = route_lines(lines, self._handle)
             if lines:
                 self._hooks.deliver(lines, received_at_ms)
 
@@ -113,14 +115,21 @@ class IrcConnection(asyncio.Protocol):
         if self._lost:
             return
         self._lost = True
-        was_draining = self.state is ConnState.DRAINING
-        self.state = ConnState.CLOSED
-        if self.close_reason is None:
-            self.close_reason = f"connection lost: {exc}" if exc else "closed by the server"
-        failure = not was_draining and (self._failed or not self._requested)
-        self._hooks.connection_lost(self, self.close_reason, self.loss_kind, failure)
+        if not self._reported:  # the server (or the network) ended it, not us
+            reason = self.close_reason or (f"connection lost: {exc}" if exc else "closed by the server")
+            self._leave(reason, self.loss_kind, failure=self.state is not ConnState.DRAINING)
         if not self.closed.done():
             self.closed.set_result(None)
+
+    def _leave(self, reason: str, kind: str, failure: bool) -> None:
+        """Become CLOSED and tell the pool, once; lines still arriving are delivered all the same."""
+        if self._reported:
+            return
+        self._reported = True
+        self.state = ConnState.CLOSED
+        self.close_reason = reason
+        self.loss_kind = kind
+        self._hooks.connection_closed(self, reason, kind, failure)
 
     # ---- actions ----------------------------------------------------------------------------------
     @property
@@ -150,42 +159,43 @@ class IrcConnection(asyncio.Protocol):
     def close(
         self, reason: str, *, kind: str = "requested", failed: bool = False, part: bool = False
     ) -> None:
-        """Leave: PART (if asked) and QUIT; the socket is aborted if the server does not close it."""
+        """Leave: PART (if asked) and QUIT; the socket is aborted if the server does not close it.
+        ``failed`` marks a close for cause (ping timeout...): the pool then backs off."""
         if self.state is ConnState.CLOSED:
             return
-        self.state = ConnState.CLOSED
-        self.close_reason = reason
-        self.loss_kind = kind
-        self._failed = failed
-        self._requested = True
         if part and self.joined:
             self.write(f"PART #{ch}" for ch in sorted(self.joined))
         self.write([f"QUIT :{reason}"])
-        loop = asyncio.get_running_loop()
-        loop.call_later(_QUIT_GRACE_S, self.abort)
+        self._leave(reason, kind, failed)
+        asyncio.get_running_loop().call_later(_QUIT_GRACE_S, self.abort)
 
     def connect_failed(self, reason: str) -> None:
         """The TCP/TLS connect itself failed or timed out."""
-        if self._lost:
-            return
-        self.state = ConnState.CLOSED
-        self.close_reason = reason
-        self.loss_kind = "connect_failed"
-        self._failed = True
+        self._leave(reason, "connect_failed", True)
         self.connection_lost(None)
 
     def abort(self) -> None:
         if self._transport is not None:
             self._transport.abort()
         elif not self._lost:  # never connected: nothing will call connection_lost for us
+            self._leave(self.close_reason or "aborted before connecting", "requested", False)
             self.connection_lost(None)
 
     def pause_reading(self) -> None:
-        if self._transport is not None:
+        """Stop reading (caller back-pressure); keepalive is suspended while paused."""
+        if self._paused:
+            return
+        self._paused = True
+        if self._transport is not None and not self._transport.is_closing():
             self._transport.pause_reading()
 
     def resume_reading(self) -> None:
-        if self._transport is not None:
+        if not self._paused:
+            return
+        self._paused = False
+        self.last_rx = self._clock()  # silence while we did not read says nothing about the server
+        self.ping_sent_at = None
+        if self._transport is not None and not self._transport.is_closing():
             self._transport.resume_reading()
 
     def check(self, now: float, *, ping_interval: float, ping_timeout: float, connect_timeout: float) -> None:
@@ -196,6 +206,8 @@ class IrcConnection(asyncio.Protocol):
             if now - self.created_at >= connect_timeout:
                 self.close(f"no registration within {connect_timeout:g} s", kind="timeout", failed=True)
                 self.abort()
+            return
+        if self._paused:
             return
         if self.ping_sent_at is not None:
             if self.last_rx > self.ping_sent_at:
@@ -231,7 +243,7 @@ class IrcConnection(asyncio.Protocol):
                 self._hooks.reconnect_requested(self)
         elif cmd == "ERROR":
             text = msg.params[-1] if msg.params else ""
-            if not self._requested:
+            if not self._reported:
                 self.close_reason = f"server error: {text}"
                 self.loss_kind = "server_error"
         return True  # PONG, GLOBALUSERSTATE

@@ -1,39 +1,23 @@
 """The read path: bytes from the socket → complete lines → protocol lines vs. lines for the caller.
 
 It is the hot path of an ingester (≥ 100k lines/s per process, parse and produce included), so it
-works on whole chunks: one ``rfind`` for the last line end, one ``decode``, one ``split``, and one
-compiled regex scan over the decoded block to find the few protocol lines (PING, numerics, JOIN
-echoes...). A chunk without protocol lines — nearly every chunk under load — never runs Python code
-per line. Lines never come out split across reads: the unterminated tail waits for the next chunk.
+works on whole chunks: one ``rfind`` for the last line end, one ``split`` of the bytes, a ``map`` of
+``bytes.decode`` (per line: ASCII lines stay compact, a single emoji does not widen the whole chunk),
+then one tight loop that finds each line's command and only parses the rare protocol lines (PING,
+numerics, JOIN echoes...). Lines never come out split across reads: the unterminated tail waits.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
 # Commands the pool looks at itself. Tags hold no space and the prefix holds no space, so the command
 # is the first token after the optional ``@tags `` and ``:prefix ``. NOTICE is looked at (a Twitch
 # channel suspension answers a JOIN) but still goes to the caller; see IrcConnection._handle.
-PROTOCOL_COMMANDS = (
-    "PING",
-    "PONG",
-    "CAP",
-    "JOIN",
-    "PART",
-    "KICK",
-    "NICK",
-    "ERROR",
-    "RECONNECT",
-    "GLOBALUSERSTATE",
-    "NOTICE",
+PROTOCOL_COMMANDS = frozenset(
+    {"PING", "PONG", "CAP", "JOIN", "PART", "KICK", "NICK", "ERROR", "RECONNECT", "GLOBALUSERSTATE", "NOTICE"}
 )
-_PROTOCOL_RE = re.compile(
-    r"^(?:@[^ \r\n]* )?(?::[^ \r\n]+ )?(?:" + "|".join(PROTOCOL_COMMANDS) + r"|[0-9]{3})(?= |\r|$)",
-    re.MULTILINE,
-)
-_BARE_LF_RE = re.compile(r"\r?\n")
 
 
 class LineTooLong(Exception):
@@ -54,12 +38,9 @@ class LineSplitter:
     def pending_bytes(self) -> int:
         return len(self._tail)
 
-    def feed(self, data: bytes) -> str:
-        """Add a chunk; return the complete lines read so far as one text block joined by CR LF.
-
-        The block has no trailing line end and may be ``""``. Use :func:`split_lines` or
-        :func:`route_lines` on it. Invalid UTF-8 is replaced (U+FFFD) and counted, the line is kept.
-        """
+    def feed(self, data: bytes) -> list[str]:
+        """Add a chunk; return the lines it completed. Invalid UTF-8 is replaced (U+FFFD) and counted
+        in ``decode_errors`` (chunks); the line itself is kept."""
         if self._tail:
             data = self._tail + data
         end = data.rfind(b"\n")
@@ -67,55 +48,43 @@ class LineSplitter:
             if len(data) > self.max_line_bytes:
                 raise LineTooLong(f"no line end in {len(data)} bytes")
             self._tail = data
-            return ""
+            return []
         self._tail = data[end + 1 :]
         block = data[: end - 1] if end and data[end - 1] == 13 else data[:end]
+        parts = block.split(b"\r\n")
+        if len(parts) != block.count(b"\n") + 1:  # a server ending lines with a bare LF
+            parts = [p.removesuffix(b"\r") for p in block.split(b"\n")]
+        if b"" in parts:
+            parts = [p for p in parts if p]
         try:
-            text = block.decode()
+            return list(map(bytes.decode, parts))
         except UnicodeDecodeError:
-            text = block.decode(errors="replace")
             self.decode_errors += 1
-        # Servers end lines with CR LF; normalise the rare bare LF so everything below can rely on it.
-        if text.count("\n") != text.count("\r\n"):
-            text = "\r\n".join(_BARE_LF_RE.split(text))
-        if text.startswith("\r\n") or "\r\n\r\n" in text or text.endswith("\r\n"):
-            text = "\r\n".join(line for line in text.split("\r\n") if line)
-        return text
+            return [p.decode(errors="replace") for p in parts]
 
 
-def split_lines(text: str) -> list[str]:
-    """All lines of a block from :meth:`LineSplitter.feed`."""
-    return text.split("\r\n") if text else []
-
-
-def route_lines(text: str, handle: Callable[[str], bool]) -> list[str]:
-    """Split a block; give every protocol line to ``handle`` and return the others, in order.
+def route_lines(lines: list[str], handle: Callable[[str], bool]) -> list[str]:
+    """Give every protocol line to ``handle`` and return the others, in order.
 
     ``handle(line)`` returns True when it consumed the line, False to pass it on (another user's
-    JOIN, a NOTICE). Only protocol lines are handled one by one in Python.
+    JOIN, a NOTICE). Chat lines (``@tags :prefix PRIVMSG ...``) take the shortest path.
     """
-    if not text:
-        return []
-    match = _PROTOCOL_RE.search(text)
-    if match is None:
-        return text.split("\r\n")
     out: list[str] = []
-    pos = 0
-    size = len(text)
-    while match is not None:
-        start = match.start()
-        if start > pos:
-            out.extend(text[pos : start - 2].split("\r\n"))
-        end = text.find("\r\n", start)
-        if end < 0:
-            end = size
-        line = text[start:end]
-        if not handle(line):
-            out.append(line)
-        pos = end + 2
-        match = _PROTOCOL_RE.search(text, pos) if pos < size else None
-    if pos < size:
-        out.extend(text[pos:].split("\r\n"))
+    keep = out.append
+    protocol = PROTOCOL_COMMANDS
+    for line in lines:
+        p = line.find(" ") + 1 if line[0] == "@" else 0  # start of ":prefix" or of the command
+        if line.startswith(":", p):
+            q = line.find(" ", p)  # the space before the command
+            if line.startswith(" PRIVMSG ", q):
+                keep(line)
+                continue
+            p = q + 1
+        e = line.find(" ", p)
+        cmd = line[p:e] if e >= 0 else line[p:]
+        if (cmd in protocol or (len(cmd) == 3 and cmd.isdigit())) and handle(line):
+            continue
+        keep(line)
     return out
 
 

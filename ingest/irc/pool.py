@@ -79,7 +79,8 @@ class IrcPool:
         self._backoff = Backoff(
             settings.irc_reconnect_backoff_min_s, settings.irc_reconnect_backoff_max_s, self._rng
         )
-        self._conns: dict[int, IrcConnection] = {}
+        self._conns: dict[int, IrcConnection] = {}  # not CLOSED
+        self._leaving: dict[int, IrcConnection] = {}  # CLOSED, socket not closed yet
         self._openers: dict[int, asyncio.Task[None]] = {}
         self._next_id = 1
         self._next_open_at = 0.0
@@ -97,6 +98,7 @@ class IrcPool:
         self._metrics = PoolMetrics(worker_id)
         self._wake = asyncio.Event()
         self._closing = False
+        self._paused = False
         self._running = False
         self._error: BaseException | None = None
         s = settings
@@ -137,16 +139,16 @@ class IrcPool:
         by_state: dict[ConnState, int] = defaultdict(int)
         for conn in self._conns.values():
             by_state[conn.state] += 1
-        live = list(self._conns.values())
+        live = [*self._conns.values(), *self._leaving.values()]
         c = self._counts
         return PoolStats(
-            connections=sum(n for st, n in by_state.items() if st is not ConnState.CLOSED),
+            connections=len(self._conns),
             connections_connecting=by_state[ConnState.CONNECTING],
             connections_ready=by_state[ConnState.READY],
             connections_draining=by_state[ConnState.DRAINING],
             wanted=len(self._wanted),
             confirmed=len(self.confirmed),
-            pending_joins=sum(len(x.pending) for x in live if x.state is ConnState.READY),
+            pending_joins=sum(len(x.pending) for x in self._conns.values() if x.state is ConnState.READY),
             homeless=self._homeless,
             blocked=len(self._blocked),
             reconnects=c["reconnects"],
@@ -184,19 +186,22 @@ class IrcPool:
         self._wake.set()
         for task in self._openers.values():
             task.cancel()
-        conns = list(self._conns.values())
-        for conn in conns:
+        for conn in list(self._conns.values()):
             conn.close("chatlog shutting down", part=part)
+        conns = list(self._leaving.values())
         if conns:
             await asyncio.wait([conn.closed for conn in conns], timeout=_CLOSE_WAIT_S)
         self._abort_all()
 
     def pause_reading(self) -> None:
-        """Back-pressure for the caller: stop reading sockets (the server buffers, then drops us)."""
+        """Back-pressure for the caller: stop reading every socket (new ones start paused). The
+        server buffers meanwhile and may drop a connection paused for long; keepalive waits."""
+        self._paused = True
         for conn in self._conns.values():
             conn.pause_reading()
 
     def resume_reading(self) -> None:
+        self._paused = False
         for conn in self._conns.values():
             conn.resume_reading()
 
@@ -218,12 +223,10 @@ class IrcPool:
         log.info("irc conn %d connected as %s (registered in %.2f s)", conn.conn_id, conn.nick, took)
         self._wake.set()
 
-    def connection_lost(self, conn: IrcConnection, reason: str, kind: str, failure: bool) -> None:
+    def connection_closed(self, conn: IrcConnection, reason: str, kind: str, failure: bool) -> None:
         self._conns.pop(conn.conn_id, None)
-        self._openers.pop(conn.conn_id, None)
-        self._bytes_closed += conn.bytes_read
-        self._nick_collisions_closed += conn.nick_collisions
-        self._decode_errors_closed += conn.decode_errors
+        self._leaving[conn.conn_id] = conn  # until its socket is closed
+        conn.closed.add_done_callback(lambda _f: self._forget_connection(conn))
         if self._closing:
             return
         channels = len(conn.joined) + len(conn.pending)
@@ -242,6 +245,12 @@ class IrcPool:
         else:
             log.info("irc conn %d (%s) closed: %s", conn.conn_id, conn.nick, reason)
         self._wake.set()
+
+    def _forget_connection(self, conn: IrcConnection) -> None:
+        if self._leaving.pop(conn.conn_id, None) is not None:
+            self._bytes_closed += conn.bytes_read
+            self._nick_collisions_closed += conn.nick_collisions
+            self._decode_errors_closed += conn.decode_errors
 
     def reconnect_requested(self, conn: IrcConnection) -> None:
         self._counts["reconnects"] += 1
@@ -363,6 +372,8 @@ class IrcPool:
             clock=self._clock,
             max_line_bytes=self.settings.irc_max_line_bytes,
         )
+        if self._paused:
+            conn.pause_reading()
         self._conns[conn_id] = conn
         self._openers[conn_id] = asyncio.get_running_loop().create_task(
             self._connect(conn), name=f"irc-connect-{conn_id}"
@@ -393,7 +404,7 @@ class IrcPool:
     def _abort_all(self) -> None:
         for task in list(self._openers.values()):
             task.cancel()
-        for conn in list(self._conns.values()):
+        for conn in [*self._conns.values(), *self._leaving.values()]:
             conn.abort()
 
 

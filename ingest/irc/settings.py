@@ -11,49 +11,63 @@ class PoolSettings(IrcSettings):
     """How one ingester process spreads its channels over IRC connections."""
 
     irc_channels_per_connection: int = Field(
-        90, ge=1, le=100_000, description="Most channels joined (or being joined) per connection."
+        default=90, ge=1, le=100_000, description="Most channels joined (or being joined) per connection."
     )
     irc_join_rate: int = Field(
-        20, ge=1, description="JOINs allowed per window per account (Twitch: 20; verified bots: 2000)."
+        default=20,
+        ge=1,
+        description="JOINs allowed per window per account (Twitch: 20; verified bots: 2000).",
     )
-    irc_join_window_s: float = Field(10.0, gt=0, description="Sliding window of the JOIN rate limit, s.")
+    irc_join_window_s: float = Field(
+        default=10.0, gt=0, description="Sliding window of the JOIN rate limit, s."
+    )
     irc_join_ack_timeout_s: float = Field(
-        10.0, gt=0, description="A JOIN not echoed by the server within this many seconds is retried."
+        default=10.0, gt=0, description="A JOIN not echoed by the server within this many seconds is retried."
     )
     irc_join_retries: int = Field(
-        2, ge=0, description="JOIN retries on the same connection before the channel moves to a fresh one."
+        default=2,
+        ge=0,
+        description="JOIN retries on the same connection before the channel moves to a fresh one.",
     )
     irc_join_failure_backoff_s: float = Field(
-        60.0,
+        default=60.0,
         gt=0,
         description="A channel that also failed on a fresh connection (or was refused) waits this long, "
         "doubling per failure up to 1 h, before it is tried again.",
     )
     irc_ping_interval_s: float = Field(
-        60.0, gt=0, description="Send PING after this many seconds without data from the server."
+        default=60.0, gt=0, description="Send PING after this many seconds without data from the server."
     )
     irc_ping_timeout_s: float = Field(
-        20.0, gt=0, description="Reconnect when nothing arrives within this many seconds after our PING."
+        default=20.0,
+        gt=0,
+        description="Reconnect when nothing arrives within this many seconds after our PING.",
     )
     irc_connect_timeout_s: float = Field(
-        30.0, gt=0, description="TCP + TLS + IRC registration (up to 001) must finish within this, s."
+        default=30.0, gt=0, description="TCP + TLS + IRC registration (up to 001) must finish within this, s."
     )
     irc_reconnect_backoff_min_s: float = Field(
-        1.0, gt=0, description="First delay before opening connections again after a failure, s."
+        default=1.0, gt=0, description="First delay before opening connections again after a failure, s."
     )
     irc_reconnect_backoff_max_s: float = Field(
-        60.0, gt=0, description="Largest reconnect delay; it doubles per failure in a row, with jitter."
+        default=60.0,
+        gt=0,
+        description="Largest reconnect delay; it doubles per failure in a row, with jitter.",
     )
     irc_drain_timeout_s: float = Field(
-        300.0,
+        default=300.0,
         gt=0,
         description="After RECONNECT, the old connection closes once its channels are joined elsewhere, "
         "or after this many seconds.",
     )
-    irc_max_connections: int = Field(5000, ge=1, description="Most IRC connections of one process.")
-    irc_nick_max_len: int = Field(30, ge=9, le=512, description="Longest nick the server accepts (NICKLEN).")
+    irc_max_connections: int = Field(default=5000, ge=1, description="Most IRC connections of one process.")
+    irc_nick_max_len: int = Field(
+        default=30, ge=9, le=512, description="Longest nick the server accepts (NICKLEN)."
+    )
     irc_max_line_bytes: int = Field(
-        1 << 20, ge=512, description="A connection sending this many bytes without a line end is dropped."
+        default=1 << 20,
+        ge=512,
+        description="A connection sending this many bytes without a line end is dropped.",
     )
 
     @model_validator(mode="after")
