@@ -1,0 +1,296 @@
+"""Consumer-group membership: which buckets (channel-topic partitions) this ingester owns, and so
+which channels it wants.
+
+:class:`BucketTable` is the pure bookkeeping (an injected clock, no Kafka): buckets are assigned
+(loading until their partition's end has been read), loaded, revoked into a hand-off overlap, or lost.
+The wanted set is the union of the channels of loaded owned buckets and of buckets still in overlap.
+
+:class:`Membership` runs a confluent-kafka consumer in its own thread. The rebalance callbacks live
+here, in one place; each one is wrapped so an error is logged and counted instead of escaping into
+librdkafka, and each one only records what changed in the table. After every poll the thread
+publishes a :class:`Snapshot` when the table changed; the worker hands it to its asyncio loop.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, TopicPartition
+
+log = logging.getLogger(__name__)
+
+_POLL_BATCH: Final = 2000
+_POLL_TIMEOUT_S: Final = 0.2
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """What the worker needs to know, at one moment."""
+
+    version: int
+    owned: tuple[int, ...]
+    loading: tuple[int, ...]
+    overlap: tuple[int, ...]
+    wanted: frozenset[str]
+
+
+@dataclass
+class _Overlap:
+    channels: frozenset[str]
+    until: float
+
+
+@dataclass
+class BucketTable:
+    """Owned buckets with their channels, and revoked buckets kept for a hand-off overlap."""
+
+    overlap_s: float
+    owned: dict[int, set[str]] = field(default_factory=dict)
+    loading: set[int] = field(default_factory=set)
+    overlap: dict[int, _Overlap] = field(default_factory=dict)
+    version: int = 0
+
+    def assign(self, buckets: Iterable[int]) -> None:
+        """New buckets: read from the beginning; they count once :meth:`loaded` says the end was reached."""
+        for b in buckets:
+            self.owned[b] = set()
+            self.loading.add(b)
+        self.version += 1
+
+    def loaded(self, bucket: int) -> None:
+        """The end of the bucket's partition was reached: its channels are wanted from now on."""
+        if bucket in self.loading:
+            self.loading.discard(bucket)
+            self.overlap.pop(bucket, None)  # we own it again: the overlap copy is superseded
+            self.version += 1
+
+    def apply(self, bucket: int, login: str, present: bool) -> None:
+        """A record of an owned bucket: a channel added (``present``) or removed (tombstone)."""
+        channels = self.owned.get(bucket)
+        if channels is None:
+            return
+        if present:
+            if login in channels:
+                return
+            channels.add(login)
+        else:
+            if login not in channels:
+                return
+            channels.discard(login)
+        if bucket not in self.loading:
+            self.version += 1
+
+    def revoke(self, buckets: Iterable[int], now: float) -> None:
+        """Cooperative revocation: keep logging the bucket's channels until ``now + overlap_s``."""
+        for b in buckets:
+            channels = self.owned.pop(b, None)
+            was_loading = b in self.loading
+            self.loading.discard(b)
+            if channels is not None and not was_loading and self.overlap_s > 0:
+                self.overlap[b] = _Overlap(frozenset(channels), now + self.overlap_s)
+        self.version += 1
+
+    def lose(self, buckets: Iterable[int]) -> None:
+        """The session expired: someone else owns these already; stop at once (no overlap)."""
+        for b in buckets:
+            self.owned.pop(b, None)
+            self.loading.discard(b)
+            self.overlap.pop(b, None)
+        self.version += 1
+
+    def expire(self, now: float) -> None:
+        """Drop overlaps whose time is up."""
+        done = [b for b, o in self.overlap.items() if o.until <= now]
+        for b in done:
+            del self.overlap[b]
+        if done:
+            self.version += 1
+
+    def wanted(self) -> frozenset[str]:
+        out: set[str] = set()
+        for b, channels in self.owned.items():
+            if b not in self.loading:
+                out |= channels
+        for o in self.overlap.values():
+            out |= o.channels
+        return frozenset(out)
+
+    def snapshot(self) -> Snapshot:
+        return Snapshot(
+            version=self.version,
+            owned=tuple(sorted(self.owned)),
+            loading=tuple(sorted(self.loading)),
+            overlap=tuple(sorted(self.overlap)),
+            wanted=self.wanted(),
+        )
+
+
+@dataclass
+class MembershipStats:
+    rebalances: int = 0
+    assigned: int = 0
+    revoked: int = 0
+    lost: int = 0
+    callback_errors: int = 0
+    consumer_errors: int = 0
+
+
+def consumer_config(
+    base: dict[str, Any], *, group_id: str, protocol: str, session_timeout_ms: int, client_id: str
+) -> dict[str, Any]:
+    """librdkafka settings of the membership consumer (KIP-848 forbids client-side session/assignor keys)."""
+    conf = {
+        **base,
+        "group.id": group_id,
+        "client.id": client_id,
+        "group.protocol": protocol,
+        "enable.auto.commit": False,
+        "enable.auto.offset.store": False,
+        "auto.offset.reset": "earliest",
+        "enable.partition.eof": True,
+    }
+    if protocol == "classic":
+        conf["partition.assignment.strategy"] = "cooperative-sticky"
+        conf["session.timeout.ms"] = session_timeout_ms
+        conf["heartbeat.interval.ms"] = max(100, session_timeout_ms // 4)
+    return conf
+
+
+class Membership:
+    """The consumer-group member of one ingester; a thread polls and publishes snapshots."""
+
+    def __init__(
+        self,
+        conf: dict[str, Any],
+        topic: str,
+        *,
+        overlap_s: float,
+        publish: Callable[[Snapshot], None],
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self._conf = conf
+        self._topic = topic
+        self._publish = publish
+        self._clock = clock
+        self._lock = threading.Lock()
+        self._table = BucketTable(overlap_s=overlap_s)
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._consumer: Consumer | None = None
+        self.stats = MembershipStats()
+        self.failure: BaseException | None = None
+        self.member_id: str | None = None
+
+    # -- lifecycle ---------------------------------------------------------------------------------
+    def start(self) -> None:
+        self._consumer = Consumer(self._conf)
+        self._consumer.subscribe(
+            [self._topic],
+            on_assign=self._guard("on_assign", self._on_assign),
+            on_revoke=self._guard("on_revoke", self._on_revoke),
+            on_lost=self._guard("on_lost", self._on_lost),
+        )
+        self._thread = threading.Thread(target=self._run, name="membership", daemon=True)
+        self._thread.start()
+
+    def close(self, timeout: float = 30.0) -> None:
+        """Leave the group (blocking): the poll thread closes the consumer and ends."""
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout)
+
+    @property
+    def alive(self) -> bool:
+        return self._thread is not None and self._thread.is_alive()
+
+    def snapshot(self) -> Snapshot:
+        with self._lock:
+            return self._table.snapshot()
+
+    # -- the poll thread ---------------------------------------------------------------------------
+    def _run(self) -> None:
+        consumer = self._consumer
+        assert consumer is not None
+        published = -1
+        try:
+            while not self._stop.is_set():
+                messages = consumer.consume(_POLL_BATCH, _POLL_TIMEOUT_S)
+                self.member_id = consumer.memberid()
+                with self._lock:
+                    for msg in messages:
+                        self._record(msg)
+                    self._table.expire(self._clock())
+                    changed = self._table.version != published
+                    snap = self._table.snapshot() if changed else None
+                if snap is not None:
+                    published = snap.version
+                    self._publish(snap)
+        except BaseException as exc:  # the worker sees `failure` and stops with an error
+            log.exception("membership consumer failed")
+            self.failure = exc
+        finally:
+            try:
+                consumer.close()
+            except (KafkaException, RuntimeError) as exc:
+                log.warning("closing the membership consumer: %s", exc)
+
+    def _record(self, msg: Any) -> None:
+        err = msg.error()
+        if err is None:
+            key = msg.key()
+            if key is not None:
+                self._table.apply(msg.partition(), key.decode("utf-8", "replace"), msg.value() is not None)
+        elif err.code() == KafkaError._PARTITION_EOF:
+            self._table.loaded(msg.partition())
+        else:
+            self.stats.consumer_errors += 1
+            log.warning("channel topic consumer: %s", err)
+
+    # -- rebalance callbacks (called by librdkafka inside consume(), on the poll thread) -----------
+    def _guard(self, name: str, fn: Callable[[Consumer, list[TopicPartition]], None]) -> Callable[..., None]:
+        def callback(consumer: Consumer, partitions: list[TopicPartition]) -> None:
+            try:
+                fn(consumer, partitions)
+            except Exception:
+                self.stats.callback_errors += 1
+                log.exception("rebalance callback %s failed for %s", name, [p.partition for p in partitions])
+
+        return callback
+
+    def _on_assign(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
+        for p in partitions:
+            p.offset = OFFSET_BEGINNING  # stateless: learn the bucket's channels from its beginning
+        consumer.incremental_assign(partitions)
+        if not partitions:
+            return
+        buckets = [p.partition for p in partitions]
+        with self._lock:
+            self._table.assign(buckets)
+        self.stats.rebalances += 1
+        self.stats.assigned += len(buckets)
+        log.info("assigned buckets %s", buckets)
+
+    def _on_revoke(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
+        if not partitions:
+            return
+        buckets = [p.partition for p in partitions]
+        with self._lock:
+            self._table.revoke(buckets, self._clock())
+        self.stats.rebalances += 1
+        self.stats.revoked += len(buckets)
+        log.info("revoked buckets %s (kept for a %.1fs overlap)", buckets, self._table.overlap_s)
+
+    def _on_lost(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
+        if not partitions:
+            return
+        buckets = [p.partition for p in partitions]
+        with self._lock:
+            self._table.lose(buckets)
+        self.stats.rebalances += 1
+        self.stats.lost += len(buckets)
+        log.warning("lost buckets %s (session expired): stopped logging them", buckets)

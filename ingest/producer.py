@@ -1,0 +1,247 @@
+"""Chat lines into ``chatlog.messages``: parse, encode, produce (the ingester's hot path).
+
+Per line: :func:`ingest.parse.parse_line` -> :func:`schemas.chat_event.encode` -> ``produce`` with the
+channel as key. Counters are plain integers (no per-line Prometheus calls, no per-line logging); the
+metrics collector reads them when scraped.
+
+Nothing is dropped:
+
+* a full local queue (``BufferError``) is waited out by polling, which also pushes back on the IRC
+  reader (its socket buffers fill);
+* a failed delivery is re-produced with the original key and value, up to ``ingest_delivery_attempts``
+  times, then written to the dead-letter topic with the reason, and logged;
+* a malformed line goes to the dead-letter topic (value = the raw line, headers ``reason`` and
+  ``source`` = ``irc:<worker id>``), is counted, and is logged once per reason with a sample
+  (again at most every ``ingest_malformed_log_interval_s``).
+
+Delivery callbacks run inside :meth:`IngestProducer.poll` / ``flush`` on the worker's event-loop
+thread; re-produces are queued there and sent from the next :meth:`poll`, never from inside a callback.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import partial
+from typing import Any, Final
+
+from confluent_kafka import KafkaError, Producer
+
+from ingest.metrics import FastHistogram
+from ingest.parse import MalformedLine, parse_line
+from ingest.registry import PARTITIONER
+from ingest.settings import IngestSettings
+from schemas.chat_event import ChatEvent, encode
+
+log = logging.getLogger(__name__)
+
+ParseFn = Callable[..., ChatEvent | None]
+_STATUS_MAX_BYTES: Final = 16 * 1024 * 1024
+
+
+def producer_config(settings: IngestSettings, worker_id: str) -> dict[str, Any]:
+    """librdkafka settings of the ingester's producer (idempotent, acks=all, compressed, big batches)."""
+    return {
+        **settings.kafka_client_config(),
+        "client.id": f"chatlog-ingest-{worker_id}",
+        "enable.idempotence": True,
+        "acks": "all",
+        "compression.type": settings.ingest_compression,
+        "linger.ms": settings.ingest_linger_ms,
+        "batch.size": settings.ingest_batch_bytes,
+        "batch.num.messages": 100_000,
+        "queue.buffering.max.messages": settings.ingest_queue_max_messages,
+        "queue.buffering.max.kbytes": settings.ingest_queue_max_kbytes,
+        "delivery.timeout.ms": settings.ingest_delivery_timeout_ms,
+        "message.max.bytes": _STATUS_MAX_BYTES,  # heartbeats list every confirmed channel
+        "partitioner": PARTITIONER,
+    }
+
+
+@dataclass
+class ProducerCounts:
+    lines: int = 0
+    events: int = 0
+    not_chat: int = 0
+    malformed: int = 0
+    delivered: int = 0
+    delivery_errors: int = 0
+    retries: int = 0
+    dead_lettered: int = 0
+    dead_letter_errors: int = 0
+    queue_full_waits: int = 0
+    status_errors: int = 0
+
+
+class IngestProducer:
+    """Turns raw IRC lines into chat events on Kafka; owns the process's one librdkafka producer."""
+
+    def __init__(
+        self,
+        settings: IngestSettings,
+        worker_id: str,
+        *,
+        producer: Any = None,
+        parse: ParseFn = parse_line,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self._settings = settings
+        self._worker_id = worker_id
+        self._topic = settings.topic_messages
+        self._deadletter_topic = settings.topic_deadletter
+        self._status_topic = settings.topic_status
+        self._source = f"irc:{worker_id}".encode()
+        self._parse = parse
+        self._clock = clock
+        self._attempts = settings.ingest_delivery_attempts
+        self._log_interval = settings.ingest_malformed_log_interval_s
+        self._malformed_logged: dict[str, tuple[float, int]] = {}
+        self._retry: deque[tuple[str, bytes | None, bytes | None, int]] = deque()
+        self.counts = ProducerCounts()
+        self.latency = FastHistogram()
+        self.fatal: str | None = None
+        if producer is None:
+            conf = producer_config(settings, worker_id)
+            conf["on_delivery"] = self._on_delivery
+            conf["error_cb"] = self._on_error
+            producer = Producer(conf)
+        self._producer = producer
+
+    # -- the hot path ------------------------------------------------------------------------------
+    def on_lines(self, lines: list[str], received_at: int) -> None:
+        """The pool's callback: every line is parsed and, if it is a chat event, produced."""
+        parse = self._parse
+        produce = self._producer.produce
+        topic = self._topic
+        ingester = self._worker_id
+        events = not_chat = 0
+        for line in lines:
+            try:
+                event = parse(line, received_at=received_at, ingester=ingester)
+            except MalformedLine as exc:
+                self._malformed(line, str(exc))
+                continue
+            if event is None:
+                not_chat += 1
+                continue
+            value = encode(event)
+            try:
+                produce(topic, value, event.channel)
+            except BufferError:
+                self._produce_waiting(topic, value, event.channel)
+            events += 1
+        counts = self.counts
+        counts.lines += len(lines)
+        counts.events += events
+        counts.not_chat += not_chat
+        self._producer.poll(0)
+
+    def _produce_waiting(
+        self,
+        topic: str,
+        value: bytes | None,
+        key: str | bytes | None,
+        headers: list[tuple[str, bytes]] | None = None,
+        on_delivery: Callable[[KafkaError | None, Any], None] | None = None,
+    ) -> None:
+        """Produce, serving delivery reports while the local queue is full (never drops)."""
+        while True:
+            try:
+                if on_delivery is None:
+                    self._producer.produce(topic, value, key, headers=headers)
+                else:
+                    self._producer.produce(topic, value, key, headers=headers, on_delivery=on_delivery)
+                return
+            except BufferError:
+                self.counts.queue_full_waits += 1
+                self._producer.poll(0.05)
+
+    # -- malformed lines -------------------------------------------------------------------------
+    def _malformed(self, line: str, reason: str) -> None:
+        self.counts.malformed += 1
+        self.dead_letter(line.encode("utf-8", "surrogateescape"), reason)
+        kind = reason.split(" '", 1)[0]
+        now = self._clock()
+        last, suppressed = self._malformed_logged.get(kind, (None, 0))
+        if last is None or now - last >= self._log_interval:
+            more = f" ({suppressed} more like it since the last report)" if suppressed else ""
+            log.warning("malformed line: %s%s; sample: %r", reason, more, line[:300])
+            self._malformed_logged[kind] = (now, 0)
+        else:
+            self._malformed_logged[kind] = (last, suppressed + 1)
+
+    def dead_letter(self, value: bytes | None, reason: str) -> None:
+        """Send a record to the dead-letter topic with its reason and source."""
+        headers = [("reason", reason.encode("utf-8", "replace")), ("source", self._source)]
+        self._produce_waiting(self._deadletter_topic, value, None, headers, self._on_dead_letter_delivery)
+
+    # -- delivery reports ---------------------------------------------------------------------------
+    def _on_delivery(self, err: KafkaError | None, msg: Any) -> None:
+        if err is None:
+            self.counts.delivered += 1
+            self.latency.observe(msg.latency())
+            return
+        self._failed(err, msg, 1)
+
+    def _on_retry_delivery(self, attempt: int, err: KafkaError | None, msg: Any) -> None:
+        if err is None:
+            self.counts.delivered += 1
+            return
+        self._failed(err, msg, attempt)
+
+    def _failed(self, err: KafkaError, msg: Any, attempt: int) -> None:
+        self.counts.delivery_errors += 1
+        retriable = err.retriable() or err.code() in (KafkaError._MSG_TIMED_OUT, KafkaError._TIMED_OUT)
+        if retriable and attempt < self._attempts:
+            self._retry.append((msg.topic(), msg.value(), msg.key(), attempt + 1))
+            return
+        reason = f"produce to {msg.topic()} failed after {attempt} attempt(s): {err.str()}"
+        log.error("%s (key %r): dead-lettered", reason, msg.key())
+        self.dead_letter(msg.value(), reason)
+
+    def _on_dead_letter_delivery(self, err: KafkaError | None, msg: Any) -> None:
+        if err is None:
+            self.counts.dead_lettered += 1
+        else:
+            self.counts.dead_letter_errors += 1
+            log.error("dead-letter record lost: %s (reason %r)", err, dict(msg.headers() or ()).get("reason"))
+
+    def _on_error(self, err: KafkaError) -> None:
+        if err.fatal():
+            self.fatal = err.str()
+            log.critical("Kafka producer fatal error: %s", err)
+        else:
+            log.warning("Kafka producer: %s", err)
+
+    # -- housekeeping --------------------------------------------------------------------------------
+    def poll(self, timeout: float = 0.0) -> None:
+        """Serve delivery reports and send queued retries (call often from the worker's loop)."""
+        self._producer.poll(timeout)
+        while self._retry:
+            topic, value, key, attempt = self._retry.popleft()
+            self.counts.retries += 1
+            self._produce_waiting(topic, value, key, None, partial(self._on_retry_delivery, attempt))
+
+    def flush(self, timeout: float) -> int:
+        """Wait until everything (retries included) is acknowledged; returns what is still queued."""
+        deadline = self._clock() + timeout
+        while True:
+            self.poll()
+            left: int = self._producer.flush(max(0.0, min(1.0, deadline - self._clock())))
+            if (left == 0 and not self._retry) or self._clock() >= deadline:
+                return left + len(self._retry)
+
+    def produce_status(self, key: str, value: bytes | None) -> None:
+        """A heartbeat (or tombstone) for the status topic; a failure is counted, the next one replaces it."""
+        self._produce_waiting(self._status_topic, value, key.encode(), None, self._on_status_delivery)
+
+    def _on_status_delivery(self, err: KafkaError | None, msg: Any) -> None:
+        if err is not None:
+            self.counts.status_errors += 1
+            log.warning("heartbeat not delivered: %s", err)
+
+    def queued(self) -> int:
+        return len(self._producer)

@@ -1,0 +1,183 @@
+"""Heartbeats on ``chatlog.status`` and the coverage report of ``chatlog status``.
+
+Each ingester produces a :class:`Heartbeat` every ``ingest_heartbeat_s`` under the key
+``r<replica>/<worker id>`` (the topic is compacted, so the latest per worker stays). It lists every
+channel the IRC server confirmed (a heartbeat of 25k channels is ~300 KB of JSON; the producer
+compresses it and allows 16 MB). On a graceful exit it sends ``state = "stopped"`` and then a
+tombstone.
+
+:func:`coverage` is pure: registered channels and fresh heartbeats in, per-replica coverage out.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Collection, Iterable
+from dataclasses import dataclass, field
+from typing import Final
+
+import msgspec
+
+from chatlog.settings import KafkaSettings
+from ingest.registry import fold, read_records
+
+RUNNING: Final = "running"
+STOPPED: Final = "stopped"
+
+
+class Heartbeat(msgspec.Struct, kw_only=True):
+    """The value of one status record."""
+
+    worker_id: str
+    replica: int
+    host: str
+    pid: int
+    started_at: int
+    sent_at: int
+    state: str = RUNNING
+    buckets: list[int] = msgspec.field(default_factory=list)
+    overlap_buckets: list[int] = msgspec.field(default_factory=list)
+    loading_buckets: list[int] = msgspec.field(default_factory=list)
+    wanted: int = 0
+    confirmed: list[str] = msgspec.field(default_factory=list)
+    counts: dict[str, int] = msgspec.field(default_factory=dict)
+    rates: dict[str, float] = msgspec.field(default_factory=dict)
+
+
+_encode = msgspec.json.Encoder().encode
+_decode = msgspec.json.Decoder(Heartbeat).decode
+
+
+def status_key(replica: int, worker_id: str) -> str:
+    return f"r{replica}/{worker_id}"
+
+
+def encode_heartbeat(hb: Heartbeat) -> bytes:
+    return _encode(hb)
+
+
+def decode_heartbeat(value: bytes) -> Heartbeat | None:
+    try:
+        return _decode(value)
+    except (msgspec.DecodeError, msgspec.ValidationError):
+        return None
+
+
+def fresh(heartbeats: Iterable[Heartbeat], *, now_ms: int, stale_s: float) -> list[Heartbeat]:
+    """Heartbeats of running workers sent within ``stale_s`` of ``now_ms``."""
+    bound = now_ms - int(stale_s * 1000)
+    return [hb for hb in heartbeats if hb.state == RUNNING and hb.sent_at >= bound]
+
+
+def read_heartbeats(settings: KafkaSettings, *, timeout: float = 30.0) -> list[Heartbeat]:
+    """The latest heartbeat of every worker in the status topic (stale ones included)."""
+    latest = fold(read_records(settings, settings.topic_status, timeout=timeout))
+    return [hb for value in latest.values() if (hb := decode_heartbeat(value)) is not None]
+
+
+@dataclass
+class ReplicaCoverage:
+    """How one replica (consumer group) covers the registered channels."""
+
+    replica: int
+    registered: int
+    confirmed: int
+    owners: dict[str, list[int]] = field(default_factory=dict)
+    overlap: dict[str, list[int]] = field(default_factory=dict)
+    uncovered: list[str] = field(default_factory=list)
+    unregistered_joined: int = 0
+    events_per_s: float = 0.0
+
+    @property
+    def ok(self) -> bool:
+        return not self.uncovered
+
+
+def coverage(
+    registered: Collection[str], heartbeats: Iterable[Heartbeat], replicas: Iterable[int] | None = None
+) -> list[ReplicaCoverage]:
+    """Per replica: registered vs confirmed channels, who owns which bucket, who logs nothing.
+
+    ``replicas`` defaults to the replicas that have heartbeats (replica 0 when there are none).
+    """
+    by_replica: dict[int, list[Heartbeat]] = {}
+    for hb in heartbeats:
+        by_replica.setdefault(hb.replica, []).append(hb)
+    wanted = sorted(set(replicas) if replicas is not None else (set(by_replica) or {0}))
+    registered_set = set(registered)
+    out = []
+    for r in wanted:
+        beats = sorted(by_replica.get(r, []), key=lambda hb: hb.worker_id)
+        joined: set[str] = set()
+        for hb in beats:
+            joined.update(hb.confirmed)
+        out.append(
+            ReplicaCoverage(
+                replica=r,
+                registered=len(registered_set),
+                confirmed=len(registered_set & joined),
+                owners={hb.worker_id: sorted(hb.buckets) for hb in beats},
+                overlap={hb.worker_id: sorted(hb.overlap_buckets) for hb in beats if hb.overlap_buckets},
+                uncovered=sorted(registered_set - joined),
+                unregistered_joined=len(joined - registered_set),
+                events_per_s=sum(hb.rates.get("events", 0.0) for hb in beats),
+            )
+        )
+    return out
+
+
+def report_json(report: list[ReplicaCoverage], *, limit: int | None = None) -> dict[str, object]:
+    """The machine-readable report (``chatlog status --json``)."""
+    return {
+        "ok": all(c.ok for c in report),
+        "replicas": [
+            {
+                "replica": c.replica,
+                "registered": c.registered,
+                "confirmed": c.confirmed,
+                "uncovered_count": len(c.uncovered),
+                "uncovered": c.uncovered[:limit] if limit is not None else c.uncovered,
+                "owners": c.owners,
+                "overlap": c.overlap,
+                "unregistered_joined": c.unregistered_joined,
+                "events_per_s": round(c.events_per_s, 1),
+            }
+            for c in report
+        ],
+    }
+
+
+def report_text(report: list[ReplicaCoverage], *, show: int = 20) -> str:
+    """The human report: one block per replica."""
+    lines = []
+    for c in report:
+        state = "ok" if c.ok else f"{len(c.uncovered)} UNCOVERED"
+        lines.append(
+            f"replica {c.replica}: {c.confirmed}/{c.registered} channels confirmed, {state}, "
+            f"{len(c.owners)} worker(s), {c.events_per_s:.1f} events/s"
+        )
+        for worker, buckets in c.owners.items():
+            extra = f" (+ overlap {c.overlap[worker]})" if worker in c.overlap else ""
+            lines.append(f"  {worker}: {len(buckets)} bucket(s) {_ranges(buckets)}{extra}")
+        if c.uncovered:
+            more = f" ... and {len(c.uncovered) - show} more" if len(c.uncovered) > show else ""
+            lines.append(f"  nobody logs: {', '.join(c.uncovered[:show])}{more}")
+        if c.unregistered_joined:
+            lines.append(f"  joined but not registered (leaving soon): {c.unregistered_joined}")
+    return "\n".join(lines)
+
+
+def _ranges(values: list[int]) -> str:
+    """``[0-3,7,9-10]``"""
+    parts: list[str] = []
+    for v in values:
+        if parts and v == int(parts[-1].rsplit("-", 1)[-1]) + 1:
+            start = parts[-1].split("-")[0]
+            parts[-1] = f"{start}-{v}"
+        else:
+            parts.append(str(v))
+    return "[" + ",".join(parts) + "]"
+
+
+def now_ms() -> int:
+    return int(time.time() * 1000)

@@ -1,0 +1,318 @@
+"""One ingester process: consumer-group membership -> wanted channels -> IRC pool -> Kafka.
+
+Threads: the membership consumer polls in its own thread and hands snapshots to the asyncio loop
+(``call_soon_threadsafe``); everything else (the IRC pool, parsing and producing, heartbeats) runs on
+the loop. The metrics endpoint has its own small HTTP thread.
+
+Shutdown on SIGTERM/SIGINT: leave the group first (the buckets move to the other members at once),
+keep logging for ``ingest_shutdown_drain_s`` so the new owners can join, then part the channels,
+flush the producer, send a ``stopped`` heartbeat and a tombstone, and exit 0.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import signal
+import socket
+import time
+from collections.abc import Iterable
+from typing import Any
+
+from confluent_kafka.admin import AdminClient
+from prometheus_client import REGISTRY, CollectorRegistry
+
+from ingest import status
+from ingest.irc.pool import IrcPool
+from ingest.membership import Membership, Snapshot, consumer_config
+from ingest.metrics import FastHistogram, IngestCollector, MetricsServer, Sample
+from ingest.producer import IngestProducer
+from ingest.settings import IngestSettings
+
+log = logging.getLogger(__name__)
+
+_PRODUCER_POLL_S = 0.05
+_READY_CACHE_S = 2.0
+
+
+class Worker:
+    """Wires membership, the IRC pool, the producer, heartbeats and metrics of one ingester."""
+
+    def __init__(self, settings: IngestSettings) -> None:
+        self.settings = settings
+        self.worker_id = settings.worker_id
+        self.replica = settings.ingest_replica
+        self.started_at = status.now_ms()
+        self.producer = IngestProducer(settings, self.worker_id)
+        self.pool = IrcPool(settings, self.producer.on_lines, worker_id=self.worker_id)
+        conf = consumer_config(
+            settings.kafka_client_config(),
+            group_id=settings.group_id,
+            protocol=settings.ingest_group_protocol,
+            session_timeout_ms=settings.ingest_session_timeout_ms,
+            client_id=f"chatlog-ingest-{self.worker_id}",
+        )
+        self.membership = Membership(
+            conf,
+            settings.topic_channels,
+            overlap_s=settings.ingest_handoff_overlap_s,
+            publish=self._published,
+        )
+        self.snapshot = Snapshot(version=0, owned=(), loading=(), overlap=(), wanted=frozenset())
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._leaving = False
+        self._rate_base: tuple[float, dict[str, int]] = (time.monotonic(), {})
+        self._ready_cache: tuple[float, bool] = (0.0, False)
+        self._admin: AdminClient | None = None
+
+    # -- membership -> pool ------------------------------------------------------------------------
+    def _published(self, snap: Snapshot) -> None:
+        """Called on the membership thread: hand the snapshot to the loop."""
+        loop = self._loop
+        if loop is not None and not loop.is_closed():
+            with contextlib.suppress(RuntimeError):  # the loop is closing
+                loop.call_soon_threadsafe(self._apply, snap)
+
+    def _apply(self, snap: Snapshot) -> None:
+        if self._leaving or snap.version < self.snapshot.version:
+            return
+        changed = snap.wanted != self.snapshot.wanted
+        self.snapshot = snap
+        if changed:
+            self.pool.set_wanted(snap.wanted)
+
+    # -- the process -------------------------------------------------------------------------------
+    async def run(self) -> int:
+        """Run until a signal (exit code 0) or a fatal failure (exit code 1)."""
+        self._loop = loop = asyncio.get_running_loop()
+        stop = asyncio.Event()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(sig, stop.set)
+        metrics = self._start_metrics()
+        self.membership.start()
+        log.info(
+            "ingester %s (replica %d, group %s) started; metrics on port %d",
+            self.worker_id, self.replica, self.settings.group_id, metrics.port,
+        )  # fmt: skip
+        pool_task = asyncio.create_task(self.pool.run(), name="irc-pool")
+        helpers = [
+            asyncio.create_task(self._heartbeats(), name="heartbeats"),
+            asyncio.create_task(self._poll_producer(), name="producer-poll"),
+        ]
+        stop_task = asyncio.create_task(stop.wait(), name="stop")
+        watch_task = asyncio.create_task(self._watch(), name="watch")
+        done, _ = await asyncio.wait({pool_task, stop_task, watch_task}, return_when=asyncio.FIRST_COMPLETED)
+        for task in (stop_task, watch_task):
+            task.cancel()
+        code = 0
+        if pool_task in done:
+            code = 1
+            exc = pool_task.exception()
+            log.error("the IRC pool stopped: %s", exc or "without an error")
+        elif watch_task in done:
+            code = 1
+        else:
+            log.info(
+                "signal received: leaving the group, draining for %.1fs",
+                self.settings.ingest_shutdown_drain_s,
+            )
+        try:
+            await self._shutdown(graceful=code == 0, pool_task=pool_task, helpers=helpers)
+        finally:
+            metrics.stop()
+        return code
+
+    async def _shutdown(
+        self, *, graceful: bool, pool_task: asyncio.Task[None], helpers: list[asyncio.Task[None]]
+    ) -> None:
+        self._leaving = True  # the wanted set stays as it is while we drain
+        await asyncio.get_running_loop().run_in_executor(None, self.membership.close)
+        if graceful and not pool_task.done():
+            await asyncio.sleep(self.settings.ingest_shutdown_drain_s)
+        for task in helpers:
+            task.cancel()
+        await asyncio.gather(*helpers, return_exceptions=True)
+        try:
+            await asyncio.wait_for(self.pool.close(part=graceful), timeout=30)
+        except (TimeoutError, OSError) as exc:
+            log.warning("closing the IRC pool: %s", exc)
+        if not pool_task.done():
+            pool_task.cancel()
+        await asyncio.gather(pool_task, return_exceptions=True)
+        left = self.producer.flush(60)
+        if left:
+            log.error("%d record(s) were not acknowledged by Kafka at exit", left)
+        self._send_heartbeat(status.STOPPED)
+        self.producer.produce_status(status.status_key(self.replica, self.worker_id), None)
+        self.producer.flush(10)
+        counts = self.producer.counts
+        log.info("stopped: %d lines, %d events, %d malformed", counts.lines, counts.events, counts.malformed)
+
+    async def _watch(self) -> None:
+        """Ends (-> exit 1) when the membership thread dies or the producer hits a fatal error."""
+        while True:
+            await asyncio.sleep(0.5)
+            if not self.membership.alive:
+                log.error("the membership consumer stopped: %s", self.membership.failure)
+                return
+            if self.producer.fatal:
+                log.error("the Kafka producer failed: %s", self.producer.fatal)
+                return
+
+    async def _poll_producer(self) -> None:
+        """Serve delivery reports; pause the IRC sockets while the producer queue is nearly full."""
+        high = self.settings.ingest_queue_max_messages * 0.8
+        low = self.settings.ingest_queue_max_messages * 0.5
+        paused = False
+        while True:
+            self.producer.poll()
+            queued = self.producer.queued()
+            if not paused and queued > high:
+                paused = True
+                self.pool.pause_reading()
+                log.warning("producer queue at %d records: pausing IRC reads", queued)
+            elif paused and queued < low:
+                paused = False
+                self.pool.resume_reading()
+                log.info("producer queue at %d records: resuming IRC reads", queued)
+            await asyncio.sleep(_PRODUCER_POLL_S)
+
+    # -- heartbeats ------------------------------------------------------------------------------
+    async def _heartbeats(self) -> None:
+        while True:
+            self._send_heartbeat(status.RUNNING)
+            await asyncio.sleep(self.settings.ingest_heartbeat_s)
+
+    def counts(self) -> dict[str, int]:
+        c = self.producer.counts
+        m = self.membership.stats
+        p = self.pool.stats()
+        return {
+            "lines": c.lines,
+            "events": c.events,
+            "not_chat": c.not_chat,
+            "malformed": c.malformed,
+            "delivered": c.delivered,
+            "delivery_errors": c.delivery_errors,
+            "retries": c.retries,
+            "dead_lettered": c.dead_lettered,
+            "queue_full_waits": c.queue_full_waits,
+            "rebalances": m.rebalances,
+            "buckets_lost": m.lost,
+            "irc_connections": p.connections,
+            "irc_reconnects": p.reconnects,
+            "irc_joins_sent": p.joins_sent,
+            "irc_join_timeouts": p.join_timeouts,
+            "irc_pending_joins": p.pending_joins,
+        }
+
+    def _rates(self, counts: dict[str, int]) -> dict[str, float]:
+        now = time.monotonic()
+        then, base = self._rate_base
+        self._rate_base = (now, counts)
+        elapsed = max(now - then, 1e-3)
+        return {
+            k: round((counts[k] - base.get(k, 0)) / elapsed, 1)
+            for k in ("lines", "events", "malformed", "delivery_errors")
+        }
+
+    def _send_heartbeat(self, state: str) -> None:
+        snap = self.snapshot
+        counts = self.counts()
+        hb = status.Heartbeat(
+            worker_id=self.worker_id,
+            replica=self.replica,
+            host=socket.gethostname(),
+            pid=os.getpid(),
+            started_at=self.started_at,
+            sent_at=status.now_ms(),
+            state=state,
+            buckets=list(snap.owned),
+            overlap_buckets=list(snap.overlap),
+            loading_buckets=list(snap.loading),
+            wanted=len(snap.wanted),
+            confirmed=sorted(self.pool.confirmed),
+            counts=counts,
+            rates=self._rates(counts),
+        )
+        self.producer.produce_status(
+            status.status_key(self.replica, self.worker_id), status.encode_heartbeat(hb)
+        )
+
+    # -- metrics and readiness ---------------------------------------------------------------------
+    def _start_metrics(self) -> MetricsServer:
+        registry = CollectorRegistry(auto_describe=False)
+        labels = {"worker": self.worker_id, "replica": str(self.replica)}
+        registry.register(IngestCollector(labels, self._samples, self._histograms))
+        registry.register(REGISTRY)  # module-level: the pool's metrics (ingest/irc/metrics.py), process
+        server = MetricsServer(registry, self.ready, self.settings.metrics_host, self.settings.metrics_port)
+        server.start()
+        return server
+
+    def _samples(self) -> Iterable[Sample]:
+        c = self.producer.counts
+        m = self.membership.stats
+        snap = self.membership.snapshot()
+        p = "chatlog_ingest_"
+        return [
+            Sample(p + "lines_read", "IRC lines handed to the producer.", c.lines),
+            Sample(p + "events_produced", "Chat events produced (queued).", c.events),
+            Sample(p + "events_delivered", "Records acknowledged by Kafka.", c.delivered),
+            Sample(p + "not_chat_lines", "Lines that are not chat events.", c.not_chat),
+            Sample(p + "malformed_lines", "Malformed lines (dead-lettered).", c.malformed),
+            Sample(p + "delivery_errors", "Failed deliveries (retried or dead-lettered).", c.delivery_errors),
+            Sample(p + "delivery_retries", "Records produced again after a failed delivery.", c.retries),
+            Sample(p + "dead_lettered", "Records acknowledged by the dead-letter topic.", c.dead_lettered),
+            Sample(p + "queue_full_waits", "Waits for room in the producer queue.", c.queue_full_waits),
+            Sample(p + "rebalances", "Rebalance callbacks that changed the assignment.", m.rebalances),
+            Sample(p + "buckets_lost", "Buckets lost (session expired).", m.lost),
+            Sample(p + "rebalance_callback_errors", "Errors in rebalance callbacks.", m.callback_errors),
+            Sample(p + "buckets_owned", "Buckets (channel partitions) owned.", len(snap.owned), "gauge"),
+            Sample(p + "buckets_loading", "Owned buckets still being read.", len(snap.loading), "gauge"),
+            Sample(p + "buckets_overlap", "Revoked buckets still logged.", len(snap.overlap), "gauge"),
+            Sample(p + "channels_wanted", "Channels this ingester should be in.", len(snap.wanted), "gauge"),
+            Sample(p + "producer_queue", "Records waiting in the producer.", self.producer.queued(), "gauge"),
+        ]  # fmt: skip
+
+    def _histograms(self) -> Iterable[tuple[str, str, FastHistogram]]:
+        return [
+            (
+                "chatlog_ingest_produce_latency_seconds",
+                "From produce() to the delivery report.",
+                self.producer.latency,
+            )
+        ]
+
+    def ready(self) -> bool:
+        """Owns buckets and has read them all, or the group has no bucket for this member."""
+        snap = self.membership.snapshot()
+        if snap.owned:
+            return not snap.loading
+        now = time.monotonic()
+        at, answer = self._ready_cache
+        if now - at < _READY_CACHE_S:
+            return answer
+        answer = self._group_has_nothing_for_me()
+        self._ready_cache = (now, answer)
+        return answer
+
+    def _group_has_nothing_for_me(self) -> bool:
+        member = self.membership.member_id
+        if not member:
+            return False
+        if self._admin is None:
+            self._admin = AdminClient(self.settings.kafka_client_config())
+        group = self.settings.group_id
+        desc: Any = self._admin.describe_consumer_groups([group], request_timeout=5)[group].result()
+        for m in desc.members:
+            if m.member_id == member:
+                target = getattr(m, "target_assignment", None) or m.assignment
+                return not target.topic_partitions
+        return False
+
+
+def run(settings: IngestSettings) -> int:
+    """``chatlog ingest``: run one ingester until a signal; returns the exit code."""
+    return asyncio.run(Worker(settings).run())

@@ -1,0 +1,253 @@
+"""Ingesters sharing channels through consumer groups, against the real Kafka and the real IRC server.
+
+Ground truth is the IRC server's NAMES (an observer client), not what the ingesters say about
+themselves. Pool nicks are ``<worker id>-<n>-<rand>``, so a nick tells which ingester it belongs to.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import re
+import subprocess
+import time
+import urllib.request
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from confluent_kafka import Consumer
+
+from chatlog.demo.observer import NamesObserver, worker_of
+from chatlog.demo.supervisor import CHATLOG, Supervisor
+from chatlog.settings import StackSettings
+from chatlog.simulator import ChatSimulator
+from ingest.registry import Registry
+from schemas import chat_event
+
+pytestmark = pytest.mark.integration
+
+CHANNELS = 160
+OVERLAP_S = 3.0
+Coverage = dict[int, dict[str, set[str]]]  # replica -> channel -> workers in it
+
+
+def _env(settings: StackSettings, unique: str) -> dict[str, str]:
+    return {
+        "CHATLOG_KAFKA_BOOTSTRAP_SERVERS": settings.kafka_bootstrap_servers,
+        "CHATLOG_TOPIC_CHANNELS": settings.topic_channels,
+        "CHATLOG_TOPIC_MESSAGES": settings.topic_messages,
+        "CHATLOG_TOPIC_DEADLETTER": settings.topic_deadletter,
+        "CHATLOG_TOPIC_STATUS": settings.topic_status,
+        "CHATLOG_INGEST_GROUP_PREFIX": f"test-{unique}",
+        "CHATLOG_INGEST_HANDOFF_OVERLAP_S": str(OVERLAP_S),
+        "CHATLOG_INGEST_SHUTDOWN_DRAIN_S": "1",
+        "CHATLOG_INGEST_HEARTBEAT_S": "1",
+        "CHATLOG_IRC_HOST": "127.0.0.1",
+        "CHATLOG_IRC_PORT": str(settings.irc_port),
+        "CHATLOG_IRC_FLAVOR": "ircv3",
+        "CHATLOG_IRC_JOIN_RATE": "1000",
+        "CHATLOG_METRICS_PORT": "0",
+    }
+
+
+class Group:
+    """The ingesters of a test, their replicas, and NAMES observations of the channels."""
+
+    def __init__(self, sup: Supervisor, observer: NamesObserver, channels: list[str], unique: str) -> None:
+        self.sup, self.observer, self.channels = sup, observer, channels
+        self.replica_of: dict[str, int] = {}
+        self.killed: set[str] = set()
+        self.prefix = f"i{unique[:6]}"
+
+    def start(self, name: str, replica: int) -> str:
+        worker = f"{self.prefix}{name}"
+        self.replica_of[worker] = replica
+        self.sup.start(worker, ["ingest", "--replica", str(replica), "--worker-id", worker])
+        return worker
+
+    async def observe(self) -> Coverage:
+        members = await self.observer.members(self.channels)
+        out: Coverage = {r: {ch: set() for ch in self.channels} for r in set(self.replica_of.values())}
+        workers = list(self.replica_of)
+        for ch, nicks in members.items():
+            for nick in nicks:
+                w = worker_of(nick, workers)
+                if w is not None:
+                    out[self.replica_of[w]][ch].add(w)
+        return out
+
+    async def until(
+        self, what: str, done: Callable[[Coverage], bool], timeout: float = 60.0
+    ) -> list[Coverage]:
+        """Observations (every ~0.3 s) until ``done``; fails after ``timeout`` or if an ingester died."""
+        seen: list[Coverage] = []
+        deadline = time.monotonic() + timeout
+        while True:
+            seen.append(await self.observe())
+            if done(seen[-1]):
+                return seen
+            for name, child in self.sup.children.items():
+                if name in self.replica_of and not child.alive and name not in self.killed:
+                    pytest.fail(f"{name} exited ({child.proc.returncode}): {child.log.read_text()[-3000:]}")
+            if time.monotonic() > deadline:
+                pytest.fail(f"timed out waiting for: {what}; last: {_summary(seen[-1])}")
+            await asyncio.sleep(0.3)
+
+
+def _summary(cov: Coverage) -> str:
+    parts = []
+    for r, chans in sorted(cov.items()):
+        counts: dict[int, int] = {}
+        for ws in chans.values():
+            counts[len(ws)] = counts.get(len(ws), 0) + 1
+        parts.append(f"r{r}: channels by number of ingesters {dict(sorted(counts.items()))}")
+    return "; ".join(parts)
+
+
+def _exactly_one(cov: Coverage, replica: int, among: set[str] | None = None) -> bool:
+    return all(len(ws) == 1 and (among is None or ws <= among) for ws in cov[replica].values())
+
+
+def _owner_map(cov: Coverage, replica: int) -> dict[str, str]:
+    return {ch: next(iter(ws)) for ch, ws in cov[replica].items()}
+
+
+def _tokens_in_topic(settings: StackSettings, wanted: set[str], timeout: float) -> set[str]:
+    """Tokens (first word of the text) found in the messages topic, reading until all are found."""
+    consumer = Consumer(
+        {
+            **settings.kafka_client_config(),
+            "group.id": f"verify-{time.monotonic_ns()}",
+            "auto.offset.reset": "earliest",
+            "enable.auto.commit": False,
+        }
+    )
+    consumer.subscribe([settings.topic_messages])
+    found: set[str] = set()
+    deadline = time.monotonic() + timeout
+    try:
+        while not wanted <= found and time.monotonic() < deadline:
+            for msg in consumer.consume(5000, 0.5):
+                if msg.error() is None:
+                    event = chat_event.decode(msg.value() or b"")
+                    if event.kind == "PRIVMSG" and event.text:
+                        found.add(event.text.split(" ", 1)[0])
+    finally:
+        consumer.close()
+    return found
+
+
+def _status_until_ok(env: dict[str, str], timeout: float = 20.0) -> dict[str, Any]:
+    """`chatlog status --json --replicas 2` until it exits 0 (heartbeats lag NAMES by up to 1 s)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        done = subprocess.run(
+            [*CHATLOG, "status", "--json", "--replicas", "2"],
+            env={**os.environ, **env},
+            capture_output=True,
+            timeout=60,
+            check=False,
+        )
+        if done.returncode == 0 or time.monotonic() > deadline:
+            assert done.returncode == 0, done.stdout.decode()[-2000:] + done.stderr.decode()[-2000:]
+            report: dict[str, Any] = json.loads(done.stdout)
+            return report
+        time.sleep(0.5)
+
+
+def _check_metrics(log: Path) -> None:
+    """The ingester's Prometheus endpoint (port 0: it logs the one it got) answers and is ready."""
+    match = re.search(r"metrics on port (\d+)", log.read_text())
+    assert match, "the ingester must log its metrics port"
+    base = f"http://127.0.0.1:{match.group(1)}"
+    text = urllib.request.urlopen(base + "/metrics", timeout=10).read().decode()
+    assert re.search(r"chatlog_ingest_buckets_owned\{[^}]*\} [1-9]", text), text[:2000]
+    assert "chatlog_irc_channels_confirmed" in text
+    assert urllib.request.urlopen(base + "/ready", timeout=10).status == 200
+
+
+def test_group_shares_channels_fails_over_and_scales_out(
+    fresh_topics: StackSettings, unique: str, tmp_path: Path
+) -> None:
+    settings = fresh_topics
+    channels = [f"c{unique}_{i}" for i in range(CHANNELS)]
+    Registry(settings).add(channels)
+    env = _env(settings, unique)
+
+    async def scenario(sup: Supervisor) -> None:
+        observer = NamesObserver("127.0.0.1", settings.irc_port)
+        await observer.connect()
+        group = Group(sup, observer, channels, unique)
+        try:
+            a, b, c = (group.start(n, 0) for n in ("a", "b", "c"))
+            group.start("x", 1)
+            group.start("y", 1)
+
+            # 1. every channel has exactly one ingester of each replica
+            await group.until(
+                "one ingester per channel per replica",
+                lambda cov: _exactly_one(cov, 0) and _exactly_one(cov, 1),
+            )
+            report = _status_until_ok(env)
+            assert [r["confirmed"] for r in report["replicas"]] == [CHANNELS, CHANNELS]
+            assert sorted(report["replicas"][0]["owners"]) == sorted([a, b, c])
+            assert sum(len(v) for v in report["replicas"][0]["owners"].values()) == 16
+            _check_metrics(sup.children[a].log)
+            before = _owner_map(await group.observe(), 0)
+            assert set(before.values()) == {a, b, c}  # everybody got a share
+
+            # 2. kill -9 b while outside clients chat: its channels come back to a and c, theirs stay put;
+            #    replica 1 covers every channel all along, so no message is lost
+            sim = ChatSimulator("127.0.0.1", settings.irc_port, channels, rate=150, connections=4, seed=7)
+            await sim.start()
+            traffic = asyncio.create_task(sim.run(60))
+            await asyncio.sleep(1.0)
+            sup.kill9(b)
+            group.killed.add(b)
+            seen = await group.until(
+                "b's channels back with a and c", lambda cov: _exactly_one(cov, 0, {a, c})
+            )
+            for cov in seen:
+                assert all(cov[1][ch] for ch in channels), "replica 1 must cover every channel meanwhile"
+                for ch, owner in before.items():
+                    if owner != b:
+                        assert owner in cov[0][ch], f"{ch} moved away from surviving {owner}"
+            await asyncio.sleep(1.0)
+            sim.stop()
+            await traffic
+            await sim.close()
+            sent = {m.token for m in sim.sent}
+            assert len(sent) > 100
+            found = _tokens_in_topic(settings, sent, timeout=60)
+            assert sent <= found, f"{len(sent - found)} of {len(sent)} messages never reached Kafka"
+
+            # 3. a new ingester takes a fair share; the others shrink; no channel is ever uncovered
+            before_new = _owner_map(await group.observe(), 0)
+            d = group.start("d", 0)
+            seen = await group.until(
+                "d took a share and the overlap ended",
+                lambda cov: _exactly_one(cov, 0) and sum(d in ws for ws in cov[0].values()) > 0,
+            )
+            seen += await group.until("settled", lambda cov: _exactly_one(cov, 0))
+            for cov in seen:
+                uncovered = [ch for ch, ws in cov[0].items() if not ws]
+                assert not uncovered, f"uncovered during scale-out: {uncovered[:5]}"
+            after = _owner_map(seen[-1], 0)
+            share = {w: sum(1 for o in after.values() if o == w) for w in (a, c, d)}
+            assert share[d] >= CHANNELS // 6, share  # 16 buckets over 3: 5 or 6 each
+            for w in (a, c):
+                assert share[w] < sum(1 for o in before_new.values() if o == w), share
+            for ch, owner in after.items():
+                assert owner == d or owner == before_new[ch], f"{ch} moved between old members"
+        finally:
+            await observer.close()
+
+        # 4. SIGTERM is graceful: exit 0
+        for name in (a, c, d, f"{group.prefix}x", f"{group.prefix}y"):
+            assert sup.terminate(name, timeout=40) == 0, sup.children[name].log.read_text()[-3000:]
+
+    with Supervisor(tmp_path / "logs", env=env) as sup:
+        asyncio.run(scenario(sup))

@@ -1,0 +1,112 @@
+"""The wanted-set arithmetic of bucket ownership, hand-off overlap and loss (pure, injected time)."""
+
+from __future__ import annotations
+
+from ingest.membership import BucketTable, consumer_config
+
+
+def _loaded(table: BucketTable, bucket: int, *channels: str) -> None:
+    table.assign([bucket])
+    for ch in channels:
+        table.apply(bucket, ch, True)
+    table.loaded(bucket)
+
+
+def test_a_loading_bucket_contributes_nothing_until_its_end_is_read() -> None:
+    table = BucketTable(overlap_s=10)
+    table.assign([1])
+    table.apply(1, "a", True)
+    table.apply(1, "b", True)
+    table.apply(1, "a", False)  # added then removed while loading: never wanted
+    assert table.wanted() == frozenset()
+    assert table.snapshot().loading == (1,)
+    table.loaded(1)
+    assert table.wanted() == {"b"}
+    assert table.snapshot().loading == ()
+
+
+def test_tail_records_add_and_remove_channels() -> None:
+    table = BucketTable(overlap_s=10)
+    _loaded(table, 0, "a")
+    v = table.version
+    table.apply(0, "b", True)
+    assert table.wanted() == {"a", "b"} and table.version > v
+    v = table.version
+    table.apply(0, "b", True)  # again: no change
+    assert table.version == v
+    table.apply(0, "a", False)
+    assert table.wanted() == {"b"}
+    table.apply(7, "zzz", True)  # a bucket we do not own: ignored
+    assert table.wanted() == {"b"}
+
+
+def test_revoked_bucket_stays_wanted_for_the_overlap_then_goes() -> None:
+    table = BucketTable(overlap_s=10)
+    _loaded(table, 0, "a")
+    _loaded(table, 1, "b")
+    table.revoke([1], now=100.0)
+    snap = table.snapshot()
+    assert snap.owned == (0,) and snap.overlap == (1,)
+    assert snap.wanted == {"a", "b"}
+    table.expire(109.9)
+    assert table.wanted() == {"a", "b"}
+    table.expire(110.0)
+    assert table.wanted() == {"a"}
+    assert table.snapshot().overlap == ()
+
+
+def test_lost_bucket_stops_at_once_even_during_an_overlap() -> None:
+    table = BucketTable(overlap_s=10)
+    _loaded(table, 0, "a")
+    _loaded(table, 1, "b")
+    _loaded(table, 2, "c")
+    table.revoke([2], now=0.0)
+    table.lose([1, 2])
+    assert table.wanted() == {"a"}
+    assert table.snapshot().overlap == ()
+
+
+def test_zero_overlap_and_revoking_a_loading_bucket_keep_nothing() -> None:
+    table = BucketTable(overlap_s=0)
+    _loaded(table, 0, "a")
+    table.revoke([0], now=0.0)
+    assert table.wanted() == frozenset()
+    table = BucketTable(overlap_s=10)
+    table.assign([3])
+    table.apply(3, "x", True)
+    table.revoke([3], now=0.0)  # never loaded: nothing was being logged, nothing to keep
+    assert table.wanted() == frozenset() and table.snapshot().overlap == ()
+
+
+def test_reassigned_during_overlap_keeps_channels_until_reloaded() -> None:
+    table = BucketTable(overlap_s=10)
+    _loaded(table, 4, "a", "b")
+    table.revoke([4], now=0.0)
+    table.assign([4])  # it comes back (a flapping rebalance)
+    assert table.wanted() == {"a", "b"}  # still from the overlap copy while reloading
+    table.apply(4, "a", True)
+    table.loaded(4)
+    assert table.wanted() == {"a"}  # the fresh read wins; the overlap copy is gone
+    table.expire(1000.0)
+    assert table.wanted() == {"a"}
+
+
+def test_channel_in_two_buckets_is_wanted_while_either_has_it() -> None:
+    # cannot happen with one partitioner, but the union must still be right
+    table = BucketTable(overlap_s=5)
+    _loaded(table, 0, "a")
+    _loaded(table, 1, "a")
+    table.revoke([0], now=0.0)
+    table.expire(6.0)
+    assert table.wanted() == {"a"}
+
+
+def test_consumer_config_kip848_sets_no_client_side_group_keys() -> None:
+    conf = consumer_config({"bootstrap.servers": "x"}, group_id="g", protocol="consumer",
+                           session_timeout_ms=6000, client_id="c")  # fmt: skip
+    assert conf["group.protocol"] == "consumer"
+    assert "session.timeout.ms" not in conf and "partition.assignment.strategy" not in conf
+    assert conf["enable.auto.commit"] is False and conf["enable.partition.eof"] is True
+    classic = consumer_config({}, group_id="g", protocol="classic", session_timeout_ms=6000, client_id="c")
+    assert classic["partition.assignment.strategy"] == "cooperative-sticky"
+    assert classic["session.timeout.ms"] == 6000
