@@ -38,6 +38,7 @@ class ConnectionHooks(Protocol):
     def connection_ready(self, conn: IrcConnection) -> None: ...
     def connection_closed(self, conn: IrcConnection, reason: str, kind: str, failure: bool) -> None: ...
     def reconnect_requested(self, conn: IrcConnection) -> None: ...
+    def membership_changed(self, conn: IrcConnection) -> None: ...
     def join_refused(self, conn: IrcConnection, channel: str, reason: str) -> None: ...
 
 
@@ -256,6 +257,7 @@ class IrcConnection(asyncio.Protocol):
             ch = channel_of(msg.params[0])
             self.joined.discard(ch)
             self.parting.discard(ch)
+            self._hooks.membership_changed(self)
             log.warning("irc conn %d (%s): kicked from #%s: %s", self.conn_id, self.nick, ch, msg.params[-1])
             return True
         if not own or not msg.params:
@@ -271,6 +273,7 @@ class IrcConnection(asyncio.Protocol):
             else:
                 self.joined.discard(ch)
                 self.parting.discard(ch)
+        self._hooks.membership_changed(self)
         return True
 
     def _numeric(self, msg: Message) -> None:

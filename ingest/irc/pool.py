@@ -91,6 +91,8 @@ class IrcPool:
         self._blocked: dict[str, float] = {}  # channel → monotonic time it may be tried again
         self._channel_failures: dict[str, int] = {}
         self._homeless = 0
+        self._dirty = True  # something changed since the last plan
+        self._published_at = float("-inf")
         self._counts: dict[str, int] = defaultdict(int)
         self._bytes_closed = 0
         self._nick_collisions_closed = 0
@@ -120,7 +122,7 @@ class IrcPool:
                 self._invalid_seen.add(raw)
                 log.warning("irc pool: ignoring invalid channel name %r", raw)
         self._wanted = frozenset(clean)
-        self._wake.set()
+        self._poke()
 
     @property
     def wanted(self) -> frozenset[str]:
@@ -218,10 +220,19 @@ class IrcPool:
             self._closing = True
             self._wake.set()
 
+    def membership_changed(self, conn: IrcConnection) -> None:
+        """A JOIN/PART/KICK echo: reconcile again at the next tick (no wake-up per echo)."""
+        del conn
+        self._dirty = True
+
+    def _poke(self) -> None:
+        self._dirty = True
+        self._wake.set()
+
     def connection_ready(self, conn: IrcConnection) -> None:
         took = (conn.ready_at or conn.created_at) - conn.created_at
         log.info("irc conn %d connected as %s (registered in %.2f s)", conn.conn_id, conn.nick, took)
-        self._wake.set()
+        self._poke()
 
     def connection_closed(self, conn: IrcConnection, reason: str, kind: str, failure: bool) -> None:
         self._conns.pop(conn.conn_id, None)
@@ -244,7 +255,7 @@ class IrcPool:
             )  # fmt: skip
         else:
             log.info("irc conn %d (%s) closed: %s", conn.conn_id, conn.nick, reason)
-        self._wake.set()
+        self._poke()
 
     def _forget_connection(self, conn: IrcConnection) -> None:
         if self._leaving.pop(conn.conn_id, None) is not None:
@@ -259,11 +270,11 @@ class IrcPool:
             "irc conn %d (%s): server asked to RECONNECT; moving %d channels to a new connection first",
             conn.conn_id, conn.nick, len(conn.joined),
         )  # fmt: skip
-        self._wake.set()
+        self._poke()
 
     def join_refused(self, conn: IrcConnection, channel: str, reason: str) -> None:
         self._block(channel, f"JOIN refused on conn {conn.conn_id}: {reason}")
-        self._wake.set()
+        self._poke()
 
     # ---- reconcile loop ---------------------------------------------------------------------------
     def _tick(self) -> None:
@@ -282,10 +293,16 @@ class IrcPool:
                 conn.close(f"drained for {s.irc_drain_timeout_s:g} s after RECONNECT")
         self._watchdog(now)
         self._forget_settled(now)
+        if self._dirty or self._homeless:
+            self._reconcile(now)
+        if now - self._published_at >= 1.0:
+            self._published_at = now
+            self._metrics.publish(self.stats())
+
+    def _reconcile(self, now: float) -> None:
+        s = self.settings
         views = [
-            ConnView(c.conn_id, c.state, c.joined, c.pending.keys(), c.parting)
-            for c in self._conns.values()
-            if c.state is not ConnState.CLOSED
+            ConnView(c.conn_id, c.state, c.joined, c.pending.keys(), c.parting) for c in self._conns.values()
         ]
         open_room = s.irc_max_connections - len(views)
         p = plan(
@@ -299,6 +316,7 @@ class IrcPool:
             max_open=open_room if now >= self._next_open_at else 0,
         )
         self._homeless = p.homeless
+        self._dirty = bool(p.joins or p.parts or p.open or p.close)
         for conn_id, chs in _by_conn(p.parts).items():
             self._conns[conn_id].send_parts(chs)
             self._counts["parts_sent"] += len(chs)
@@ -312,7 +330,6 @@ class IrcPool:
             conn.close(why, part=conn.state is ConnState.READY)
         for _ in range(p.open):
             self._open_connection()
-        self._metrics.publish(self.stats())
 
     def _watchdog(self, now: float) -> None:
         s = self.settings
@@ -324,12 +341,14 @@ class IrcPool:
             conn = self._conns[conn_id]
             if ch not in self._wanted:
                 del conn.pending[ch]
+                self._dirty = True
             elif self._limiter.try_acquire(1):
                 conn.send_joins([ch], now)
                 self._counts["joins_sent"] += 1
         for conn_id, ch in move:
             conn = self._conns[conn_id]
             attempts = conn.pending.pop(ch).attempts
+            self._dirty = True
             if ch not in self._wanted:
                 continue
             self._counts["join_timeouts"] += 1
@@ -359,6 +378,7 @@ class IrcPool:
             del self._fresh_after[ch]
         for ch in [c for c, until in self._blocked.items() if until <= now or c not in self._wanted]:
             del self._blocked[ch]
+            self._dirty = True
         for ch in [c for c in self._channel_failures if c in confirmed or c not in self._wanted]:
             del self._channel_failures[ch]
 
