@@ -61,5 +61,9 @@ def register(app: typer.Typer, bench: typer.Typer) -> None:
 
         result = b.run(lines=lines, repeat=repeat, out=out)
         for name, rate in result["lines_per_s"].items():
-            typer.echo(f"{name:>13}: {rate:>9,} lines/s  ({result['us_per_line'][name]} µs/line)")
+            wall = result["wall_lines_per_s"][name]
+            typer.echo(
+                f"{name:>13}: {rate:>9,} lines/CPU-s  ({result['us_per_line'][name]} µs/line; "
+                f"wall clock {wall:,} lines/s)"
+            )
         typer.echo(f"corpus {result['corpus']['size']} lines, {lines} per run, best of {repeat}; wrote {out}")

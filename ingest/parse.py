@@ -101,7 +101,7 @@ def _split_params(params: str) -> list[str]:
     if params[:1] == ":":
         return [params[1:]]
     middle, sep, trailing = params.partition(" :")
-    out = middle.split()
+    out = [p for p in middle.split(" ") if p]  # only U+0020 separates parameters, not any whitespace
     if sep:
         out.append(trailing)
     return out

@@ -329,6 +329,7 @@ def test_idless_lines_get_a_deterministic_hash() -> None:
         (":Nick@host PRIVMSG #c :x", "c", "x", "nick"),
         (":irc.example.net PRIVMSG #c :from a server", "c", "from a server", None),
         ("@ :n!u@h PRIVMSG #c :empty tag section", "c", "empty tag section", "n"),
+        (":n!u@h PRIVMSG #c\u3000x last\tword", "c\u3000x", "last\tword", "n"),  # only spaces separate
     ],
 )
 def test_parameter_and_prefix_forms(line: str, channel: str, text: str | None, user: str | None) -> None:
