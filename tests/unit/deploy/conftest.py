@@ -1,0 +1,50 @@
+"""Fixtures of the static deployment checks: the checkers (installed once per machine) and the renders."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.unit.deploy import tooling
+
+OVERLAYS = ("dev", "prod")
+
+
+def _report(config: pytest.Config, line: str) -> None:
+    reporter = config.pluginmanager.get_plugin("terminalreporter")
+    if reporter is not None:
+        reporter.write_line(line)
+
+
+@pytest.fixture(scope="session")
+def kustomize(pytestconfig: pytest.Config) -> Path:
+    """kustomize, built from the Go module proxy into .cache/bin the first time (slow: about a minute)."""
+    try:
+        installed = tooling.ensure_kustomize()
+    except tooling.ToolError as exc:
+        pytest.fail(str(exc))
+    if installed.seconds:
+        _report(pytestconfig, f"\nbuilt kustomize {tooling.KUSTOMIZE_VERSION} in {installed.seconds:.1f}s")
+    return installed.path
+
+
+@pytest.fixture(scope="session")
+def strimzi_models(pytestconfig: pytest.Config) -> Path:
+    """Strimzi's CRD validators (npm package) in .cache/node, installed the first time (a few seconds)."""
+    try:
+        installed = tooling.ensure_strimzi_models()
+    except tooling.ToolError as exc:
+        pytest.fail(str(exc))
+    if installed.seconds:
+        _report(pytestconfig, f"\ninstalled {tooling.STRIMZI_MODELS} in {installed.seconds:.1f}s")
+    return installed.path
+
+
+@pytest.fixture(scope="session")
+def rendered(kustomize: Path) -> dict[str, list[tooling.Resource]]:
+    """`kustomize build` of every overlay."""
+    return {
+        name: tooling.kustomize_build(kustomize, tooling.REPO / "k8s" / "overlays" / name)
+        for name in OVERLAYS
+    }
