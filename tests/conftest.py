@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import uuid
 from collections.abc import Iterator
@@ -35,9 +36,9 @@ def unique() -> str:
 
 
 @pytest.fixture
-def fresh_topics(stack: StackSettings, unique: str) -> StackSettings:
-    """Stack settings whose four topics are new and empty (created here), so tests do not interfere."""
-    from chatlog.kafka_admin import ensure_topics
+def fresh_topics(stack: StackSettings, unique: str) -> Iterator[StackSettings]:
+    """Stack settings whose four topics are new and empty (created here, deleted afterwards)."""
+    from chatlog.kafka_admin import admin_client, ensure_topics
 
     settings = stack.model_copy(
         update={
@@ -50,7 +51,16 @@ def fresh_topics(stack: StackSettings, unique: str) -> StackSettings:
         }
     )
     ensure_topics(settings)
-    return settings
+    yield settings
+    names = [
+        settings.topic_channels,
+        settings.topic_messages,
+        settings.topic_deadletter,
+        settings.topic_status,
+    ]
+    for fut in admin_client(settings).delete_topics(names, operation_timeout=30).values():
+        with contextlib.suppress(Exception):
+            fut.result()
 
 
 @pytest.fixture
