@@ -83,8 +83,8 @@ class _Blaster(threading.Thread):
                 for _ in range(self.total // self._per_blob):
                     conn.sendall(self._blob)
                 with contextlib.suppress(OSError):
-                    while conn.recv(65536):  # until the client is done and closes
-                        pass
+                    while (chunk := conn.recv(65536)) and b"QUIT" not in chunk:
+                        pass  # until the client quits or closes
         except BaseException as exc:
             self.error = exc
         finally:

@@ -241,3 +241,34 @@ def test_on_lines_failure_stops_the_pool_and_surfaces_from_run() -> None:
             await pool.close()
 
     asyncio.run(main())
+
+
+def test_paused_pool_reads_nothing_keeps_its_connections_and_catches_up_on_resume() -> None:
+    async def body(server: FakeIrcServer, pool: IrcPool, got: list[str]) -> None:
+        await server.wait_for(lambda: pool.confirmed == {"a"})
+        server.answer_ping = False  # a PING sent while paused would time out
+        pool.pause_reading()
+        for i in range(3):
+            server.privmsg("a", f"while paused {i}")
+        await asyncio.sleep(0.8)  # > ping interval + ping timeout
+        assert got == []
+        assert pool.stats().reconnects == 0 and len(server.live()) == 1
+        pool.resume_reading()
+        await server.wait_for(lambda: len(got) == 3)
+        assert [line.rsplit(":", 1)[1] for line in got] == [f"while paused {i}" for i in range(3)]
+
+    run_pool(body, wanted={"a"}, irc_ping_interval_s=0.2, irc_ping_timeout_s=0.2)
+
+
+def test_draining_connection_is_closed_after_the_drain_timeout_even_if_not_replaced() -> None:
+    async def body(server: FakeIrcServer, pool: IrcPool, _got: list[str]) -> None:
+        await server.wait_for(lambda: pool.confirmed == {"a"})
+        old = server.clients[0]
+        server.silent_join = lambda index, _ch: index >= 1  # no new connection ever gets #a
+        server.send(old, "RECONNECT")
+        await server.wait_for(lambda: old.closed, timeout=10)
+        (quit_line,) = old.commands("QUIT")
+        assert "drained" in quit_line
+        assert old.closed_at is not None and old.closed_at - old.connected_at >= 0.8
+
+    run_pool(body, wanted={"a"}, irc_drain_timeout_s=0.8)
