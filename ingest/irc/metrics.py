@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 from prometheus_client import Counter, Gauge
 
 if TYPE_CHECKING:
-    from ingest.irc.pool import PoolStats
+    from ingest.irc.stats import PoolStats
 
 LINES_READ = Counter(
     "chatlog_irc_lines_read", "IRC lines handed to the ingester (chat, not protocol).", ["worker"]

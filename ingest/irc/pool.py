@@ -18,7 +18,6 @@ import time
 from collections import defaultdict
 from collections.abc import Callable, Iterable
 from collections.abc import Set as AbstractSet
-from dataclasses import dataclass
 
 from ingest.irc.connection import IrcConnection
 from ingest.irc.login import login_from_settings
@@ -26,35 +25,15 @@ from ingest.irc.metrics import PoolMetrics
 from ingest.irc.ratelimit import Backoff, SlidingWindowLimiter
 from ingest.irc.reconcile import ConnState, ConnView, join_timeouts, plan
 from ingest.irc.settings import PoolSettings
+from ingest.irc.stats import PoolStats
+from ingest.irc.troubles import JoinTroubles
 
 log = logging.getLogger(__name__)
 
 OnLines = Callable[[list[str], int], None]
 _VALID_CHANNEL = re.compile(r"[^\s,\x00\x07#][^\s,\x00\x07]{0,62}")
 _STABLE_S = 30.0  # a connection that was READY this long before it was lost resets the backoff
-_MAX_BLOCK_S = 3600.0
 _CLOSE_WAIT_S = 5.0
-
-
-@dataclass(frozen=True, slots=True)
-class PoolStats:
-    connections: int  # open connections (connecting + ready + draining)
-    connections_connecting: int
-    connections_ready: int
-    connections_draining: int
-    wanted: int
-    confirmed: int
-    pending_joins: int
-    homeless: int  # wanted channels neither joined nor pending on a READY connection (last reconcile)
-    blocked: int  # channels in JOIN-failure backoff
-    reconnects: int  # connections lost without our asking, RECONNECT requests included
-    join_timeouts: int  # JOINs given up on a connection after every retry
-    joins_sent: int
-    parts_sent: int
-    lines_read: int  # lines handed to on_lines
-    bytes_read: int
-    nick_collisions: int
-    decode_errors: int  # chunks with invalid UTF-8 (decoded with U+FFFD, not dropped)
 
 
 class IrcPool:
@@ -87,9 +66,7 @@ class IrcPool:
         self._wanted_input: AbstractSet[str] = frozenset()
         self._wanted: frozenset[str] = frozenset()
         self._invalid_seen: set[str] = set()
-        self._fresh_after: dict[str, int] = {}  # channel → lowest conn id it may be joined on
-        self._blocked: dict[str, float] = {}  # channel → monotonic time it may be tried again
-        self._channel_failures: dict[str, int] = {}
+        self._troubles = JoinTroubles(settings.irc_join_failure_backoff_s, clock)
         self._homeless = 0
         self._dirty = True  # something changed since the last plan
         self._published_at = float("-inf")
@@ -152,7 +129,7 @@ class IrcPool:
             confirmed=len(self.confirmed),
             pending_joins=sum(len(x.pending) for x in self._conns.values() if x.state is ConnState.READY),
             homeless=self._homeless,
-            blocked=len(self._blocked),
+            blocked=len(self._troubles.blocked),
             reconnects=c["reconnects"],
             join_timeouts=c["join_timeouts"],
             joins_sent=c["joins_sent"],
@@ -273,7 +250,10 @@ class IrcPool:
         self._poke()
 
     def join_refused(self, conn: IrcConnection, channel: str, reason: str) -> None:
-        self._block(channel, f"JOIN refused on conn {conn.conn_id}: {reason}")
+        delay = self._troubles.block(channel)
+        log.warning(
+            "irc conn %d: JOIN #%s refused (%s); next try in %.0f s", conn.conn_id, channel, reason, delay
+        )
         self._poke()
 
     # ---- reconcile loop ---------------------------------------------------------------------------
@@ -292,7 +272,8 @@ class IrcPool:
             if conn.state is ConnState.DRAINING and now - (conn.drain_since or now) >= s.irc_drain_timeout_s:
                 conn.close(f"drained for {s.irc_drain_timeout_s:g} s after RECONNECT")
         self._watchdog(now)
-        self._forget_settled(now)
+        if self._troubles.settle(self._wanted, lambda: self.confirmed):
+            self._dirty = True
         if self._dirty or self._homeless:
             self._reconcile(now)
         if now - self._published_at >= 1.0:
@@ -311,8 +292,8 @@ class IrcPool:
             capacity=s.irc_channels_per_connection,
             join_budget=self._limiter.available(),
             horizon=self._limiter.limit,
-            fresh_after=self._fresh_after,
-            blocked=self._blocked.keys(),
+            fresh_after=self._troubles.fresh_after,
+            blocked=self._troubles.blocked.keys(),
             max_open=open_room if now >= self._next_open_at else 0,
         )
         self._homeless = p.homeless
@@ -352,35 +333,17 @@ class IrcPool:
             if ch not in self._wanted:
                 continue
             self._counts["join_timeouts"] += 1
-            if ch in self._fresh_after:
-                self._block(ch, f"no JOIN echo on a fresh connection either ({attempts} attempts)")
-                continue
-            self._fresh_after[ch] = self._next_id
-            log.warning(
-                "irc conn %d: JOIN #%s not echoed after %d attempts; moving it to a fresh connection",
-                conn_id, ch, attempts,
-            )  # fmt: skip
-
-    def _block(self, channel: str, reason: str) -> None:
-        failures = self._channel_failures.get(channel, 0) + 1
-        self._channel_failures[channel] = failures
-        delay = min(_MAX_BLOCK_S, self.settings.irc_join_failure_backoff_s * 2 ** min(failures - 1, 20))
-        self._blocked[channel] = self._clock() + delay
-        self._fresh_after.pop(channel, None)
-        log.warning("irc pool: #%s: %s; next try in %.0f s", channel, reason, delay)
-
-    def _forget_settled(self, now: float) -> None:
-        """Drop move/backoff bookkeeping of channels that got confirmed, were unwanted or waited out."""
-        if not (self._fresh_after or self._blocked or self._channel_failures):
-            return
-        confirmed = self.confirmed
-        for ch in [c for c in self._fresh_after if c in confirmed or c not in self._wanted]:
-            del self._fresh_after[ch]
-        for ch in [c for c, until in self._blocked.items() if until <= now or c not in self._wanted]:
-            del self._blocked[ch]
-            self._dirty = True
-        for ch in [c for c in self._channel_failures if c in confirmed or c not in self._wanted]:
-            del self._channel_failures[ch]
+            if self._troubles.move(ch, self._next_id):
+                log.warning(
+                    "irc conn %d: JOIN #%s not echoed after %d attempts; moving it to a fresh connection",
+                    conn_id, ch, attempts,
+                )  # fmt: skip
+            else:
+                delay = self._troubles.blocked[ch] - now
+                log.warning(
+                    "irc conn %d: JOIN #%s not echoed on a fresh connection either; next try in %.0f s",
+                    conn_id, ch, delay,
+                )  # fmt: skip
 
     def _open_connection(self) -> None:
         conn_id = self._next_id
