@@ -1,0 +1,354 @@
+"""Writing rows to Cassandra with cassandra-driver, from a Spark Python worker (or any process).
+
+* One session per Python worker (:func:`worker_session`), reused by every task the worker runs.
+* Prepared ``INSERT ... USING TTL ?`` per table, columns taken from the live table metadata.
+* Token-aware unlogged batches (:func:`plan_batches`): statements are grouped by the replicas that own
+  their partition, then packed: rows of one partition together, at most ``max_partitions`` partitions
+  and about ``max_bytes`` per batch. A batch is routed (TokenAwarePolicy) to a replica that owns every
+  partition in it, so Cassandra does the work of many single inserts for the price of one request.
+* A bounded window of concurrent requests (:class:`ConcurrentExecutor`), and failed requests retried
+  with exponential backoff until ``retry_s`` has passed since the first failure; then
+  :class:`CassandraWriteError`, which fails the micro-batch and so the query, loudly. Every write is
+  idempotent (the primary keys contain message_id), so retrying and re-running a batch is safe.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Hashable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from sink.rows import TableRows, table_rows
+
+if TYPE_CHECKING:
+    from sink.settings import SinkSettings
+
+log = logging.getLogger(__name__)
+
+
+class CassandraWriteError(RuntimeError):
+    """Cassandra kept failing for longer than the retry bound."""
+
+
+def one_line(exc: BaseException) -> str:
+    text = " ".join(str(exc).split()) or type(exc).__name__
+    return f"{type(exc).__name__}: {text[:300]}"
+
+
+@dataclass(frozen=True)
+class BatchLimits:
+    max_rows: int = 100
+    max_partitions: int = 10
+    max_bytes: int = 48 * 1024
+
+
+@dataclass(frozen=True)
+class Item:
+    """One statement to write: ``replicas`` owning ``partition``, approximate payload ``size``."""
+
+    replicas: Hashable
+    partition: tuple[str, bytes]
+    size: int
+    statement: Any
+
+
+def plan_batches(items: Sequence[Item], limits: BatchLimits) -> list[list[Item]]:
+    """Pack ``items`` into batches that each go to one replica set, within ``limits``."""
+    groups: dict[Hashable, list[Item]] = {}
+    for item in items:
+        groups.setdefault(item.replicas, []).append(item)
+    batches: list[list[Item]] = []
+    for group in groups.values():
+        group.sort(key=lambda i: i.partition)
+        current: list[Item] = []
+        size = 0
+        partitions = 0
+        for item in group:
+            new_partition = not current or current[-1].partition != item.partition
+            if current and (
+                len(current) >= limits.max_rows
+                or size + item.size > limits.max_bytes
+                or (new_partition and partitions >= limits.max_partitions)
+            ):
+                batches.append(current)
+                current, size, partitions = [], 0, 0
+                new_partition = True
+            current.append(item)
+            size += item.size
+            partitions += new_partition
+        if current:
+            batches.append(current)
+    return batches
+
+
+class ConcurrentExecutor:
+    """Runs statements with at most ``concurrency`` in flight; collects the ones that failed."""
+
+    def __init__(self, session: Any, concurrency: int, timeout_s: float) -> None:
+        self._session = session
+        self._timeout_s = timeout_s
+        self._window = threading.BoundedSemaphore(concurrency)
+        self._cond = threading.Condition()
+        self._in_flight = 0
+        self._failed: list[tuple[Any, BaseException]] = []
+        self.requests = 0
+
+    def submit(self, statement: Any) -> None:
+        self._window.acquire()
+        with self._cond:
+            self._in_flight += 1
+        self.requests += 1
+        try:
+            future = self._session.execute_async(statement, timeout=self._timeout_s)
+        except Exception as exc:
+            self._on_error(exc, statement)
+            return
+        future.add_callbacks(self._on_done, self._on_error, errback_args=(statement,))
+
+    def _on_done(self, _result: Any) -> None:
+        self._finish()
+
+    def _on_error(self, exc: BaseException, statement: Any) -> None:
+        with self._cond:
+            self._failed.append((statement, exc))
+        self._finish()
+
+    def _finish(self) -> None:
+        self._window.release()
+        with self._cond:
+            self._in_flight -= 1
+            if self._in_flight == 0:
+                self._cond.notify_all()
+
+    def drain(self) -> list[tuple[Any, BaseException]]:
+        """Wait for every request in flight; return (and forget) the failed ones."""
+        with self._cond:
+            while self._in_flight:
+                self._cond.wait()
+            failed, self._failed = self._failed, []
+        return failed
+
+
+def retry_failed(
+    executor: ConcurrentExecutor,
+    failed: list[tuple[Any, BaseException]],
+    retry_s: float,
+    *,
+    sleep: Callable[[float], None] = time.sleep,
+    clock: Callable[[], float] = time.monotonic,
+) -> int:
+    """Re-run ``failed`` statements with exponential backoff until they succeed; returns how many
+    re-tries it took. Raises :class:`CassandraWriteError` once ``retry_s`` has passed."""
+    start = clock()
+    delay = 0.25
+    retries = 0
+    while failed:
+        elapsed = clock() - start
+        if elapsed >= retry_s:
+            raise CassandraWriteError(
+                f"{len(failed)} Cassandra write(s) still failing after {retry_s:g}s of retries "
+                f"(CHATLOG_SINK_CASSANDRA_RETRY_S); last error: {one_line(failed[-1][1])}"
+            )
+        log.warning(
+            "%d Cassandra write(s) failed (%s); retrying in %.2fs",
+            len(failed),
+            one_line(failed[-1][1]),
+            delay,
+        )
+        sleep(min(delay, retry_s - elapsed))
+        delay = min(delay * 2, 8.0)
+        retries += len(failed)
+        for statement, _exc in failed:
+            executor.submit(statement)
+        failed = executor.drain()
+    return retries
+
+
+def with_retry(what: str, retry_s: float, attempt: Callable[[], Any]) -> Any:
+    """``attempt()`` until it succeeds, with exponential backoff, for at most ``retry_s``."""
+    start = time.monotonic()
+    delay = 0.25
+    while True:
+        try:
+            return attempt()
+        except Exception as exc:
+            elapsed = time.monotonic() - start
+            if elapsed >= retry_s:
+                raise CassandraWriteError(
+                    f"{what} still failing after {retry_s:g}s "
+                    f"(CHATLOG_SINK_CASSANDRA_RETRY_S): {one_line(exc)}"
+                ) from None
+            log.warning("%s failed (%s); retrying in %.2fs", what, one_line(exc), delay)
+            time.sleep(min(delay, retry_s - elapsed))
+            delay = min(delay * 2, 8.0)
+
+
+class PreparedTable:
+    """A table's prepared insert, and a lean binder for it.
+
+    ``BoundStatement.bind`` of cassandra-driver builds a named tuple per value to look up a column
+    encryption policy the sink does not use; serializing with the column types directly does the same
+    work at a third of the CPU, which is what bounds a Python writer.
+    """
+
+    def __init__(self, rows: TableRows, statement: Any) -> None:
+        self.rows = rows
+        self.statement = statement
+        self._proto = statement.protocol_version
+        self._serializers = [c.type.serialize for c in statement.column_metadata]
+
+    def bind(self, values: tuple[Any, ...]) -> Any:
+        from cassandra.query import BoundStatement
+
+        proto = self._proto
+        bound = BoundStatement(self.statement)
+        bound.raw_values = values
+        bound.values = [
+            None if v is None else s(v, proto) for v, s in zip(values, self._serializers, strict=True)
+        ]
+        return bound
+
+
+class WorkerSession:
+    """A Cassandra session with the sink's prepared statements, per keyspace."""
+
+    def __init__(self, settings: SinkSettings) -> None:
+        from cassandra.policies import ExponentialReconnectionPolicy
+
+        kwargs: dict[str, Any] = {"reconnection_policy": ExponentialReconnectionPolicy(0.5, 8.0)}
+        try:
+            from cassandra.io.libevreactor import LibevConnection
+
+            kwargs["connection_class"] = LibevConnection
+        except ImportError:  # pragma: no cover - the driver's default reactor
+            pass
+        where = f"connecting to Cassandra at {settings.cassandra_hosts}:{settings.cassandra_port}"
+        self.cluster, self.session = with_retry(
+            where,
+            settings.sink_cassandra_retry_s,
+            lambda: _connect(settings, **kwargs),
+        )
+        self._single_host = len(self.cluster.metadata.all_hosts()) == 1
+        self._replicas: dict[bytes, Hashable] = {}
+        self._tables: dict[str, list[PreparedTable]] = {}
+        self._lock = threading.Lock()
+
+    def tables(self, keyspace: str, consistency: str, retry_s: float) -> list[PreparedTable]:
+        """Prepared inserts of every table the sink writes in ``keyspace``."""
+        with self._lock:
+            if keyspace not in self._tables:
+                self._tables[keyspace] = with_retry(
+                    f"preparing the inserts of keyspace {keyspace}",
+                    retry_s,
+                    lambda: self._prepare(keyspace, consistency),
+                )
+            return self._tables[keyspace]
+
+    def _prepare(self, keyspace: str, consistency: str) -> list[PreparedTable]:
+        from cassandra import ConsistencyLevel
+
+        from sink.rows import TABLES, SchemaMismatch
+
+        meta = self.cluster.metadata.keyspaces.get(keyspace)
+        if meta is None or not set(TABLES) <= set(meta.tables):
+            self.cluster.refresh_schema_metadata()
+            meta = self.cluster.metadata.keyspaces.get(keyspace)
+        if meta is None:
+            raise SchemaMismatch(f"keyspace {keyspace} does not exist")
+        missing = sorted(set(TABLES) - set(meta.tables))
+        if missing:
+            raise SchemaMismatch(f"keyspace {keyspace} lacks table(s) {', '.join(missing)}")
+        level = ConsistencyLevel.name_to_value[consistency]
+        prepared = []
+        for name in TABLES:
+            rows = table_rows(name, list(meta.tables[name].columns))
+            columns = rows.columns
+            cql = (
+                f"INSERT INTO {keyspace}.{name} ({', '.join(columns)}) "
+                f"VALUES ({', '.join('?' for _ in columns)}) USING TTL ?"
+            )
+            statement = self.session.prepare(cql)
+            statement.is_idempotent = True
+            statement.consistency_level = level
+            prepared.append(PreparedTable(rows, statement))
+        return prepared
+
+    def replicas(self, keyspace: str, routing_key: bytes) -> Hashable:
+        """The replicas owning the partition of ``routing_key`` (what batches are grouped by)."""
+        if self._single_host:
+            return ()
+        found = self._replicas.get(routing_key)
+        if found is None:
+            hosts = self.cluster.metadata.get_replicas(keyspace, routing_key)
+            found = tuple(sorted(str(h.endpoint) for h in hosts))
+            if len(self._replicas) > 100_000:
+                self._replicas.clear()
+            self._replicas[routing_key] = found
+        return found
+
+    def shutdown(self) -> None:
+        self.cluster.shutdown()
+
+
+def _connect(settings: SinkSettings, **kwargs: Any) -> tuple[Any, Any]:
+    """Like :func:`chatlog.cql.connect` (token-aware, DC-aware) but with native protocol v4: v5
+    checksums every frame with CRC32, which costs the writer ~8% of its CPU for nothing TCP does not
+    already check on a LAN."""
+    from cassandra.auth import PlainTextAuthProvider
+    from cassandra.cluster import EXEC_PROFILE_DEFAULT, Cluster, ExecutionProfile
+    from cassandra.policies import DCAwareRoundRobinPolicy, TokenAwarePolicy
+
+    auth = None
+    if settings.cassandra_username and settings.cassandra_password is not None:
+        auth = PlainTextAuthProvider(
+            settings.cassandra_username, settings.cassandra_password.get_secret_value()
+        )
+    profile = ExecutionProfile(
+        load_balancing_policy=TokenAwarePolicy(DCAwareRoundRobinPolicy(local_dc=settings.cassandra_local_dc)),
+        request_timeout=settings.sink_cassandra_timeout_s,
+    )
+    cluster = Cluster(
+        settings.contact_points,
+        port=settings.cassandra_port,
+        auth_provider=auth,
+        execution_profiles={EXEC_PROFILE_DEFAULT: profile},
+        connect_timeout=settings.sink_cassandra_timeout_s,
+        protocol_version=4,
+        **kwargs,
+    )
+    try:
+        session = cluster.connect()
+    except Exception:
+        cluster.shutdown()
+        raise
+    return cluster, session
+
+
+_SESSIONS: dict[Hashable, WorkerSession] = {}
+_SESSIONS_LOCK = threading.Lock()
+
+
+def worker_session(settings: SinkSettings) -> WorkerSession:
+    """This process's session for the cluster of ``settings`` (created on first use)."""
+    key = (
+        settings.cassandra_hosts,
+        settings.cassandra_port,
+        settings.cassandra_username,
+        settings.cassandra_local_dc,
+    )
+    with _SESSIONS_LOCK:
+        session = _SESSIONS.get(key)
+        if session is None:
+            session = _SESSIONS[key] = WorkerSession(settings)
+        return session
+
+
+def close_sessions() -> None:
+    """Shut down every cached session (tests, end of a process)."""
+    with _SESSIONS_LOCK:
+        for session in _SESSIONS.values():
+            session.shutdown()
+        _SESSIONS.clear()

@@ -1,0 +1,138 @@
+"""Settings of the sink (``chatlog sink``, ``chatlog logs``, ``chatlog bench sink``).
+
+Every key is a ``CHATLOG_*`` environment variable documented here with its default; flags override
+them. Kafka and Cassandra keys come from :class:`chatlog.settings.KafkaSettings` and
+:class:`chatlog.settings.CassandraSettings` (e.g. ``CHATLOG_CASSANDRA_TTL_S`` for retention).
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Literal
+
+from pydantic import Field, field_validator
+
+from chatlog.settings import PROJECT_ROOT, CassandraSettings, KafkaSettings
+
+_UNITS_MS = {
+    "ms": 1,
+    "millisecond": 1,
+    "milliseconds": 1,
+    "s": 1000,
+    "sec": 1000,
+    "second": 1000,
+    "seconds": 1000,
+    "m": 60_000,
+    "min": 60_000,
+    "minute": 60_000,
+    "minutes": 60_000,
+    "h": 3_600_000,
+    "hour": 3_600_000,
+    "hours": 3_600_000,
+}
+_INTERVAL = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([a-z]+)\s*$")
+
+
+def interval_ms(text: str) -> int:
+    """Milliseconds of an interval such as ``10 minutes``, ``500 ms``, ``2s``; ValueError otherwise."""
+    match = _INTERVAL.match(text.lower())
+    if not match or match.group(2) not in _UNITS_MS:
+        raise ValueError(f"not an interval: {text!r} (e.g. '10 minutes', '500 milliseconds', '2s')")
+    return round(float(match.group(1)) * _UNITS_MS[match.group(2)])
+
+
+class SinkSettings(KafkaSettings, CassandraSettings):
+    """The Spark Structured Streaming sink: Kafka ``chatlog.messages`` to Cassandra."""
+
+    state_dir: Path = Field(PROJECT_ROOT / ".state", description="Local state (checkpoint default).")
+    cache_dir: Path = Field(PROJECT_ROOT / ".cache", description="Maven artifacts (Spark Kafka jars).")
+    sink_checkpoint: str | None = Field(
+        None,
+        description="Checkpoint location: a local path or any Hadoop file system URI "
+        "(hdfs://, s3a://, ...). Default <state_dir>/sink/checkpoint.",
+    )
+    spark_master: str = Field("local[*]", description="Spark master URL.")
+    spark_app_name: str = Field("chatlog-sink", description="Spark application name.")
+    spark_driver_memory: str = Field("1g", description="spark.driver.memory (only before the JVM starts).")
+    spark_shuffle_partitions: int = Field(
+        4, ge=1, description="spark.sql.shuffle.partitions: dedup state partitions and writer tasks."
+    )
+    spark_ui: bool = Field(False, description="Start the Spark web UI.")
+    spark_log_level: str = Field("WARN", description="Spark's log level (log4j).")
+    spark_jars: str | None = Field(
+        None,
+        description="Comma-separated jars for the Kafka source instead of the Maven cache "
+        "(clusters); unset: the cached spark-sql-kafka-0-10 bundle, fetched if missing.",
+    )
+    spark_packages: str | None = Field(
+        None, description="spark.jars.packages (Maven coordinates) instead of jars, for clusters."
+    )
+    spark_state_store: Literal["rocksdb", "hdfs"] = Field(
+        "rocksdb", description="State store of the dedup operator (fixed for a checkpoint's lifetime)."
+    )
+    sink_watermark: str = Field(
+        "10 minutes", description="Dedup window: how long a message id is remembered (event time)."
+    )
+    sink_trigger: str = Field(
+        "500 milliseconds",
+        description="Micro-batch trigger interval; '0 seconds' runs batches back to back.",
+    )
+    sink_max_offsets_per_trigger: int = Field(
+        100_000, ge=0, description="Most Kafka records per micro-batch (0 = no limit)."
+    )
+    sink_starting_offsets: Literal["earliest", "latest"] = Field(
+        "earliest", description="Where a new checkpoint starts reading (a restart resumes its checkpoint)."
+    )
+    sink_fail_on_data_loss: bool = Field(
+        False,
+        description="Stop when Kafka deleted records before the sink read them (retention); "
+        "false logs it and goes on.",
+    )
+    sink_write_concurrency: int = Field(
+        32, ge=1, le=2048, description="Cassandra requests in flight per Python worker."
+    )
+    sink_batch_max_rows: int = Field(
+        100, ge=1, description="Most rows in one unlogged batch (1 disables batching)."
+    )
+    sink_batch_max_partitions: int = Field(
+        10,
+        ge=1,
+        description="Most partitions in one unlogged batch, all on the same replicas "
+        "(Cassandra warns above unlogged_batch_across_partitions_warn_threshold, default 10).",
+    )
+    sink_batch_max_bytes: int = Field(
+        48 * 1024, ge=1024, description="Approximate payload limit of one batch (Cassandra fails at 50 KiB)."
+    )
+    sink_cassandra_retry_s: float = Field(
+        120.0,
+        gt=0,
+        description="How long writes keep retrying (exponential backoff) while Cassandra fails, "
+        "before the query fails loudly.",
+    )
+    sink_write_consistency: Literal["ONE", "LOCAL_ONE", "QUORUM", "LOCAL_QUORUM", "EACH_QUORUM", "ALL"] = (
+        Field("LOCAL_QUORUM", description="Consistency level of the writes.")
+    )
+    sink_cassandra_timeout_s: float = Field(10.0, gt=0, description="Timeout of one Cassandra request.")
+    sink_metrics_port: int = Field(
+        9101, ge=0, le=65535, description="Prometheus metrics HTTP port of the sink (0 = off)."
+    )
+    sink_apply_schema: bool = Field(True, description="Create the keyspace and tables at start if missing.")
+
+    @field_validator("sink_watermark", "sink_trigger")
+    @classmethod
+    def _interval(cls, value: str) -> str:
+        interval_ms(value)
+        return value
+
+    @property
+    def checkpoint_location(self) -> str:
+        return self.sink_checkpoint or str(self.state_dir / "sink" / "checkpoint")
+
+    @property
+    def watermark_ms(self) -> int:
+        return interval_ms(self.sink_watermark)
+
+    @property
+    def trigger_ms(self) -> int:
+        return interval_ms(self.sink_trigger)

@@ -1,0 +1,138 @@
+"""The Spark session of the sink and the options of Spark's Kafka source.
+
+Locally the Kafka source jars come from the Maven cache (``chatlog stack fetch``; fetched here if
+missing), without the jars pyspark already ships. On a cluster, ``CHATLOG_SPARK_JARS`` (comma-separated
+paths/URLs) or ``CHATLOG_SPARK_PACKAGES`` (Maven coordinates) replace them; under ``spark-submit``
+what spark-submit was told (``--master``, ``--jars``, ``--packages``) wins unless set explicitly.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from chatlog.errors import ChatlogError
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+    from sink.settings import SinkSettings
+
+ROCKSDB_PROVIDER = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
+HDFS_PROVIDER = "org.apache.spark.sql.execution.streaming.state.HDFSBackedStateStoreProvider"
+_JAR_NAME = re.compile(r"^(?P<artifact>.+?)-\d[\w.\-]*\.jar$")
+
+
+def under_spark_submit() -> bool:
+    """True when this Python process was started by ``spark-submit`` (the JVM is already up)."""
+    return "PYSPARK_GATEWAY_PORT" in os.environ
+
+
+def _artifact(jar: Path) -> str:
+    match = _JAR_NAME.match(jar.name)
+    return match.group("artifact") if match else jar.name
+
+
+def kafka_source_jars(settings: SinkSettings) -> list[str]:
+    """The jars that add Spark's Kafka source to the installed pyspark."""
+    if settings.spark_jars:
+        return [j.strip() for j in settings.spark_jars.split(",") if j.strip()]
+    if settings.spark_packages:
+        return []
+    import pyspark
+
+    from chatlog.stack import artifacts
+
+    bundle = artifacts.spark_kafka_bundle(artifacts.installed_pyspark_version())
+    artifacts.fetch(bundle, settings.cache_dir)
+    shipped = {_artifact(j) for j in (Path(pyspark.__file__).parent / "jars").glob("*.jar")}
+    jars = [Path(j) for j in bundle.classpath(settings.cache_dir).split(":")]
+    return [str(j) for j in jars if _artifact(j) not in shipped]
+
+
+def session_conf(settings: SinkSettings) -> dict[str, str]:
+    """Spark configuration of the sink (what is not already decided by spark-submit)."""
+    submit = under_spark_submit()
+    conf: dict[str, str] = {
+        "spark.app.name": settings.spark_app_name,
+        "spark.sql.shuffle.partitions": str(settings.spark_shuffle_partitions),
+        "spark.ui.enabled": str(settings.spark_ui).lower(),
+        "spark.ui.showConsoleProgress": "false",
+        "spark.sql.session.timeZone": "UTC",
+        "spark.sql.streaming.stateStore.providerClass": (
+            ROCKSDB_PROVIDER if settings.spark_state_store == "rocksdb" else HDFS_PROVIDER
+        ),
+        "spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled": "true",
+        "spark.python.worker.reuse": "true",
+    }
+    if not submit or "CHATLOG_SPARK_MASTER" in os.environ:
+        conf["spark.master"] = settings.spark_master
+    if not submit:
+        conf["spark.driver.memory"] = settings.spark_driver_memory
+    jars = kafka_source_jars(settings) if (not submit or settings.spark_jars) else []
+    if jars:
+        conf["spark.jars"] = ",".join(jars)
+    if settings.spark_packages:
+        conf["spark.jars.packages"] = settings.spark_packages
+    return conf
+
+
+def get_session(settings: SinkSettings) -> SparkSession:
+    """The (new or running) Spark session, configured for the sink."""
+    from pyspark.sql import SparkSession
+
+    if settings.spark_master.startswith("local") and not under_spark_submit():
+        # pyspark takes the workers' interpreter from PYSPARK_PYTHON (default: python3 on PATH)
+        os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    builder = SparkSession.builder
+    for key, value in session_conf(settings).items():
+        builder = builder.config(key, value)
+    try:
+        spark = builder.getOrCreate()
+    except Exception as exc:
+        raise ChatlogError(
+            f"cannot start Spark ({settings.spark_master}): {' '.join(str(exc).split())[:300]}"
+        ) from None
+    spark.sparkContext.setLogLevel(settings.spark_log_level)
+    master = spark.sparkContext.master or ""
+    if not master.startswith("local"):
+        _ship_code(spark)
+    return spark
+
+
+def _ship_code(spark: SparkSession) -> None:
+    """Send the chatlog packages to the executors of a cluster (their Python workers import them)."""
+    import tempfile
+    import zipfile
+
+    root = Path(__file__).resolve().parent.parent
+    path = Path(tempfile.mkdtemp(prefix="chatlog-py-")) / "chatlog_packages.zip"
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as archive:
+        for package in ("chatlog", "schemas", "sink"):
+            for file in (root / package).rglob("*"):
+                if file.is_file() and "__pycache__" not in file.parts:
+                    archive.write(file, file.relative_to(root))
+    spark.sparkContext.addPyFile(str(path))
+
+
+def kafka_options(settings: SinkSettings) -> dict[str, str]:
+    """Options of Spark's Kafka source/sink for the cluster of ``settings`` (``kafka.`` prefixed)."""
+    opts = {
+        "kafka.bootstrap.servers": settings.kafka_bootstrap_servers,
+        "kafka.security.protocol": settings.kafka_security_protocol,
+    }
+    if settings.kafka_sasl_mechanism:
+        opts["kafka.sasl.mechanism"] = settings.kafka_sasl_mechanism
+        if settings.kafka_sasl_username and settings.kafka_sasl_password is not None:
+            module = (
+                "org.apache.kafka.common.security.plain.PlainLoginModule"
+                if settings.kafka_sasl_mechanism.upper() == "PLAIN"
+                else "org.apache.kafka.common.security.scram.ScramLoginModule"
+            )
+            user = settings.kafka_sasl_username.replace('"', '\\"')
+            password = settings.kafka_sasl_password.get_secret_value().replace('"', '\\"')
+            opts["kafka.sasl.jaas.config"] = f'{module} required username="{user}" password="{password}";'
+    return opts

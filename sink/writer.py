@@ -1,0 +1,191 @@
+"""The write step: the rows of :func:`sink.transform.sink_rows` into Cassandra and the dead-letter topic.
+
+:func:`write_partition` runs in a Spark Python worker (or in any process, e.g. the benchmark's raw
+insert): valid events become table rows (:mod:`sink.rows`) written through :mod:`sink.cassandra_writer`;
+invalid records become dead letters. :func:`write_dataframe` runs it over every partition of a
+micro-batch (or of a backfill) and adds up what each partition did. Nothing is acknowledged before
+every write of the partition succeeded, so a failure fails the batch, and the batch is re-run.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import Counter
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from schemas.chat_event import InvalidEvent, decode
+from sink.cassandra_writer import (
+    BatchLimits,
+    ConcurrentExecutor,
+    Item,
+    plan_batches,
+    retry_failed,
+    worker_session,
+)
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
+
+    from sink.deadletter import DeadLetters
+    from sink.settings import SinkSettings
+
+CHUNK_ROWS = 4000
+"""Statements planned into batches at a time (bounds the memory of a task)."""
+INDEX_ROW_BYTES = 64
+
+
+@dataclass
+class WriteStats:
+    """What writing one partition, batch or backfill did."""
+
+    events: int = 0
+    rows: Counter[str] = field(default_factory=Counter)
+    deadletters: int = 0
+    requests: int = 0
+    retries: int = 0
+
+    @property
+    def rows_total(self) -> int:
+        return sum(self.rows.values())
+
+    def add(self, other: WriteStats) -> None:
+        self.events += other.events
+        self.rows.update(other.rows)
+        self.deadletters += other.deadletters
+        self.requests += other.requests
+        self.retries += other.retries
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "events": self.events,
+            "rows": dict(self.rows),
+            "deadletters": self.deadletters,
+            "requests": self.requests,
+            "retries": self.retries,
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> WriteStats:
+        return cls(
+            events=data["events"],
+            rows=Counter(data["rows"]),
+            deadletters=data["deadletters"],
+            requests=data["requests"],
+            retries=data["retries"],
+        )
+
+
+_DEADLETTERS: dict[str, DeadLetters] = {}
+_DEADLETTERS_LOCK = threading.Lock()
+
+
+def _dead_letters(settings: SinkSettings) -> DeadLetters:
+    from sink.deadletter import DeadLetters
+
+    key = f"{settings.kafka_bootstrap_servers}|{settings.topic_deadletter}"
+    with _DEADLETTERS_LOCK:
+        if key not in _DEADLETTERS:
+            _DEADLETTERS[key] = DeadLetters(settings)
+        return _DEADLETTERS[key]
+
+
+def write_partition(records: Iterable[Any], settings: SinkSettings) -> WriteStats:
+    """Write ``records`` (value, reason, source) and return what was done; raise if it could not."""
+    stats = WriteStats()
+    session = worker_session(settings)
+    keyspace = settings.cassandra_keyspace
+    tables = session.tables(keyspace, settings.sink_write_consistency, settings.sink_cassandra_retry_s)
+    executor = ConcurrentExecutor(
+        session.session, settings.sink_write_concurrency, settings.sink_cassandra_timeout_s
+    )
+    limits = BatchLimits(
+        settings.sink_batch_max_rows, settings.sink_batch_max_partitions, settings.sink_batch_max_bytes
+    )
+    ttl = settings.cassandra_ttl_s
+    dead: DeadLetters | None = None
+    seen_index: set[tuple[str, tuple[Any, ...]]] = set()
+    items: list[Item] = []
+
+    def submit(chunk: list[Item]) -> None:
+        if limits.max_rows == 1:
+            for item in chunk:
+                executor.submit(item.statement)
+            return
+        from cassandra.query import BatchStatement, BatchType
+
+        level = tables[0].statement.consistency_level
+        for batch in plan_batches(chunk, limits):
+            if len(batch) == 1:
+                executor.submit(batch[0].statement)
+                continue
+            statement = BatchStatement(batch_type=BatchType.UNLOGGED, consistency_level=level)
+            for item in batch:
+                statement.add(item.statement)
+            statement.is_idempotent = True
+            executor.submit(statement)
+
+    for value, spark_reason, source in records:
+        data = bytes(value) if value is not None else None
+        event = None
+        reason = spark_reason
+        if reason is None and data is not None:
+            try:
+                event = decode(data)
+            except InvalidEvent as exc:  # Spark's checks and msgspec disagree: keep it, as a dead letter
+                reason = f"sink: {exc}"
+        if event is None:
+            if dead is None:
+                dead = _dead_letters(settings)
+            dead.send(data, reason or "empty record (no value)", source)
+            stats.deadletters += 1
+            continue
+        stats.events += 1
+        for prepared in tables:
+            table = prepared.rows
+            if not table.accepts(event):
+                continue
+            values = table.build(event)
+            if table.is_index:
+                key = (table.table, values)
+                if key in seen_index:
+                    continue
+                seen_index.add(key)
+            bound = prepared.bind((*values, ttl))
+            routing_key = bound.routing_key
+            items.append(
+                Item(
+                    session.replicas(keyspace, routing_key),
+                    (table.table, routing_key),
+                    INDEX_ROW_BYTES if table.is_index else len(data or b""),
+                    bound,
+                )
+            )
+            stats.rows[table.table] += 1
+        if len(items) >= CHUNK_ROWS:
+            submit(items)
+            items = []
+    submit(items)
+    stats.retries = retry_failed(executor, executor.drain(), settings.sink_cassandra_retry_s)
+    stats.requests = executor.requests
+    if dead is not None:
+        dead.flush()
+    return stats
+
+
+def _partition_task(settings: SinkSettings) -> Any:
+    def task(rows: Iterator[Any]) -> Iterator[dict[str, Any]]:
+        yield write_partition(((r[0], r[1], r[2]) for r in rows), settings).to_dict()
+
+    return task
+
+
+def write_dataframe(rows: DataFrame, settings: SinkSettings) -> WriteStats:
+    """Run :func:`write_partition` over every partition of ``rows`` (columns value, reason, source)."""
+    from sink.transform import SINK_COLUMNS
+
+    total = WriteStats()
+    for part in rows.select(*SINK_COLUMNS).rdd.mapPartitions(_partition_task(settings)).collect():
+        total.add(WriteStats.from_dict(part))
+    return total
