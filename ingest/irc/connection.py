@@ -327,7 +327,9 @@ class IrcConnection(asyncio.Protocol):
     def _notice(self, msg: Message) -> bool:
         if self.state is ConnState.CONNECTING:
             text = msg.params[-1] if msg.params else ""
-            if "auth" in text.lower() and ("fail" in text.lower() or "improperly" in text.lower()):
+            lowered = text.lower()
+            # Twitch: "Login authentication failed", "Improperly formatted auth", "Login unsuccessful"
+            if self.login.flavor == "twitch" and ("login" in lowered or "auth" in lowered):
                 self.close(f"login refused: {text}", kind="login_refused", failed=True)
             return True
         msg_id = msg.tag("msg-id")

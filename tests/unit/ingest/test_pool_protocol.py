@@ -272,3 +272,22 @@ def test_draining_connection_is_closed_after_the_drain_timeout_even_if_not_repla
         assert old.closed_at is not None and old.closed_at - old.connected_at >= 0.8
 
     run_pool(body, wanted={"a"}, irc_drain_timeout_s=0.8)
+
+
+def test_twitch_flavor_registers_anonymously_and_treats_a_suspension_notice_as_a_refused_join() -> None:
+    suspended = "@msg-id=msg_channel_suspended :tmi.twitch.tv NOTICE #gone :This channel has been suspended."
+
+    async def body(server: FakeIrcServer, pool: IrcPool, got: list[str]) -> None:
+        server.silent_join = lambda _i, ch: ch == "gone"
+        pool.set_wanted({"live", "gone"})
+        await server.wait_for(lambda: pool.confirmed == {"live"} and joins(server.clients[0], "gone") == 1)
+        client = server.clients[0]
+        assert client.received[0][1] == "CAP REQ :twitch.tv/tags twitch.tv/commands"
+        assert client.nick.startswith("justinfan") and client.nick[9:].isdigit()
+        assert not client.commands("PASS")
+        server.send(client, suspended)
+        await server.wait_for(lambda: pool.stats().blocked == 1)
+        assert got == [suspended]  # the caller sees the NOTICE too
+        assert pool.stats().pending_joins == 0
+
+    run_pool(body, wanted=set(), irc_flavor="twitch", irc_nick="", irc_oauth="")
