@@ -171,6 +171,7 @@ class IrcPool:
         if conns:
             await asyncio.wait([conn.closed for conn in conns], timeout=_CLOSE_WAIT_S)
         self._abort_all()
+        self._metrics.publish(self.stats())
 
     def pause_reading(self) -> None:
         """Back-pressure for the caller: stop reading every socket (new ones start paused). The

@@ -12,6 +12,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 import pytest
+from prometheus_client import REGISTRY
 
 from chatlog.settings import load
 from ingest.irc import IrcPool, PoolSettings
@@ -71,7 +72,7 @@ def test_registers_joins_and_hands_over_chat_but_not_protocol_lines() -> None:
         client = server.clients[0]
         assert client.received[0][1] == "CAP REQ :message-tags server-time"
         assert "CAP END" in [line for _, line in client.received]
-        assert client.nick.startswith("w1-1-") and len(client.nick) <= 30
+        assert client.nick.startswith("wm-1-") and len(client.nick) <= 30
         server.send(client, "PING :keepalive-check")
         server.send(client, ":fake 372 x :motd line")
         assert server.privmsg("a", "hello", msgid="m1") == 1
@@ -81,7 +82,12 @@ def test_registers_joins_and_hands_over_chat_but_not_protocol_lines() -> None:
         stats = pool.stats()
         assert (stats.connections, stats.confirmed, stats.pending_joins, stats.lines_read) == (1, 2, 0, 1)
 
-    run_pool(body, wanted={"a", "#B"})
+    run_pool(body, wanted={"a", "#B"}, worker="wm")
+    sample = REGISTRY.get_sample_value
+    assert sample("chatlog_irc_lines_read_total", {"worker": "wm"}) == 1
+    assert sample("chatlog_irc_joins_sent_total", {"worker": "wm"}) == 2
+    assert sample("chatlog_irc_channels_wanted", {"worker": "wm"}) == 2
+    assert sample("chatlog_irc_connections", {"worker": "wm", "state": "ready"}) == 0  # after close
 
 
 def test_at_most_k_channels_per_connection_and_each_joined_once() -> None:
