@@ -146,6 +146,7 @@ def consumer_config(
     """librdkafka settings of the membership consumer (KIP-848 forbids client-side session/assignor keys)."""
     conf = {
         **base,
+        "logger": logging.getLogger("librdkafka.consumer"),
         "group.id": group_id,
         "client.id": client_id,
         "group.protocol": protocol,
@@ -283,7 +284,10 @@ class Membership:
             self._table.revoke(buckets, self._clock())
         self.stats.rebalances += 1
         self.stats.revoked += len(buckets)
-        log.info("revoked buckets %s (kept for a %.1fs overlap)", buckets, self._table.overlap_s)
+        if self._stop.is_set():
+            log.info("released buckets %s (leaving the group)", buckets)
+        else:
+            log.info("revoked buckets %s (kept for a %.1fs overlap)", buckets, self._table.overlap_s)
 
     def _on_lost(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
         if not partitions:

@@ -46,6 +46,7 @@ def producer_config(settings: IngestSettings, worker_id: str) -> dict[str, Any]:
     """librdkafka settings of the ingester's producer (idempotent, acks=all, compressed, big batches)."""
     return {
         **settings.kafka_client_config(),
+        "logger": logging.getLogger("librdkafka.producer"),
         "client.id": f"chatlog-ingest-{worker_id}",
         "enable.idempotence": True,
         "acks": "all",

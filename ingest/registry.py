@@ -22,7 +22,7 @@ import time
 import uuid
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-from typing import Final, Literal
+from typing import Any, Final, Literal
 
 import msgspec
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
@@ -40,6 +40,7 @@ _NAME_RULES: Final[dict[str, tuple[re.Pattern[str], str]]] = {
     ),
 }
 PARTITIONER: Final = "murmur2_random"
+_NEW_TOPIC_PATIENCE_S: Final = 5.0
 _NO_LEADER_YET: Final = frozenset(
     {
         KafkaError.NOT_LEADER_FOR_PARTITION,
@@ -141,13 +142,8 @@ def read_records(
         }
     )
     try:
-        try:
-            meta = consumer.list_topics(topic, timeout=timeout).topics.get(topic)
-        except KafkaException as exc:
-            raise ChatlogError(f"cannot reach Kafka at {settings.kafka_bootstrap_servers}: {exc}") from None
-        if meta is None or meta.error is not None:
-            raise ChatlogError(f"Kafka topic {topic} does not exist (run `chatlog stack up`?)")
         deadline = time.monotonic() + timeout
+        meta = _topic_metadata(consumer, topic, settings.kafka_bootstrap_servers, timeout)
         ends: dict[int, int] = {}
         assignment = []
         for partition in meta.partitions:
@@ -178,6 +174,21 @@ def read_records(
                     raise ChatlogError(f"reading topic {topic}: {err}")
     finally:
         consumer.close()
+
+
+def _topic_metadata(consumer: Consumer, topic: str, servers: str, timeout: float) -> Any:
+    """The topic's metadata; a topic created a moment ago gets a few seconds to show up."""
+    patience = time.monotonic() + min(timeout, _NEW_TOPIC_PATIENCE_S)
+    while True:
+        try:
+            meta = consumer.list_topics(topic, timeout=timeout).topics.get(topic)
+        except KafkaException as exc:
+            raise ChatlogError(f"cannot reach Kafka at {servers}: {exc}") from None
+        if meta is not None and meta.error is None and meta.partitions:
+            return meta
+        if time.monotonic() > patience:
+            raise ChatlogError(f"Kafka topic {topic} does not exist (run `chatlog stack up`?)")
+        time.sleep(0.2)
 
 
 def _watermarks(consumer: Consumer, tp: TopicPartition, deadline: float) -> tuple[int, int]:
