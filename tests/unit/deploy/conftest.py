@@ -12,8 +12,12 @@ OVERLAYS = ("dev", "prod")
 
 
 def _report(config: pytest.Config, line: str) -> None:
+    """Print past output capturing: how long an installation took belongs in the CI log."""
+    capture = config.pluginmanager.get_plugin("capturemanager")
     reporter = config.pluginmanager.get_plugin("terminalreporter")
-    if reporter is not None:
+    if capture is None or reporter is None:
+        return
+    with capture.global_and_fixture_disabled():
         reporter.write_line(line)
 
 

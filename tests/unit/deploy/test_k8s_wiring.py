@@ -117,8 +117,12 @@ def test_termination_is_graceful_and_probes_use_the_metrics_endpoint(resources: 
         (container,) = pod["containers"]
         ports = {p["name"]: p["containerPort"] for p in container["ports"]}
         assert ports["metrics"] == port
-        for probe in ("startupProbe", "readinessProbe", "livenessProbe"):
-            assert container[probe]["httpGet"] == {"path": "/metrics", "port": "metrics"}, probe
+        for probe, path in (
+            ("startupProbe", "/metrics"),
+            ("livenessProbe", "/metrics"),
+            ("readinessProbe", "/ready"),
+        ):
+            assert container[probe]["httpGet"] == {"path": path, "port": "metrics"}, probe
         assert d["spec"]["strategy"]["rollingUpdate"]["maxUnavailable"] == 0
         assert d["spec"]["minReadySeconds"] >= HANDOFF_OVERLAP_S
 

@@ -168,9 +168,19 @@ def hadolint(dockerfile: Path) -> subprocess.CompletedProcess[str]:
 
 
 def check_compose(compose_file: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
+    """check-jsonschema against its vendored Compose specification; ToolError if the tool itself breaks."""
+    proc = subprocess.run(
         [str(VENV_BIN / "check-jsonschema"), "--builtin-schema", "vendor.compose-spec", str(compose_file)],
         capture_output=True,
         text=True,
         check=False,
     )
+    if "Traceback" in proc.stderr:
+        hint = (
+            " (check-jsonschema 0.38.1 needs click >= 8.4 but declares click >= 8; faust-streaming pins"
+            " click < 8.4: pin check-jsonschema < 0.38.1)"
+            if "ParamType" in proc.stderr
+            else ""
+        )
+        raise ToolError(f"check-jsonschema crashed{hint}: {proc.stderr.strip().splitlines()[-1]}")
+    return proc
