@@ -6,14 +6,16 @@
 #   docker build -t chatlog:dev .
 #   docker run --rm chatlog:dev --help                 # the chatlog CLI (the default entry point)
 #   docker run --rm chatlog:dev ingest --replica 0     # an ingester
-#   docker run --rm chatlog:dev spark-submit /opt/chatlog/sink/job.py
+#   docker run --rm chatlog:dev spark-submit /opt/chatlog/app/sink/job.py
 # Spark on Kubernetes (spark-operator) starts the same image with `driver` / `executor`
 # (see k8s/image/entrypoint.sh).
 
 ARG PYTHON_IMAGE=python:3.11-slim-bookworm
 
 # ---------------------------------------------------------------------------------------------------
-FROM ${PYTHON_IMAGE} AS build
+# deps: third-party Python packages and the Spark Kafka jars. Rebuilt only when pyproject.toml or the
+# Maven coordinates (chatlog/stack/artifacts.py) change, so code changes do not touch its big layer.
+FROM ${PYTHON_IMAGE} AS deps
 SHELL ["/bin/bash", "-o", "pipefail", "-c"]
 
 # Maven resolves the Spark Kafka source exactly like `chatlog stack fetch` does (chatlog/stack/artifacts.py).
@@ -29,28 +31,17 @@ ENV VIRTUAL_ENV=/opt/chatlog/venv \
 RUN python -m venv "$VIRTUAL_ENV"
 WORKDIR /src
 
-# Third-party dependencies first: this layer is rebuilt only when pyproject.toml changes.
 COPY pyproject.toml ./
 RUN python -c "import tomllib; print('\n'.join(tomllib.load(open('pyproject.toml', 'rb'))['project']['dependencies']))" \
       > /tmp/requirements.txt \
  && pip install --no-cache-dir -r /tmp/requirements.txt
 
-# The project itself (no dependency resolution: they are all above).
-COPY README.md ./
-COPY schemas ./schemas
-COPY chatlog ./chatlog
-COPY ingest ./ingest
-COPY sink ./sink
-RUN pip install --no-cache-dir --no-deps . \
- && site="$(python -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')" \
- && test -f "$site/sink/job.py" \
- && mkdir -p /opt/chatlog/sink \
- && ln -s "$site/sink/job.py" /opt/chatlog/sink/job.py
-
 # Spark's Kafka source at pyspark's version. Only the jars pyspark does not already ship (by artifact
 # name) go into pyspark's jars/ (on every driver and executor classpath); the same jars stay visible
 # to the chatlog code under CHATLOG_CACHE_DIR/lib/spark-kafka.
-RUN python -c "from pathlib import Path; from chatlog.stack import artifacts as a; \
+COPY chatlog/__init__.py chatlog/errors.py /tmp/fetch/chatlog/
+COPY chatlog/stack/__init__.py chatlog/stack/artifacts.py /tmp/fetch/chatlog/stack/
+RUN PYTHONPATH=/tmp/fetch python -c "from pathlib import Path; from chatlog.stack import artifacts as a; \
 a.fetch(a.spark_kafka_bundle(a.installed_pyspark_version()), Path('/tmp/maven'))" \
  && spark_jars="$(python -c 'import os, pyspark; print(os.path.join(os.path.dirname(pyspark.__file__), "jars"))')" \
  && bundle=/opt/chatlog/cache/lib/spark-kafka \
@@ -63,8 +54,21 @@ a.fetch(a.spark_kafka_bundle(a.installed_pyspark_version()), Path('/tmp/maven'))
       ln -s "$spark_jars/$file" "$bundle/$file" || exit 1; \
     done \
  && ls "$spark_jars"/spark-sql-kafka-0-10_*.jar \
- && rm -rf /tmp/maven /root/.m2 \
+ && rm -rf /tmp/maven /tmp/fetch /root/.m2 \
  && find "$VIRTUAL_ENV" -name '__pycache__' -type d -prune -exec rm -rf {} +
+
+# ---------------------------------------------------------------------------------------------------
+# app: the chatlog packages alone (a small layer), importable through PYTHONPATH, with the `chatlog` script.
+FROM deps AS app
+COPY README.md ./
+COPY schemas ./schemas
+COPY chatlog ./chatlog
+COPY ingest ./ingest
+COPY sink ./sink
+RUN pip install --no-cache-dir --no-deps --target /opt/chatlog/app . \
+ && test -f /opt/chatlog/app/sink/job.py \
+ && test -x /opt/chatlog/app/bin/chatlog \
+ && find /opt/chatlog/app -name '__pycache__' -type d -prune -exec rm -rf {} +
 
 # ---------------------------------------------------------------------------------------------------
 FROM ${PYTHON_IMAGE}
@@ -82,10 +86,12 @@ RUN mkdir -p /usr/share/man/man1 \
  && mkdir -p /var/lib/chatlog/checkpoint \
  && chown -R 10001:10001 /var/lib/chatlog
 
-COPY --from=build /opt/chatlog /opt/chatlog
+COPY --from=deps /opt/chatlog /opt/chatlog
+COPY --from=app /opt/chatlog/app /opt/chatlog/app
 COPY k8s/image/entrypoint.sh /usr/local/bin/chatlog-entrypoint
 
-ENV PATH=/opt/chatlog/venv/bin:$PATH \
+ENV PATH=/opt/chatlog/app/bin:/opt/chatlog/venv/bin:$PATH \
+    PYTHONPATH=/opt/chatlog/app \
     JAVA_HOME=/usr/lib/jvm/java-17 \
     SPARK_HOME=/opt/chatlog/venv/lib/python3.11/site-packages/pyspark \
     PYSPARK_PYTHON=/opt/chatlog/venv/bin/python \

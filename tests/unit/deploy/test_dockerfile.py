@@ -87,6 +87,6 @@ def test_every_copied_path_is_in_the_build_context() -> None:
 
 def test_sink_entry_file_exists_where_the_spark_application_expects_it() -> None:
     text = DOCKERFILE.read_text()
-    assert "/opt/chatlog/sink/job.py" in text
+    assert "/opt/chatlog/app/sink/job.py" in text
     sparkapp = (tooling.REPO / "k8s" / "base" / "sink" / "sparkapplication.yaml").read_text()
-    assert "mainApplicationFile: local:///opt/chatlog/sink/job.py" in sparkapp
+    assert "mainApplicationFile: local:///opt/chatlog/app/sink/job.py" in sparkapp
