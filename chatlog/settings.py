@@ -24,19 +24,21 @@ class _Base(BaseSettings):
 class KafkaSettings(_Base):
     """Where Kafka is and what the topics are called."""
 
-    kafka_bootstrap_servers: str = Field("127.0.0.1:9092", description="Kafka bootstrap servers.")
-    kafka_security_protocol: str = Field("PLAINTEXT", description="librdkafka security.protocol.")
-    kafka_sasl_mechanism: str | None = Field(None, description="librdkafka sasl.mechanism.")
-    kafka_sasl_username: str | None = Field(None, description="SASL user name.")
-    kafka_sasl_password: SecretStr | None = Field(None, description="SASL password (secret).")
-    topic_channels: str = Field("chatlog.channels", description="Compacted channel registry topic.")
-    topic_messages: str = Field("chatlog.messages", description="Keyed chat event topic.")
-    topic_deadletter: str = Field("chatlog.deadletter", description="Records that could not be used.")
-    topic_status: str = Field("chatlog.status", description="Ingester heartbeats.")
-    channel_buckets: int = Field(64, ge=1, le=10_000, description="Partitions of the channel topic.")
-    messages_partitions: int = Field(12, ge=1, description="Partitions of the message topic.")
-    topic_replication_factor: int = Field(1, ge=1, description="Replication factor of created topics.")
-    messages_retention_ms: int = Field(7 * 24 * 3600 * 1000, ge=60_000, description="Replay window.")
+    kafka_bootstrap_servers: str = Field(default="127.0.0.1:9092", description="Kafka bootstrap servers.")
+    kafka_security_protocol: str = Field(default="PLAINTEXT", description="librdkafka security.protocol.")
+    kafka_sasl_mechanism: str | None = Field(default=None, description="librdkafka sasl.mechanism.")
+    kafka_sasl_username: str | None = Field(default=None, description="SASL user name.")
+    kafka_sasl_password: SecretStr | None = Field(default=None, description="SASL password (secret).")
+    topic_channels: str = Field(default="chatlog.channels", description="Compacted channel registry topic.")
+    topic_messages: str = Field(default="chatlog.messages", description="Keyed chat event topic.")
+    topic_deadletter: str = Field(default="chatlog.deadletter", description="Records that could not be used.")
+    topic_status: str = Field(default="chatlog.status", description="Ingester heartbeats.")
+    channel_buckets: int = Field(default=64, ge=1, le=10_000, description="Partitions of the channel topic.")
+    messages_partitions: int = Field(default=12, ge=1, description="Partitions of the message topic.")
+    topic_replication_factor: int = Field(
+        default=1, ge=1, description="Replication factor of created topics."
+    )
+    messages_retention_ms: int = Field(default=7 * 24 * 3600 * 1000, ge=60_000, description="Replay window.")
 
     def kafka_client_config(self) -> dict[str, Any]:
         """The librdkafka keys shared by every client (dotted names, as librdkafka wants them)."""
@@ -56,17 +58,21 @@ class KafkaSettings(_Base):
 class CassandraSettings(_Base):
     """Where Cassandra is and which keyspace holds the logs."""
 
-    cassandra_hosts: str = Field("127.0.0.1", description="Comma-separated contact points.")
-    cassandra_port: int = Field(9042, ge=1, le=65535, description="CQL native port.")
-    cassandra_keyspace: str = Field("chatlog", pattern=r"^[a-z][a-z0-9_]{0,47}$", description="Keyspace.")
-    cassandra_local_dc: str = Field("datacenter1", description="Local data center for routing.")
+    cassandra_hosts: str = Field(default="127.0.0.1", description="Comma-separated contact points.")
+    cassandra_port: int = Field(default=9042, ge=1, le=65535, description="CQL native port.")
+    cassandra_keyspace: str = Field(
+        default="chatlog", pattern=r"^[a-z][a-z0-9_]{0,47}$", description="Keyspace."
+    )
+    cassandra_local_dc: str = Field(default="datacenter1", description="Local data center for routing.")
     cassandra_replication: str = Field(
-        "{'class': 'SimpleStrategy', 'replication_factor': 1}",
+        default="{'class': 'SimpleStrategy', 'replication_factor': 1}",
         description="Keyspace replication map used when the keyspace is created.",
     )
-    cassandra_username: str | None = Field(None, description="CQL user name.")
-    cassandra_password: SecretStr | None = Field(None, description="CQL password (secret).")
-    cassandra_ttl_s: int = Field(0, ge=0, description="Row TTL in seconds for retention; 0 keeps forever.")
+    cassandra_username: str | None = Field(default=None, description="CQL user name.")
+    cassandra_password: SecretStr | None = Field(default=None, description="CQL password (secret).")
+    cassandra_ttl_s: int = Field(
+        default=0, ge=0, description="Row TTL in seconds for retention; 0 keeps forever."
+    )
 
     @property
     def contact_points(self) -> list[str]:
@@ -76,29 +82,31 @@ class CassandraSettings(_Base):
 class StackSettings(KafkaSettings, CassandraSettings):
     """The local development stack (``chatlog stack``)."""
 
-    state_dir: Path = Field(PROJECT_ROOT / ".state", description="Data, logs and pid files.")
-    cache_dir: Path = Field(PROJECT_ROOT / ".cache", description="Maven artifacts.")
-    kafka_port: int = Field(9092, ge=1, le=65535, description="Kafka client port.")
-    kafka_controller_port: int = Field(9093, ge=1, le=65535, description="KRaft controller port.")
-    kafka_heap: str = Field("768m", description="Kafka JVM heap.")
+    state_dir: Path = Field(default=PROJECT_ROOT / ".state", description="Data, logs and pid files.")
+    cache_dir: Path = Field(default=PROJECT_ROOT / ".cache", description="Maven artifacts.")
+    kafka_port: int = Field(default=9092, ge=1, le=65535, description="Kafka client port.")
+    kafka_controller_port: int = Field(default=9093, ge=1, le=65535, description="KRaft controller port.")
+    kafka_heap: str = Field(default="768m", description="Kafka JVM heap.")
     kafka_group_session_timeout_ms: int = Field(
-        4000, ge=1000, description="Broker default consumer-group session timeout (dev: short)."
+        default=4000, ge=1000, description="Broker default consumer-group session timeout (dev: short)."
     )
-    cassandra_storage_port: int = Field(7000, ge=1, le=65535, description="Cassandra gossip port.")
-    cassandra_heap: str = Field("1200m", description="Cassandra JVM heap.")
-    irc_port: int = Field(6667, ge=1, le=65535, description="InspIRCd client port.")
-    start_timeout_s: float = Field(150.0, gt=0, description="How long `up` waits for each service.")
+    cassandra_storage_port: int = Field(default=7000, ge=1, le=65535, description="Cassandra gossip port.")
+    cassandra_heap: str = Field(default="1200m", description="Cassandra JVM heap.")
+    irc_port: int = Field(default=6667, ge=1, le=65535, description="InspIRCd client port.")
+    start_timeout_s: float = Field(default=150.0, gt=0, description="How long `up` waits for each service.")
 
 
 class IrcSettings(_Base):
     """The IRC server the ingesters read from."""
 
-    irc_host: str = Field("127.0.0.1", description="IRC server host (Twitch: irc.chat.twitch.tv).")
-    irc_port: int = Field(6667, ge=1, le=65535, description="IRC port (Twitch TLS: 6697).")
-    irc_tls: bool = Field(False, description="Connect with TLS.")
-    irc_nick: str | None = Field(None, description="Nick; default anonymous justinfan<digits>.")
-    irc_oauth: SecretStr | None = Field(None, description="OAuth token (Twitch), sent as PASS oauth:...")
-    irc_flavor: Literal["twitch", "ircv3"] = Field("ircv3", description="Server dialect.")
+    irc_host: str = Field(default="127.0.0.1", description="IRC server host (Twitch: irc.chat.twitch.tv).")
+    irc_port: int = Field(default=6667, ge=1, le=65535, description="IRC port (Twitch TLS: 6697).")
+    irc_tls: bool = Field(default=False, description="Connect with TLS.")
+    irc_nick: str | None = Field(default=None, description="Nick; default anonymous justinfan<digits>.")
+    irc_oauth: SecretStr | None = Field(
+        default=None, description="OAuth token (Twitch), sent as PASS oauth:..."
+    )
+    irc_flavor: Literal["twitch", "ircv3"] = Field(default="ircv3", description="Server dialect.")
 
 
 S = TypeVar("S", bound=BaseSettings)
