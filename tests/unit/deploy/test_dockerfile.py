@@ -90,3 +90,24 @@ def test_sink_entry_file_exists_where_the_spark_application_expects_it() -> None
     assert "/opt/chatlog/app/sink/job.py" in text
     sparkapp = (tooling.REPO / "k8s" / "base" / "sink" / "sparkapplication.yaml").read_text()
     assert "mainApplicationFile: local:///opt/chatlog/app/sink/job.py" in sparkapp
+
+
+def test_code_changes_do_not_rebuild_the_dependency_layers() -> None:
+    """The deps stage (packages, jars: most of the image) copies only what decides its content."""
+    stages: dict[str, list[tuple[str, str]]] = {}
+    current = ""
+    for op, arg in _instructions(DOCKERFILE.read_text()):
+        if op == "FROM":
+            current = arg.split(" AS ")[-1] if " AS " in arg else "final"
+        stages.setdefault(current, []).append((op, arg))
+    copied = {src for op, arg in stages["deps"] if op == "COPY" for src in arg.split()[:-1]}
+    assert copied == {
+        "pyproject.toml",
+        "chatlog/__init__.py",
+        "chatlog/errors.py",
+        "chatlog/stack/__init__.py",
+        "chatlog/stack/artifacts.py",
+    }
+    final_copies = [arg for op, arg in stages["final"] if op == "COPY"]
+    assert "--from=deps /opt/chatlog /opt/chatlog" in final_copies
+    assert "--from=app /opt/chatlog/app /opt/chatlog/app" in final_copies
