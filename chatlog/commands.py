@@ -20,8 +20,10 @@ def register(app: typer.Typer) -> None:
     sink.cli.register(app, bench_app)
     app.add_typer(bench_app, name="bench")
     import chatlog.simulate_cli
+    from chatlog import init_cli
 
     chatlog.simulate_cli.register(app)
+    init_cli.register(app)
 
     @app.command()
     def demo(duration: Annotated[float, typer.Option(help="Seconds to run.")] = 120.0) -> None:
