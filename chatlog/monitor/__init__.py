@@ -1,0 +1,7 @@
+"""``chatlog monitor``: a faust stream processor over the control topics that watches coverage.
+
+It folds the ingesters' heartbeats (``chatlog.status``) and the channel registry (``chatlog.channels``)
+into faust tables and answers continuously, per replica: which registered channels no live ingester
+confirms, since when, and who owns which bucket (``GET /coverage`` on faust's web server, Prometheus
+gauges ``chatlog_monitor_*``). The computation itself is the pure :func:`coverage.evaluate`.
+"""

@@ -1,0 +1,24 @@
+"""``python -m chatlog.monitor``: the monitor command on its own (before it is wired into ``chatlog``)."""
+
+from __future__ import annotations
+
+import logging
+import sys
+
+import typer
+
+from chatlog.errors import ChatlogError
+from chatlog.monitor.cli import register
+
+app = typer.Typer(add_completion=False, pretty_exceptions_enable=False)
+register(app)
+
+if __name__ == "__main__":
+    logging.basicConfig(
+        level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s", stream=sys.stderr
+    )
+    try:
+        app()
+    except ChatlogError as exc:
+        print(f"chatlog: error: {exc}", file=sys.stderr)
+        sys.exit(2)

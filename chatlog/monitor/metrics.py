@@ -1,0 +1,68 @@
+"""Prometheus metrics of the monitor, on their own registry and port (``CHATLOG_MONITOR_METRICS_PORT``)."""
+
+from __future__ import annotations
+
+from typing import Final
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, start_http_server
+
+from chatlog.errors import ChatlogError
+from chatlog.monitor.coverage import CoverageReport
+
+_PREFIX: Final = "chatlog_monitor"
+
+
+class MonitorMetrics:
+    """Coverage gauges per replica, plus the monitor's own health (records folded, readiness)."""
+
+    def __init__(self) -> None:
+        self.registry = CollectorRegistry()
+        r = self.registry
+        self.uncovered = Gauge(
+            f"{_PREFIX}_uncovered_channels",
+            "Registered channels no live ingester confirms.",
+            ["replica"],
+            registry=r,
+        )
+        self.live_workers = Gauge(
+            f"{_PREFIX}_live_workers", "Ingesters with a fresh running heartbeat.", ["replica"], registry=r
+        )
+        self.longest = Gauge(
+            f"{_PREFIX}_longest_uncovered_seconds",
+            "How long the longest-uncovered channel has been uncovered (0: all covered).",
+            ["replica"],
+            registry=r,
+        )
+        self.registered = Gauge(f"{_PREFIX}_registered_channels", "Channels in the registry.", registry=r)
+        self.ready = Gauge(
+            f"{_PREFIX}_ready", "1 once the tables are recovered and the warm-up is over.", registry=r
+        )
+        self.records = Counter(
+            f"{_PREFIX}_records", "Records folded into the tables.", ["topic", "outcome"], registry=r
+        )
+        self.evaluation_seconds = Gauge(
+            f"{_PREFIX}_evaluation_seconds", "Duration of the last coverage evaluation.", registry=r
+        )
+        self._replicas: set[str] = set()
+
+    def export(self, report: CoverageReport) -> None:
+        """Set the per-replica gauges; replicas no longer reported are removed."""
+        now = report.now_ms
+        seen = set()
+        for rep in report.replicas:
+            label = str(rep.replica)
+            seen.add(label)
+            self.uncovered.labels(label).set(len(rep.uncovered))
+            self.live_workers.labels(label).set(rep.live_workers)
+            self.longest.labels(label).set(rep.longest_uncovered_s(now))
+        for label in self._replicas - seen:
+            for gauge in (self.uncovered, self.live_workers, self.longest):
+                gauge.remove(label)
+        self._replicas = seen
+        self.registered.set(report.registered)
+
+    def serve(self, host: str, port: int) -> None:
+        try:
+            start_http_server(port, addr=host, registry=self.registry)
+        except OSError as exc:
+            raise ChatlogError(f"metrics port {host}:{port} is not available: {exc.strerror}") from None
