@@ -19,7 +19,9 @@ from sink import transform
 from sink.spark_session import get_session, kafka_options
 from sink.stream import ensure_schema, failure_message
 from sink.times import format_time
-from sink.writer import WriteStats, write_dataframe
+from sink.writer import WriteStats, write_dataframe_observed
+
+OBSERVED = "backfill"
 
 if TYPE_CHECKING:
     from sink.settings import SinkSettings
@@ -56,8 +58,6 @@ def run(
     settings: SinkSettings, start_ms: int, end_ms: int | None = None, *, deadletter: bool = False
 ) -> BackfillResult:
     """Replay ``[start_ms, end_ms)`` of the message topic into ``settings.cassandra_keyspace``."""
-    from pyspark.sql import Observation
-
     if end_ms is not None and end_ms <= start_ms:
         raise ChatlogError(f"--to ({format_time(end_ms)}) must be after --from ({format_time(start_ms)})")
     started = time.monotonic()
@@ -74,15 +74,13 @@ def run(
         reader = reader.option("endingTimestamp", str(end_ms))
     else:
         reader = reader.option("endingOffsets", "latest")
-    observation = Observation("backfill")
     rows = transform.sink_rows(
-        reader.load(), settings.watermark_ms, include_invalid=deadletter, observation=observation
+        reader.load(), settings.watermark_ms, include_invalid=deadletter, observation=OBSERVED
     )
     try:
-        written = write_dataframe(rows, settings)
+        written, counts = write_dataframe_observed(rows, settings, OBSERVED)
     except Exception as exc:
         raise ChatlogError(f"backfill failed: {failure_message(exc)}") from None
-    counts = observation.get
     result = BackfillResult(settings.cassandra_keyspace, start_ms, end_ms, written=written)
     result.read = int(counts.get("read", 0))
     result.invalid = int(counts.get("invalid", 0))

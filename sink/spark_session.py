@@ -82,8 +82,11 @@ def session_conf(settings: SinkSettings) -> dict[str, str]:
 
 def get_session(settings: SinkSettings) -> SparkSession:
     """The (new or running) Spark session, configured for the sink."""
+    import logging
+
     from pyspark.sql import SparkSession
 
+    logging.getLogger("py4j").setLevel(logging.WARNING)  # one INFO line per callback otherwise
     if settings.spark_master.startswith("local") and not under_spark_submit():
         # pyspark takes the workers' interpreter from PYSPARK_PYTHON (default: python3 on PATH)
         os.environ.setdefault("PYSPARK_PYTHON", sys.executable)

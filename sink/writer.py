@@ -183,9 +183,26 @@ def _partition_task(settings: SinkSettings) -> Any:
 
 def write_dataframe(rows: DataFrame, settings: SinkSettings) -> WriteStats:
     """Run :func:`write_partition` over every partition of ``rows`` (columns value, reason, source)."""
+    return write_dataframe_observed(rows, settings)[0]
+
+
+def write_dataframe_observed(
+    rows: DataFrame, settings: SinkSettings, observation: str | None = None
+) -> tuple[WriteStats, dict[str, Any]]:
+    """:func:`write_dataframe`, plus the metrics ``rows`` observed under ``observation`` (a bounded
+    read: ``DataFrame.observe``). The write runs as an RDD action, which Spark's ``Observation``
+    does not wait for, so the values are read from the executed plan (``QueryExecution``)."""
+    import json
+
     from sink.transform import SINK_COLUMNS
 
+    selected = rows.select(*SINK_COLUMNS)
     total = WriteStats()
-    for part in rows.select(*SINK_COLUMNS).rdd.mapPartitions(_partition_task(settings)).collect():
+    for part in selected.rdd.mapPartitions(_partition_task(settings)).collect():
         total.add(WriteStats.from_dict(part))
-    return total
+    observed: dict[str, Any] = {}
+    if observation is not None:
+        found = selected._jdf.queryExecution().observedMetrics().get(observation)
+        if found.isDefined():
+            observed = json.loads(found.get().json())
+    return total, observed

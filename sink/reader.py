@@ -1,0 +1,109 @@
+"""Reading the logs back from Cassandra, in time order (``chatlog logs``).
+
+A channel's events live in ``messages_by_channel`` partitions of 5-minute buckets; ``channel_buckets``
+lists the buckets that hold anything, so a read visits only those (the same for a user with
+``messages_by_user`` and ``user_buckets``). Rows come back as :class:`~schemas.chat_event.ChatEvent`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from typing import TYPE_CHECKING, Any
+
+from chatlog.errors import ChatlogError
+from schemas.chat_event import FIELD_NAMES, ChatEvent
+from schemas.cql import bucket_of
+from sink.times import format_time
+
+if TYPE_CHECKING:
+    from chatlog.settings import CassandraSettings
+
+_EPOCH = datetime(1970, 1, 1)
+_MS = timedelta(milliseconds=1)
+_TIMESTAMPS = frozenset({"sent_at", "received_at"})
+MAX_MS = 2**62
+
+
+def _ms(value: datetime) -> int:
+    if value.tzinfo is not None:
+        value = value.astimezone(UTC).replace(tzinfo=None)
+    return (value - _EPOCH) // _MS
+
+
+def _event(row: Any) -> ChatEvent:
+    values: dict[str, Any] = {}
+    for name in FIELD_NAMES:
+        value = getattr(row, name)
+        if name in _TIMESTAMPS:
+            value = _ms(value)
+        elif name == "tags":
+            value = dict(value or {})
+        elif name == "is_action":
+            value = bool(value)
+        values[name] = value
+    return ChatEvent(**values)
+
+
+def read_events(
+    settings: CassandraSettings,
+    channel: str,
+    *,
+    user: str | None = None,
+    since_ms: int | None = None,
+    until_ms: int | None = None,
+) -> Iterator[ChatEvent]:
+    """Every stored event of ``channel`` (of ``user`` in it) with ``since <= sent_at < until``, in order."""
+    from chatlog.cql import connect
+
+    channel = channel.lstrip("#").lower()
+    lo = since_ms if since_ms is not None else 0
+    hi = until_ms if until_ms is not None else MAX_MS
+    try:
+        cluster, session = connect(settings, keyspace=settings.cassandra_keyspace)
+    except Exception as exc:
+        raise ChatlogError(
+            f"cannot read keyspace {settings.cassandra_keyspace} at {settings.cassandra_hosts}: "
+            f"{' '.join(str(exc).split())[:200]}"
+        ) from None
+    columns = ", ".join(FIELD_NAMES)
+    try:
+        if user is None:
+            key: tuple[str, ...] = (channel,)
+            buckets_cql = (
+                "SELECT bucket FROM channel_buckets WHERE channel = ? AND bucket >= ? AND bucket < ?"
+            )
+            rows_cql = (
+                f"SELECT {columns} FROM messages_by_channel "
+                "WHERE channel = ? AND bucket = ? AND sent_at >= ? AND sent_at < ?"
+            )
+        else:
+            key = (channel, user.lower())
+            buckets_cql = (
+                "SELECT bucket FROM user_buckets "
+                "WHERE channel = ? AND user_login = ? AND bucket >= ? AND bucket < ?"
+            )
+            rows_cql = (
+                f"SELECT {columns} FROM messages_by_user "
+                "WHERE channel = ? AND user_login = ? AND bucket = ? AND sent_at >= ? AND sent_at < ?"
+            )
+        buckets_stmt, rows_stmt = session.prepare(buckets_cql), session.prepare(rows_cql)
+        buckets_stmt.fetch_size = rows_stmt.fetch_size = 1000
+        for bucket_row in session.execute(buckets_stmt, (*key, bucket_of(lo), hi)):
+            for row in session.execute(rows_stmt, (*key, bucket_row.bucket, lo, hi)):
+                yield _event(row)
+    finally:
+        cluster.shutdown()
+
+
+def format_text(event: ChatEvent) -> str:
+    """``[2026-11-21 15:04:05] #channel user: text`` (UTC); other kinds than PRIVMSG are named."""
+    who = event.user_login or event.display_name
+    text = event.text or ""
+    if event.is_action:
+        text = f"/me {text}"
+    kind = "" if event.kind == "PRIVMSG" else f" {event.kind}"
+    head = f"[{format_time(event.sent_at)}] #{event.channel}{kind}"
+    if who:
+        return f"{head} {who}: {text}"
+    return f"{head}: {text}" if text else head

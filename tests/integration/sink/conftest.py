@@ -1,0 +1,178 @@
+"""Fixtures of the sink's integration tests: fresh topics, keyspace and checkpoint; producing; counting."""
+
+from __future__ import annotations
+
+import json
+import socket
+import time
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+from confluent_kafka import Consumer, Producer, TopicPartition
+
+from chatlog.settings import StackSettings
+from schemas.chat_event import ChatEvent, encode
+from sink.settings import SinkSettings
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@pytest.fixture
+def sink_settings(fresh_topics: StackSettings, fresh_keyspace: StackSettings, tmp_path: Path) -> SinkSettings:
+    """Sink settings on this test's own topics, keyspace and checkpoint; small and quick."""
+    names = ("topic_messages", "topic_deadletter", "topic_channels", "topic_status", "messages_partitions")
+    return SinkSettings(  # type: ignore[call-arg]
+        **{n: getattr(fresh_topics, n) for n in names},
+        cassandra_keyspace=fresh_keyspace.cassandra_keyspace,
+        sink_checkpoint=str(tmp_path / "checkpoint"),
+        sink_metrics_port=0,
+        sink_trigger="200 milliseconds",
+        sink_cassandra_retry_s=20,
+        spark_master="local[2]",
+        spark_shuffle_partitions=2,
+        spark_log_level="ERROR",
+    )
+
+
+@dataclass
+class Produced:
+    """What a test put into the message topic."""
+
+    events: dict[str, ChatEvent] = field(default_factory=dict)  # distinct valid events by id
+    records: int = 0
+    duplicates: int = 0
+    bad: dict[str, bytes] = field(default_factory=dict)  # source (topic/partition/offset) -> value
+
+    @property
+    def with_user(self) -> int:
+        return sum(1 for e in self.events.values() if e.user_login)
+
+
+def make_events(n: int, *, channels: int = 7, now_ms: int | None = None, tag: str = "") -> list[ChatEvent]:
+    now = now_ms if now_ms is not None else int(time.time() * 1000)
+    out = []
+    for i in range(n):
+        kind = "CLEARCHAT" if i % 97 == 5 else "PRIVMSG"
+        user = None if kind == "CLEARCHAT" or i % 50 == 3 else f"user{i % 23}"
+        out.append(
+            ChatEvent(
+                message_id=f"{tag}{uuid.uuid4()}",
+                kind=kind,
+                channel=f"chan{i % channels}",
+                user_login=user,
+                text=f"message {i}" if kind == "PRIVMSG" else "baduser",
+                sent_at=now - (n - i) * 37,
+                received_at=now - (n - i) * 37 + 5,
+                tags={"id": str(i), "ban-duration": "60"} if kind == "CLEARCHAT" else {"id": str(i)},
+                raw=f"raw {i}",
+                ingester="r1",
+            )
+        )
+    return out
+
+
+BAD_VALUES = [b"not json at all", b'{"kind": "PRIVMSG"}', json.dumps({"message_id": 5}).encode(), b"[]"]
+
+
+def produce(
+    settings: SinkSettings,
+    events: list[ChatEvent],
+    *,
+    duplicate_every: int = 4,
+    bad_every: int = 250,
+    timestamp_ms: int | None = None,
+    into: Produced | None = None,
+) -> Produced:
+    """Produce ``events``; every ``duplicate_every``-th again (another replica's copy), and a malformed
+    record every ``bad_every`` events. Records where each bad record landed."""
+    produced = into or Produced()
+    producer = Producer({**settings.kafka_client_config(), "linger.ms": 10, "enable.idempotence": True})
+    bad_positions: list[Any] = []
+
+    def on_bad(err: Any, msg: Any) -> None:
+        assert err is None, err
+        bad_positions.append(msg)
+
+    extra = {"timestamp": timestamp_ms} if timestamp_ms is not None else {}
+    for i, event in enumerate(events):
+        value = encode(event)
+        producer.produce(settings.topic_messages, value, event.channel.encode(), **extra)
+        produced.events[event.message_id] = event
+        produced.records += 1
+        if i % duplicate_every == 1:
+            producer.produce(settings.topic_messages, value, event.channel.encode(), **extra)
+            produced.records += 1
+            produced.duplicates += 1
+        if i % bad_every == 7:
+            bad = BAD_VALUES[(i // bad_every) % len(BAD_VALUES)]
+            producer.produce(settings.topic_messages, bad, b"junk", on_delivery=on_bad, **extra)
+            produced.records += 1
+        producer.poll(0)
+    assert producer.flush(30) == 0
+    for msg in bad_positions:
+        produced.bad[f"{msg.topic()}/{msg.partition()}/{msg.offset()}"] = msg.value()
+    return produced
+
+
+def count(settings: SinkSettings, table: str, keyspace: str | None = None) -> int:
+    from chatlog.cql import connect
+
+    cluster, session = connect(settings, keyspace=keyspace or settings.cassandra_keyspace)
+    try:
+        return int(session.execute(f"SELECT count(*) FROM {table}", timeout=60).one()[0])
+    finally:
+        cluster.shutdown()
+
+
+def message_ids(
+    settings: SinkSettings, table: str = "messages_by_channel", keyspace: str | None = None
+) -> list[str]:
+    from chatlog.cql import connect
+
+    cluster, session = connect(settings, keyspace=keyspace or settings.cassandra_keyspace)
+    try:
+        return [r.message_id for r in session.execute(f"SELECT message_id FROM {table}", timeout=60)]
+    finally:
+        cluster.shutdown()
+
+
+def dead_letters(settings: SinkSettings, timeout: float = 20) -> list[tuple[bytes | None, dict[str, str]]]:
+    """Every record of the dead-letter topic: (value, headers)."""
+    consumer = Consumer(
+        {**settings.kafka_client_config(), "group.id": f"dl-{uuid.uuid4().hex}", "enable.auto.commit": False}
+    )
+    meta = consumer.list_topics(settings.topic_deadletter, timeout=10).topics[settings.topic_deadletter]
+    parts = []
+    for p in meta.partitions:
+        low, high = consumer.get_watermark_offsets(TopicPartition(settings.topic_deadletter, p), timeout=10)
+        if high > low:
+            parts.append((TopicPartition(settings.topic_deadletter, p, low), high))
+    consumer.assign([tp for tp, _ in parts])
+    want = sum(high - tp.offset for tp, high in parts)
+    out: list[tuple[bytes | None, dict[str, str]]] = []
+    deadline = time.monotonic() + timeout
+    while len(out) < want and time.monotonic() < deadline:
+        msg = consumer.poll(0.5)
+        if msg is not None and msg.error() is None:
+            out.append((msg.value(), {k: v.decode() for k, v in (msg.headers() or [])}))
+    consumer.close()
+    return out
+
+
+@pytest.fixture
+def spark_session() -> Iterator[Any]:
+    """The sink's Spark session in this process (shared with the unit tests' JVM when run together)."""
+    from sink.settings import SinkSettings
+    from sink.spark_session import get_session
+
+    yield get_session(
+        SinkSettings(spark_master="local[2]", spark_shuffle_partitions=2, spark_log_level="ERROR")
+    )  # type: ignore[call-arg]

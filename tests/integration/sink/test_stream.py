@@ -1,0 +1,131 @@
+"""The sink on the real stack: Kafka -> Spark -> Cassandra, duplicates, dead letters, backfill."""
+
+from __future__ import annotations
+
+import time
+import urllib.request
+from typing import Any
+
+import pytest
+
+from chatlog.errors import ChatlogError
+from sink import backfill, stream
+from sink.progress import Metrics
+from sink.settings import SinkSettings
+from tests.integration.sink.conftest import count, dead_letters, free_port, make_events, message_ids, produce
+
+pytestmark = pytest.mark.integration
+
+
+def test_each_distinct_valid_event_becomes_one_row_and_bad_records_dead_letters(
+    sink_settings: SinkSettings, spark_session: Any
+) -> None:
+    produced = produce(sink_settings, make_events(1500))
+    port = free_port()
+    metrics = Metrics(port)
+    try:
+        totals = stream.run(sink_settings, available_now=True, metrics=metrics)
+        scraped = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10).read().decode()
+    finally:
+        metrics.close()
+
+    ids = message_ids(sink_settings)
+    assert sorted(ids) == sorted(produced.events)
+    assert count(sink_settings, "messages_by_user") == produced.with_user
+    clearchats = [e for e in produced.events.values() if e.kind == "CLEARCHAT"]
+    assert count(sink_settings, "moderation_by_channel") == len(clearchats) > 0
+    assert count(sink_settings, "channel_buckets") == len(
+        {(e.channel, e.sent_at - e.sent_at % 300_000) for e in produced.events.values()}
+    )
+
+    letters = dead_letters(sink_settings)
+    assert {h["source"]: v for v, h in letters} == produced.bad
+    assert all(h["reason"] for _v, h in letters)
+    reasons = {h["source"]: h["reason"] for _v, h in letters}
+    assert any(r == "not JSON" for r in reasons.values())
+    assert any(r.startswith("missing field") for r in reasons.values())
+
+    assert totals.events_in == produced.records
+    assert totals.invalid == len(produced.bad)
+    assert totals.duplicates == produced.duplicates
+    assert totals.written.events == len(produced.events)
+    assert f"chatlog_sink_events_in_total {float(produced.records)}" in scraped
+    assert f"chatlog_sink_duplicates_dropped_total {float(produced.duplicates)}" in scraped
+
+
+def test_replaying_the_topic_again_adds_no_row(
+    sink_settings: SinkSettings, spark_session: Any, tmp_path: Any
+) -> None:
+    """A second sink with a new checkpoint reads everything again: the rows stay exactly the same."""
+    produced = produce(sink_settings, make_events(300), bad_every=10**9)
+    stream.run(sink_settings, available_now=True)
+    again = sink_settings.model_copy(update={"sink_checkpoint": str(tmp_path / "second")})
+    totals = stream.run(again, available_now=True)
+    assert totals.written.events == len(produced.events)
+    assert sorted(message_ids(sink_settings)) == sorted(produced.events)
+
+
+def test_backfill_into_a_fresh_keyspace_gives_the_same_rows(
+    sink_settings: SinkSettings, spark_session: Any, unique: str
+) -> None:
+    from chatlog.cql import connect
+
+    t0 = int(time.time() * 1000) - 3_600_000
+    first = produce(sink_settings, make_events(600, tag="a"), timestamp_ms=t0)
+    second = produce(sink_settings, make_events(200, tag="b"), timestamp_ms=t0 + 1_800_000)
+    stream.run(sink_settings, available_now=True)
+
+    fresh = sink_settings.model_copy(update={"cassandra_keyspace": f"b{unique}"})
+    try:
+        result = backfill.run(fresh, t0)
+        columns = (
+            "channel, bucket, sent_at, message_id, kind, user_login, text, tags, raw, received_at, is_action"
+        )
+        rows = {}
+        for ks in (sink_settings.cassandra_keyspace, fresh.cassandra_keyspace):
+            cluster, session = connect(sink_settings, keyspace=ks)
+            try:
+                rows[ks] = sorted(
+                    tuple(r) for r in session.execute(f"SELECT {columns} FROM messages_by_channel")
+                )
+                rows[ks + "/user"] = sorted(
+                    tuple(r) for r in session.execute("SELECT * FROM messages_by_user")
+                )
+            finally:
+                cluster.shutdown()
+        assert rows[sink_settings.cassandra_keyspace] == rows[fresh.cassandra_keyspace]
+        assert rows[sink_settings.cassandra_keyspace + "/user"] == rows[fresh.cassandra_keyspace + "/user"]
+        assert len(rows[fresh.cassandra_keyspace]) == len(first.events) + len(second.events)
+        assert result.read == first.records + second.records
+        assert result.invalid == len(first.bad) + len(second.bad)
+        assert result.duplicates == first.duplicates + second.duplicates
+        assert result.written.events == len(first.events) + len(second.events)
+        assert "dropped" in result.summary() and f"read {result.read} events" in result.summary()
+
+        bounded = sink_settings.model_copy(update={"cassandra_keyspace": f"c{unique}"})
+        part = backfill.run(bounded, t0, t0 + 60_000)
+        assert part.written.events == len(first.events)
+        assert sorted(message_ids(bounded)) == sorted(first.events)
+    finally:
+        cluster, session = connect(sink_settings)
+        for ks in (f"b{unique}", f"c{unique}"):
+            session.execute(f"DROP KEYSPACE IF EXISTS {ks}", timeout=120)
+        cluster.shutdown()
+
+
+def test_cassandra_unreachable_fails_loudly_and_a_restart_catches_up(
+    sink_settings: SinkSettings, spark_session: Any
+) -> None:
+    produced = produce(sink_settings, make_events(400), bad_every=10**9)
+    down = sink_settings.model_copy(
+        update={"cassandra_port": free_port(), "sink_cassandra_retry_s": 3, "sink_apply_schema": False}
+    )
+    started = time.monotonic()
+    with pytest.raises(
+        ChatlogError, match=r"sink query failed: connecting to Cassandra .* still failing after 3s"
+    ):
+        stream.run(down, available_now=True)
+    assert time.monotonic() - started < 120
+    assert count(sink_settings, "messages_by_channel") == 0
+    stream.run(sink_settings, available_now=True)
+    assert sorted(message_ids(sink_settings)) == sorted(produced.events)

@@ -1,0 +1,114 @@
+"""Which rows an event becomes, built from the live column lists."""
+
+from __future__ import annotations
+
+import pytest
+
+from schemas.chat_event import FIELD_NAMES, ChatEvent
+from schemas.cql import bucket_of
+from sink.rows import TABLES, SchemaMismatch, rows_of, table_rows
+
+CHANNEL_COLUMNS = [
+    "channel",
+    "bucket",
+    "sent_at",
+    "message_id",
+    *[f for f in FIELD_NAMES if f not in ("channel", "sent_at", "message_id")],
+]
+MODERATION_COLUMNS = [
+    "channel", "bucket", "sent_at", "message_id", "kind", "target_user_login", "target_user_id",
+    "target_message_id", "ban_duration_s", "text", "tags", "raw", "received_at",
+]  # fmt: skip
+
+
+def _event(**kw: object) -> ChatEvent:
+    base: dict[str, object] = {
+        "message_id": "m1", "kind": "PRIVMSG", "channel": "chan", "user_login": "alice", "text": "hi",
+        "sent_at": 1_700_000_123_456, "received_at": 1_700_000_123_500, "raw": "raw line",
+    }  # fmt: skip
+    base.update(kw)
+    return ChatEvent(**base)  # type: ignore[arg-type]
+
+
+def _tables() -> list:  # type: ignore[type-arg]
+    return [
+        table_rows("messages_by_channel", CHANNEL_COLUMNS),
+        table_rows("channel_buckets", ["channel", "bucket"]),
+        table_rows("messages_by_user", CHANNEL_COLUMNS),
+        table_rows("user_buckets", ["channel", "user_login", "bucket"]),
+        table_rows("moderation_by_channel", MODERATION_COLUMNS),
+    ]
+
+
+def test_a_message_becomes_channel_user_and_index_rows() -> None:
+    event = _event()
+    rows = {t.table: dict(zip(t.columns, values, strict=True)) for t, values in rows_of(event, _tables())}
+    assert set(rows) == {"messages_by_channel", "channel_buckets", "messages_by_user", "user_buckets"}
+    channel_row = rows["messages_by_channel"]
+    assert channel_row["bucket"] == bucket_of(event.sent_at)
+    assert {k: v for k, v in channel_row.items() if k != "bucket"} == {
+        f: getattr(event, f) for f in FIELD_NAMES
+    }
+    assert rows["user_buckets"] == {
+        "channel": "chan",
+        "user_login": "alice",
+        "bucket": bucket_of(event.sent_at),
+    }
+
+
+def test_an_event_without_user_has_no_user_rows() -> None:
+    tables = {t.table for t, _ in rows_of(_event(user_login=None, kind="NOTICE"), _tables())}
+    assert tables == {"messages_by_channel", "channel_buckets"}
+
+
+def test_clearchat_keeps_target_and_ban_duration() -> None:
+    event = _event(
+        kind="CLEARCHAT",
+        user_login=None,
+        text="baduser",
+        tags={"ban-duration": "600", "target-user-id": "42"},
+    )
+    rows = {t.table: dict(zip(t.columns, v, strict=True)) for t, v in rows_of(event, _tables())}
+    mod = rows["moderation_by_channel"]
+    assert (mod["target_user_login"], mod["target_user_id"], mod["ban_duration_s"]) == ("baduser", "42", 600)
+    assert mod["target_message_id"] is None
+
+
+def test_clearmsg_keeps_the_deleted_message_id_and_its_author() -> None:
+    event = _event(kind="CLEARMSG", user_login=None, tags={"login": "bob", "target-msg-id": "abc"})
+    mod = next(
+        dict(zip(t.columns, v, strict=True))
+        for t, v in rows_of(event, _tables())
+        if t.table.startswith("mod")
+    )
+    assert (mod["target_user_login"], mod["target_message_id"], mod["ban_duration_s"]) == ("bob", "abc", None)
+
+
+def test_whole_chat_clear_has_no_target() -> None:
+    event = _event(kind="CLEARCHAT", user_login=None, text=None)
+    mod = next(
+        dict(zip(t.columns, v, strict=True))
+        for t, v in rows_of(event, _tables())
+        if t.table.startswith("mod")
+    )
+    assert mod["target_user_login"] is None and mod["ban_duration_s"] is None
+
+
+def test_every_column_is_mapped_and_fields_come_first() -> None:
+    table = table_rows("messages_by_channel", CHANNEL_COLUMNS)
+    assert sorted(table.columns) == sorted(CHANNEL_COLUMNS)
+    assert table.columns[-1] == "bucket"
+
+
+def test_an_unknown_column_is_reported_before_any_write() -> None:
+    with pytest.raises(SchemaMismatch, match="day"):
+        table_rows("messages_by_user", [*CHANNEL_COLUMNS, "day"])
+    with pytest.raises(SchemaMismatch):
+        table_rows("not_a_sink_table", ["channel"])
+
+
+def test_index_tables_are_flagged() -> None:
+    assert {name for name, (_accepts, is_index) in TABLES.items() if is_index} == {
+        "channel_buckets",
+        "user_buckets",
+    }

@@ -1,0 +1,71 @@
+"""Sink settings, time arguments and the text format of `chatlog logs`."""
+
+from __future__ import annotations
+
+import pytest
+
+from chatlog.errors import ChatlogError, SettingsError
+from chatlog.settings import load
+from schemas.chat_event import ChatEvent
+from sink.reader import format_text
+from sink.settings import SinkSettings, interval_ms
+from sink.times import format_time, parse_time
+
+
+def test_defaults_are_documented_and_sane(monkeypatch: pytest.MonkeyPatch, tmp_path: object) -> None:
+    monkeypatch.setenv("CHATLOG_STATE_DIR", "/var/lib/chatlog")
+    s = load(SinkSettings)
+    assert s.checkpoint_location == "/var/lib/chatlog/sink/checkpoint"
+    assert (s.spark_master, s.sink_metrics_port, s.watermark_ms) == ("local[*]", 9101, 600_000)
+    for name, field in SinkSettings.model_fields.items():
+        assert field.description, name
+
+
+def test_environment_overrides_and_hadoop_uris(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("CHATLOG_SINK_CHECKPOINT", "s3a://bucket/chatlog/ckpt")
+    monkeypatch.setenv("CHATLOG_SINK_WATERMARK", "90 seconds")
+    s = load(SinkSettings)
+    assert s.checkpoint_location == "s3a://bucket/chatlog/ckpt" and s.watermark_ms == 90_000
+
+
+def test_a_bad_interval_is_one_line_naming_the_variable(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("CHATLOG_SINK_TRIGGER", "soon")
+    with pytest.raises(SettingsError, match="CHATLOG_SINK_TRIGGER"):
+        load(SinkSettings)
+
+
+@pytest.mark.parametrize(
+    ("text", "ms"), [("10 minutes", 600_000), ("500 milliseconds", 500), ("2s", 2000), ("1.5 h", 5_400_000)]
+)
+def test_intervals(text: str, ms: int) -> None:
+    assert interval_ms(text) == ms
+
+
+def test_times_are_iso_or_epoch_ms() -> None:
+    assert parse_time("1795281600000") == 1_795_281_600_000
+    assert parse_time("2026-11-21T15:04:05Z") == parse_time("2026-11-21 15:04:05") == 1_795_273_445_000
+    assert parse_time("2026-11-21T16:04:05+01:00") == 1_795_273_445_000
+    assert format_time(1_795_273_445_000) == "2026-11-21 15:04:05"
+    with pytest.raises(ChatlogError, match="not a time"):
+        parse_time("yesterday")
+
+
+def _event(**kw: object) -> ChatEvent:
+    base: dict[str, object] = {
+        "message_id": "m", "kind": "PRIVMSG", "channel": "chan", "user_login": "alice", "text": "hi there",
+        "sent_at": 1_795_273_445_000, "received_at": 1_795_273_445_000, "raw": "r",
+    }  # fmt: skip
+    base.update(kw)
+    return ChatEvent(**base)  # type: ignore[arg-type]
+
+
+def test_text_format() -> None:
+    assert format_text(_event()) == "[2026-11-21 15:04:05] #chan alice: hi there"
+    assert format_text(_event(is_action=True)) == "[2026-11-21 15:04:05] #chan alice: /me hi there"
+    assert format_text(_event(kind="CLEARCHAT", user_login=None, text="baduser")) == (
+        "[2026-11-21 15:04:05] #chan CLEARCHAT: baduser"
+    )
+    assert (
+        format_text(_event(kind="CLEARCHAT", user_login=None, text=None))
+        == "[2026-11-21 15:04:05] #chan CLEARCHAT"
+    )
