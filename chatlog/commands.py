@@ -26,10 +26,27 @@ def register(app: typer.Typer) -> None:
     init_cli.register(app)
 
     @app.command()
-    def demo(duration: Annotated[float, typer.Option(help="Seconds to run.")] = 120.0) -> None:
-        """The pipeline locally (for now: a smoke run through Kafka and Cassandra)."""
-        from chatlog import smoke
+    def demo(
+        duration: Annotated[float, typer.Option(help="Seconds of simulated chat.")] = 120.0,
+        channels: Annotated[int, typer.Option(help="Channels to register.")] = 500,
+        rate: Annotated[float, typer.Option(help="Messages per second sent in total.")] = 2000.0,
+    ) -> None:
+        """The whole pipeline locally: chatters, 2x2 ingesters, the sink; a kill, a scale-out, a report."""
+        from rich.console import Console
+
+        from chatlog.demo.run import DemoConfig, run_demo
         from chatlog.settings import StackSettings, load
 
-        del duration
-        typer.echo(smoke.run(load(StackSettings)))
+        report = run_demo(
+            load(StackSettings), DemoConfig(channels=channels, rate=rate, duration=duration), Console()
+        )
+        if report.lost:
+            raise typer.Exit(1)
+
+    @app.command()
+    def smoke() -> None:
+        """One chat event through Kafka and one row through Cassandra (a quick check of the stack)."""
+        from chatlog import smoke as smoke_run
+        from chatlog.settings import StackSettings, load
+
+        typer.echo(smoke_run.run(load(StackSettings)))

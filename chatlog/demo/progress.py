@@ -13,9 +13,10 @@ from prometheus_client.parser import text_string_to_metric_families
 
 SINK_METRICS_PORT = 9181
 # names of the sink's metrics (sink/progress.py)
-ROWS = "chatlog_sink_rows_written"
+ROWS = "chatlog_sink_events_written"
+EVENTS_IN = "chatlog_sink_events_in"
 DUPLICATES = "chatlog_sink_duplicates_dropped"
-LAG = "chatlog_sink_kafka_lag"
+LAG = "chatlog_sink_kafka_lag_records"
 
 
 @dataclass(frozen=True)
@@ -29,12 +30,15 @@ class Stats:
     duplicates: int = 0
     lag: int = -1
     rows_stable_since: float = 0.0
+    produced: int = 0
+    read: int = 0
 
-    def drained(self, quiet_s: float = 5.0) -> bool:
+    def drained(self, quiet_s: float = 3.0) -> bool:
+        """The simulator is done, the sink has read every record in the topic and written since."""
         return (
             self.sim_done
-            and self.lag == 0
-            and self.rows > 0
+            and self.produced > 0
+            and self.read >= self.produced
             and time.time() - self.rows_stable_since >= quiet_s
         )
 
@@ -74,7 +78,8 @@ def _pick(metrics: dict[str, float], name: str) -> float | None:
     return None
 
 
-def poll(prev: Stats, sim_log: Path) -> Stats:
+def poll(prev: Stats, sim_log: Path, produced: int) -> Stats:
+    """New numbers; ``produced`` is the number of records in the messages topic now."""
     now = time.time()
     sent, done = _simulator(sim_log)
     m = sink_metrics()
@@ -92,4 +97,6 @@ def poll(prev: Stats, sim_log: Path) -> Stats:
         duplicates=int(_pick(m, DUPLICATES) or prev.duplicates),
         lag=int(lag_v) if lag_v is not None else prev.lag,
         rows_stable_since=prev.rows_stable_since if rows == prev.rows and prev.at else now,
+        produced=produced,
+        read=int(_pick(m, EVENTS_IN) or prev.read),
     )

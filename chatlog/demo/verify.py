@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import time
 import uuid
 from collections import Counter
@@ -20,6 +21,24 @@ def token_of(text: str | None) -> str | None:
     if not text:
         return None
     return text.split(" ", 1)[0]
+
+
+class TopicSize:
+    """How many records a topic holds (sum of end offsets), asked cheaply and often."""
+
+    def __init__(self, settings: KafkaSettings, topic: str) -> None:
+        self.topic = topic
+        self._consumer = Consumer({**settings.kafka_client_config(), "group.id": f"size-{uuid.uuid4().hex}"})
+
+    def __call__(self) -> int:
+        meta = self._consumer.list_topics(self.topic, timeout=10).topics[self.topic]
+        return sum(
+            self._consumer.get_watermark_offsets(TopicPartition(self.topic, p), timeout=10)[1]
+            for p in meta.partitions
+        )
+
+    def close(self) -> None:
+        self._consumer.close()
 
 
 def topic_tokens(settings: KafkaSettings, prefix: str, timeout: float = 120.0) -> Counter[str]:
@@ -65,9 +84,12 @@ def stored_tokens(
     """How many rows per simulator token are in ``messages_by_channel`` for ``channels`` in the window."""
     from cassandra.concurrent import execute_concurrent_with_args
 
-    cluster, session = connect(settings, keyspace=settings.cassandra_keyspace, timeout=60)
+    logging.getLogger("cassandra.protocol").setLevel(logging.ERROR)  # server warnings per query
+    cluster, session = connect(settings, timeout=60)
     try:
-        stmt = session.prepare("SELECT text FROM messages_by_channel WHERE channel = ? AND bucket = ?")
+        stmt = session.prepare(
+            f"SELECT text FROM {settings.cassandra_keyspace}.messages_by_channel WHERE channel = ? AND bucket = ?"
+        )
         stmt.fetch_size = 5000
         buckets = range(bucket_of(since_ms), bucket_of(until_ms) + 1, BUCKET_MS)
         args = [(c, b) for c in channels for b in buckets]
