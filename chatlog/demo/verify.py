@@ -88,7 +88,8 @@ def stored_tokens(
     cluster, session = connect(settings, timeout=60)
     try:
         stmt = session.prepare(
-            f"SELECT text FROM {settings.cassandra_keyspace}.messages_by_channel WHERE channel = ? AND bucket = ?"
+            f"SELECT text FROM {settings.cassandra_keyspace}.messages_by_channel "
+            "WHERE channel = ? AND bucket = ?"
         )
         stmt.fetch_size = 5000
         buckets = range(bucket_of(since_ms), bucket_of(until_ms) + 1, BUCKET_MS)
