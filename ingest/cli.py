@@ -126,7 +126,11 @@ def register(app: typer.Typer, bench: typer.Typer) -> None:
 
         settings = load(StatusSettings, status_stale_s=stale)
         registered = Registry(settings, flavor=settings.irc_flavor).channels()
-        beats = st.fresh(st.read_heartbeats(settings), now_ms=st.now_ms(), stale_s=settings.status_stale_s)
+        now = st.now_ms()
+        since = now - int(settings.status_stale_s * 1000)
+        beats = st.fresh(
+            st.read_heartbeats(settings, since_ms=since), now_ms=now, stale_s=settings.status_stale_s
+        )
         report = st.coverage(registered, beats, range(replicas) if replicas is not None else None)
         if as_json:
             typer.echo(json.dumps(st.report_json(report)))

@@ -40,6 +40,8 @@ _NAME_RULES: Final[dict[str, tuple[re.Pattern[str], str]]] = {
     ),
 }
 PARTITIONER: Final = "murmur2_random"
+# One-shot clients report failures as one-line errors; librdkafka's own retry chatter is muted.
+QUIET: Final[dict[str, Any]] = {"log_level": 2}
 _NEW_TOPIC_PATIENCE_S: Final = 5.0
 _NO_LEADER_YET: Final = frozenset(
     {
@@ -126,15 +128,17 @@ def fold(records: Iterable[tuple[bytes | None, bytes | None]]) -> dict[bytes, by
 
 
 def read_records(
-    settings: KafkaSettings, topic: str, *, timeout: float = 30.0
+    settings: KafkaSettings, topic: str, *, timeout: float = 30.0, since_ms: int | None = None
 ) -> Iterator[tuple[bytes | None, bytes | None]]:
-    """Every (key, value) of ``topic`` up to the end offsets seen at the start, partition by partition order.
+    """Every (key, value) of ``topic`` up to the end offsets seen at the start (log order per partition).
 
-    Uses a plain assigned consumer: no group membership and no commits.
+    ``since_ms`` starts each partition at the first record with that timestamp or later instead of at
+    its beginning. Uses a plain assigned consumer: no group membership and no commits.
     """
     consumer = Consumer(
         {
             **settings.kafka_client_config(),
+            **QUIET,
             "group.id": f"chatlog-reader-{uuid.uuid4().hex}",
             "enable.auto.commit": False,
             "enable.auto.offset.store": False,
@@ -148,6 +152,9 @@ def read_records(
         assignment = []
         for partition in meta.partitions:
             low, high = _watermarks(consumer, TopicPartition(topic, partition), deadline)
+            if since_ms is not None and high > low:
+                [found] = consumer.offsets_for_times([TopicPartition(topic, partition, since_ms)], timeout)
+                low = found.offset if found.offset >= 0 else high  # -1: nothing that recent
             if high > low:
                 ends[partition] = high
                 assignment.append(TopicPartition(topic, partition, low))
@@ -181,7 +188,7 @@ def _topic_metadata(consumer: Consumer, topic: str, servers: str, timeout: float
     patience = time.monotonic() + min(timeout, _NEW_TOPIC_PATIENCE_S)
     while True:
         try:
-            meta = consumer.list_topics(topic, timeout=timeout).topics.get(topic)
+            meta = consumer.list_topics(topic, timeout=min(timeout, 15.0)).topics.get(topic)
         except KafkaException as exc:
             raise ChatlogError(f"cannot reach Kafka at {servers}: {exc}") from None
         if meta is not None and meta.error is None and meta.partitions:
@@ -258,6 +265,7 @@ class Registry:
         producer = Producer(
             {
                 **self.settings.kafka_client_config(),
+                **QUIET,
                 "enable.idempotence": True,
                 "acks": "all",
                 "linger.ms": 20,

@@ -69,9 +69,10 @@ def fresh(heartbeats: Iterable[Heartbeat], *, now_ms: int, stale_s: float) -> li
     return [hb for hb in heartbeats if hb.state == RUNNING and hb.sent_at >= bound]
 
 
-def read_heartbeats(settings: KafkaSettings, *, timeout: float = 30.0) -> list[Heartbeat]:
-    """The latest heartbeat of every worker in the status topic (stale ones included)."""
-    latest = fold(read_records(settings, settings.topic_status, timeout=timeout))
+def read_heartbeats(settings: KafkaSettings, *, since_ms: int, timeout: float = 30.0) -> list[Heartbeat]:
+    """The latest heartbeat of every worker that sent one since ``since_ms`` (only that tail is read:
+    a busy status topic holds up to an hour of 300 KB heartbeats before compaction)."""
+    latest = fold(read_records(settings, settings.topic_status, timeout=timeout, since_ms=since_ms))
     return [hb for value in latest.values() if (hb := decode_heartbeat(value)) is not None]
 
 

@@ -21,14 +21,17 @@ import time
 from collections.abc import Iterable
 from typing import Any
 
+from confluent_kafka import KafkaException
 from confluent_kafka.admin import AdminClient
 from prometheus_client import REGISTRY, CollectorRegistry
 
+from chatlog.errors import ChatlogError
 from ingest import status
 from ingest.irc.pool import IrcPool
 from ingest.membership import Membership, Snapshot, consumer_config
 from ingest.metrics import FastHistogram, IngestCollector, MetricsServer, Sample
 from ingest.producer import IngestProducer
+from ingest.registry import QUIET
 from ingest.settings import IngestSettings
 
 log = logging.getLogger(__name__)
@@ -313,6 +316,25 @@ class Worker:
         return False
 
 
+def check_topics(settings: IngestSettings, timeout: float = 15.0) -> None:
+    """Fail in one line when Kafka is unreachable or a topic is missing (instead of waiting forever)."""
+    admin = AdminClient({**settings.kafka_client_config(), **QUIET})
+    try:
+        topics = admin.list_topics(timeout=timeout).topics
+    except KafkaException as exc:
+        raise ChatlogError(f"cannot reach Kafka at {settings.kafka_bootstrap_servers}: {exc}") from None
+    wanted = (
+        settings.topic_channels,
+        settings.topic_messages,
+        settings.topic_deadletter,
+        settings.topic_status,
+    )
+    missing = [t for t in wanted if t not in topics]
+    if missing:
+        raise ChatlogError(f"missing Kafka topic(s) {', '.join(missing)}; `chatlog stack up` creates them")
+
+
 def run(settings: IngestSettings) -> int:
     """``chatlog ingest``: run one ingester until a signal; returns the exit code."""
+    check_topics(settings)
     return asyncio.run(Worker(settings).run())
