@@ -34,12 +34,10 @@ def register(app: typer.Typer) -> None:
         """The whole pipeline locally: chatters, 2x2 ingesters, the sink; a kill, a scale-out, a report."""
         from rich.console import Console
 
-        from chatlog.demo.run import DemoConfig, run_demo
+        from chatlog.demo.run import demo_config, execute
         from chatlog.settings import StackSettings, load
 
-        report = run_demo(
-            load(StackSettings), DemoConfig(channels=channels, rate=rate, duration=duration), Console()
-        )
+        report = execute(load(StackSettings), demo_config(channels, rate, duration), Console())
         if report.lost:
             raise typer.Exit(1)
 

@@ -107,6 +107,7 @@ class ChatSimulator:
         await asyncio.wait_for(asyncio.gather(*(self._connect(c) for c in self._clients)), timeout)
 
     async def _connect(self, client: _Client) -> None:
+        client.joined.clear()
         client.reader, client.writer = await asyncio.open_connection(self.host, self.port, limit=1 << 20)
         client.writer.write(f"NICK {client.nick}\r\nUSER {client.nick} 0 * :chatlog simulator\r\n".encode())
         await self._read_until(client, lambda parts: len(parts) > 1 and parts[1] == "001")
@@ -154,6 +155,18 @@ class ChatSimulator:
         except (ConnectionError, asyncio.IncompleteReadError):
             pass
         client.alive = False
+        # The server went away (a restart, say): messages for this client's channels count as failed
+        # until it is back and has re-joined them.
+        delay = 0.5
+        while not self._stop.is_set():
+            await asyncio.sleep(delay)
+            try:
+                await asyncio.wait_for(self._connect(client), 30)
+                log.info("simulator client %s reconnected", client.nick)
+                return
+            except (OSError, TimeoutError, asyncio.IncompleteReadError) as exc:
+                log.info("simulator client %s: reconnect failed (%s)", client.nick, exc)
+                delay = min(delay * 2, 5.0)
 
     def stop(self) -> None:
         self._stop.set()

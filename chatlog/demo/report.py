@@ -85,3 +85,15 @@ class RunReport:
 def lost_tokens(sent: Iterable[str], stored: Iterable[str]) -> set[str]:
     """Tokens that were sent and never stored."""
     return set(sent) - set(stored)
+
+
+def covered_at(samples: Sequence[CoverageSample], channel: str, t: float) -> bool:
+    """Whether ``channel`` had a logger (in some replica) at ``t``: in the samples just before and after."""
+    before = next((s for s in reversed(samples) if s.t <= t), None)
+    after = next((s for s in samples if s.t >= t), None)
+    return (
+        before is not None
+        and after is not None
+        and channel in before.covered()
+        and channel in after.covered()
+    )

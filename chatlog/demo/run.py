@@ -1,8 +1,9 @@
-"""``chatlog demo``: the whole pipeline on the local stack, a failover and a scale-out, and a report.
+"""A run of the whole pipeline on the local stack, with faults injected on a schedule, and its report.
 
-Simulated chatters send real IRC traffic; two replica groups of two ingesters log it into Kafka; the
-Spark sink writes it into Cassandra. Midway one ingester is killed with SIGKILL and later a new one
-starts. The run drains, then checks every message that was sent against the rows in Cassandra.
+Simulated chatters send real IRC traffic; replica groups of ingesters log it into Kafka; the Spark sink
+writes it into Cassandra. Faults (kill -9 an ingester, start a new one, kill the sink, restart a
+service...) happen at set points of the sending time. The run drains, then checks every message that
+was sent against the rows in Cassandra. ``chatlog demo`` and the chaos suite are such runs.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ import asyncio
 import json
 import secrets
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -21,25 +23,63 @@ from rich.table import Table
 from chatlog.demo import progress
 from chatlog.demo.observer import NamesObserver, worker_of
 from chatlog.demo.plot import plot_run
-from chatlog.demo.report import CoverageSample, RunReport, lost_tokens, max_gap_s, recovery_s
+from chatlog.demo.report import CoverageSample, RunReport, covered_at, max_gap_s, recovery_s
 from chatlog.demo.supervisor import Supervisor
 from chatlog.demo.verify import TopicSize, stored_tokens, topic_tokens
 from chatlog.errors import ChatlogError
 from chatlog.settings import PROJECT_ROOT, StackSettings
 
+Action = Callable[["Run", Supervisor], None]
+
+
+@dataclass(frozen=True)
+class Fault:
+    at: float  # fraction of the sending time
+    label: str
+    action: Action
+
+
+def kill_ingester(worker: str) -> Fault:
+    def act(run: Run, sup: Supervisor) -> None:
+        sup.kill9(worker)
+        run.killed.append((worker, run.workers[worker], time.time()))
+
+    return Fault(0.0, f"kill -9 {worker}", act)
+
+
+def start_ingester(worker: str, replica: int) -> Fault:
+    def act(run: Run, sup: Supervisor) -> None:
+        run.start_ingester(sup, worker, replica)
+
+    return Fault(0.0, f"start {worker}", act)
+
+
+def at(fraction: float, fault: Fault) -> Fault:
+    return Fault(fraction, fault.label, fault.action)
+
 
 @dataclass
-class DemoConfig:
+class RunConfig:
+    name: str = "demo"
     channels: int = 500
     rate: float = 2000.0
     duration: float = 120.0
-    kill_at: float = 0.35  # fraction of the sending time
-    scale_at: float = 0.65
-    drain_timeout_s: float = 90.0
-    results_dir: Path = PROJECT_ROOT / "results"
     workers: dict[str, int] = field(default_factory=lambda: {"r0a": 0, "r0b": 0, "r1a": 1, "r1b": 1})
-    victim: str = "r0b"
-    newcomer: str = "r0c"
+    faults: list[Fault] = field(default_factory=list)
+    drain_timeout_s: float = 120.0
+    burst: tuple[float, float, float] | None = None  # (at fraction, factor, seconds)
+    results_dir: Path | None = PROJECT_ROOT / "results"
+    sim_connections: int = 16
+
+
+def demo_config(channels: int = 500, rate: float = 2000.0, duration: float = 120.0) -> RunConfig:
+    """The demo: two replica groups of two; r0b is killed at 35 % of the run, r0c starts at 65 %."""
+    return RunConfig(
+        channels=channels,
+        rate=rate,
+        duration=duration,
+        faults=[at(0.35, kill_ingester("r0b")), at(0.65, start_ingester("r0c", 0))],
+    )
 
 
 @dataclass
@@ -47,28 +87,34 @@ class Timeline:
     t: list[float] = field(default_factory=list)
     sent_rate: list[float] = field(default_factory=list)
     stored_rate: list[float] = field(default_factory=list)
-    coverage: dict[int, list[float]] = field(default_factory=lambda: {0: [], 1: []})
+    coverage: dict[int, list[float]] = field(default_factory=dict)
     samples: list[CoverageSample] = field(default_factory=list)
 
 
-class Demo:
-    def __init__(self, settings: StackSettings, config: DemoConfig, console: Console) -> None:
+class Run:
+    def __init__(self, settings: StackSettings, config: RunConfig, console: Console | None) -> None:
         self.config, self.console = config, console
         self.run_id = secrets.token_hex(3)
-        self.run_dir = settings.state_dir / "demo" / self.run_id
+        self.run_dir = settings.state_dir / "runs" / f"{config.name}-{self.run_id}"
+        ns = f"{config.name}.{self.run_id}"
         self.settings = settings.model_copy(
             update={
-                "topic_channels": f"demo.{self.run_id}.channels",
-                "topic_messages": f"demo.{self.run_id}.messages",
-                "topic_deadletter": f"demo.{self.run_id}.deadletter",
-                "topic_status": f"demo.{self.run_id}.status",
-                "cassandra_keyspace": "chatlog_demo",
+                "topic_channels": f"{ns}.channels",
+                "topic_messages": f"{ns}.messages",
+                "topic_deadletter": f"{ns}.deadletter",
+                "topic_status": f"{ns}.status",
+                "cassandra_keyspace": f"chatlog_{config.name}".replace("-", "_"),
+                "channel_buckets": 16,
+                "messages_partitions": 4,
             }
         )
+        self.stack = settings
         self.channels = [f"d{self.run_id}_{i}" for i in range(config.channels)]
         self.workers = dict(config.workers)
-        self.timeline = Timeline()
+        self.replicas = sorted(set(self.workers.values()))
+        self.timeline = Timeline(coverage={r: [] for r in self.replicas})
         self.events: dict[str, float] = {}
+        self.killed: list[tuple[str, int, float]] = []
         self.t0 = time.time()
 
     def env(self) -> dict[str, str]:
@@ -90,7 +136,7 @@ class Demo:
             "CHATLOG_SPARK_MASTER": "local[2]",
         }
 
-    # --- phases -------------------------------------------------------------------------------------
+    # --- phases ---------------------------------------------------------------------------------
     def prepare(self) -> None:
         from chatlog.cql import apply_schema, connect
         from chatlog.kafka_admin import ensure_topics
@@ -99,15 +145,19 @@ class Demo:
         ensure_topics(self.settings)
         cluster, session = connect(self.settings, timeout=60)
         try:
-            session.execute("DROP KEYSPACE IF EXISTS chatlog_demo", timeout=120)
+            session.execute(f"DROP KEYSPACE IF EXISTS {self.settings.cassandra_keyspace}", timeout=120)
         finally:
             cluster.shutdown()
         apply_schema(self.settings)
         (self.run_dir / "channels.txt").write_text("\n".join(self.channels) + "\n")
 
+    def start_ingester(self, sup: Supervisor, worker: str, replica: int) -> None:
+        self.workers[worker] = replica
+        sup.start(worker, ["ingest", "--replica", str(replica), "--worker-id", worker])
+
     async def observe(self, observer: NamesObserver) -> CoverageSample:
         members = await observer.members(self.channels)
-        per_replica: dict[int, set[str]] = {0: set(), 1: set()}
+        per_replica: dict[int, set[str]] = {r: set() for r in self.replicas}
         workers = list(self.workers)
         for ch, nicks in members.items():
             for nick in nicks:
@@ -122,25 +172,28 @@ class Demo:
         tl.t.append(sample.t - self.t0)
         tl.sent_rate.append(sent_rate)
         tl.stored_rate.append(stored_rate)
-        for r in (0, 1):
+        for r in self.replicas:
             tl.coverage[r].append(len(sample.confirmed.get(r, frozenset())))
 
+    def mark(self, label: str) -> None:
+        self.events[label] = time.time() - self.t0
+
     def table(self, phase: str, sample: CoverageSample | None, stats: progress.Stats) -> Table:
-        table = Table(title=f"chatlog demo {self.run_id} — {phase}", show_header=False, min_width=60)
+        table = Table(
+            title=f"chatlog {self.config.name} {self.run_id} — {phase}", show_header=False, min_width=60
+        )
         table.add_row("elapsed", f"{time.time() - self.t0:.0f} s")
         if sample is not None:
-            for r in (0, 1):
-                table.add_row(
-                    f"replica {r} confirmed",
-                    f"{len(sample.confirmed.get(r, frozenset()))} / {len(self.channels)} channels",
-                )
+            for r in self.replicas:
+                n = len(sample.confirmed.get(r, frozenset()))
+                table.add_row(f"replica {r} confirmed", f"{n} / {len(self.channels)} channels")
         table.add_row("sent", f"{stats.sent} ({stats.sent_rate:.0f}/s)")
-        table.add_row("stored (sink rows)", f"{stats.rows} ({stats.rows_rate:.0f}/s)")
+        table.add_row("stored (sink)", f"{stats.rows} ({stats.rows_rate:.0f}/s)")
         table.add_row("duplicates dropped (sink)", str(stats.duplicates))
-        table.add_row("kafka lag (records not read by the sink)", str(max(0, stats.produced - stats.read)))
-        table.add_row("workers", ", ".join(f"{w}(r{r})" for w, r in self.workers.items()))
-        for name, at in self.events.items():
-            table.add_row(name, f"at {at:.0f} s")
+        table.add_row("Kafka lag (records the sink has not read)", str(max(0, stats.produced - stats.read)))
+        table.add_row("workers", ", ".join(f"{w} (r{r})" for w, r in self.workers.items()))
+        for name, t in self.events.items():
+            table.add_row(name, f"at {t:.0f} s")
         return table
 
     async def main(self, sup: Supervisor) -> RunReport:
@@ -150,76 +203,95 @@ class Demo:
         if reg.proc.wait(timeout=120) != 0:
             raise ChatlogError(f"registering channels failed; see {reg.log}")
         sup.start("sink", ["sink"])
-        for w, r in self.workers.items():
-            sup.start(w, ["ingest", "--replica", str(r), "--worker-id", w])
+        for w, r in list(self.workers.items()):
+            self.start_ingester(sup, w, r)
         observer = NamesObserver("127.0.0.1", self.settings.irc_port)
         await observer.connect()
-        stats = progress.Stats()
         topic_size = TopicSize(self.settings, self.settings.topic_messages)
+        stats = progress.Stats()
         sent_file = self.run_dir / "sent.ndjson"
-        with Live(self.table("joining", None, stats), console=self.console, refresh_per_second=2) as live:
+        live = (
+            Live(
+                self.table("joining", None, stats),
+                console=self.console,
+                refresh_per_second=2,
+                transient=False,
+            )
+            if self.console is not None
+            else None
+        )
+
+        def show(phase: str, sample: CoverageSample) -> None:
+            if live is not None:
+                live.update(self.table(phase, sample, stats))
+
+        if live is not None:
+            live.start()
+        try:
             deadline = time.time() + 120
             while True:
                 sample = await self.observe(observer)
                 self.record(sample, 0.0, 0.0)
-                live.update(self.table("joining", sample, stats))
-                if all(len(sample.confirmed[r]) == len(self.channels) for r in (0, 1)):
+                show("joining", sample)
+                if all(len(sample.confirmed[r]) == len(self.channels) for r in self.replicas):
                     break
                 self._check_alive(sup)
                 if time.time() > deadline:
                     raise ChatlogError("the ingesters did not confirm every channel within 120 s")
                 await asyncio.sleep(1.0)
-            self.events["traffic starts"] = time.time() - self.t0
-            sim = sup.start(
-                "simulator",
-                [
-                    "simulate",
-                    "--file",
-                    str(self.run_dir / "channels.txt"),
-                    "--rate",
-                    str(cfg.rate),
-                    "--duration",
-                    str(cfg.duration),
-                    "--out",
-                    str(sent_file),
-                    "--connections",
-                    "16",
-                ],
-            )
+            self.mark("traffic starts")
+            sim_args = [
+                "simulate",
+                "--file",
+                str(self.run_dir / "channels.txt"),
+                "--rate",
+                str(cfg.rate),
+                "--duration",
+                str(cfg.duration),
+                "--out",
+                str(sent_file),
+                "--connections",
+                str(cfg.sim_connections),
+            ]
+            if cfg.burst is not None:
+                frac, factor, seconds = cfg.burst
+                sim_args += [
+                    "--burst-at",
+                    str(frac * cfg.duration),
+                    "--burst-factor",
+                    str(factor),
+                    "--burst-seconds",
+                    str(seconds),
+                ]
+            sim = sup.start("simulator", sim_args)
             start = time.time()
-            killed_at: float | None = None
+            pending = sorted(cfg.faults, key=lambda f: f.at)
             while sim.alive or time.time() - start < 2:
                 await asyncio.sleep(1.0)
                 stats = progress.poll(stats, sim.log, topic_size())
                 sample = await self.observe(observer)
                 self.record(sample, stats.sent_rate, stats.rows_rate)
-                live.update(self.table("sending", sample, stats))
-                elapsed = time.time() - start
-                if killed_at is None and elapsed >= cfg.kill_at * cfg.duration:
-                    sup.kill9(cfg.victim)
-                    killed_at = time.time()
-                    self.events[f"kill -9 {cfg.victim}"] = killed_at - self.t0
-                if cfg.newcomer not in self.workers and elapsed >= cfg.scale_at * cfg.duration:
-                    self.workers[cfg.newcomer] = self.workers[cfg.victim]
-                    sup.start(
-                        cfg.newcomer,
-                        ["ingest", "--replica", str(self.workers[cfg.newcomer]), "--worker-id", cfg.newcomer],
-                    )
-                    self.events[f"start {cfg.newcomer}"] = time.time() - self.t0
-            self.events["traffic stops"] = time.time() - self.t0
-            # drain: until the sink has written everything that was produced
+                show("sending", sample)
+                while pending and time.time() - start >= pending[0].at * cfg.duration:
+                    fault = pending.pop(0)
+                    self.mark(fault.label)
+                    await asyncio.to_thread(fault.action, self, sup)
+            self.mark("traffic stops")
             drain_deadline = time.time() + cfg.drain_timeout_s
             while time.time() < drain_deadline:
                 await asyncio.sleep(1.0)
                 stats = progress.poll(stats, sim.log, topic_size())
                 sample = await self.observe(observer)
                 self.record(sample, 0.0, stats.rows_rate)
-                live.update(self.table("draining", sample, stats))
+                show("draining", sample)
                 if stats.drained():
                     break
-        await observer.close()
-        topic_size.close()
-        return self.report(sent_file, killed_at)
+        finally:
+            if live is not None:
+                live.stop()
+            topic_size.close()
+            await observer.close()
+        return self.report(sent_file)
 
     def _check_alive(self, sup: Supervisor) -> None:
         for name in ("sink", *self.workers):
@@ -227,66 +299,72 @@ class Demo:
             if child is not None and not child.alive:
                 raise ChatlogError(f"{name} exited early (code {child.proc.returncode}); see {child.log}")
 
-    def report(self, sent_file: Path, killed_at: float | None) -> RunReport:
+    def report(self, sent_file: Path) -> RunReport:
         from chatlog.simulate_cli import read_sent
 
-        sent = read_sent(sent_file)
+        sent = read_sent(sent_file) if sent_file.exists() else []
         since = min((m.sent_at_ms for m in sent), default=int(self.t0 * 1000)) - 60_000
         until = max((m.sent_at_ms for m in sent), default=int(time.time() * 1000)) + 60_000
         stored = stored_tokens(self.settings, self.channels, since, until)
         prefix = sent[0].token.split("-")[0] if sent else "sim"
         in_topic = topic_tokens(self.settings, prefix)
-        sent_tokens = [m.token for m in sent]
-        lost = lost_tokens(sent_tokens, stored)
+        lost = [m for m in sent if m.token not in stored]
+        samples = self.timeline.samples
+        lost_covered = [m for m in lost if covered_at(samples, m.channel, m.sent_at_ms / 1000)]
         traffic_start = self.events.get("traffic starts", 0.0) + self.t0
-        rep = RunReport(
+        first_kill = self.killed[0] if self.killed else None
+        return RunReport(
             sent=len(sent),
-            stored=sum(1 for t in set(sent_tokens) if t in stored),
+            stored=sum(1 for m in sent if m.token in stored),
             lost=len(lost),
             duplicates_removed=sum(in_topic.values()) - len(stored),
-            max_gap_s=max_gap_s(self.timeline.samples, self.channels, since=traffic_start),
-            recovery_s=(
-                recovery_s(self.timeline.samples, self.channels, self.workers[self.config.victim], killed_at)
-                if killed_at
-                else None
-            ),
+            max_gap_s=max_gap_s(samples, self.channels, since=traffic_start),
+            recovery_s=recovery_s(samples, self.channels, first_kill[1], first_kill[2])
+            if first_kill
+            else None,
             details={
                 "run_id": self.run_id,
+                "name": self.config.name,
                 "channels": len(self.channels),
                 "rate": self.config.rate,
                 "duration_s": self.config.duration,
                 "events": self.events,
+                "workers": self.workers,
                 "kafka_records_with_tokens": sum(in_topic.values()),
                 "rows_doubled": sum(1 for c in stored.values() if c > 1),
-                "lost_sample": sorted(lost)[:20],
+                "lost_while_covered": len(lost_covered),
+                "lost_sample": sorted(m.token for m in lost)[:20],
+                "logs": str(self.run_dir / "logs"),
             },
         )
-        return rep
 
-    def write(self, rep: RunReport) -> tuple[Path, Path]:
+    def write(self, rep: RunReport) -> tuple[Path, Path] | None:
         out = self.config.results_dir
+        if out is None:
+            return None
         out.mkdir(parents=True, exist_ok=True)
-        js = out / "demo.json"
+        tl = self.timeline
+        js = out / f"{self.config.name}.json"
         js.write_text(
             json.dumps(
                 {
                     **rep.as_dict(),
                     "summary": rep.line(),
                     "timeline": {
-                        "t": self.timeline.t,
-                        "sent_rate": self.timeline.sent_rate,
-                        "stored_rate": self.timeline.stored_rate,
-                        "coverage": self.timeline.coverage,
+                        "t": tl.t,
+                        "sent_rate": tl.sent_rate,
+                        "stored_rate": tl.stored_rate,
+                        "coverage": tl.coverage,
                     },
                 },
                 indent=1,
             )
         )
         png = plot_run(
-            out / "demo.png",
-            t=self.timeline.t,
-            series={"sent": self.timeline.sent_rate, "stored": self.timeline.stored_rate},
-            coverage={f"replica {r}": v for r, v in self.timeline.coverage.items()},
+            out / f"{self.config.name}.png",
+            t=tl.t,
+            series={"sent": tl.sent_rate, "stored (5 s mean)": rolling_mean(tl.stored_rate, 5)},
+            coverage={f"replica {r}": v for r, v in tl.coverage.items()},
             events=self.events,
             title=rep.line(),
         )
@@ -302,11 +380,14 @@ def rolling_mean(values: list[float], window: int) -> list[float]:
     return out
 
 
-def run_demo(settings: StackSettings, config: DemoConfig, console: Console) -> RunReport:
-    demo = Demo(settings, config, console)
-    with Supervisor(demo.run_dir / "logs", env=demo.env()) as sup:
-        rep = asyncio.run(demo.main(sup))
-    js, png = demo.write(rep)
-    console.print(f"report: {js}  plot: {png}  logs: {demo.run_dir / 'logs'}")
-    console.print(rep.line())
+def execute(settings: StackSettings, config: RunConfig, console: Console | None) -> RunReport:
+    """Run ``config`` to the end; every process it started is stopped when it returns or fails."""
+    run = Run(settings, config, console)
+    with Supervisor(run.run_dir / "logs", env=run.env()) as sup:
+        rep = asyncio.run(run.main(sup))
+    written = run.write(rep)
+    if console is not None:
+        if written:
+            console.print(f"report: {written[0]}  plot: {written[1]}  logs: {run.run_dir / 'logs'}")
+        console.print(rep.line())
     return rep
