@@ -16,7 +16,7 @@ from pydantic import Field, field_validator
 from chatlog.settings import IrcSettings, KafkaSettings
 from ingest.irc.settings import PoolSettings
 
-_WORKER_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.\-]{0,63}")
+_WORKER_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_\-]{0,63}")  # IRC nicks start with it (ingest/irc/login.py)
 
 
 def default_worker_id() -> str:
@@ -88,7 +88,7 @@ class IngestSettings(PoolSettings, KafkaSettings):
     @classmethod
     def _valid_worker_id(cls, value: str | None) -> str | None:
         if value is not None and not _WORKER_ID.fullmatch(value):
-            raise ValueError("1-64 characters of A-Z a-z 0-9 _ . - starting with a letter or digit")
+            raise ValueError("1-64 characters of A-Z a-z 0-9 _ - starting with a letter or digit")
         return value
 
     @property

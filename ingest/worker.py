@@ -48,6 +48,7 @@ class Worker:
         self.worker_id = settings.worker_id
         self.replica = settings.ingest_replica
         self.started_at = status.now_ms()
+        self.host = socket.gethostname()
         self.producer = IngestProducer(settings, self.worker_id)
         self.pool = IrcPool(settings, self.producer.on_lines, worker_id=self.worker_id)
         conf = consumer_config(
@@ -227,7 +228,7 @@ class Worker:
         hb = status.Heartbeat(
             worker_id=self.worker_id,
             replica=self.replica,
-            host=socket.gethostname(),
+            host=self.host,
             pid=os.getpid(),
             started_at=self.started_at,
             sent_at=status.now_ms(),
