@@ -47,7 +47,10 @@ integration: setup
 	$(BIN)/pytest tests/integration
 
 test: check ## the whole suite: lint, types, unit and integration tests against the real local stack
-	$(BIN)/pytest tests
+	$(BIN)/pytest tests -m "not chaos"
+
+chaos: setup ## fault injection on the whole pipeline (restarts stack services: run it alone)
+	$(BIN)/pytest tests/integration/chaos -m chaos -s
 
 demo: setup ## the main job
 	$(BIN)/chatlog stack up

@@ -27,7 +27,9 @@ def read_sent(path: Path) -> list[SentMessage]:
     return out
 
 
-async def _run(sim: ChatSimulator, duration: float, out: Path | None, burst: tuple[float, float, float]) -> None:
+async def _run(
+    sim: ChatSimulator, duration: float, out: Path | None, burst: tuple[float, float, float]
+) -> None:
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, sim.stop)
@@ -42,11 +44,17 @@ async def _run(sim: ChatSimulator, duration: float, out: Path | None, burst: tup
             await asyncio.sleep(1.0)
             new = sim.sent[written:]
             if fh is not None:
-                fh.write("".join(json.dumps({"c": m.channel, "t": m.token, "ts": m.sent_at_ms}) + "\n" for m in new))
+                fh.write(
+                    "".join(
+                        json.dumps({"c": m.channel, "t": m.token, "ts": m.sent_at_ms}) + "\n" for m in new
+                    )
+                )
                 fh.flush()
             written += len(new)
-            print(json.dumps({"event": "progress", "t": time.time(), "sent": written, "failed": sim.failed}),
-                  flush=True)
+            print(
+                json.dumps({"event": "progress", "t": time.time(), "sent": written, "failed": sim.failed}),
+                flush=True,
+            )
 
     reporter = asyncio.create_task(report())
     at, factor, length = burst
@@ -61,11 +69,15 @@ async def _run(sim: ChatSimulator, duration: float, out: Path | None, burst: tup
         reporter.cancel()
         new = sim.sent[written:]
         if fh is not None:
-            fh.write("".join(json.dumps({"c": m.channel, "t": m.token, "ts": m.sent_at_ms}) + "\n" for m in new))
+            fh.write(
+                "".join(json.dumps({"c": m.channel, "t": m.token, "ts": m.sent_at_ms}) + "\n" for m in new)
+            )
             fh.close()
         await sim.close()
-        print(json.dumps({"event": "done", "t": time.time(), "sent": len(sim.sent), "failed": sim.failed}),
-              flush=True)
+        print(
+            json.dumps({"event": "done", "t": time.time(), "sent": len(sim.sent), "failed": sim.failed}),
+            flush=True,
+        )
 
 
 def register(app: typer.Typer) -> None:
@@ -91,6 +103,7 @@ def register(app: typer.Typer) -> None:
             print("chatlog: error: simulate needs channels (arguments or --file)", file=sys.stderr)
             raise typer.Exit(2)
         irc = load(IrcSettings)
-        sim = ChatSimulator(irc.irc_host, irc.irc_port, names, rate=rate, connections=connections, zipf_s=zipf,
-                            seed=seed)
+        sim = ChatSimulator(
+            irc.irc_host, irc.irc_port, names, rate=rate, connections=connections, zipf_s=zipf, seed=seed
+        )
         asyncio.run(_run(sim, duration, out, (burst_at, burst_factor, burst_seconds)))

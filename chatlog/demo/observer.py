@@ -20,6 +20,7 @@ class NamesObserver:
         self._writer: asyncio.StreamWriter | None = None
 
     async def connect(self, timeout: float = 15.0) -> None:
+        self.nick = f"obs{secrets.token_hex(4)}"
         self._reader, self._writer = await asyncio.open_connection(self.host, self.port, limit=1 << 22)
         self._writer.write(f"NICK {self.nick}\r\nUSER {self.nick} 0 * :chatlog observer\r\n".encode())
         await asyncio.wait_for(self._until(lambda p: len(p) > 1 and p[1] == "001"), timeout)

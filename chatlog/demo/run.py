@@ -9,6 +9,7 @@ was sent against the rows in Cassandra. ``chatlog demo`` and the chaos suite are
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import secrets
 import time
@@ -156,7 +157,13 @@ class Run:
         sup.start(worker, ["ingest", "--replica", str(replica), "--worker-id", worker])
 
     async def observe(self, observer: NamesObserver) -> CoverageSample:
-        members = await observer.members(self.channels)
+        try:
+            members = await observer.members(self.channels)
+        except (OSError, TimeoutError, asyncio.IncompleteReadError):
+            # The IRC server is down or restarting: nobody can be seen in any channel right now.
+            with contextlib.suppress(OSError, TimeoutError, asyncio.IncompleteReadError):
+                await observer.connect(timeout=5)
+            return CoverageSample(time.time(), {r: frozenset() for r in self.replicas})
         per_replica: dict[int, set[str]] = {r: set() for r in self.replicas}
         workers = list(self.workers)
         for ch, nicks in members.items():
@@ -266,6 +273,7 @@ class Run:
             sim = sup.start("simulator", sim_args)
             start = time.time()
             pending = sorted(cfg.faults, key=lambda f: f.at)
+            running: list[asyncio.Task[None]] = []
             while sim.alive or time.time() - start < 2:
                 await asyncio.sleep(1.0)
                 stats = progress.poll(stats, sim.log, topic_size())
@@ -275,8 +283,9 @@ class Run:
                 while pending and time.time() - start >= pending[0].at * cfg.duration:
                     fault = pending.pop(0)
                     self.mark(fault.label)
-                    await asyncio.to_thread(fault.action, self, sup)
+                    running.append(asyncio.create_task(asyncio.to_thread(fault.action, self, sup)))
             self.mark("traffic stops")
+            await asyncio.gather(*running)
             drain_deadline = time.time() + cfg.drain_timeout_s
             while time.time() < drain_deadline:
                 await asyncio.sleep(1.0)

@@ -36,7 +36,6 @@ from ingest.status import Heartbeat, decode_heartbeat, now_ms
 
 log = logging.getLogger(__name__)
 
-_MAX_RECORD_BYTES: Final = 16 * 1024 * 1024  # heartbeats list every confirmed channel
 _BAD_LOG_INTERVAL_S: Final = 60.0
 
 
@@ -67,7 +66,10 @@ class Monitor:
         self._clock = clock
         self._since: dict[SinceKey, int] = {}
         self._report: CoverageReport | None = None
-        self._recovered_at: float | None = None
+        self._processed: dict[tuple[str, int], int] = {}
+        self._targets: dict[tuple[str, int], int] | None = None
+        self._catch_up_deadline = 0.0
+        self._ready = False
         self._bad_logged_at = 0.0
         self.folded = {"channels": 0, "heartbeats": 0}
         self.app: Any = faust.App(
@@ -77,7 +79,7 @@ class Monitor:
             store="memory://",
             autodiscover=False,
             datadir=str(settings.monitor_data_dir),
-            topic_allow_declare=True,  # faust creates its changelog topics (the broker auto-creates none)
+            topic_allow_declare=True,  # the changelogs exist already (preflight); declaring them is a no-op
             topic_disable_leader=True,  # no timer runs on_leader: no `__assignor-__leader` topic
             topic_replication_factor=settings.topic_replication_factor,
             table_standby_replicas=0,
@@ -85,7 +87,7 @@ class Monitor:
             broker_session_timeout=10.0,
             broker_heartbeat_interval=3.0,
             producer_compression_type="zstd",
-            producer_max_request_size=_MAX_RECORD_BYTES,
+            producer_max_request_size=preflight.MAX_RECORD_BYTES,
             web_enabled=True,
             web_port=settings.monitor_web_port,
             web_bind=settings.monitor_web_bind,
@@ -101,7 +103,7 @@ class Monitor:
             partitions=partitions.status,
             key_type=str,
             value_type=bytes,
-            extra_topic_configs={"max.message.bytes": str(_MAX_RECORD_BYTES)},
+            extra_topic_configs=preflight.changelog_configs()[preflight.TABLE_HEARTBEATS],
         )
         self.app.agent(channels_topic, name="fold-channels")(self._fold_channels)
         self.app.agent(status_topic, name="fold-heartbeats")(self._fold_heartbeats)
@@ -126,10 +128,12 @@ class Monitor:
     # -- folding the topics into the tables ---------------------------------------------------------
     async def _fold_channels(self, stream: Any) -> None:
         async for event in stream.events():
+            message = event.message
             try:
-                self._fold_channel(event.key, event.value, event.message.partition)
+                self._fold_channel(event.key, event.value, message.partition)
             except Exception as exc:  # an agent that raises stops consuming: count, log, go on
                 self._bad("channels", f"{type(exc).__name__}: {exc}")
+            self._processed[(message.topic, message.partition)] = message.offset
 
     def _fold_channel(self, key: bytes | None, value: bytes | None, partition: int) -> None:
         if not key:
@@ -147,10 +151,12 @@ class Monitor:
 
     async def _fold_heartbeats(self, stream: Any) -> None:
         async for event in stream.events():
+            message = event.message
             try:
                 self._fold_heartbeat(event.key, event.value)
             except Exception as exc:
                 self._bad("heartbeats", f"{type(exc).__name__}: {exc}")
+            self._processed[(message.topic, message.partition)] = message.offset
 
     def _fold_heartbeat(self, key: bytes | None, value: bytes | None) -> None:
         if not key:
@@ -177,18 +183,36 @@ class Monitor:
             log.warning("skipped a bad record on %s: %s (logged at most once a minute)", topic, reason)
 
     # -- evaluation ---------------------------------------------------------------------------------
-    def ready(self) -> bool:
-        """Tables recovered (faust's recovery is complete) and the warm-up elapsed since then."""
-        if not self.app.tables.recovery.completed.is_set():
-            return False
-        now = time.monotonic()
-        if self._recovered_at is None:
-            self._recovered_at = now
-            log.info("tables recovered; first coverage report in %.1fs", self.settings.monitor_warmup_s)
-        return now - self._recovered_at >= self.settings.monitor_warmup_s
+    def lag(self) -> int | None:
+        """Offsets still to fold before the first report (None: the tables are not recovered yet)."""
+        if self._targets is None:
+            return None
+        done = self._processed
+        return sum(max(0, end - done.get(tp, -1) - 1) for tp, end in self._targets.items())
+
+    async def _check_ready(self) -> bool:
+        """Tables recovered, and the agents caught up with the source topics as they were at that moment."""
+        if self._ready:
+            return True
+        if self._targets is None:
+            if not self.app.tables.recovery.completed.is_set():
+                return False
+            self._targets = await asyncio.to_thread(preflight.catch_up_targets, self.settings)
+            self._catch_up_deadline = time.monotonic() + self.settings.monitor_catch_up_s
+            log.info("tables recovered; catching up with %d source partition(s)", len(self._targets))
+        lag = self.lag()
+        if lag == 0:
+            self._ready = True
+            log.info("caught up (%s records folded): reporting coverage", self.folded)
+        elif time.monotonic() > self._catch_up_deadline:
+            self._ready = True
+            log.warning(
+                "still %s offsets behind after %.0fs; reporting anyway", lag, self.settings.monitor_catch_up_s
+            )
+        return self._ready
 
     async def _tick(self) -> None:
-        if not self.ready():
+        if not await self._check_ready():
             self.metrics.ready.set(0)
             return
         channel_rows = list(self.channels.items())
@@ -242,8 +266,8 @@ class Monitor:
             limit = int(text)
         report = self._report
         if report is None:
-            return web.json({"ready": False, "folded": self.folded}, status=503)
-        body = report_json(report, limit=limit, ready=self.ready())
+            return web.json({"ready": False, "lag": self.lag(), "folded": self.folded}, status=503)
+        body = report_json(report, limit=limit, ready=True)
         body["folded"] = self.folded
         body["age_s"] = round(max(0, self._clock() - report.now_ms) / 1000, 3)
         return web.json(body)

@@ -10,10 +10,12 @@ from __future__ import annotations
 import importlib
 import socket
 import ssl
+import time
 from dataclasses import dataclass
 from typing import Any
 
-from confluent_kafka import KafkaException
+from confluent_kafka import Consumer, KafkaException, TopicPartition
+from confluent_kafka.admin import NewTopic
 
 from chatlog.errors import ChatlogError
 from chatlog.kafka_admin import admin_client
@@ -22,6 +24,8 @@ from chatlog.monitor.settings import MonitorSettings
 CHANGELOG_SUFFIX = "-changelog"
 TABLE_CHANNELS = "channels"
 TABLE_HEARTBEATS = "heartbeats"
+MAX_RECORD_BYTES = 16 * 1024 * 1024
+"""Largest changelog record: a heartbeat lists every channel its worker confirmed."""
 
 
 @dataclass(frozen=True)
@@ -72,6 +76,62 @@ def source_partitions(settings: MonitorSettings, timeout: float = 30.0) -> Sourc
     return found
 
 
+def changelog_configs() -> dict[str, dict[str, str]]:
+    """Topic configs of the changelog topics, per table (what faust would declare, plus big heartbeats)."""
+    return {
+        TABLE_CHANNELS: {"cleanup.policy": "compact"},
+        TABLE_HEARTBEATS: {"cleanup.policy": "compact", "max.message.bytes": str(MAX_RECORD_BYTES)},
+    }
+
+
+def ensure_changelogs(settings: MonitorSettings, partitions: SourcePartitions, timeout: float = 30.0) -> None:
+    """Create the tables' changelog topics and wait until their metadata shows every partition's leader.
+
+    faust can create them itself, but it subscribes right after creating them; when the broker's
+    metadata does not list a new topic yet, aiokafka keeps seeing it with 0 partitions and every
+    table write then fails with ``PartitionsMismatch`` (seen on Kafka 4.1 with a 64-partition topic).
+    """
+    admin = admin_client(settings)
+    counts = {TABLE_CHANNELS: partitions.channels, TABLE_HEARTBEATS: partitions.status}
+    wanted = {
+        changelog_topic(settings, table): (counts[table], conf) for table, conf in changelog_configs().items()
+    }
+    try:
+        existing = admin.list_topics(timeout=timeout).topics
+        new = [
+            NewTopic(
+                name, num_partitions=n, replication_factor=settings.topic_replication_factor, config=conf
+            )
+            for name, (n, conf) in wanted.items()
+            if name not in existing
+        ]
+        for name, fut in admin.create_topics(new, operation_timeout=timeout).items() if new else []:
+            try:
+                fut.result()
+            except KafkaException as exc:
+                if "TOPIC_ALREADY_EXISTS" not in str(exc):
+                    raise ChatlogError(f"creating topic {name} failed: {exc}") from None
+        deadline = time.monotonic() + timeout
+        while True:
+            topics = admin.list_topics(timeout=timeout).topics
+            missing = [
+                name
+                for name, (n, _) in wanted.items()
+                if (meta := topics.get(name)) is None
+                or len(meta.partitions) != n
+                or any(p.leader < 0 for p in meta.partitions.values())
+            ]
+            if not missing:
+                return
+            if time.monotonic() > deadline:
+                raise ChatlogError(
+                    f"changelog topics {', '.join(missing)} have no leaders after {timeout:.0f}s"
+                )
+            time.sleep(0.2)
+    except KafkaException as exc:
+        raise ChatlogError(f"cannot reach Kafka at {settings.kafka_bootstrap_servers}: {exc}") from None
+
+
 def check_port(host: str, port: int, what: str) -> None:
     """Fail early when a listening port is taken (faust's web server would die after joining the group)."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
@@ -108,3 +168,35 @@ def broker_credentials(settings: MonitorSettings) -> Any:
             ssl_context=ssl.create_default_context() if protocol == "SASL_SSL" else None,
         )
     raise ChatlogError(f"setting kafka_security_protocol: {protocol} is not supported by the monitor")
+
+
+def catch_up_targets(settings: MonitorSettings, timeout: float = 30.0) -> dict[tuple[str, int], int]:
+    """(topic, partition) -> end offset, for every source partition with records the app has not committed.
+
+    Called once the tables are recovered: the monitor reports only after its agents have folded every
+    such partition up to this end offset, so a first report never takes a live worker for a dead one
+    just because its latest heartbeat was not read yet.
+    """
+    consumer = Consumer(
+        {
+            **settings.kafka_client_config(),
+            "group.id": settings.monitor_app_id,  # only reads the group's committed offsets; never joins
+            "enable.auto.commit": False,
+        }
+    )
+    try:
+        targets: dict[tuple[str, int], int] = {}
+        for topic in (settings.topic_channels, settings.topic_status):
+            meta = consumer.list_topics(topic, timeout=timeout).topics[topic]
+            tps = [TopicPartition(topic, p) for p in sorted(meta.partitions)]
+            committed = {tp.partition: tp.offset for tp in consumer.committed(tps, timeout=timeout)}
+            for tp in tps:
+                low, high = consumer.get_watermark_offsets(tp, timeout=timeout)
+                start = max(int(low), committed.get(tp.partition, -1))
+                if int(high) > start:
+                    targets[(topic, tp.partition)] = int(high)
+        return targets
+    except KafkaException as exc:
+        raise ChatlogError(f"reading offsets of {settings.monitor_app_id}: {exc}") from None
+    finally:
+        consumer.close()

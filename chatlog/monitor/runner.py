@@ -21,6 +21,7 @@ def run(settings: MonitorSettings) -> None:
     preflight.check_port(settings.monitor_web_bind, settings.monitor_web_port, "web")
     preflight.check_port(settings.monitor_metrics_host, settings.monitor_metrics_port, "metrics")
     partitions = preflight.source_partitions(settings)
+    preflight.ensure_changelogs(settings, partitions)
     monitor = Monitor(settings, partitions)
     monitor.metrics.serve(settings.monitor_metrics_host, settings.monitor_metrics_port)
     worker = faust.Worker(

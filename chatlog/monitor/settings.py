@@ -40,11 +40,11 @@ class MonitorSettings(KafkaSettings):
         "the default is the status topic's retention.",
     )
     monitor_interval_s: float = Field(5.0, gt=0, description="Seconds between coverage evaluations.")
-    monitor_warmup_s: float = Field(
-        5.0,
-        ge=0,
-        description="After the tables are recovered, wait this long for the consumers to catch up "
-        "before reporting (until then /coverage says ready=false and no gauges are exported).",
+    monitor_catch_up_s: float = Field(
+        120.0,
+        gt=0,
+        description="The first report waits until the agents have folded the source topics up to their "
+        "end offsets at start (so no live worker looks dead); at most this many seconds.",
     )
     monitor_report_limit: int = Field(
         1000, ge=0, description="Uncovered channels listed per replica in /coverage (`?limit=N` overrides)."

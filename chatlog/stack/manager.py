@@ -108,3 +108,25 @@ def service_log(settings: StackSettings, name: str) -> str:
         if svc.name == name:
             return str(svc.log_file)
     raise StackError(f"unknown service {name!r}; one of: kafka, cassandra, inspircd")
+
+
+def stop_service(settings: StackSettings, name: str, *, kill: bool = False) -> None:
+    """Stop one service (SIGTERM, or SIGKILL with ``kill``); ``up`` starts it again. For fault injection."""
+    import os
+    import signal
+
+    for svc in all_services(settings):
+        if svc.name != name:
+            continue
+        pid = process.read_pid(svc.pid_file)
+        if pid is None:
+            return
+        if kill:
+            os.killpg(pid, signal.SIGKILL)
+            while process.pid_alive(pid):
+                process.stop(pid, timeout=1)
+        else:
+            process.stop(pid, timeout=60)
+        svc.pid_file.unlink(missing_ok=True)
+        return
+    raise StackError(f"unknown service {name!r}; one of: kafka, cassandra, inspircd")
