@@ -41,6 +41,31 @@ def register(app: typer.Typer) -> None:
         if report.lost:
             raise typer.Exit(1)
 
+    @bench_app.command("e2e")
+    def bench_e2e(
+        rates: Annotated[str, typer.Option(help="Comma-separated messages/s.")] = "1000,2000,5000",
+        duration: Annotated[float, typer.Option(help="Seconds per rate.")] = 30.0,
+        channels: Annotated[int, typer.Option()] = 200,
+    ) -> None:
+        """End-to-end latency (IRC send to Cassandra row) at fixed rates through the whole pipeline."""
+        from chatlog.bench_pipeline import e2e_latency
+        from chatlog.settings import StackSettings, load
+
+        e2e_latency(load(StackSettings), [float(r) for r in rates.split(",")], duration, channels)
+
+    @bench_app.command("scale")
+    def bench_scale(
+        sizes: Annotated[str, typer.Option(help="Comma-separated channel counts.")] = "10000,50000,100000",
+        workers: Annotated[int, typer.Option()] = 4,
+        join_rate: Annotated[int, typer.Option(help="JOINs per 10 s per ingester.")] = 2000,
+        timeout: Annotated[float, typer.Option(help="Give up after this many seconds per size.")] = 600.0,
+    ) -> None:
+        """Time to confirm 10k-100k channels over N ingesters, and RSS per ingester."""
+        from chatlog.bench_pipeline import scale
+        from chatlog.settings import StackSettings, load
+
+        scale(load(StackSettings), [int(x) for x in sizes.split(",")], workers, join_rate, timeout)
+
     @app.command()
     def smoke() -> None:
         """One chat event through Kafka and one row through Cassandra (a quick check of the stack)."""

@@ -314,7 +314,9 @@ class Run:
         sent = read_sent(sent_file) if sent_file.exists() else []
         since = min((m.sent_at_ms for m in sent), default=int(self.t0 * 1000)) - 60_000
         until = max((m.sent_at_ms for m in sent), default=int(time.time() * 1000)) + 60_000
-        stored = stored_tokens(self.settings, self.channels, since, until)
+        written_at: dict[str, int] = {}
+        stored = stored_tokens(self.settings, self.channels, since, until, written_at)
+        latencies = sorted(written_at[m.token] - m.sent_at_ms for m in sent if m.token in written_at)
         prefix = sent[0].token.split("-")[0] if sent else "sim"
         in_topic = topic_tokens(self.settings, prefix)
         lost = [m for m in sent if m.token not in stored]
@@ -342,6 +344,7 @@ class Run:
                 "kafka_records_with_tokens": sum(in_topic.values()),
                 "rows_doubled": sum(1 for c in stored.values() if c > 1),
                 "lost_while_covered": len(lost_covered),
+                "latency_ms": percentiles(latencies),
                 "lost_sample": sorted(m.token for m in lost)[:20],
                 "logs": str(self.run_dir / "logs"),
             },
@@ -378,6 +381,18 @@ class Run:
             title=rep.line(),
         )
         return js, png
+
+
+def percentiles(sorted_values: list[int]) -> dict[str, float]:
+    """p50/p90/p99/max of already sorted values (empty dict when there are none)."""
+    if not sorted_values:
+        return {}
+    n = len(sorted_values)
+
+    def pct(p: float) -> float:
+        return float(sorted_values[min(n - 1, int(p * n))])
+
+    return {"p50": pct(0.50), "p90": pct(0.90), "p99": pct(0.99), "max": float(sorted_values[-1]), "n": n}
 
 
 def rolling_mean(values: list[float], window: int) -> list[float]:

@@ -79,16 +79,23 @@ def topic_tokens(settings: KafkaSettings, prefix: str, timeout: float = 120.0) -
 
 
 def stored_tokens(
-    settings: CassandraSettings, channels: Iterable[str], since_ms: int, until_ms: int
+    settings: CassandraSettings,
+    channels: Iterable[str],
+    since_ms: int,
+    until_ms: int,
+    written_at: dict[str, int] | None = None,
 ) -> Counter[str]:
-    """How many rows per simulator token are in ``messages_by_channel`` for ``channels`` in the window."""
+    """How many rows per simulator token are in ``messages_by_channel`` for ``channels`` in the window.
+
+    With ``written_at``, also fills in each token's Cassandra write time (epoch ms, the sink's clock).
+    """
     from cassandra.concurrent import execute_concurrent_with_args
 
     logging.getLogger("cassandra.protocol").setLevel(logging.ERROR)  # server warnings per query
     cluster, session = connect(settings, timeout=60)
     try:
         stmt = session.prepare(
-            f"SELECT text FROM {settings.cassandra_keyspace}.messages_by_channel "
+            f"SELECT text, writetime(kind) AS wt FROM {settings.cassandra_keyspace}.messages_by_channel "
             "WHERE channel = ? AND bucket = ?"
         )
         stmt.fetch_size = 5000
@@ -104,6 +111,8 @@ def stored_tokens(
                 tok = token_of(row.text)
                 if tok:
                     counts[tok] += 1
+                    if written_at is not None and row.wt is not None:
+                        written_at[tok] = min(written_at.get(tok, row.wt // 1000), row.wt // 1000)
         return counts
     finally:
         cluster.shutdown()
