@@ -152,7 +152,8 @@ def scale(
             "confirmed": int(confirmed),
             "bound_by_join_rate_s": round(n / workers / (join_rate / 10), 1),
             "rss_mib_per_worker": [round(r) for r in rss],
-            "rss_mib_per_25k_channels": round(max(rss) / (n / workers) * 25_000, 1),
+            "channels_per_worker": n // workers,
+            "rss_mib_max": round(max(rss)),
         }
         out.append(row)
         print(json.dumps(row), flush=True)
