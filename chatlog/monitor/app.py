@@ -215,6 +215,7 @@ class Monitor:
         if not await self._check_ready():
             self.metrics.ready.set(0)
             return
+        started = time.perf_counter()
         channel_rows = list(self.channels.items())
         heartbeat_values = list(self.heartbeats.values())
         try:
@@ -222,6 +223,7 @@ class Monitor:
         except Exception:
             log.exception("coverage evaluation failed")
             return
+        self.metrics.evaluation_seconds.set(time.perf_counter() - started)
         self.metrics.export(report)
         self.metrics.ready.set(1)
         if (self._report is None or self._report.ok) != report.ok:
@@ -233,7 +235,6 @@ class Monitor:
         self, channel_rows: list[tuple[str, bytes]], heartbeat_values: list[bytes]
     ) -> CoverageReport:
         """Decode the table contents and run the pure evaluation (called in a thread)."""
-        started = time.perf_counter()
         channels = {}
         for login, raw in channel_rows:
             try:
@@ -252,7 +253,6 @@ class Monitor:
             previous_since=self._since,
         )
         self._since = report.since
-        self.metrics.evaluation_seconds.set(time.perf_counter() - started)
         return report
 
     # -- web ----------------------------------------------------------------------------------------

@@ -1,5 +1,7 @@
 """``chatlog bench monitor``: how fast the faust monitor folds the registry and heartbeats, and evaluates.
 
+Also ``python -m chatlog.monitor.bench`` (defaults).
+
 On throw-away topics (deleted afterwards, with the monitor's changelog topics and group):
 
 1. ``channels`` registry records are produced as `chatlog channels add` writes them (lz4, murmur2);

@@ -7,8 +7,10 @@ from typing import Annotated
 import typer
 
 
-def register(app: typer.Typer) -> None:
-    """Attach ``monitor`` to the main app."""
+def register(app: typer.Typer, bench: typer.Typer | None = None) -> None:
+    """Attach ``monitor`` to the main app (and ``monitor`` to the bench app when one is given)."""
+    if bench is not None:
+        _register_bench(bench)
 
     @app.command()
     def monitor(
@@ -47,3 +49,21 @@ def register(app: typer.Typer) -> None:
             monitor_app_id=app_id,
         )
         run(settings)
+
+
+def _register_bench(bench: typer.Typer) -> None:
+    @bench.command("monitor")
+    def bench_monitor(
+        channels: Annotated[int, typer.Option(min=1, help="Registered channels.")] = 100_000,
+        workers: Annotated[int, typer.Option(min=1, help="Ingesters sending heartbeats.")] = 100,
+        beats: Annotated[int, typer.Option(min=1, help="Heartbeats per ingester.")] = 20,
+    ) -> None:
+        """Folding rates (registry records/s, heartbeats/s) and evaluation time of the monitor."""
+        import json
+
+        from chatlog.monitor.bench import run
+        from chatlog.settings import KafkaSettings, load
+
+        typer.echo(
+            json.dumps(run(load(KafkaSettings), channels=channels, workers=workers, beats=beats), indent=2)
+        )

@@ -41,7 +41,9 @@ class MonitorMetrics:
             f"{_PREFIX}_records", "Records folded into the tables.", ["topic", "outcome"], registry=r
         )
         self.evaluation_seconds = Gauge(
-            f"{_PREFIX}_evaluation_seconds", "Duration of the last coverage evaluation.", registry=r
+            f"{_PREFIX}_evaluation_seconds",
+            "Duration of the last coverage evaluation (table snapshot included).",
+            registry=r,
         )
         self._replicas: set[str] = set()
 
