@@ -24,6 +24,9 @@ def register(app: typer.Typer) -> None:
 
     chatlog.simulate_cli.register(app)
     init_cli.register(app)
+    import chatlog.monitor.cli
+
+    chatlog.monitor.cli.register(app, bench_app)
 
     @app.command()
     def demo(
