@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
-from pydantic import Field, SecretStr, ValidationError
+from pydantic import Field, SecretStr, ValidationError, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from chatlog.errors import SettingsError
@@ -94,6 +94,13 @@ class StackSettings(KafkaSettings, CassandraSettings):
     cassandra_heap: str = Field(default="1200m", description="Cassandra JVM heap.")
     irc_port: int = Field(default=6667, ge=1, le=65535, description="InspIRCd client port.")
     start_timeout_s: float = Field(default=150.0, gt=0, description="How long `up` waits for each service.")
+
+    @model_validator(mode="after")
+    def _clients_follow_the_stack_port(self) -> StackSettings:
+        """Without an explicit bootstrap address, clients use the stack's own Kafka port."""
+        if "kafka_bootstrap_servers" not in self.model_fields_set:
+            object.__setattr__(self, "kafka_bootstrap_servers", f"127.0.0.1:{self.kafka_port}")
+        return self
 
 
 class IrcSettings(_Base):
