@@ -52,6 +52,16 @@ test: check ## the whole suite: lint, types, unit and integration tests against 
 chaos: setup ## fault injection on the whole pipeline (restarts stack services: run it alone)
 	$(BIN)/pytest tests/integration/chaos -m chaos -s
 
+bench: setup ## every benchmark on the local stack; JSON and PNG under results/
+	$(BIN)/chatlog stack up
+	$(BIN)/chatlog bench parse
+	$(BIN)/chatlog bench ingest
+	$(BIN)/chatlog bench rebalance
+	$(BIN)/chatlog bench sink
+	$(BIN)/chatlog bench e2e
+	$(BIN)/chatlog bench scale
+	$(BIN)/chatlog bench monitor
+
 demo: setup ## the main job
 	$(BIN)/chatlog stack up
 	$(BIN)/chatlog demo
