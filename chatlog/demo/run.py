@@ -13,7 +13,6 @@ import contextlib
 import json
 import secrets
 import time
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -22,6 +21,7 @@ from rich.live import Live
 from rich.table import Table
 
 from chatlog.demo import progress
+from chatlog.demo.faults import Fault, at, kill_ingester, start_ingester
 from chatlog.demo.observer import NamesObserver, worker_of
 from chatlog.demo.plot import plot_run
 from chatlog.demo.report import CoverageSample, RunReport, covered_at, max_gap_s, recovery_s
@@ -29,34 +29,6 @@ from chatlog.demo.supervisor import Supervisor
 from chatlog.demo.verify import TopicSize, stored_tokens, topic_tokens
 from chatlog.errors import ChatlogError
 from chatlog.settings import PROJECT_ROOT, StackSettings
-
-Action = Callable[["Run", Supervisor], None]
-
-
-@dataclass(frozen=True)
-class Fault:
-    at: float  # fraction of the sending time
-    label: str
-    action: Action
-
-
-def kill_ingester(worker: str) -> Fault:
-    def act(run: Run, sup: Supervisor) -> None:
-        sup.kill9(worker)
-        run.killed.append((worker, run.workers[worker], time.time()))
-
-    return Fault(0.0, f"kill -9 {worker}", act)
-
-
-def start_ingester(worker: str, replica: int) -> Fault:
-    def act(run: Run, sup: Supervisor) -> None:
-        run.start_ingester(sup, worker, replica)
-
-    return Fault(0.0, f"start {worker}", act)
-
-
-def at(fraction: float, fault: Fault) -> Fault:
-    return Fault(fraction, fault.label, fault.action)
 
 
 @dataclass

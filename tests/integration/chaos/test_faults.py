@@ -14,7 +14,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from chatlog.demo.run import Fault, RunConfig, at, execute, kill_ingester, start_ingester
+from chatlog.demo.faults import Fault, at, kill_ingester, start_ingester
+from chatlog.demo.run import RunConfig, execute
 from chatlog.demo.supervisor import Supervisor
 from chatlog.settings import StackSettings
 from chatlog.stack import manager
