@@ -147,8 +147,10 @@ class Totals:
     duplicates: int = 0
     late_dropped: int = 0
     written: WriteStats = field(default_factory=WriteStats)
+    reports: list[BatchReport] = field(default_factory=list)
 
     def add(self, report: BatchReport) -> None:
+        self.reports.append(report)
         self.batches += 1
         self.events_in += report.events_in
         self.invalid += report.invalid
@@ -163,7 +165,6 @@ class BatchTracker:
     def __init__(self, metrics: Metrics | None) -> None:
         self.metrics = metrics
         self.totals = Totals()
-        self.reports: list[BatchReport] = []
         self._written: dict[int, WriteStats] = {}
         self._reported: set[int] = set()
         self._lock = threading.Lock()
@@ -185,7 +186,6 @@ class BatchTracker:
             report = BatchReport.from_progress(progress, stats)
             self._reported.add(batch_id)
             self.totals.add(report)
-            self.reports.append(report)
             if report.late_dropped:
                 log.warning("batch %d: Spark dropped %d late rows", batch_id, report.late_dropped)
             if report.events_in or report.written.rows_total:

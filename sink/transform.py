@@ -121,10 +121,16 @@ def sink_rows(
     observation: str | Observation | None = None,
 ) -> DataFrame:
     """The whole transformation: Kafka rows -> deduplicated valid values plus the invalid records."""
+    from pyspark.sql import functions as F
+
     parsed = parse(kafka)
     if observation is not None:
         parsed = counted(parsed, observation)
     rows = keyed(parsed)
     if not include_invalid:
         rows = rows.where(rows.reason.isNull())
-    return deduplicate(rows, watermark_ms).select(*SINK_COLUMNS)
+    deduped = deduplicate(rows, watermark_ms)
+    # the writer needs the Kafka position of invalid records only: not shipping it for the rest saves
+    # a string per event on the way to Python
+    source = F.when(F.col("reason").isNotNull(), F.col("source")).alias("source")
+    return deduped.select("value", "reason", source)

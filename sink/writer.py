@@ -138,7 +138,7 @@ def write_partition(records: Iterable[Any], settings: SinkSettings) -> WriteStat
         if event is None:
             if dead is None:
                 dead = _dead_letters(settings)
-            dead.send(data, reason or "empty record (no value)", source)
+            dead.send(data, reason or "empty record (no value)", source or "unknown (valid for Spark)")
             stats.deadletters += 1
             continue
         stats.events += 1
