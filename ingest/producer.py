@@ -125,6 +125,9 @@ class IngestProducer:
             except MalformedLine as exc:
                 self._malformed(line, str(exc))
                 continue
+            except Exception as exc:  # a parser bug must not lose the line or stop the connection
+                self._malformed(line, f"parser failed: {type(exc).__name__}: {exc}")
+                continue
             if event is None:
                 not_chat += 1
                 continue
@@ -163,7 +166,7 @@ class IngestProducer:
     # -- malformed lines -------------------------------------------------------------------------
     def _malformed(self, line: str, reason: str) -> None:
         self.counts.malformed += 1
-        self.dead_letter(line.encode("utf-8", "surrogateescape"), reason)
+        self.dead_letter(line.encode("utf-8", "surrogatepass"), reason)
         kind = reason.split(" '", 1)[0]
         now = self._clock()
         last, suppressed = self._malformed_logged.get(kind, (None, 0))

@@ -107,16 +107,15 @@ class Worker:
         ]
         stop_task = asyncio.create_task(stop.wait(), name="stop")
         watch_task = asyncio.create_task(self._watch(), name="watch")
-        done, _ = await asyncio.wait({pool_task, stop_task, watch_task}, return_when=asyncio.FIRST_COMPLETED)
-        for task in (stop_task, watch_task):
-            task.cancel()
+        watched: set[asyncio.Task[Any]] = {pool_task, stop_task, watch_task, *helpers}
+        done, _ = await asyncio.wait(watched, return_when=asyncio.FIRST_COMPLETED)
+        stop_task.cancel()
+        watch_task.cancel()
         code = 0
-        if pool_task in done:
+        if stop_task not in done:
             code = 1
-            exc = pool_task.exception()
-            log.error("the IRC pool stopped: %s", exc or "without an error")
-        elif watch_task in done:
-            code = 1
+            for failed in done & {pool_task, *helpers}:
+                log.error("%s stopped: %r", failed.get_name(), failed.exception() or "without an error")
         else:
             log.info(
                 "signal received: leaving the group, draining for %.1fs",

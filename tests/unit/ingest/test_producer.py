@@ -148,6 +148,22 @@ def test_malformed_lines_are_dead_lettered_and_logged_once_per_reason(
     assert "sample:" in logged[0] and "x0" in logged[0]
 
 
+def test_a_parser_crash_is_dead_lettered_like_a_malformed_line() -> None:
+    def parse(line: str, **kw: Any) -> chat_event.ChatEvent | None:
+        if "boom" in line:
+            raise IndexError("bug")
+        return None
+
+    fake = FakeProducer()
+    ingest = IngestProducer(IngestSettings(topic_deadletter="dl"), "w1", producer=fake, parse=parse)
+    ingest.on_lines(["PRIVMSG #a :boom", "PING :x"], 1)
+    ingest.poll()
+    [dead] = fake.produced
+    assert dead.topic() == "dl" and dead.value() == b"PRIVMSG #a :boom"
+    assert dict(dead.headers() or [])["reason"] == b"parser failed: IndexError: bug"
+    assert ingest.counts.malformed == 1 and ingest.counts.not_chat == 1
+
+
 def test_retriable_delivery_failure_is_produced_again_with_the_same_record() -> None:
     failures = {"n": 0}
 
