@@ -351,15 +351,20 @@ def _plot(result: dict[str, Any], path: Path) -> None:
     import matplotlib.pyplot as plt
 
     fig, (left, right) = plt.subplots(1, 2, figsize=(10, 3.6), dpi=80)
-    thr = result["throughput"]
-    labels = ["Spark sink"] + [
-        f"raw {r['processes']}p{' per row' if not r['batching'] else ''}" for r in thr["raw"]
-    ]
-    values = [thr["spark"]["rows_per_s"]] + [r["rows_per_s"] for r in thr["raw"]]
-    left.bar(labels, values, color=["#d62728"] + ["#1f77b4"] * len(thr["raw"]))
-    left.set_ylabel("Cassandra rows/s")
-    left.set_title("Throughput (same rows)")
-    left.tick_params(axis="x", labelsize=8)
+    thr = result.get("throughput")
+    if thr is None:
+        left.set_axis_off()
+    else:
+        labels = ["Spark sink", "Spark sink steady"] + [
+            f"raw {r['processes']}p{' per row' if not r['batching'] else ''}" for r in thr["raw"]
+        ]
+        values = [thr["spark"]["rows_per_s"], thr["spark"]["steady_rows_per_s"] or 0] + [
+            r["rows_per_s"] for r in thr["raw"]
+        ]
+        left.bar(labels, values, color=["#d62728", "#ff7f0e"] + ["#1f77b4"] * len(thr["raw"]))
+        left.set_ylabel("Cassandra rows/s")
+        left.set_title("Throughput (same rows)")
+        left.tick_params(axis="x", labelsize=7)
     lat = result.get("latency")
     if lat and lat["timeline"]:
         xs, ys = zip(*lat["timeline"], strict=True)
@@ -369,28 +374,52 @@ def _plot(result: dict[str, Any], path: Path) -> None:
         right.set_ylabel("produce -> row written (ms)")
         right.set_title(f"Latency at {lat['rate_achieved']}/s, trigger {lat['trigger']}")
         right.legend(loc="upper right", fontsize=8)
+    else:
+        right.set_axis_off()
     fig.tight_layout()
     fig.savefig(path)
     plt.close(fig)
 
 
 def run_bench(
-    settings: SinkSettings, *, events: int, rate: int, latency_s: float, trigger: str | None = None
+    settings: SinkSettings,
+    *,
+    events: int,
+    rate: int,
+    latency_s: float,
+    trigger: str | None = None,
+    name: str = "bench_sink",
 ) -> str:
-    """Run both benchmarks; write results/bench_sink.json and .png; return a summary."""
+    """Run the benchmarks (``events=0`` skips throughput, ``latency_s=0`` latency); write
+    results/<name>.json and .png; return a summary."""
     tag = uuid.uuid4().hex[:6]
     RESULTS.mkdir(exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="bench-sink-") as tmp:
         work = Path(tmp)
-        result: dict[str, Any] = {"throughput": _throughput(settings, events, work, f"{tag}t")}
+        result: dict[str, Any] = {}
+        if events > 0:
+            result["throughput"] = _throughput(settings, events, work, f"{tag}t")
         if latency_s > 0:
             result["latency"] = _latency(
                 settings, rate, latency_s, trigger or settings.sink_trigger, work, f"{tag}l"
             )
-    (RESULTS / "bench_sink.json").write_text(json.dumps(result, indent=1))
-    _plot(result, RESULTS / "bench_sink.png")
-    thr = result["throughput"]
-    lines = [
+    (RESULTS / f"{name}.json").write_text(json.dumps(result, indent=1))
+    _plot(result, RESULTS / f"{name}.png")
+    lines = []
+    if "throughput" in result:
+        lines += _throughput_lines(result["throughput"])
+    if "latency" in result:
+        lat = result["latency"]
+        lines.append(
+            f"latency at {lat['rate_achieved']} events/s, trigger {lat['trigger']}: p50 {lat['p50_ms']} ms, "
+            f"p95 {lat['p95_ms']} ms, p99 {lat['p99_ms']} ms, max {lat['max_ms']} ms ({lat['events']} events)"
+        )
+    lines.append(f"results: {RESULTS / (name + '.json')}, {RESULTS / (name + '.png')}")
+    return "\n".join(lines)
+
+
+def _throughput_lines(thr: dict[str, Any]) -> list[str]:
+    return [
         f"sink: {thr['spark']['events_per_s']} events/s = {thr['spark']['rows_per_s']} rows/s "
         f"({thr['spark']['events']} events, {thr['spark']['duplicates_dropped']} duplicates dropped, "
         f"{thr['spark']['seconds']}s)",
@@ -404,11 +433,3 @@ def run_bench(
         f"sink / best raw (batched): {thr['spark_vs_best_raw']}x overall, "
         f"{thr['spark_steady_vs_best_raw']}x steady",
     ]
-    if "latency" in result:
-        lat = result["latency"]
-        lines.append(
-            f"latency at {lat['rate_achieved']} events/s, trigger {lat['trigger']}: p50 {lat['p50_ms']} ms, "
-            f"p95 {lat['p95_ms']} ms, p99 {lat['p99_ms']} ms, max {lat['max_ms']} ms ({lat['events']} events)"
-        )
-    lines.append(f"results: {RESULTS / 'bench_sink.json'}, {RESULTS / 'bench_sink.png'}")
-    return "\n".join(lines)

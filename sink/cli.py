@@ -107,10 +107,11 @@ def register(app: typer.Typer, bench: typer.Typer) -> None:
 
     @bench.command("sink")
     def bench_sink(
-        events: Annotated[int, typer.Option(help="Events to produce for the throughput run.")] = 200_000,
+        events: Annotated[int, typer.Option(help="Events for the throughput run (0 = skip).")] = 150_000,
         rate: Annotated[int, typer.Option(help="Events/s for the latency run.")] = 5000,
         latency_s: Annotated[float, typer.Option(help="Seconds of the latency run (0 = skip).")] = 60.0,
         trigger: Annotated[str | None, typer.Option(help="Trigger interval of the latency run.")] = None,
+        name: Annotated[str, typer.Option(help="Results file name under results/.")] = "bench_sink",
     ) -> None:
         """Sink throughput (Kafka -> Spark -> Cassandra) next to a raw driver insert, and latency."""
         from chatlog.settings import load
