@@ -119,5 +119,7 @@ def register(app: typer.Typer, bench: typer.Typer) -> None:
         from sink.settings import SinkSettings
 
         typer.echo(
-            run_bench(load(SinkSettings), events=events, rate=rate, latency_s=latency_s, trigger=trigger)
+            run_bench(
+                load(SinkSettings), events=events, rate=rate, latency_s=latency_s, trigger=trigger, name=name
+            )
         )
