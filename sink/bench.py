@@ -172,7 +172,11 @@ def _fresh(settings: SinkSettings, tag: str, work: Path) -> SinkSettings:
 
 
 def _drop(settings: SinkSettings, keyspaces: list[str]) -> None:
+    """Remove what a run created: its keyspaces and its topics."""
+    import contextlib
+
     from chatlog.cql import connect
+    from chatlog.kafka_admin import admin_client
 
     cluster, session = connect(settings)
     try:
@@ -180,6 +184,10 @@ def _drop(settings: SinkSettings, keyspaces: list[str]) -> None:
             session.execute(f"DROP KEYSPACE IF EXISTS {ks}", timeout=120)
     finally:
         cluster.shutdown()
+    names = [settings.topic_messages, settings.topic_deadletter, settings.topic_channels, settings.topic_status]
+    for future in admin_client(settings).delete_topics(names, operation_timeout=30).values():
+        with contextlib.suppress(Exception):
+            future.result(timeout=60)
 
 
 def _throughput(settings: SinkSettings, events: int, work: Path, tag: str) -> dict[str, Any]:
