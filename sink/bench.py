@@ -184,7 +184,8 @@ def _drop(settings: SinkSettings, keyspaces: list[str]) -> None:
             session.execute(f"DROP KEYSPACE IF EXISTS {ks}", timeout=120)
     finally:
         cluster.shutdown()
-    names = [settings.topic_messages, settings.topic_deadletter, settings.topic_channels, settings.topic_status]
+    s = settings
+    names = [s.topic_messages, s.topic_deadletter, s.topic_channels, s.topic_status]
     for future in admin_client(settings).delete_topics(names, operation_timeout=30).values():
         with contextlib.suppress(Exception):
             future.result(timeout=60)
