@@ -201,13 +201,14 @@ class PreparedTable:
         self._serializers = [c.type.serialize for c in statement.column_metadata]
 
     def bind(self, values: tuple[Any, ...]) -> Any:
-        from cassandra.query import BoundStatement
+        """A bound insert; a missing value (None) is left *unset*, so it writes no tombstone."""
+        from cassandra.query import UNSET_VALUE, BoundStatement
 
         proto = self._proto
         bound = BoundStatement(self.statement)
         bound.raw_values = values
         bound.values = [
-            None if v is None else s(v, proto) for v, s in zip(values, self._serializers, strict=True)
+            UNSET_VALUE if v is None else s(v, proto) for v, s in zip(values, self._serializers, strict=True)
         ]
         return bound
 

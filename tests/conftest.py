@@ -60,7 +60,7 @@ def fresh_topics(stack: StackSettings, unique: str) -> Iterator[StackSettings]:
     ]
     for fut in admin_client(settings).delete_topics(names, operation_timeout=30).values():
         with contextlib.suppress(Exception):
-            fut.result()
+            fut.result(timeout=60)
 
 
 @pytest.fixture
