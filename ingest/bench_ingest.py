@@ -10,7 +10,8 @@ Measured:
 
 * ``ingest``: chat events acknowledged by Kafka per second, from the first byte blasted to the moment
   the ingester's ``chatlog_ingest_events_delivered`` counter (sampled every 0.1 s) reached the number of
-  chat events sent; plus the ingester's CPU seconds.
+  chat events sent; plus the ingester's CPU seconds. Best of ``repeat`` runs (each a fresh ingester
+  process and fake server); every run's rate is kept.
 * ``raw``: a bare confluent-kafka producer in this process sending the same encoded records (same keys,
   same producer settings), per compression codec (best of two), from the first ``produce`` to the end
   of ``flush``, with the bytes on the wire per event.
@@ -215,7 +216,9 @@ def _raw_rate(
     }
 
 
-def run(*, lines: int, out: Path, profile: Path | None = None, timeout: float = 300.0) -> dict[str, Any]:
+def run(
+    *, lines: int, out: Path, profile: Path | None = None, repeat: int = 1, timeout: float = 300.0
+) -> dict[str, Any]:
     base = load(IngestSettings)
     uid = uuid.uuid4().hex[:8]
     names = {f"topic_{r}": f"bench.{uid}.{r}" for r in ("channels", "messages", "deadletter", "status")}
@@ -225,13 +228,22 @@ def run(*, lines: int, out: Path, profile: Path | None = None, timeout: float = 
     ensure_topics(settings.model_copy(update={"topic_messages": raw_topic}))
     admin = AdminClient(settings.kafka_client_config())
     try:
-        return _run(settings, raw_topic, lines=lines, out=out, profile=profile, timeout=timeout)
+        return _run(
+            settings, raw_topic, lines=lines, out=out, profile=profile, timeout=timeout, repeat=repeat
+        )
     finally:
         admin.delete_topics([*names.values(), raw_topic], operation_timeout=30)
 
 
 def _run(
-    settings: IngestSettings, raw_topic: str, *, lines: int, out: Path, profile: Path | None, timeout: float
+    settings: IngestSettings,
+    raw_topic: str,
+    *,
+    lines: int,
+    out: Path,
+    profile: Path | None,
+    timeout: float,
+    repeat: int,
 ) -> dict[str, Any]:
     load_before = round(os.getloadavg()[0], 2)
     text = corpus(CORPUS_LINES)
@@ -239,6 +251,58 @@ def _run(
     chat = [e is not None for e in events]
     channels = {e.channel for e in events if e is not None}
     Registry(settings).add(channels)
+    runs = [_ingest_once(settings, text, chat, channels, lines, profile, timeout) for _ in range(repeat)]
+    ingest = max(runs, key=lambda r: r["events_per_s"])
+    records = [(encode(e), e.channel) for e in events if e is not None]
+    raw = [
+        max(
+            (_raw_rate(settings, raw_topic, records, ingest["events"], codec) for _ in range(_RAW_REPEAT)),
+            key=lambda r: r["events_per_s"],
+        )
+        for codec in _CODECS
+    ]
+    same = next(r for r in raw if r["codec"] == settings.ingest_compression)
+    result = {
+        "benchmark": "ingest",
+        "lines_sent": ingest["lines"],
+        "events": ingest["events"],
+        "ingest": ingest,
+        "ingest_events_per_s_all_runs": [r["events_per_s"] for r in runs],
+        "raw_producer": raw,
+        "ingest_vs_raw": round(ingest["events_per_s"] / same["events_per_s"], 2),
+        "goal": {"events_per_s": 100_000, "vs_raw": 0.5},
+        "settings": {
+            "compression": settings.ingest_compression,
+            "linger_ms": settings.ingest_linger_ms,
+            "batch_bytes": settings.ingest_batch_bytes,
+            "messages_partitions": settings.messages_partitions,
+            "corpus_lines": CORPUS_LINES,
+            "profiled": profile is not None,
+        },
+        "machine": {
+            "cpus": os.cpu_count(),
+            "load_avg_1m_before_after": [load_before, round(os.getloadavg()[0], 2)],
+            "python": platform.python_version(),
+            "platform": platform.platform(),
+        },
+        "at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+    }
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(result, indent=2) + "\n")
+    _plot(result, out.with_suffix(".png"))
+    return result
+
+
+def _ingest_once(
+    settings: IngestSettings,
+    text: list[str],
+    chat: list[bool],
+    channels: set[str],
+    lines: int,
+    profile: Path | None,
+    timeout: float,
+) -> dict[str, Any]:
+    """One ingester process against one fake server: the measured run."""
     ctx = multiprocessing.get_context("spawn")
     queue = ctx.Queue()
     server = ctx.Process(target=_serve, args=(text, chat, lines, channels, queue), daemon=True)
@@ -279,43 +343,7 @@ def _run(
     finally:
         server.terminate()
         server.join(10)
-    records = [(encode(e), e.channel) for e in events if e is not None]
-    raw = [
-        max(
-            (_raw_rate(settings, raw_topic, records, ingest["events"], codec) for _ in range(_RAW_REPEAT)),
-            key=lambda r: r["events_per_s"],
-        )
-        for codec in _CODECS
-    ]
-    same = next(r for r in raw if r["codec"] == settings.ingest_compression)
-    result = {
-        "benchmark": "ingest",
-        "lines_sent": ingest["lines"],
-        "events": ingest["events"],
-        "ingest": ingest,
-        "raw_producer": raw,
-        "ingest_vs_raw": round(ingest["events_per_s"] / same["events_per_s"], 2),
-        "goal": {"events_per_s": 100_000, "vs_raw": 0.5},
-        "settings": {
-            "compression": settings.ingest_compression,
-            "linger_ms": settings.ingest_linger_ms,
-            "batch_bytes": settings.ingest_batch_bytes,
-            "messages_partitions": settings.messages_partitions,
-            "corpus_lines": CORPUS_LINES,
-            "profiled": profile is not None,
-        },
-        "machine": {
-            "cpus": os.cpu_count(),
-            "load_avg_1m_before_after": [load_before, round(os.getloadavg()[0], 2)],
-            "python": platform.python_version(),
-            "platform": platform.platform(),
-        },
-        "at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-    }
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(result, indent=2) + "\n")
-    _plot(result, out.with_suffix(".png"))
-    return result
+    return ingest
 
 
 def _measure(

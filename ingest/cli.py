@@ -148,11 +148,12 @@ def register(app: typer.Typer, bench: typer.Typer) -> None:
         profile: Annotated[
             Path | None, typer.Option(help="Also write a cProfile of the ingester to this file.")
         ] = None,
+        repeat: Annotated[int, typer.Option(min=1, help="Ingester runs; the best counts.")] = 3,
     ) -> None:
         """One ingester fed by a local IRC blaster: events acked by Kafka per second vs the raw producer."""
         from ingest import bench_ingest as b
 
-        result = b.run(lines=lines, out=out, profile=profile)
+        result = b.run(lines=lines, out=out, profile=profile, repeat=repeat)
         typer.echo(b.summary(result))
 
     @bench.command("rebalance")

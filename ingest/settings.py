@@ -62,7 +62,7 @@ class IngestSettings(PoolSettings, KafkaSettings):
     )
     ingest_heartbeat_s: float = Field(2.0, gt=0, description="Seconds between status heartbeats.")
     ingest_compression: Literal["zstd", "lz4", "snappy", "gzip", "none"] = Field(
-        "zstd", description="Producer compression; zstd: ~2x smaller than lz4 and no slower (bench ingest)."
+        "zstd", description="Producer compression; zstd: half the bytes of lz4, no slower (bench ingest)."
     )
     ingest_linger_ms: float = Field(5.0, ge=0, description="Producer linger.ms (batching delay).")
     ingest_batch_bytes: int = Field(1_000_000, ge=1024, description="Producer batch.size (bytes).")
