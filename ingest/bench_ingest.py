@@ -32,6 +32,7 @@ import multiprocessing
 import os
 import platform
 import re
+import shutil
 import signal
 import socket
 import subprocess
@@ -343,6 +344,7 @@ def _ingest_once(
     finally:
         server.terminate()
         server.join(10)
+    shutil.rmtree(work, ignore_errors=True)  # kept when the run failed: the error names the log
     return ingest
 
 

@@ -19,6 +19,7 @@ import asyncio
 import json
 import os
 import re
+import shutil
 import statistics
 import tempfile
 import time
@@ -167,9 +168,11 @@ def run(
             "CHATLOG_IRC_JOIN_RATE": str(join_rate),
             "CHATLOG_METRICS_PORT": "0",
         }
-        with Supervisor(Path(tempfile.mkdtemp(prefix="bench_rebalance_")), env=env) as sup:
+        logs = Path(tempfile.mkdtemp(prefix="bench_rebalance_"))
+        with Supervisor(logs, env=env) as sup:
             bench = _Bench(settings, sup, names_list, uid)
             rounds_out = asyncio.run(_scenario(bench, workers, rounds, timeout))
+        shutil.rmtree(logs, ignore_errors=True)  # kept when the run failed: the error names the log
     finally:
         AdminClient(settings.kafka_client_config()).delete_topics(list(names.values()), operation_timeout=30)
     kills = [r["kill_to_all_confirmed_s"] for r in rounds_out]
