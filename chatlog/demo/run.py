@@ -104,6 +104,7 @@ class Run:
             "CHATLOG_IRC_FLAVOR": "ircv3",
             "CHATLOG_IRC_JOIN_RATE": "1000",
             "CHATLOG_METRICS_PORT": "0",
+            "CHATLOG_INGEST_GROUP_PREFIX": f"{self.config.name}-{self.run_id}-ingest",
             "CHATLOG_SINK_CHECKPOINT": str(self.run_dir / "checkpoint"),
             "CHATLOG_SINK_METRICS_PORT": str(progress.SINK_METRICS_PORT),
             "CHATLOG_SPARK_MASTER": "local[2]",
