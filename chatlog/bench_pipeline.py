@@ -100,14 +100,7 @@ def scale(
     out = []
     for n in sizes:
         ns = f"bench-scale-{n}-{int(time.time())}"
-        s = settings.model_copy(
-            update={
-                "topic_channels": f"{ns}.channels",
-                "topic_messages": f"{ns}.messages",
-                "topic_deadletter": f"{ns}.deadletter",
-                "topic_status": f"{ns}.status",
-            }
-        )
+        s = settings.with_topics(ns)
         ensure_topics(s)
         run_dir = settings.state_dir / "runs" / ns
         run_dir.mkdir(parents=True, exist_ok=True)

@@ -10,9 +10,14 @@ from schemas import cql
 
 
 def connect(
-    settings: CassandraSettings, *, keyspace: str | None = None, timeout: float = 10.0, **cluster_kwargs: Any
+    settings: CassandraSettings,
+    *,
+    keyspace: str | None = None,
+    timeout: float = 10.0,
+    protocol_version: int = 5,
+    **cluster_kwargs: Any,
 ) -> tuple[Any, Any]:
-    """A token-aware (cluster, session) pair for ``settings``; raise on failure."""
+    """A token-aware, DC-aware (cluster, session) pair for ``settings``; raise on failure."""
     from cassandra.auth import PlainTextAuthProvider
     from cassandra.cluster import EXEC_PROFILE_DEFAULT, Cluster, ExecutionProfile
     from cassandra.policies import DCAwareRoundRobinPolicy, TokenAwarePolicy
@@ -32,7 +37,7 @@ def connect(
         auth_provider=auth,
         execution_profiles={EXEC_PROFILE_DEFAULT: profile},
         connect_timeout=timeout,
-        protocol_version=5,
+        protocol_version=protocol_version,
         **cluster_kwargs,
     )
     try:

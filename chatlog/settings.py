@@ -7,7 +7,7 @@ Secrets are ``SecretStr`` and never printed. A wrong value raises :class:`Settin
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Literal, TypeVar
+from typing import Any, Literal, Self, TypeVar
 
 from pydantic import Field, SecretStr, ValidationError, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -39,6 +39,11 @@ class KafkaSettings(_Base):
         default=1, ge=1, description="Replication factor of created topics."
     )
     messages_retention_ms: int = Field(default=7 * 24 * 3600 * 1000, ge=60_000, description="Replay window.")
+
+    def with_topics(self, prefix: str, **update: Any) -> Self:
+        """A copy whose four topics are ``<prefix>.channels`` etc. (plus any other ``update``)."""
+        roles = ("channels", "messages", "deadletter", "status")
+        return self.model_copy(update={**{f"topic_{r}": f"{prefix}.{r}" for r in roles}, **update})
 
     def kafka_client_config(self) -> dict[str, Any]:
         """The librdkafka keys shared by every client (dotted names, as librdkafka wants them)."""

@@ -154,18 +154,13 @@ def _raw_insert(settings: SinkSettings, values: list[bytes], processes: int) -> 
 def _fresh(settings: SinkSettings, tag: str, work: Path) -> SinkSettings:
     from chatlog.kafka_admin import ensure_topics
 
-    fresh = settings.model_copy(
-        update={
-            "topic_messages": f"bench{tag}.messages",
-            "topic_deadletter": f"bench{tag}.deadletter",
-            "topic_channels": f"bench{tag}.channels",
-            "topic_status": f"bench{tag}.status",
-            "channel_buckets": 4,
-            "cassandra_keyspace": f"bench{tag}",
-            "sink_checkpoint": str(work / tag / "checkpoint"),
-            "sink_metrics_port": 0,
-            "cassandra_ttl_s": 0,
-        }
+    fresh = settings.with_topics(
+        f"bench{tag}",
+        channel_buckets=4,
+        cassandra_keyspace=f"bench{tag}",
+        sink_checkpoint=str(work / tag / "checkpoint"),
+        sink_metrics_port=0,
+        cassandra_ttl_s=0,
     )
     ensure_topics(fresh)
     return fresh

@@ -295,37 +295,11 @@ class WorkerSession:
 
 
 def _connect(settings: SinkSettings, **kwargs: Any) -> tuple[Any, Any]:
-    """Like :func:`chatlog.cql.connect` (token-aware, DC-aware) but with native protocol v4: v5
-    checksums every frame with CRC32, which costs the writer ~8% of its CPU for nothing TCP does not
-    already check on a LAN."""
-    from cassandra.auth import PlainTextAuthProvider
-    from cassandra.cluster import EXEC_PROFILE_DEFAULT, Cluster, ExecutionProfile
-    from cassandra.policies import DCAwareRoundRobinPolicy, TokenAwarePolicy
+    """:func:`chatlog.cql.connect` with native protocol v4: v5 checksums every frame with CRC32, which
+    costs the writer ~8% of its CPU for nothing TCP does not already check on a LAN."""
+    from chatlog.cql import connect
 
-    auth = None
-    if settings.cassandra_username and settings.cassandra_password is not None:
-        auth = PlainTextAuthProvider(
-            settings.cassandra_username, settings.cassandra_password.get_secret_value()
-        )
-    profile = ExecutionProfile(
-        load_balancing_policy=TokenAwarePolicy(DCAwareRoundRobinPolicy(local_dc=settings.cassandra_local_dc)),
-        request_timeout=settings.sink_cassandra_timeout_s,
-    )
-    cluster = Cluster(
-        settings.contact_points,
-        port=settings.cassandra_port,
-        auth_provider=auth,
-        execution_profiles={EXEC_PROFILE_DEFAULT: profile},
-        connect_timeout=settings.sink_cassandra_timeout_s,
-        protocol_version=4,
-        **kwargs,
-    )
-    try:
-        session = cluster.connect()
-    except Exception:
-        cluster.shutdown()
-        raise
-    return cluster, session
+    return connect(settings, timeout=settings.sink_cassandra_timeout_s, protocol_version=4, **kwargs)
 
 
 _SESSIONS: dict[Hashable, WorkerSession] = {}

@@ -40,16 +40,7 @@ def fresh_topics(stack: StackSettings, unique: str) -> Iterator[StackSettings]:
     """Stack settings whose four topics are new and empty (created here, deleted afterwards)."""
     from chatlog.kafka_admin import admin_client, ensure_topics
 
-    settings = stack.model_copy(
-        update={
-            "topic_channels": f"t{unique}.channels",
-            "topic_messages": f"t{unique}.messages",
-            "topic_deadletter": f"t{unique}.deadletter",
-            "topic_status": f"t{unique}.status",
-            "channel_buckets": 16,
-            "messages_partitions": 4,
-        }
-    )
+    settings = stack.with_topics(f"t{unique}", channel_buckets=16, messages_partitions=4)
     ensure_topics(settings)
     yield settings
     names = [

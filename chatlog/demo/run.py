@@ -71,16 +71,11 @@ class Run:
         self.run_id = secrets.token_hex(3)
         self.run_dir = settings.state_dir / "runs" / f"{config.name}-{self.run_id}"
         ns = f"{config.name}.{self.run_id}"
-        self.settings = settings.model_copy(
-            update={
-                "topic_channels": f"{ns}.channels",
-                "topic_messages": f"{ns}.messages",
-                "topic_deadletter": f"{ns}.deadletter",
-                "topic_status": f"{ns}.status",
-                "cassandra_keyspace": f"chatlog_{config.name}".replace("-", "_"),
-                "channel_buckets": 16,
-                "messages_partitions": 4,
-            }
+        self.settings = settings.with_topics(
+            ns,
+            cassandra_keyspace=f"chatlog_{config.name}".replace("-", "_"),
+            channel_buckets=16,
+            messages_partitions=4,
         )
         self.stack = settings
         self.channels = [f"d{self.run_id}_{i}" for i in range(config.channels)]
