@@ -87,13 +87,17 @@ def lost_tokens(sent: Iterable[str], stored: Iterable[str]) -> set[str]:
     return set(sent) - set(stored)
 
 
-def covered_at(samples: Sequence[CoverageSample], channel: str, t: float) -> bool:
-    """Whether ``channel`` had a logger (in some replica) at ``t``: in the samples just before and after."""
+def covered_at(samples: Sequence[CoverageSample], channel: str, t: float, *, grace: float = 2.0) -> bool:
+    """Whether ``channel`` had a logger (in some replica) from ``t`` until ``t + grace``.
+
+    A logger must live a moment after a message arrives to read it, produce it and have Kafka
+    acknowledge it: what a process holds when it is killed dies with it. So a message counts as
+    covered only if the samples just before ``t``, every sample up to ``t + grace``, and the first one
+    after it all show the channel covered.
+    """
     before = next((s for s in reversed(samples) if s.t <= t), None)
-    after = next((s for s in samples if s.t >= t), None)
-    return (
-        before is not None
-        and after is not None
-        and channel in before.covered()
-        and channel in after.covered()
-    )
+    after = next((s for s in samples if s.t >= t + grace), None)
+    if before is None or after is None:
+        return False
+    window = [s for s in samples if before.t <= s.t <= after.t]
+    return all(channel in s.covered() for s in window)

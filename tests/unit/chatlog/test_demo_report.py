@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from chatlog.demo.report import CoverageSample, RunReport, lost_tokens, max_gap_s, recovery_s
+from chatlog.demo.report import CoverageSample, RunReport, covered_at, lost_tokens, max_gap_s, recovery_s
 
 
 def cov(t: float, **replicas: set[str]) -> CoverageSample:
@@ -33,3 +33,22 @@ def test_report_line_and_lost() -> None:
     assert lost_tokens(["x", "y", "z"], ["y"]) == {"x", "z"}
     line = RunReport(3, 2, 1, 4, 0.0, 2.25).line()
     assert line == "sent=3 stored=2 lost=1 duplicates_removed=4 max_gap_s=0.0 recovery_s=2.2"
+
+
+def test_covered_at_needs_the_logger_to_outlive_the_grace_period() -> None:
+    samples = [
+        cov(0, r0={"a"}),
+        cov(1, r0={"a"}),
+        cov(2, r0={"a"}),
+        cov(3, r0=set()),
+        cov(4, r0={"a"}),
+        cov(5, r0={"a"}),
+        cov(6, r0={"a"}),
+        cov(7, r0={"a"}),
+    ]
+    assert covered_at(samples, "a", 0.5, grace=1.0)
+    assert not covered_at(samples, "a", 1.5, grace=1.0)  # the logger died before it could ack
+    assert not covered_at(samples, "a", 3.5, grace=1.0)
+    assert covered_at(samples, "a", 4.5, grace=1.0)
+    assert not covered_at(samples, "a", 6.5, grace=1.0)  # no sample after the grace period yet
+    assert not covered_at(samples, "b", 0.5, grace=1.0)
