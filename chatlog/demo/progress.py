@@ -16,7 +16,6 @@ SINK_METRICS_PORT = 9181
 ROWS = "chatlog_sink_events_written"
 EVENTS_IN = "chatlog_sink_events_in"
 DUPLICATES = "chatlog_sink_duplicates_dropped"
-LAG = "chatlog_sink_kafka_lag_records"
 
 
 @dataclass(frozen=True)
@@ -28,7 +27,6 @@ class Stats:
     rows: int = 0
     rows_rate: float = 0.0
     duplicates: int = 0
-    lag: int = -1
     rows_stable_since: float = 0.0
     produced: int = 0
     read: int = 0
@@ -71,7 +69,7 @@ def sink_metrics(port: int = SINK_METRICS_PORT) -> dict[str, float]:
     return out
 
 
-def _pick(metrics: dict[str, float], name: str) -> float | None:
+def pick(metrics: dict[str, float], name: str) -> float | None:
     for key in (name, f"{name}_total"):
         if key in metrics:
             return metrics[key]
@@ -83,9 +81,8 @@ def poll(prev: Stats, sim_log: Path, produced: int) -> Stats:
     now = time.time()
     sent, done = _simulator(sim_log)
     m = sink_metrics()
-    rows = int(_pick(m, ROWS) or prev.rows)
+    rows = int(pick(m, ROWS) or prev.rows)
     dt = max(1e-3, now - prev.at) if prev.at else 1.0
-    lag_v = _pick(m, LAG)
     return replace(
         prev,
         at=now,
@@ -94,9 +91,8 @@ def poll(prev: Stats, sim_log: Path, produced: int) -> Stats:
         sim_done=done,
         rows=rows,
         rows_rate=(rows - prev.rows) / dt,
-        duplicates=int(_pick(m, DUPLICATES) or prev.duplicates),
-        lag=int(lag_v) if lag_v is not None else prev.lag,
+        duplicates=int(pick(m, DUPLICATES) or prev.duplicates),
         rows_stable_since=prev.rows_stable_since if rows == prev.rows and prev.at else now,
         produced=produced,
-        read=int(_pick(m, EVENTS_IN) or prev.read),
+        read=int(pick(m, EVENTS_IN) or prev.read),
     )

@@ -77,7 +77,6 @@ class Run:
             channel_buckets=16,
             messages_partitions=4,
         )
-        self.stack = settings
         self.channels = [f"d{self.run_id}_{i}" for i in range(config.channels)]
         self.workers = dict(config.workers)
         self.replicas = sorted(set(self.workers.values()))
@@ -300,7 +299,7 @@ class Run:
         producer.flush(30)
         deadline = time.time() + timeout
         while time.time() < deadline:
-            written = progress.sink_metrics().get(f"{progress.ROWS}_total", 0.0)
+            written = progress.pick(progress.sink_metrics(), progress.ROWS) or 0.0
             if written >= 1:
                 return
             time.sleep(0.5)

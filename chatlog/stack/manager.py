@@ -103,11 +103,15 @@ def down(settings: StackSettings, *, purge: bool = False, report: Report = print
         report(f"purged {settings.state_dir}")
 
 
-def service_log(settings: StackSettings, name: str) -> str:
+def _service(settings: StackSettings, name: str) -> Service:
     for svc in all_services(settings):
         if svc.name == name:
-            return str(svc.log_file)
+            return svc
     raise StackError(f"unknown service {name!r}; one of: kafka, cassandra, inspircd")
+
+
+def service_log(settings: StackSettings, name: str) -> str:
+    return str(_service(settings, name).log_file)
 
 
 def stop_service(settings: StackSettings, name: str, *, kill: bool = False) -> None:
@@ -115,18 +119,14 @@ def stop_service(settings: StackSettings, name: str, *, kill: bool = False) -> N
     import os
     import signal
 
-    for svc in all_services(settings):
-        if svc.name != name:
-            continue
-        pid = process.read_pid(svc.pid_file)
-        if pid is None:
-            return
-        if kill:
-            os.killpg(pid, signal.SIGKILL)
-            while process.pid_alive(pid):
-                process.stop(pid, timeout=1)
-        else:
-            process.stop(pid, timeout=60)
-        svc.pid_file.unlink(missing_ok=True)
+    svc = _service(settings, name)
+    pid = process.read_pid(svc.pid_file)
+    if pid is None:
         return
-    raise StackError(f"unknown service {name!r}; one of: kafka, cassandra, inspircd")
+    if kill:
+        os.killpg(pid, signal.SIGKILL)
+        while process.pid_alive(pid):
+            process.stop(pid, timeout=1)
+    else:
+        process.stop(pid, timeout=60)
+    svc.pid_file.unlink(missing_ok=True)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 import shutil
 import socket
+import subprocess
 import time
 import uuid
 from abc import ABC, abstractmethod
@@ -141,8 +142,6 @@ class Kafka(Service):
         if (data / "meta.properties").exists():
             return
         cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
-        import subprocess
-
         proc = subprocess.run(
             [
                 *self._java(),
