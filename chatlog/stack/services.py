@@ -75,6 +75,18 @@ def java() -> str:
     return path
 
 
+def new_cluster_id() -> str:
+    """A random KRaft cluster id: 16 bytes, URL-safe base64 without padding.
+
+    Like Kafka's own ``Uuid.randomUuid`` it never starts with ``-``, which a command line would
+    take for an option (``kafka-storage: error: argument --cluster-id/-t: expected one argument``).
+    """
+    while True:
+        cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        if not cluster_id.startswith("-"):
+            return cluster_id
+
+
 @dataclass
 class Service(ABC):
     """One service of the stack, with its files under ``<state_dir>/<name>``."""
@@ -141,15 +153,14 @@ class Kafka(Service):
         )
         if (data / "meta.properties").exists():
             return
-        cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        cluster_id = new_cluster_id()
         proc = subprocess.run(
             [
                 *self._java(),
                 "kafka.tools.StorageTool",
                 "format",
                 "--standalone",
-                "-t",
-                cluster_id,
+                f"--cluster-id={cluster_id}",
                 "-c",
                 str(self.config_file),
             ],
