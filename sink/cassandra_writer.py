@@ -21,9 +21,11 @@ from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from sink.rows import TableRows, table_rows
+from sink.cql_cells import cql_name, encoder
+from sink.rows import TABLES, EventRows, SchemaMismatch, TableRows
 
 if TYPE_CHECKING:
+    from schemas.chat_event import ChatEvent
     from sink.settings import SinkSettings
 
 log = logging.getLogger(__name__)
@@ -187,30 +189,55 @@ def with_retry(what: str, retry_s: float, attempt: Callable[[], Any]) -> Any:
 
 
 class PreparedTable:
-    """A table's prepared insert, and a lean binder for it.
-
-    ``BoundStatement.bind`` of cassandra-driver builds a named tuple per value to look up a column
-    encryption policy the sink does not use; serializing with the column types directly does the same
-    work at a third of the CPU, which is what bounds a Python writer.
-    """
+    """A table's prepared ``INSERT ... USING TTL ?`` and how its row is taken from an event."""
 
     def __init__(self, rows: TableRows, statement: Any) -> None:
         self.rows = rows
         self.statement = statement
-        self._proto = statement.protocol_version
-        self._serializers = [c.type.serialize for c in statement.column_metadata]
 
-    def bind(self, values: tuple[Any, ...]) -> Any:
-        """A bound insert; a missing value (None) is left *unset*, so it writes no tombstone."""
-        from cassandra.query import UNSET_VALUE, BoundStatement
+    def bind(self, cells: Sequence[Any], ttl: bytes) -> Any:
+        """A bound insert of serialized ``cells`` (in ``rows.columns`` order) and the TTL cell.
 
-        proto = self._proto
+        ``BoundStatement.bind`` would serialize again, and look up a column encryption policy per
+        value; the cells are already what goes on the wire.
+        """
+        from cassandra.query import BoundStatement
+
         bound = BoundStatement(self.statement)
-        bound.raw_values = values
-        bound.values = [
-            UNSET_VALUE if v is None else s(v, proto) for v, s in zip(values, self._serializers, strict=True)
-        ]
+        bound.values = [*cells, ttl]
+        bound.raw_values = bound.values  # for the driver's str(): errors name the statement
         return bound
+
+
+class PreparedKeyspace:
+    """The sink's inserts into one keyspace and the cell encoder of every column they bind."""
+
+    def __init__(self, rows: EventRows, tables: Sequence[PreparedTable]) -> None:
+        self.rows = rows
+        self.tables = tuple(tables)
+        statement = tables[0].statement
+        self.consistency_level = statement.consistency_level
+        self._protocol = statement.protocol_version
+        types: dict[str, Any] = {}
+        for table in tables:
+            for column, meta in zip(table.rows.columns, table.statement.column_metadata, strict=False):
+                known = types.setdefault(column, meta.type)
+                if cql_name(known) != cql_name(meta.type):
+                    raise SchemaMismatch(
+                        f"column {column} is {cql_name(known)} in one table and {cql_name(meta.type)} "
+                        f"in {table.rows.table}: the sink writes one value per column"
+                    )
+        self._encoders = [encoder(types[c], self._protocol) for c in rows.columns]
+
+    def cells(self, event: ChatEvent) -> list[Any]:
+        """Every column of the event serialized once (``rows.columns`` order)."""
+        return [encode(v) for encode, v in zip(self._encoders, self.rows.values(event), strict=True)]
+
+    def ttl(self, seconds: int) -> bytes:
+        """The cell of a ``USING TTL ?`` value (0: no expiry)."""
+        from cassandra.cqltypes import Int32Type
+
+        return bytes(Int32Type.serialize(seconds, self._protocol))
 
 
 class WorkerSession:
@@ -234,24 +261,22 @@ class WorkerSession:
         )
         self._single_host = len(self.cluster.metadata.all_hosts()) == 1
         self._replicas: dict[bytes, Hashable] = {}
-        self._tables: dict[str, list[PreparedTable]] = {}
+        self._keyspaces: dict[str, PreparedKeyspace] = {}
         self._lock = threading.Lock()
 
-    def tables(self, keyspace: str, consistency: str, retry_s: float) -> list[PreparedTable]:
-        """Prepared inserts of every table the sink writes in ``keyspace``."""
+    def keyspace(self, keyspace: str, consistency: str, retry_s: float) -> PreparedKeyspace:
+        """The prepared inserts of every table the sink writes in ``keyspace``."""
         with self._lock:
-            if keyspace not in self._tables:
-                self._tables[keyspace] = with_retry(
+            if keyspace not in self._keyspaces:
+                self._keyspaces[keyspace] = with_retry(
                     f"preparing the inserts of keyspace {keyspace}",
                     retry_s,
                     lambda: self._prepare(keyspace, consistency),
                 )
-            return self._tables[keyspace]
+            return self._keyspaces[keyspace]
 
-    def _prepare(self, keyspace: str, consistency: str) -> list[PreparedTable]:
+    def _prepare(self, keyspace: str, consistency: str) -> PreparedKeyspace:
         from cassandra import ConsistencyLevel
-
-        from sink.rows import TABLES, SchemaMismatch
 
         meta = self.cluster.metadata.keyspaces.get(keyspace)
         if meta is None or not set(TABLES) <= set(meta.tables):
@@ -263,19 +288,19 @@ class WorkerSession:
         if missing:
             raise SchemaMismatch(f"keyspace {keyspace} lacks table(s) {', '.join(missing)}")
         level = ConsistencyLevel.name_to_value[consistency]
+        rows = EventRows({name: list(meta.tables[name].columns) for name in TABLES})
         prepared = []
-        for name in TABLES:
-            rows = table_rows(name, list(meta.tables[name].columns))
-            columns = rows.columns
+        for table in rows.tables:
+            columns = table.columns
             cql = (
-                f"INSERT INTO {keyspace}.{name} ({', '.join(columns)}) "
+                f"INSERT INTO {keyspace}.{table.table} ({', '.join(columns)}) "
                 f"VALUES ({', '.join('?' for _ in columns)}) USING TTL ?"
             )
             statement = self.session.prepare(cql)
             statement.is_idempotent = True
             statement.consistency_level = level
-            prepared.append(PreparedTable(rows, statement))
-        return prepared
+            prepared.append(PreparedTable(table, statement))
+        return PreparedKeyspace(rows, prepared)
 
     def replicas(self, keyspace: str, routing_key: bytes) -> Hashable:
         """The replicas owning the partition of ``routing_key`` (what batches are grouped by)."""

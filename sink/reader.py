@@ -1,12 +1,14 @@
 """Reading the logs back from Cassandra, in time order (``chatlog logs``).
 
 A channel's events live in ``messages_by_channel`` partitions of 5-minute buckets; ``channel_buckets``
-lists the buckets that hold anything, so a read visits only those (the same for a user with
-``messages_by_user`` and ``user_buckets``). Rows come back as :class:`~schemas.chat_event.ChatEvent`.
+lists the buckets that hold anything, so a read visits only those. A user's events come from
+``messages_by_user`` in the same candidate buckets (a user has a partition only where the channel does).
+Rows come back as :class:`~schemas.chat_event.ChatEvent`.
 """
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
@@ -23,6 +25,8 @@ _EPOCH = datetime(1970, 1, 1)
 _MS = timedelta(milliseconds=1)
 _TIMESTAMPS = frozenset({"sent_at", "received_at"})
 MAX_MS = 2**62
+READ_AHEAD = 16
+"""Buckets whose first page is requested ahead of the one being read."""
 
 
 def _ms(value: datetime) -> int:
@@ -67,30 +71,38 @@ def read_events(
             f"{' '.join(str(exc).split())[:200]}"
         ) from None
     columns = ", ".join(FIELD_NAMES)
+    buckets_cql = "SELECT bucket FROM channel_buckets WHERE channel = ? AND bucket >= ? AND bucket < ?"
     try:
         if user is None:
             key: tuple[str, ...] = (channel,)
-            buckets_cql = (
-                "SELECT bucket FROM channel_buckets WHERE channel = ? AND bucket >= ? AND bucket < ?"
-            )
             rows_cql = (
                 f"SELECT {columns} FROM messages_by_channel "
                 "WHERE channel = ? AND bucket = ? AND sent_at >= ? AND sent_at < ?"
             )
         else:
             key = (channel, user.lower())
-            buckets_cql = (
-                "SELECT bucket FROM user_buckets "
-                "WHERE channel = ? AND user_login = ? AND bucket >= ? AND bucket < ?"
-            )
             rows_cql = (
                 f"SELECT {columns} FROM messages_by_user "
                 "WHERE channel = ? AND user_login = ? AND bucket = ? AND sent_at >= ? AND sent_at < ?"
             )
         buckets_stmt, rows_stmt = session.prepare(buckets_cql), session.prepare(rows_cql)
         buckets_stmt.fetch_size = rows_stmt.fetch_size = 1000
-        for bucket_row in session.execute(buckets_stmt, (*key, bucket_of(lo), hi)):
-            for row in session.execute(rows_stmt, (*key, bucket_row.bucket, lo, hi)):
+        buckets = iter(session.execute(buckets_stmt, (channel, bucket_of(lo), hi)))
+        # the next buckets' first pages are fetched while this one's rows are yielded (a user has
+        # nothing in most of the channel's buckets: one round trip each, overlapped)
+        ahead: deque[Any] = deque()
+
+        def fetch_next() -> None:
+            bucket_row = next(buckets, None)
+            if bucket_row is not None:
+                ahead.append(session.execute_async(rows_stmt, (*key, bucket_row.bucket, lo, hi)))
+
+        for _ in range(READ_AHEAD):
+            fetch_next()
+        while ahead:
+            page = ahead.popleft().result()
+            fetch_next()
+            for row in page:
                 yield _event(row)
     finally:
         cluster.shutdown()

@@ -10,8 +10,9 @@ every write of the partition succeeded, so a failure fails the batch, and the ba
 from __future__ import annotations
 
 import threading
+import time
 from collections import Counter
-from collections.abc import Iterable, Iterator
+from collections.abc import Hashable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -91,21 +92,55 @@ def _dead_letters(settings: SinkSettings) -> DeadLetters:
         return _DEADLETTERS[key]
 
 
-def write_partition(records: Iterable[Any], settings: SinkSettings) -> WriteStats:
+class IndexCache:
+    """Index rows (``channel_buckets``) this process wrote lately, so a busy channel's bucket is
+    written about once per ``refresh_s`` instead of once per task.
+
+    An entry is added only after the write that carried it succeeded. The index rows get a TTL of
+    ``refresh_s`` more than the data rows: every data row is written at most ``refresh_s`` after its
+    index row was (re)written, so the index never expires before the rows it points to.
+    """
+
+    def __init__(self, refresh_s: float = 300.0, max_entries: int = 500_000) -> None:
+        self.refresh_s = refresh_s
+        self._max = max_entries
+        self._written: dict[Hashable, float] = {}
+
+    def fresh(self, key: Hashable, now: float) -> bool:
+        written = self._written.get(key)
+        return written is not None and now - written < self.refresh_s
+
+    def add(self, keys: Iterable[Hashable], when: float) -> None:
+        if len(self._written) > self._max:
+            self._written.clear()
+        self._written.update(dict.fromkeys(keys, when))
+
+    def ttl(self, ttl_s: int) -> int:
+        return ttl_s + int(self.refresh_s) if ttl_s else 0
+
+
+INDEX_CACHE = IndexCache()
+
+
+def write_partition(
+    records: Iterable[Any], settings: SinkSettings, index_cache: IndexCache = INDEX_CACHE
+) -> WriteStats:
     """Write ``records`` (value, reason, source) and return what was done; raise if it could not."""
     stats = WriteStats()
     session = worker_session(settings)
     keyspace = settings.cassandra_keyspace
-    tables = session.tables(keyspace, settings.sink_write_consistency, settings.sink_cassandra_retry_s)
+    prepared = session.keyspace(keyspace, settings.sink_write_consistency, settings.sink_cassandra_retry_s)
     executor = ConcurrentExecutor(
         session.session, settings.sink_write_concurrency, settings.sink_cassandra_timeout_s
     )
     limits = BatchLimits(
         settings.sink_batch_max_rows, settings.sink_batch_max_partitions, settings.sink_batch_max_bytes
     )
-    ttl = settings.cassandra_ttl_s
+    data_ttl = prepared.ttl(settings.cassandra_ttl_s)
+    index_ttl = prepared.ttl(index_cache.ttl(settings.cassandra_ttl_s))
+    started = time.monotonic()
     dead: DeadLetters | None = None
-    seen_index: set[tuple[str, tuple[Any, ...]]] = set()
+    new_index: dict[Hashable, None] = {}
     items: list[Item] = []
 
     def submit(chunk: list[Item]) -> None:
@@ -115,12 +150,13 @@ def write_partition(records: Iterable[Any], settings: SinkSettings) -> WriteStat
             return
         from cassandra.query import BatchStatement, BatchType
 
-        level = tables[0].statement.consistency_level
         for batch in plan_batches(chunk, limits):
             if len(batch) == 1:
                 executor.submit(batch[0].statement)
                 continue
-            statement = BatchStatement(batch_type=BatchType.UNLOGGED, consistency_level=level)
+            statement = BatchStatement(
+                batch_type=BatchType.UNLOGGED, consistency_level=prepared.consistency_level
+            )
             for item in batch:
                 statement.add(item.statement)
             statement.is_idempotent = True
@@ -142,27 +178,27 @@ def write_partition(records: Iterable[Any], settings: SinkSettings) -> WriteStat
             stats.deadletters += 1
             continue
         stats.events += 1
-        for prepared in tables:
-            table = prepared.rows
-            if not table.accepts(event):
+        cells = prepared.cells(event)
+        for table in prepared.tables:
+            rows = table.rows
+            if not rows.accepts(event):
                 continue
-            values = table.build(event)
-            if table.is_index:
-                key = (table.table, values)
-                if key in seen_index:
+            row = rows.pick(cells)
+            if rows.is_index:
+                key = (keyspace, rows.table, row)
+                if key in new_index or index_cache.fresh(key, started):
                     continue
-                seen_index.add(key)
-            bound = prepared.bind((*values, ttl))
+                new_index[key] = None
+                bound = table.bind(row, index_ttl)
+                size = INDEX_ROW_BYTES
+            else:
+                bound = table.bind(row, data_ttl)
+                size = len(data or b"")
             routing_key = bound.routing_key
             items.append(
-                Item(
-                    session.replicas(keyspace, routing_key),
-                    (table.table, routing_key),
-                    INDEX_ROW_BYTES if table.is_index else len(data or b""),
-                    bound,
-                )
+                Item(session.replicas(keyspace, routing_key), (rows.table, routing_key), size, bound)
             )
-            stats.rows[table.table] += 1
+            stats.rows[rows.table] += 1
         if len(items) >= CHUNK_ROWS:
             submit(items)
             items = []
@@ -171,6 +207,7 @@ def write_partition(records: Iterable[Any], settings: SinkSettings) -> WriteStat
     stats.requests = executor.requests
     if dead is not None:
         dead.flush()
+    index_cache.add(new_index, started)
     return stats
 
 

@@ -6,7 +6,7 @@ import pytest
 
 from schemas.chat_event import FIELD_NAMES, ChatEvent
 from schemas.cql import bucket_of
-from sink.rows import TABLES, SchemaMismatch, rows_of, table_rows
+from sink.rows import TABLES, EventRows, SchemaMismatch
 
 CHANNEL_COLUMNS = [
     "channel",
@@ -30,35 +30,36 @@ def _event(**kw: object) -> ChatEvent:
     return ChatEvent(**base)  # type: ignore[arg-type]
 
 
-def _tables() -> list:  # type: ignore[type-arg]
-    return [
-        table_rows("messages_by_channel", CHANNEL_COLUMNS),
-        table_rows("channel_buckets", ["channel", "bucket"]),
-        table_rows("messages_by_user", CHANNEL_COLUMNS),
-        table_rows("user_buckets", ["channel", "user_login", "bucket"]),
-        table_rows("moderation_by_channel", MODERATION_COLUMNS),
-    ]
+LIVE_COLUMNS = {
+    "messages_by_channel": CHANNEL_COLUMNS,
+    "channel_buckets": ["channel", "bucket"],
+    "messages_by_user": ["user_login", *CHANNEL_COLUMNS],
+    "moderation_by_channel": MODERATION_COLUMNS,
+}
+
+
+def _rows(event: ChatEvent) -> dict[str, dict[str, object]]:
+    return {
+        t.table: dict(zip(t.columns, values, strict=True))
+        for t, values in EventRows(LIVE_COLUMNS).rows_of(event)
+    }
 
 
 def test_a_message_becomes_channel_user_and_index_rows() -> None:
     event = _event()
-    rows = {t.table: dict(zip(t.columns, values, strict=True)) for t, values in rows_of(event, _tables())}
-    assert set(rows) == {"messages_by_channel", "channel_buckets", "messages_by_user", "user_buckets"}
+    rows = _rows(event)
+    assert set(rows) == {"messages_by_channel", "channel_buckets", "messages_by_user"}
     channel_row = rows["messages_by_channel"]
     assert channel_row["bucket"] == bucket_of(event.sent_at)
     assert {k: v for k, v in channel_row.items() if k != "bucket"} == {
         f: getattr(event, f) for f in FIELD_NAMES
     }
-    assert rows["user_buckets"] == {
-        "channel": "chan",
-        "user_login": "alice",
-        "bucket": bucket_of(event.sent_at),
-    }
+    assert rows["messages_by_user"] == channel_row
+    assert rows["channel_buckets"] == {"channel": "chan", "bucket": bucket_of(event.sent_at)}
 
 
 def test_an_event_without_user_has_no_user_rows() -> None:
-    tables = {t.table for t, _ in rows_of(_event(user_login=None, kind="NOTICE"), _tables())}
-    assert tables == {"messages_by_channel", "channel_buckets"}
+    assert set(_rows(_event(user_login=None, kind="NOTICE"))) == {"messages_by_channel", "channel_buckets"}
 
 
 def test_clearchat_keeps_target_and_ban_duration() -> None:
@@ -68,47 +69,38 @@ def test_clearchat_keeps_target_and_ban_duration() -> None:
         text="baduser",
         tags={"ban-duration": "600", "target-user-id": "42"},
     )
-    rows = {t.table: dict(zip(t.columns, v, strict=True)) for t, v in rows_of(event, _tables())}
-    mod = rows["moderation_by_channel"]
+    mod = _rows(event)["moderation_by_channel"]
     assert (mod["target_user_login"], mod["target_user_id"], mod["ban_duration_s"]) == ("baduser", "42", 600)
     assert mod["target_message_id"] is None
 
 
 def test_clearmsg_keeps_the_deleted_message_id_and_its_author() -> None:
     event = _event(kind="CLEARMSG", user_login=None, tags={"login": "bob", "target-msg-id": "abc"})
-    mod = next(
-        dict(zip(t.columns, v, strict=True))
-        for t, v in rows_of(event, _tables())
-        if t.table.startswith("mod")
-    )
+    mod = _rows(event)["moderation_by_channel"]
     assert (mod["target_user_login"], mod["target_message_id"], mod["ban_duration_s"]) == ("bob", "abc", None)
 
 
 def test_whole_chat_clear_has_no_target() -> None:
     event = _event(kind="CLEARCHAT", user_login=None, text=None)
-    mod = next(
-        dict(zip(t.columns, v, strict=True))
-        for t, v in rows_of(event, _tables())
-        if t.table.startswith("mod")
-    )
+    mod = _rows(event)["moderation_by_channel"]
     assert mod["target_user_login"] is None and mod["ban_duration_s"] is None
 
 
 def test_every_column_is_mapped_and_fields_come_first() -> None:
-    table = table_rows("messages_by_channel", CHANNEL_COLUMNS)
-    assert sorted(table.columns) == sorted(CHANNEL_COLUMNS)
-    assert table.columns[-1] == "bucket"
+    rows = EventRows(LIVE_COLUMNS)
+    channel = next(t for t in rows.tables if t.table == "messages_by_channel")
+    assert sorted(channel.columns) == sorted(CHANNEL_COLUMNS)
+    assert channel.columns[-1] == "bucket"
+    assert set(rows.columns) == {c for columns in LIVE_COLUMNS.values() for c in columns}
+    assert len(rows.columns) == len(set(rows.columns))
 
 
 def test_an_unknown_column_is_reported_before_any_write() -> None:
     with pytest.raises(SchemaMismatch, match="day"):
-        table_rows("messages_by_user", [*CHANNEL_COLUMNS, "day"])
-    with pytest.raises(SchemaMismatch):
-        table_rows("not_a_sink_table", ["channel"])
+        EventRows({"messages_by_user": [*CHANNEL_COLUMNS, "day"]})
+    with pytest.raises(SchemaMismatch, match="not_a_sink_table"):
+        EventRows({"not_a_sink_table": ["channel"]})
 
 
 def test_index_tables_are_flagged() -> None:
-    assert {name for name, (_accepts, is_index) in TABLES.items() if is_index} == {
-        "channel_buckets",
-        "user_buckets",
-    }
+    assert {name for name, (_accepts, is_index) in TABLES.items() if is_index} == {"channel_buckets"}
