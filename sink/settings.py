@@ -81,6 +81,14 @@ class SinkSettings(KafkaSettings, CassandraSettings):
     sink_max_offsets_per_trigger: int = Field(
         100_000, ge=0, description="Most Kafka records per micro-batch (0 = no limit)."
     )
+    sink_kafka_fetch_max_wait_ms: int = Field(
+        10,
+        ge=0,
+        description="kafka.fetch.max.wait.ms of Spark's Kafka consumers. At the live end of the log a "
+        "pooled consumer's read-ahead fetch waits this long for data that is not there, and the next "
+        "task reading that partition waits for it: Kafka's 500 ms default made every live batch take "
+        "seconds (12 partitions on 2 cores).",
+    )
     sink_starting_offsets: Literal["earliest", "latest"] = Field(
         "earliest", description="Where a new checkpoint starts reading (a restart resumes its checkpoint)."
     )

@@ -122,10 +122,11 @@ def _ship_code(spark: SparkSession) -> None:
 
 
 def kafka_options(settings: SinkSettings) -> dict[str, str]:
-    """Options of Spark's Kafka source/sink for the cluster of ``settings`` (``kafka.`` prefixed)."""
+    """Options of Spark's Kafka source for the cluster of ``settings`` (``kafka.`` prefixed)."""
     opts = {
         "kafka.bootstrap.servers": settings.kafka_bootstrap_servers,
         "kafka.security.protocol": settings.kafka_security_protocol,
+        "kafka.fetch.max.wait.ms": str(settings.sink_kafka_fetch_max_wait_ms),
     }
     if settings.kafka_sasl_mechanism:
         opts["kafka.sasl.mechanism"] = settings.kafka_sasl_mechanism

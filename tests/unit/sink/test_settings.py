@@ -69,3 +69,13 @@ def test_text_format() -> None:
         format_text(_event(kind="CLEARCHAT", user_login=None, text=None))
         == "[2026-11-21 15:04:05] #chan CLEARCHAT"
     )
+
+
+def test_spark_kafka_consumers_do_not_wait_half_a_second_at_the_end_of_the_log(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from sink.spark_session import kafka_options
+
+    assert kafka_options(SinkSettings())["kafka.fetch.max.wait.ms"] == "10"
+    monkeypatch.setenv("CHATLOG_SINK_KAFKA_FETCH_MAX_WAIT_MS", "250")
+    assert kafka_options(SinkSettings())["kafka.fetch.max.wait.ms"] == "250"
