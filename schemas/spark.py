@@ -43,8 +43,8 @@ def chat_event_schema(*, all_nullable: bool = True) -> StructType:
     """The Spark ``StructType`` of the chat event, fields in contract order.
 
     ``all_nullable`` (default) is what ``from_json`` needs: Spark marks everything it parses nullable,
-    and the sink checks required fields itself so that a record missing one goes to the dead-letter
-    topic instead of failing the query.
+    and the sink's writer validates every record with msgspec, so that a record missing a required
+    field goes to the dead-letter topic instead of failing the query.
     """
     from pyspark.sql import types as T
 

@@ -39,13 +39,13 @@ class BackfillResult:
     duplicates: int = 0
     written: WriteStats = field(default_factory=WriteStats)
     seconds: float = 0.0
+    resent: bool = False
+    """Whether the invalid records were sent to the dead-letter topic again."""
 
     def summary(self) -> str:
         end = format_time(self.end_ms) if self.end_ms is not None else "now"
         tables = ", ".join(f"{t} {n}" for t, n in sorted(self.written.rows.items()))
-        dead = (
-            f", {self.written.deadletters} sent to the dead-letter topic" if self.written.deadletters else ""
-        )
+        dead = f", {self.invalid} sent to the dead-letter topic" if self.invalid and self.resent else ""
         return (
             f"backfill {format_time(self.start_ms)} .. {end} into keyspace {self.keyspace}: "
             f"read {self.read} events ({self.invalid} invalid{dead}), dropped {self.duplicates} duplicates, "
@@ -74,17 +74,14 @@ def run(
         reader = reader.option("endingTimestamp", str(end_ms))
     else:
         reader = reader.option("endingOffsets", "latest")
-    rows = transform.sink_rows(
-        reader.load(), settings.watermark_ms, include_invalid=deadletter, observation=OBSERVED
-    )
+    rows = transform.sink_rows(reader.load(), settings.watermark_ms, observation=OBSERVED)
     try:
-        written, counts = write_dataframe_observed(rows, settings, OBSERVED)
+        written, counts = write_dataframe_observed(rows, settings, OBSERVED, dead_letters=deadletter)
     except Exception as exc:
         raise ChatlogError(f"backfill failed: {failure_message(exc)}") from None
-    result = BackfillResult(settings.cassandra_keyspace, start_ms, end_ms, written=written)
+    result = BackfillResult(settings.cassandra_keyspace, start_ms, end_ms, written=written, resent=deadletter)
     result.read = int(counts.get("read", 0))
-    result.invalid = int(counts.get("invalid", 0))
-    considered = result.read if deadletter else int(counts.get("valid", 0))
-    result.duplicates = considered - written.events - written.deadletters
+    result.invalid = written.deadletters
+    result.duplicates = result.read - written.events - written.deadletters
     result.seconds = time.monotonic() - started
     return result

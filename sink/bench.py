@@ -121,7 +121,7 @@ def _raw_worker(args: tuple[SinkSettings, list[bytes]]) -> dict[str, Any]:
     from sink.writer import write_partition
 
     settings, values = args
-    return write_partition(((v, None, "bench") for v in values), settings).to_dict()
+    return write_partition(((v, None, None) for v in values), settings).to_dict()
 
 
 def _raw_insert(settings: SinkSettings, values: list[bytes], processes: int) -> dict[str, Any]:

@@ -60,11 +60,10 @@ class BatchReport:
     @classmethod
     def from_progress(cls, progress: dict[str, Any], written: WriteStats | None) -> BatchReport:
         ops = progress.get("stateOperators") or []
-        observed = (progress.get("observedMetrics") or {}).get("records") or {}
         return cls(
             batch_id=int(progress["batchId"]),
             events_in=int(progress.get("numInputRows", 0)),
-            invalid=int(observed.get("invalid", 0)),
+            invalid=written.deadletters if written else 0,
             duplicates=sum(
                 int((op.get("customMetrics") or {}).get("numDroppedDuplicateRows", 0)) for op in ops
             ),

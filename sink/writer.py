@@ -2,9 +2,10 @@
 
 :func:`write_partition` runs in a Spark Python worker (or in any process, e.g. the benchmark's raw
 insert): valid events become table rows (:mod:`sink.rows`) written through :mod:`sink.cassandra_writer`;
-invalid records become dead letters. :func:`write_dataframe` runs it over every partition of a
-micro-batch (or of a backfill) and adds up what each partition did. Nothing is acknowledged before
-every write of the partition succeeded, so a failure fails the batch, and the batch is re-run.
+records that fail the contract's validation become dead letters. :func:`write_dataframe` runs it over
+every partition of a micro-batch (or of a backfill) and adds up what each partition did. Nothing is
+acknowledged before every write of the partition succeeded, so a failure fails the batch, and the batch
+is re-run.
 """
 
 from __future__ import annotations
@@ -123,9 +124,17 @@ INDEX_CACHE = IndexCache()
 
 
 def write_partition(
-    records: Iterable[Any], settings: SinkSettings, index_cache: IndexCache = INDEX_CACHE
+    records: Iterable[Any],
+    settings: SinkSettings,
+    *,
+    dead_letters: bool = True,
+    index_cache: IndexCache = INDEX_CACHE,
 ) -> WriteStats:
-    """Write ``records`` (value, reason, source) and return what was done; raise if it could not."""
+    """Write ``records`` (value, Kafka partition, offset) and return what was done; raise if it could not.
+
+    Every value is validated with the contract's decoder; an invalid one is sent to the dead-letter
+    topic with the reason and its Kafka position (only counted with ``dead_letters=False``).
+    """
     stats = WriteStats()
     session = worker_session(settings)
     keyspace = settings.cassandra_keyspace
@@ -162,20 +171,21 @@ def write_partition(
             statement.is_idempotent = True
             executor.submit(statement)
 
-    for value, spark_reason, source in records:
-        data = bytes(value) if value is not None else None
-        event = None
-        reason = spark_reason
-        if reason is None and data is not None:
-            try:
-                event = decode(data)
-            except InvalidEvent as exc:  # Spark's checks and msgspec disagree: keep it, as a dead letter
-                reason = f"sink: {exc}"
-        if event is None:
-            if dead is None:
-                dead = _dead_letters(settings)
-            dead.send(data, reason or "empty record (no value)", source or "unknown (valid for Spark)")
+    for value, partition, offset in records:
+        try:
+            if value is None:
+                raise InvalidEvent("empty record (no value)")
+            data = bytes(value)
+            event = decode(data)
+        except InvalidEvent as exc:
             stats.deadletters += 1
+            if dead_letters:
+                if dead is None:
+                    dead = _dead_letters(settings)
+                source = (
+                    f"{settings.topic_messages}/{partition}/{offset}" if partition is not None else "unknown"
+                )
+                dead.send(None if value is None else bytes(value), str(exc), source)
             continue
         stats.events += 1
         cells = prepared.cells(event)
@@ -193,7 +203,7 @@ def write_partition(
                 size = INDEX_ROW_BYTES
             else:
                 bound = table.bind(row, data_ttl)
-                size = len(data or b"")
+                size = len(data)
             routing_key = bound.routing_key
             items.append(
                 Item(session.replicas(keyspace, routing_key), (rows.table, routing_key), size, bound)
@@ -211,20 +221,20 @@ def write_partition(
     return stats
 
 
-def _partition_task(settings: SinkSettings) -> Any:
+def _partition_task(settings: SinkSettings, dead_letters: bool) -> Any:
     def task(rows: Iterator[Any]) -> Iterator[dict[str, Any]]:
-        yield write_partition(((r[0], r[1], r[2]) for r in rows), settings).to_dict()
+        yield write_partition(rows, settings, dead_letters=dead_letters).to_dict()
 
     return task
 
 
 def write_dataframe(rows: DataFrame, settings: SinkSettings) -> WriteStats:
-    """Run :func:`write_partition` over every partition of ``rows`` (columns value, reason, source)."""
+    """Run :func:`write_partition` over every partition of ``rows`` (columns value, partition, offset)."""
     return write_dataframe_observed(rows, settings)[0]
 
 
 def write_dataframe_observed(
-    rows: DataFrame, settings: SinkSettings, observation: str | None = None
+    rows: DataFrame, settings: SinkSettings, observation: str | None = None, *, dead_letters: bool = True
 ) -> tuple[WriteStats, dict[str, Any]]:
     """:func:`write_dataframe`, plus the metrics ``rows`` observed under ``observation`` (a bounded
     read: ``DataFrame.observe``). The write runs as an RDD action, which Spark's ``Observation``
@@ -235,7 +245,7 @@ def write_dataframe_observed(
 
     selected = rows.select(*SINK_COLUMNS)
     total = WriteStats()
-    for part in selected.rdd.mapPartitions(_partition_task(settings)).collect():
+    for part in selected.rdd.mapPartitions(_partition_task(settings, dead_letters)).collect():
         total.add(WriteStats.from_dict(part))
     observed: dict[str, Any] = {}
     if observation is not None:

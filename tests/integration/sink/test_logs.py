@@ -28,7 +28,7 @@ def _app() -> typer.Typer:
 def test_logs_read_back_in_time_order(sink_settings: SinkSettings, monkeypatch: pytest.MonkeyPatch) -> None:
     events = make_events(900, channels=3, now_ms=1_795_273_445_000)
     shuffled = events[1::2] + events[::2]
-    stats = write_partition(((encode(e), None, "test") for e in shuffled), sink_settings)
+    stats = write_partition(((encode(e), None, None) for e in shuffled), sink_settings)
     close_sessions()
     assert stats.events == len(events)
     monkeypatch.setenv("CHATLOG_CASSANDRA_KEYSPACE", sink_settings.cassandra_keyspace)

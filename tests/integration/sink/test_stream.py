@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from chatlog.errors import ChatlogError
+from schemas.chat_event import InvalidEvent, decode
 from sink import backfill, stream
 from sink.progress import Metrics
 from sink.settings import SinkSettings
@@ -41,9 +42,13 @@ def test_each_distinct_valid_event_becomes_one_row_and_bad_records_dead_letters(
     letters = dead_letters(sink_settings)
     assert {h["source"]: v for v, h in letters} == produced.bad
     assert all(h["reason"] for _v, h in letters)
-    reasons = {h["source"]: h["reason"] for _v, h in letters}
-    assert any(r == "not JSON" for r in reasons.values())
-    assert any(r.startswith("missing field") for r in reasons.values())
+    for value, headers in letters:  # the reason is the contract validator's own, word for word
+        with pytest.raises(InvalidEvent) as raised:
+            decode(value or b"")
+        assert headers["reason"] == str(raised.value)
+    reasons = {h["reason"] for _v, h in letters}
+    assert any(r.startswith("not JSON") for r in reasons)
+    assert any("missing required field `message_id`" in r for r in reasons)
 
     assert totals.events_in == produced.records
     assert totals.invalid == len(produced.bad)

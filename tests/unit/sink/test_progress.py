@@ -23,7 +23,7 @@ PROGRESS = {
             "latestOffset": {"t": {"0": 700, "1": 650}},
         }
     ],
-    "observedMetrics": {"records": {"read": 1200, "valid": 1190, "invalid": 10}},
+    "observedMetrics": {"records": {"read": 1200}},
 }  # fmt: skip
 
 

@@ -1,4 +1,4 @@
-"""The sink's transformations on a small local Spark session: validation, keys, event time, dedup."""
+"""The sink's transformations on a small local Spark session: keys, event time, dedup."""
 
 from __future__ import annotations
 
@@ -11,7 +11,6 @@ import pytest
 
 from schemas import chat_event
 from sink import transform
-from sink.validation import field_rules
 
 pytestmark = pytest.mark.spark
 
@@ -24,31 +23,25 @@ GOOD = {
     "raw": "PRIVMSG #chan :hi",
 }
 
-# (record, expected reason or None); every one is also checked against msgspec's verdict
-CASES: list[tuple[bytes | None, str | None]] = [
-    (json.dumps(GOOD).encode(), None),
-    (json.dumps({**GOOD, "tags": {"id": "m1"}, "is_action": True, "text": None}).encode(), None),
-    (json.dumps({**GOOD, "unknown_field": [1, 2]}).encode(), None),
-    (b"not json", "not JSON"),
-    (b"\xff\xfe{}", "not UTF-8"),
-    (b"[1, 2]", "not a JSON object"),
-    (b'"a string"', "not a JSON object"),
-    (json.dumps({k: v for k, v in GOOD.items() if k != "message_id"}).encode(), "missing field `message_id`"),
-    (json.dumps({**GOOD, "message_id": ""}).encode(), "field `message_id`: shorter than 1"),
-    (json.dumps({**GOOD, "message_id": 17}).encode(), "field `message_id`: expected string, got bigint"),
-    (
-        json.dumps({**GOOD, "sent_at": "1700000000000"}).encode(),
-        "field `sent_at`: expected integer, got string",
-    ),
-    (json.dumps({**GOOD, "sent_at": 1.5}).encode(), "field `sent_at`: expected integer, got decimal(2,1)"),
-    (json.dumps({**GOOD, "sent_at": -1}).encode(), "field `sent_at`: less than 0"),
-    (json.dumps({**GOOD, "kind": None}).encode(), "field `kind` is null"),
-    (json.dumps({**GOOD, "is_action": "yes"}).encode(), "field `is_action`: expected boolean, got string"),
-    (json.dumps({**GOOD, "is_action": None}).encode(), "field `is_action` is null"),
-    (json.dumps({**GOOD, "tags": {"a": 1}}).encode(), "field `tags`: expected an object of strings"),
-    (json.dumps({**GOOD, "tags": ["a"]}).encode(), "field `tags`: expected an object of strings"),
-    (json.dumps({**GOOD, "user_login": 5}).encode(), "field `user_login`: expected string, got bigint"),
-    (None, "empty record (no value)"),
+# (record, whether Spark keys it by its message_id); msgspec may still reject a keyed record (the
+# writer dead-letters it), but every record msgspec accepts is keyed
+CASES: list[tuple[bytes | None, bool]] = [
+    (json.dumps(GOOD).encode(), True),
+    (json.dumps({**GOOD, "tags": {"id": "m1"}, "is_action": True, "text": None}).encode(), True),
+    (json.dumps({**GOOD, "unknown_field": [1, 2]}).encode(), True),
+    (json.dumps({**GOOD, "tags": {"a": 1}}).encode(), True),
+    (json.dumps({**GOOD, "kind": None}).encode(), True),
+    (b"not json", False),
+    (b"\xff\xfe{}", False),
+    (b"[1, 2]", False),
+    (b'"a string"', False),
+    (json.dumps({k: v for k, v in GOOD.items() if k != "message_id"}).encode(), False),
+    (json.dumps({**GOOD, "message_id": ""}).encode(), False),
+    (json.dumps({**GOOD, "message_id": None}).encode(), False),
+    (json.dumps({k: v for k, v in GOOD.items() if k != "sent_at"}).encode(), False),
+    (json.dumps({**GOOD, "sent_at": "1700000000000"}).encode(), False),
+    (json.dumps({**GOOD, "sent_at": 1.5}).encode(), False),
+    (None, False),
 ]
 
 
@@ -57,43 +50,36 @@ def _kafka_df(spark: Any, values: list[bytes | None], topic: str = "t") -> Any:
     return spark.createDataFrame(rows, "value binary, topic string, partition int, offset long")
 
 
-def test_parse_gives_each_bad_record_its_reason(spark: Any) -> None:
-    parsed = transform.parse(_kafka_df(spark, [v for v, _ in CASES])).collect()
-    got = {row.source: row.reason for row in parsed}
-    assert got == {f"t/0/{i}": reason for i, (_, reason) in enumerate(CASES)}
+def test_records_are_keyed_by_message_id_or_by_their_own_position(spark: Any) -> None:
+    rows = transform.keyed(_kafka_df(spark, [v for v, _ in CASES])).collect()
+    for row, (value, by_id) in zip(sorted(rows, key=lambda r: r.offset), CASES, strict=True):
+        if by_id:
+            assert (row.message_id, row.sent_at) == ("m1", GOOD["sent_at"]), value
+        else:
+            assert row.message_id == f"{transform.INVALID_KEY_PREFIX}0/{row.offset}", value
+            assert row.sent_at is None
 
 
-def test_spark_validation_agrees_with_msgspec_decode(spark: Any) -> None:
-    parsed = transform.parse(_kafka_df(spark, [v for v, _ in CASES if v is not None])).collect()
-    for row in parsed:
+def test_every_event_msgspec_accepts_is_keyed_by_its_id(spark: Any) -> None:
+    rows = transform.keyed(_kafka_df(spark, [v for v, _ in CASES])).collect()
+    for row in rows:
         try:
-            chat_event.decode(bytes(row.value))
-            msgspec_ok = True
-        except chat_event.InvalidEvent:
-            msgspec_ok = False
-        assert msgspec_ok == (row.reason is None), (bytes(row.value), row.reason)
+            event = chat_event.decode(bytes(row.value))
+        except (chat_event.InvalidEvent, TypeError):
+            continue
+        assert row.message_id == event.message_id and row.sent_at == event.sent_at
 
 
-def test_parse_fills_defaults_and_types_from_the_contract(spark: Any) -> None:
-    row = transform.parse(_kafka_df(spark, [json.dumps(GOOD).encode()])).collect()[0]
-    event = row.event.asDict()
-    assert list(event) == list(chat_event.FIELD_NAMES)
-    assert event["is_action"] is False and event["tags"] == {}
-    assert event["sent_at"] == GOOD["sent_at"] and event["channel_id"] is None
+def test_spark_reads_only_the_dedup_fields_of_the_contract_schema(spark: Any) -> None:
+    plan = transform.keyed(_kafka_df(spark, [json.dumps(GOOD).encode()]))._jdf.queryExecution()
+    text = plan.optimizedPlan().toString()
+    assert "message_id" in text and "sent_at" in text
+    assert "raw" not in text.replace("rawValue", "") and "display_name" not in text
 
 
-def test_rules_are_derived_from_the_model() -> None:
-    rules = {r.name: r for r in field_rules()}
-    assert tuple(rules) == chat_event.FIELD_NAMES
-    assert {n for n, r in rules.items() if r.required} == set(chat_event.REQUIRED_FIELDS)
-    assert rules["message_id"].min_length == 1 and rules["sent_at"].ge == 0
-    assert rules["user_login"].nullable and not rules["is_action"].nullable
-
-
-def test_invalid_records_get_keys_that_never_collide_with_an_event(spark: Any) -> None:
+def test_unkeyed_records_get_keys_that_never_collide(spark: Any) -> None:
     values = [json.dumps(GOOD).encode(), b"junk", b"junk"]
-    keyed = transform.keyed(transform.parse(_kafka_df(spark, values))).collect()
-    keys = [r.message_id for r in keyed]
+    keys = [r.message_id for r in transform.keyed(_kafka_df(spark, values)).collect()]
     assert keys[0] == "m1"
     assert keys[1] != keys[2] and all(k.startswith(transform.INVALID_KEY_PREFIX) for k in keys[1:])
 
@@ -120,20 +106,14 @@ def test_event_time_is_sent_at_when_recent_and_clamped_otherwise(spark: Any) -> 
     assert missing.t == missing.n - watermark // 2
 
 
-def test_bounded_dedup_keeps_one_row_per_message_id_and_every_invalid_record(spark: Any) -> None:
+def test_bounded_dedup_keeps_one_row_per_message_id_and_every_unkeyed_record(spark: Any) -> None:
     a = json.dumps(GOOD).encode()
     b = json.dumps({**GOOD, "message_id": "m2", "ingester": "replica-2"}).encode()
     rows = transform.sink_rows(_kafka_df(spark, [a, a, b, a, b"x", b"x"]), 600_000).collect()
-    good = sorted(json.loads(bytes(r.value))["message_id"] for r in rows if r.reason is None)
+    assert list(rows[0].asDict()) == list(transform.SINK_COLUMNS)
+    good = sorted(json.loads(bytes(r.value))["message_id"] for r in rows if r.value != b"x")
     assert good == ["m1", "m2"]
-    assert sorted(r.source for r in rows if r.reason is not None) == ["t/0/4", "t/0/5"]
-
-
-def test_sink_rows_without_invalid_records(spark: Any) -> None:
-    rows = transform.sink_rows(
-        _kafka_df(spark, [json.dumps(GOOD).encode(), b"x"]), 1000, include_invalid=False
-    )
-    assert [r.reason for r in rows.collect()] == [None]
+    assert sorted((r.partition, r.offset) for r in rows if r.value == b"x") == [(0, 4), (0, 5)]
 
 
 def test_streaming_dedup_spans_micro_batches_and_never_drops_old_events(spark: Any, tmp_path: Path) -> None:
@@ -163,7 +143,10 @@ def test_streaming_dedup_spans_micro_batches_and_never_drops_old_events(spark: A
 
         def collect(batch: Any, _batch_id: int) -> None:
             for r in batch.collect():
-                out.append((json.loads(bytes(r.value))["message_id"] if r.reason is None else None, r.reason))
+                try:
+                    out.append((chat_event.decode(bytes(r.value)).message_id, None))
+                except chat_event.InvalidEvent as exc:
+                    out.append((None, str(exc)))
 
         query = (
             rows.writeStream.foreachBatch(collect)
@@ -179,4 +162,5 @@ def test_streaming_dedup_spans_micro_batches_and_never_drops_old_events(spark: A
     run([json.dumps({**fresh, "message_id": "a"}), json.dumps(old), "{broken"], "2.json")
     ids = sorted(m for m, reason in out if reason is None and m is not None)
     assert ids == ["a", "b", "old"]
-    assert [reason for _m, reason in out if reason is not None] == ["not JSON"]
+    reasons = [reason for _m, reason in out if reason is not None]
+    assert len(reasons) == 1 and reasons[0].startswith("not JSON")
