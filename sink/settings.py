@@ -56,7 +56,10 @@ class SinkSettings(KafkaSettings, CassandraSettings):
     spark_app_name: str = Field("chatlog-sink", description="Spark application name.")
     spark_driver_memory: str = Field("1g", description="spark.driver.memory (only before the JVM starts).")
     spark_shuffle_partitions: int = Field(
-        4, ge=1, description="spark.sql.shuffle.partitions: dedup state partitions and writer tasks."
+        2,
+        ge=1,
+        description="spark.sql.shuffle.partitions: dedup state partitions and writer tasks. About the "
+        "number of cores the sink has; a checkpoint keeps the number it started with.",
     )
     spark_ui: bool = Field(False, description="Start the Spark web UI.")
     spark_log_level: str = Field("WARN", description="Spark's log level (log4j).")
