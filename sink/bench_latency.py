@@ -24,7 +24,13 @@ def steady_load(settings: SinkSettings, rate: int, seconds: float) -> tuple[int,
     returns (events sent, seconds taken)."""
     from confluent_kafka import Producer
 
-    producer = Producer({**settings.kafka_client_config(), "linger.ms": 2})
+    from chatlog.settings import KafkaSettings
+    from ingest.producer import producer_config
+    from ingest.settings import IngestSettings
+
+    # the ingesters' producer (batching, compression, partitioner): the records arrive as in production
+    kafka = settings.model_dump(include=set(KafkaSettings.model_fields))
+    producer = Producer(producer_config(IngestSettings(**kafka), "bench-sink-load"))
     pool = synthetic_events(int(rate * seconds) + 1, seed=11)
     tick = 0.01
     per_tick = rate * tick

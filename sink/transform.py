@@ -76,7 +76,10 @@ def with_event_time(events: DataFrame, watermark_ms: int) -> DataFrame:
     """
     from pyspark.sql import functions as F
 
-    now = F.unix_millis(F.current_timestamp())
+    # Spark substitutes the batch time as a literal, which code generation inlines into the stage's
+    # code: new code, a new compilation and new classes for the JIT every micro-batch. A higher-order
+    # function is evaluated without code generation, which keeps the literal out of the code.
+    now = F.element_at(F.transform(F.array(F.unix_millis(F.current_timestamp())), lambda t: t), 1)
     clamped = F.least(F.greatest(F.col("sent_at"), now - F.lit(watermark_ms // 2)), now)
     return events.withColumn("event_time", F.timestamp_millis(clamped))
 

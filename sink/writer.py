@@ -223,6 +223,9 @@ def write_partition(
 
 def _partition_task(settings: SinkSettings, dead_letters: bool) -> Any:
     def task(rows: Iterator[Any]) -> Iterator[dict[str, Any]]:
+        from sink.pyworker import prepare
+
+        prepare()
         yield write_partition(rows, settings, dead_letters=dead_letters).to_dict()
 
     return task
