@@ -164,6 +164,8 @@ def _plot(result: dict[str, Any], path: Path) -> None:
         xs, ys = zip(*lat["timeline"], strict=True)
         right.plot(xs, ys, ".", markersize=2)
         right.axhline(lat["p99_ms"], color="#d62728", linewidth=1, label=f"p99 {lat['p99_ms']:.0f} ms")
+        if lat.get("warmup_s"):
+            right.axvspan(0, lat["warmup_s"], color="#cccccc", alpha=0.4, label="warm-up (not measured)")
         right.set_xlabel("s since start")
         right.set_ylabel("produce -> row written (ms)")
         right.set_title(f"Latency at {lat['rate_achieved']}/s, trigger {lat['trigger']}")
@@ -181,6 +183,7 @@ def run_bench(
     events: int,
     rate: int,
     latency_s: float,
+    warmup_s: float = 30.0,
     trigger: str | None = None,
     name: str = "bench_sink",
 ) -> str:
@@ -195,7 +198,13 @@ def run_bench(
             result["throughput"] = _throughput(settings, events, work, f"{tag}t")
         if latency_s > 0:
             result["latency"] = latency(
-                settings, rate, latency_s, trigger or settings.sink_trigger, work, f"{tag}l"
+                settings,
+                rate,
+                latency_s,
+                trigger or settings.sink_trigger,
+                work,
+                f"{tag}l",
+                warmup_s=warmup_s,
             )
     (RESULTS / f"{name}.json").write_text(json.dumps(result, indent=1))
     _plot(result, RESULTS / f"{name}.png")
@@ -205,7 +214,8 @@ def run_bench(
     if "latency" in result:
         lat = result["latency"]
         lines.append(
-            f"latency at {lat['rate_achieved']} events/s, trigger {lat['trigger']}: p50 {lat['p50_ms']} ms, "
+            f"latency at {lat['rate_achieved']} events/s (after {lat['warmup_s']}s of it), "
+            f"trigger {lat['trigger']}: p50 {lat['p50_ms']} ms, "
             f"p95 {lat['p95_ms']} ms, p99 {lat['p99_ms']} ms, max {lat['max_ms']} ms ({lat['events']} events)"
         )
     lines.append(f"results: {RESULTS / (name + '.json')}, {RESULTS / (name + '.png')}")

@@ -19,9 +19,9 @@ from sink.bench_setup import drop, fresh, synthetic_events
 from sink.settings import SinkSettings
 
 
-def steady_load(settings: SinkSettings, rate: int, seconds: float) -> tuple[int, float]:
+def steady_load(settings: SinkSettings, rate: int, seconds: float) -> tuple[int, float, int]:
     """Produce synthetic events at ``rate`` per second for ``seconds``, each with ``sent_at`` = now;
-    returns (events sent, seconds taken)."""
+    returns (events sent, seconds taken, start time in epoch ms)."""
     from confluent_kafka import Producer
 
     from chatlog.settings import KafkaSettings
@@ -35,6 +35,7 @@ def steady_load(settings: SinkSettings, rate: int, seconds: float) -> tuple[int,
     tick = 0.01
     per_tick = rate * tick
     start = time.monotonic()
+    start_ms = int(time.time() * 1000)
     sent = 0
     while sent < len(pool):
         due = min(len(pool), int((time.monotonic() - start) / tick * per_tick) + 1)
@@ -46,12 +47,21 @@ def steady_load(settings: SinkSettings, rate: int, seconds: float) -> tuple[int,
         producer.poll(0)
         time.sleep(max(0.0, start + (sent / rate) - time.monotonic()))
     producer.flush(30)
-    return sent, time.monotonic() - start
+    return sent, time.monotonic() - start, start_ms
 
 
 def latency(
-    settings: SinkSettings, rate: int, seconds: float, trigger: str, work: Path, tag: str
+    settings: SinkSettings,
+    rate: int,
+    seconds: float,
+    trigger: str,
+    work: Path,
+    tag: str,
+    *,
+    warmup_s: float = 30.0,
 ) -> dict[str, Any]:
+    """Latency of the events produced in ``seconds`` of steady load at ``rate``, after ``warmup_s``
+    seconds of the same load (the sink's first batches, its JIT warm-up) that are not measured."""
     from confluent_kafka import Producer
 
     from chatlog.cql import connect
@@ -86,7 +96,8 @@ def latency(
     # the load comes from another process, as the ingesters are: in this one it would contend with the
     # sink's driver (the foreachBatch callback runs here) for the GIL and slow every batch
     with multiprocessing.get_context("spawn").Pool(1) as pool:
-        sent, produce_s = pool.apply(steady_load, (s, rate, seconds))
+        sent, produce_s, load_start_ms = pool.apply(steady_load, (s, rate, warmup_s + seconds))
+    measured_from_ms = load_start_ms + int(warmup_s * 1000)
     deadline = time.monotonic() + 300
     while written() < len(warm) + sent and time.monotonic() < deadline and not failure:
         time.sleep(0.2)
@@ -106,14 +117,15 @@ def latency(
                 continue
             sent_ms = int(row.sent_at.timestamp() * 1000) if row.sent_at.tzinfo else _naive_ms(row.sent_at)
             latency = row.wt / 1000 - sent_ms
-            latencies.append(latency)
+            if sent_ms >= measured_from_ms:
+                latencies.append(latency)
             timeline.append((sent_ms, latency))
     finally:
         cluster.shutdown()
     drop(s, [s.cassandra_keyspace])
     latencies.sort()
     timeline.sort()
-    t0 = timeline[0][0] if timeline else 0
+    t0 = load_start_ms
 
     def pct(p: float) -> float:
         return round(latencies[min(len(latencies) - 1, int(p * len(latencies)))], 1) if latencies else 0.0
@@ -122,6 +134,7 @@ def latency(
         "rate_target": rate,
         "rate_achieved": round(sent / produce_s),
         "seconds": seconds,
+        "warmup_s": warmup_s,
         "trigger": trigger,
         "events": len(latencies),
         "p50_ms": pct(0.50),

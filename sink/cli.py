@@ -110,6 +110,9 @@ def register(app: typer.Typer, bench: typer.Typer) -> None:
         events: Annotated[int, typer.Option(help="Events for the throughput run (0 = skip).")] = 150_000,
         rate: Annotated[int, typer.Option(help="Events/s for the latency run.")] = 5000,
         latency_s: Annotated[float, typer.Option(help="Seconds of the latency run (0 = skip).")] = 60.0,
+        warmup_s: Annotated[
+            float, typer.Option(help="Seconds of steady load before the latency run (not measured).")
+        ] = 30.0,
         trigger: Annotated[str | None, typer.Option(help="Trigger interval of the latency run.")] = None,
         name: Annotated[str, typer.Option(help="Results file name under results/.")] = "bench_sink",
     ) -> None:
@@ -120,6 +123,12 @@ def register(app: typer.Typer, bench: typer.Typer) -> None:
 
         typer.echo(
             run_bench(
-                load(SinkSettings), events=events, rate=rate, latency_s=latency_s, trigger=trigger, name=name
+                load(SinkSettings),
+                events=events,
+                rate=rate,
+                latency_s=latency_s,
+                warmup_s=warmup_s,
+                trigger=trigger,
+                name=name,
             )
         )
