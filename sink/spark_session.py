@@ -66,6 +66,9 @@ def session_conf(settings: SinkSettings) -> dict[str, str]:
             ROCKSDB_PROVIDER if settings.spark_state_store == "rocksdb" else HDFS_PROVIDER
         ),
         "spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled": "true",
+        # a read before every write, only to count the state's rows (progress' numRowsTotal, which the
+        # sink does not use): 36.5 vs 38-42 us of JVM CPU per event, warm (200k events, no writes)
+        "spark.sql.streaming.stateStore.rocksdb.trackTotalNumberOfRows": "false",
         "spark.python.worker.reuse": "true",
     }
     if not submit or "CHATLOG_SPARK_MASTER" in os.environ:
