@@ -106,19 +106,14 @@ class ProgressFeed:
         self._newest = ""  # the timestamp of the newest update read (ISO-8601 UTC, sorts as text)
 
     def new(self) -> list[dict[str, Any]]:
-        jsq = getattr(self.query, "_jsq", None)
-        if jsq is None:  # not a Py4J session: pyspark's own conversion
-            every = [json.loads(p.json) if hasattr(p, "json") else dict(p) for p in self.query.recentProgress]
-            found = [p for p in every if str(p.get("timestamp", "")) > self._newest]
-        else:
-            recent = jsq.recentProgress()
-            found = []
-            for index in range(len(recent) - 1, -1, -1):
-                progress = json.loads(recent[index].json())
-                if str(progress.get("timestamp", "")) <= self._newest:
-                    break
-                found.append(progress)
-            found.reverse()
+        recent = self.query._jsq.recentProgress()  # the sink runs on a classic (Py4J) session
+        found: list[dict[str, Any]] = []
+        for index in range(len(recent) - 1, -1, -1):
+            progress = json.loads(recent[index].json())
+            if str(progress.get("timestamp", "")) <= self._newest:
+                break
+            found.append(progress)
+        found.reverse()
         if found:
             self._newest = max(self._newest, *(str(p.get("timestamp", "")) for p in found))
         return found
