@@ -61,6 +61,13 @@ class SinkSettings(KafkaSettings, CassandraSettings):
         description="spark.sql.shuffle.partitions: dedup state partitions and writer tasks. About the "
         "number of cores the sink has; a checkpoint keeps the number it started with.",
     )
+    sink_read_tasks: int | None = Field(
+        None,
+        ge=0,
+        description="Tasks that read Kafka in a micro-batch: the topic's partitions are coalesced into "
+        "this many (each task then reads several partitions in turn). Unset: spark_shuffle_partitions; "
+        "0: one task per Kafka partition. Every task has a fixed cost, paid every micro-batch.",
+    )
     spark_ui: bool = Field(False, description="Start the Spark web UI.")
     spark_log_level: str = Field("WARN", description="Spark's log level (log4j).")
     spark_jars: str | None = Field(
@@ -139,6 +146,11 @@ class SinkSettings(KafkaSettings, CassandraSettings):
     @property
     def checkpoint_location(self) -> str:
         return self.sink_checkpoint or str(self.state_dir / "sink" / "checkpoint")
+
+    @property
+    def read_tasks(self) -> int:
+        """Kafka read tasks per micro-batch (0: one per Kafka partition)."""
+        return self.spark_shuffle_partitions if self.sink_read_tasks is None else self.sink_read_tasks
 
     @property
     def watermark_ms(self) -> int:

@@ -68,7 +68,7 @@ def kafka_stream(spark: SparkSession, settings: SinkSettings) -> DataFrame:
     )
     if settings.sink_max_offsets_per_trigger:
         reader = reader.option("maxOffsetsPerTrigger", str(settings.sink_max_offsets_per_trigger))
-    return reader.load()
+    return transform.coalesced(reader.load(), settings.read_tasks)
 
 
 def start_query(

@@ -44,6 +44,18 @@ SINK_COLUMNS = ("value", "partition", "offset")
 INVALID_KEY_PREFIX = "\x00unkeyed:"
 
 
+def coalesced(kafka: DataFrame, tasks: int) -> DataFrame:
+    """``kafka`` read by at most ``tasks`` tasks (0: unchanged, one task per Kafka partition).
+
+    A narrow coalesce: no shuffle, each task reads several Kafka partitions in turn. Every task costs
+    the same few milliseconds of scheduling and consumer set-up whatever it reads, every micro-batch:
+    12 partitions on 2 cores took 113 ms of stage wall time for a 500-event batch, 2 tasks 49 ms.
+    """
+    if tasks <= 0:
+        return kafka
+    return kafka.coalesce(tasks)
+
+
 def keyed(kafka: DataFrame) -> DataFrame:
     """Kafka source rows -> ``message_id`` (the deduplication key), ``sent_at``, ``value``,
     ``partition``, ``offset``.

@@ -79,3 +79,13 @@ def test_spark_kafka_consumers_do_not_wait_half_a_second_at_the_end_of_the_log(
     assert kafka_options(SinkSettings())["kafka.fetch.max.wait.ms"] == "10"
     monkeypatch.setenv("CHATLOG_SINK_KAFKA_FETCH_MAX_WAIT_MS", "250")
     assert kafka_options(SinkSettings())["kafka.fetch.max.wait.ms"] == "250"
+
+
+def test_read_tasks_follow_the_shuffle_partitions_unless_set(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("CHATLOG_SPARK_SHUFFLE_PARTITIONS", "3")
+    assert SinkSettings().read_tasks == 3
+    monkeypatch.setenv("CHATLOG_SINK_READ_TASKS", "0")
+    assert SinkSettings().read_tasks == 0
+    monkeypatch.setenv("CHATLOG_SINK_READ_TASKS", "-1")
+    with pytest.raises(ValueError, match="sink_read_tasks"):
+        SinkSettings()

@@ -5,7 +5,13 @@ from __future__ import annotations
 import pytest
 
 from sink.settings import SinkSettings
-from sink.spark_session import HDFS_PROVIDER, ROCKSDB_PROVIDER, session_conf
+from sink.spark_session import (
+    FILESYSTEM_CHECKPOINTS,
+    HDFS_PROVIDER,
+    ROCKSDB_PROVIDER,
+    local_checkpoint,
+    session_conf,
+)
 
 
 @pytest.fixture
@@ -29,3 +35,30 @@ def test_settings_reach_the_conf(settings: SinkSettings) -> None:
     assert conf["spark.jars"] == "/opt/jars/a.jar,/opt/jars/b.jar"
     assert conf["spark.master"] == settings.spark_master
     assert conf["spark.python.worker.reuse"] == "true"
+
+
+@pytest.mark.parametrize(
+    ("location", "local"),
+    [
+        ("/var/lib/chatlog/checkpoint", True),
+        ("relative/checkpoint", True),
+        ("file:///var/lib/chatlog/checkpoint", True),
+        ("FILE:/tmp/cp", True),
+        ("hdfs://namenode:8020/chatlog/checkpoint", False),
+        ("s3a://bucket/checkpoint", False),
+        ("abfss://container@account.dfs.core.windows.net/cp", False),
+    ],
+)
+def test_local_checkpoints_are_recognised(location: str, local: bool) -> None:
+    assert local_checkpoint(location) is local
+
+
+def test_local_checkpoints_use_the_filesystem_manager_and_remote_ones_spark_default(
+    settings: SinkSettings,
+) -> None:
+    local = session_conf(settings.model_copy(update={"sink_checkpoint": "/tmp/cp"}))
+    assert local["spark.sql.streaming.checkpointFileManagerClass"] == FILESYSTEM_CHECKPOINTS
+    default = session_conf(settings)  # <state_dir>/sink/checkpoint
+    assert default["spark.sql.streaming.checkpointFileManagerClass"] == FILESYSTEM_CHECKPOINTS
+    remote = session_conf(settings.model_copy(update={"sink_checkpoint": "s3a://bucket/cp"}))
+    assert "spark.sql.streaming.checkpointFileManagerClass" not in remote

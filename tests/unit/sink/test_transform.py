@@ -164,3 +164,14 @@ def test_streaming_dedup_spans_micro_batches_and_never_drops_old_events(spark: A
     assert ids == ["a", "b", "old"]
     reasons = [reason for _m, reason in out if reason is not None]
     assert len(reasons) == 1 and reasons[0].startswith("not JSON")
+
+
+def test_kafka_partitions_are_coalesced_into_the_read_tasks_without_losing_a_record(spark: Any) -> None:
+    values: list[bytes | None] = [json.dumps({**GOOD, "message_id": f"m{i}"}).encode() for i in range(60)]
+    kafka = _kafka_df(spark, values).repartition(12)
+    assert kafka.rdd.getNumPartitions() == 12
+    two = transform.coalesced(kafka, 2)
+    assert two.rdd.getNumPartitions() == 2
+    assert sorted(r.offset for r in two.collect()) == list(range(60))
+    assert transform.coalesced(kafka, 0).rdd.getNumPartitions() == 12  # 0: one task per partition
+    assert transform.coalesced(kafka, 50).rdd.getNumPartitions() == 12  # never more than partitions
