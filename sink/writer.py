@@ -222,17 +222,19 @@ def write_partition(
 
 
 def _partition_task(settings: SinkSettings, dead_letters: bool) -> Any:
-    def task(rows: Iterator[Any]) -> Iterator[dict[str, Any]]:
+    def task(records: Iterator[bytes]) -> Iterator[dict[str, Any]]:
+        from sink.handover import unframe
         from sink.pyworker import prepare
 
         prepare()
-        yield write_partition(rows, settings, dead_letters=dead_letters).to_dict()
+        yield write_partition(map(unframe, records), settings, dead_letters=dead_letters).to_dict()
 
     return task
 
 
 def write_dataframe(rows: DataFrame, settings: SinkSettings) -> WriteStats:
-    """Run :func:`write_partition` over every partition of ``rows`` (columns value, partition, offset)."""
+    """Run :func:`write_partition` over every partition of ``rows`` (columns value, partition, offset),
+    handed over as bytes (:mod:`sink.handover`)."""
     return write_dataframe_observed(rows, settings)[0]
 
 
@@ -241,18 +243,11 @@ def write_dataframe_observed(
 ) -> tuple[WriteStats, dict[str, Any]]:
     """:func:`write_dataframe`, plus the metrics ``rows`` observed under ``observation`` (a bounded
     read: ``DataFrame.observe``). The write runs as an RDD action, which Spark's ``Observation``
-    does not wait for, so the values are read from the executed plan (``QueryExecution``)."""
-    import json
+    does not wait for, so the values are read from the executed plan (:func:`sink.handover.observed`)."""
+    from sink.handover import observed, records
 
-    from sink.transform import SINK_COLUMNS
-
-    selected = rows.select(*SINK_COLUMNS)
+    framed, dataset = records(rows)
     total = WriteStats()
-    for part in selected.rdd.mapPartitions(_partition_task(settings, dead_letters)).collect():
+    for part in framed.mapPartitions(_partition_task(settings, dead_letters)).collect():
         total.add(WriteStats.from_dict(part))
-    observed: dict[str, Any] = {}
-    if observation is not None:
-        found = selected._jdf.queryExecution().observedMetrics().get(observation)
-        if found.isDefined():
-            observed = json.loads(found.get().json())
-    return total, observed
+    return total, (observed(dataset, observation) if observation is not None else {})
