@@ -26,6 +26,7 @@ from sink.cassandra_writer import (
     retry_failed,
     worker_session,
 )
+from sink.pyworker import freeze_heap
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -139,6 +140,7 @@ def write_partition(
     session = worker_session(settings)
     keyspace = settings.cassandra_keyspace
     prepared = session.keyspace(keyspace, settings.sink_write_consistency, settings.sink_cassandra_retry_s)
+    freeze_heap()
     executor = ConcurrentExecutor(
         session.session, settings.sink_write_concurrency, settings.sink_cassandra_timeout_s
     )
