@@ -43,7 +43,7 @@ def one_line(exc: BaseException) -> str:
 @dataclass(frozen=True)
 class BatchLimits:
     max_rows: int = 100
-    max_partitions: int = 10
+    max_partitions: int = 60
     max_bytes: int = 48 * 1024
 
 

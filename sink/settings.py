@@ -114,10 +114,11 @@ class SinkSettings(KafkaSettings, CassandraSettings):
         100, ge=1, description="Most rows in one unlogged batch (1 disables batching)."
     )
     sink_batch_max_partitions: int = Field(
-        10,
+        60,
         ge=1,
-        description="Most partitions in one unlogged batch, all on the same replicas "
-        "(Cassandra warns above unlogged_batch_across_partitions_warn_threshold, default 10).",
+        description="Most partitions in one unlogged batch, all owned by the same replicas (so the "
+        "coordinator is one of them). Cassandra logs a warning, at most once a minute, above its "
+        "unlogged_batch_across_partitions_warn_threshold (default 10; 64 on the local stack).",
     )
     sink_batch_max_bytes: int = Field(
         48 * 1024, ge=1024, description="Approximate payload limit of one batch (Cassandra fails at 50 KiB)."
