@@ -9,6 +9,7 @@ from __future__ import annotations
 import multiprocessing
 import threading
 import time
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +18,9 @@ import msgspec
 from schemas.chat_event import encode
 from sink.bench_setup import drop, fresh, synthetic_events
 from sink.settings import SinkSettings
+
+LOAD_POOL_EVENTS = 100_000
+"""Distinct event shapes the steady load cycles through (each sent with a fresh message id)."""
 
 
 def steady_load(settings: SinkSettings, rate: int, seconds: float) -> tuple[int, float, int]:
@@ -31,17 +35,23 @@ def steady_load(settings: SinkSettings, rate: int, seconds: float) -> tuple[int,
     # the ingesters' producer (batching, compression, partitioner): the records arrive as in production
     kafka = settings.model_dump(include=set(KafkaSettings.model_fields))
     producer = Producer(producer_config(IngestSettings(**kafka), "bench-sink-load"))
-    pool = synthetic_events(int(rate * seconds) + 1, seed=11)
+    total = int(rate * seconds) + 1
+    # a pool of shapes, each produced with a new id: 20 minutes at 5k/s held in memory took ~15 GB
+    pool = synthetic_events(min(total, LOAD_POOL_EVENTS), seed=11)
     tick = 0.01
     per_tick = rate * tick
     start = time.monotonic()
     start_ms = int(time.time() * 1000)
     sent = 0
-    while sent < len(pool):
-        due = min(len(pool), int((time.monotonic() - start) / tick * per_tick) + 1)
+    while sent < total:
+        due = min(total, int((time.monotonic() - start) / tick * per_tick) + 1)
         while sent < due:
             now = int(time.time() * 1000)
-            e = msgspec.structs.replace(pool[sent], sent_at=now, received_at=now)
+            shape = pool[sent % len(pool)]
+            mid = str(uuid.uuid4())
+            e = msgspec.structs.replace(
+                shape, message_id=mid, tags={**shape.tags, "id": mid}, sent_at=now, received_at=now
+            )
             producer.produce(settings.topic_messages, encode(e), e.channel.encode())
             sent += 1
         producer.poll(0)
