@@ -23,7 +23,7 @@ _MARKERS: tuple[tuple[str, str], ...] = (
     ("org.apache.spark.deploy.SparkSubmit", "spark_jvm"),
     ("pyspark.daemon", "python_workers"),
     ("pyspark.worker", "python_workers"),
-    ("multiprocessing.spawn", "python_workers"),
+    ("multiprocessing.spawn", "python_workers"),  # the raw insert's pool
 )
 """A command-line fragment -> the component of the process (the first match wins)."""
 
