@@ -47,9 +47,10 @@ def test_per_event_refuses_no_events() -> None:
 
 def test_snapshot_counts_this_process_as_the_bench() -> None:
     before = bench_cpu.snapshot()
-    deadline = time.process_time() + 0.05
+    deadline = time.process_time() + 0.2
     while time.process_time() < deadline:
         pass
     after = bench_cpu.snapshot()
     assert set(after) == set(bench_cpu.COMPONENTS)
-    assert after["bench"] - before["bench"] >= 0.04
+    # the kernel counts CPU time in clock ticks (10 ms): 0.2 s of it reads as 0.19-0.21 s
+    assert after["bench"] - before["bench"] >= 0.15
