@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from chatlog.errors import ChatlogError
-from sink import transform
+from sink import offsets, transform
 from sink.spark_session import get_session, kafka_options
 from sink.stream import ensure_schema, failure_message
 from sink.times import format_time
@@ -61,25 +61,25 @@ def run(
     if end_ms is not None and end_ms <= start_ms:
         raise ChatlogError(f"--to ({format_time(end_ms)}) must be after --from ({format_time(start_ms)})")
     started = time.monotonic()
+    span = offsets.time_range(settings, start_ms, end_ms)
     ensure_schema(settings)
+    result = BackfillResult(settings.cassandra_keyspace, start_ms, end_ms, resent=deadletter)
+    if span.records == 0:  # nothing in the range: no Spark job to run
+        result.seconds = time.monotonic() - started
+        return result
     spark = get_session(settings)
     reader = (
         spark.read.format("kafka")
         .options(**kafka_options(settings))
-        .option("subscribe", settings.topic_messages)
-        .option("startingTimestamp", str(start_ms))
+        .options(**span.spark_options())
         .option("failOnDataLoss", "false")
     )
-    if end_ms is not None:
-        reader = reader.option("endingTimestamp", str(end_ms))
-    else:
-        reader = reader.option("endingOffsets", "latest")
     rows = transform.sink_rows(reader.load(), settings.watermark_ms, observation=OBSERVED)
     try:
         written, counts = write_dataframe_observed(rows, settings, OBSERVED, dead_letters=deadletter)
     except Exception as exc:
         raise ChatlogError(f"backfill failed: {failure_message(exc)}") from None
-    result = BackfillResult(settings.cassandra_keyspace, start_ms, end_ms, written=written, resent=deadletter)
+    result.written = written
     result.read = int(counts.get("read", 0))
     result.invalid = written.deadletters
     result.duplicates = result.read - written.events - written.deadletters

@@ -134,3 +134,31 @@ def test_cassandra_unreachable_fails_loudly_and_a_restart_catches_up(
     assert count(sink_settings, "messages_by_channel") == 0
     stream.run(sink_settings, available_now=True)
     assert sorted(message_ids(sink_settings)) == sorted(produced.events)
+
+
+def test_backfill_from_a_time_after_which_most_partitions_are_quiet(
+    sink_settings: SinkSettings, spark_session: Any
+) -> None:
+    """Kafka-keyed by channel, a quiet channel's partition has nothing after --from: the backfill reads
+    the partitions that do, and a range in which no partition has anything is an empty backfill."""
+    t0 = int(time.time() * 1000) - 3_600_000
+    produce(sink_settings, make_events(200, channels=7, tag="old"), timestamp_ms=t0, bad_every=10**9)
+    late = make_events(50, channels=1, tag="new")  # one channel: one partition of the four
+    recent = produce(sink_settings, late, timestamp_ms=t0 + 600_000)
+
+    result = backfill.run(sink_settings, t0 + 300_000)
+    assert result.read == recent.records
+    assert result.written.events == len(late)
+    assert sorted(message_ids(sink_settings)) == sorted(e.message_id for e in late)
+
+    between = backfill.run(sink_settings, t0 + 1, t0 + 300_000)
+    assert (between.read, between.written.events) == (0, 0)
+    after = backfill.run(sink_settings, t0 + 900_000)
+    assert (after.read, after.written.events) == (0, 0)
+    assert "read 0 events" in after.summary()
+
+
+def test_backfill_of_a_missing_topic_is_one_line(sink_settings: SinkSettings) -> None:
+    missing = sink_settings.model_copy(update={"topic_messages": "no.such.topic.anywhere"})
+    with pytest.raises(ChatlogError, match=r"^topic no\.such\.topic\.anywhere does not exist"):
+        backfill.run(missing, 0)
