@@ -9,6 +9,8 @@ for the same nick; a 433 (nick in use) gets a new random part.
 
 from __future__ import annotations
 
+import ipaddress
+import logging
 import random
 import re
 import string
@@ -19,6 +21,8 @@ from chatlog.settings import IrcSettings
 
 TWITCH_CAPS = ("twitch.tv/tags", "twitch.tv/commands")
 IRCV3_CAPS = ("message-tags", "server-time")  # msgid comes with message-tags
+
+log = logging.getLogger(__name__)
 
 _NOT_NICK = re.compile(r"[^A-Za-z0-9_\-\[\]\\^{}|`]")
 _ALNUM = string.ascii_lowercase + string.digits
@@ -73,9 +77,34 @@ class Login:
         return lines
 
 
+def is_loopback(host: str) -> bool:
+    """True for ``localhost`` and loopback addresses (127.0.0.0/8, ::1): traffic that stays on the host."""
+    if host.lower().rstrip(".") == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def plaintext_token_warning(settings: IrcSettings) -> str | None:
+    """One line when the OAuth token would cross the network unencrypted, else None."""
+    token = settings.irc_oauth.get_secret_value() if settings.irc_oauth is not None else ""
+    if not token or settings.irc_tls or is_loopback(settings.irc_host):
+        return None
+    return (
+        f"CHATLOG_IRC_OAUTH is sent in plain text to {settings.irc_host}:{settings.irc_port} "
+        "(CHATLOG_IRC_TLS=false): anyone on the path can read the token; set CHATLOG_IRC_TLS=true "
+        "(Twitch: port 6697)"
+    )
+
+
 def login_from_settings(
     settings: IrcSettings, worker_id: str, rng: random.Random, nick_max_len: int = 30
 ) -> Login:
+    warning = plaintext_token_warning(settings)
+    if warning is not None:
+        log.warning(warning)
     worker_id = re.sub(r"[\s\x00-\x1f]", "_", worker_id)[:64] or "worker"
     oauth = settings.irc_oauth.get_secret_value() if settings.irc_oauth is not None else None
     if settings.irc_flavor == "twitch":
