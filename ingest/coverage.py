@@ -1,0 +1,172 @@
+"""Per-channel coverage events of one ingester, and the confirmations of the others.
+
+:class:`CoverageTracker` (pure) turns the IRC pool's confirmed set into ``joined`` / ``left`` events
+(``schemas.coverage``), with the reason a channel stopped being covered. :class:`ConfirmationWatch`
+reads ``chatlog.coverage`` from its end, in a thread, and reports every channel that *another* worker
+of the same replica group has confirmed since: the hand-off waits for exactly that before parting.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import uuid
+from collections.abc import Callable, Iterable
+from collections.abc import Set as AbstractSet
+from typing import Any, Final
+
+import msgspec
+from confluent_kafka import Consumer, KafkaException, TopicPartition
+
+from schemas.coverage import ALIVE, JOINED, LEFT, CoverageEvent, decode
+
+log = logging.getLogger(__name__)
+
+_POLL_BATCH: Final = 5000
+_POLL_TIMEOUT_S: Final = 0.2
+
+
+class CoverageTracker:
+    """What this worker covers, as the events that changed it."""
+
+    def __init__(self, replica: int, worker: str, session: int) -> None:
+        self.replica = replica
+        self.worker = worker
+        self.session = session
+        self.covered: set[str] = set()
+
+    def _event(self, channel: str, state: str, at: int, reason: str = "") -> CoverageEvent:
+        return CoverageEvent(
+            replica=self.replica,
+            worker=self.worker,
+            session=self.session,
+            state=state,  # type: ignore[arg-type]
+            at=at,
+            channel=channel,
+            reason=reason,
+        )
+
+    def update(
+        self,
+        confirmed: AbstractSet[str],
+        wanted: AbstractSet[str],
+        now_ms: int,
+        handed_off: AbstractSet[str] = frozenset(),
+    ) -> list[CoverageEvent]:
+        """Events for the channels confirmed since the last call and those no longer confirmed.
+
+        A channel that left while still wanted was lost (connection closed, kicked); one that is not
+        wanted any more was parted, or handed off when the new owner's confirmation released it."""
+        if confirmed == self.covered:
+            return []
+        out = [self._event(ch, JOINED, now_ms) for ch in sorted(confirmed - self.covered)]
+        for ch in sorted(self.covered - confirmed):
+            reason = "lost" if ch in wanted else "handed-off" if ch in handed_off else "parted"
+            out.append(self._event(ch, LEFT, now_ms, reason))
+        self.covered = set(confirmed)
+        return out
+
+    def refresh(self, now_ms: int) -> list[CoverageEvent]:
+        """Every covered channel announced again, so a ledger reader needs look back only this far."""
+        return [self._event(ch, JOINED, now_ms, "refresh") for ch in sorted(self.covered)]
+
+    def stop_all(self, now_ms: int, reason: str) -> list[CoverageEvent]:
+        """Everything stops being covered (the worker is shutting down)."""
+        out = [self._event(ch, LEFT, now_ms, reason) for ch in sorted(self.covered)]
+        self.covered = set()
+        return out
+
+    def alive(self, now_ms: int) -> CoverageEvent:
+        return self._event("", ALIVE, now_ms)
+
+
+def confirmations(events: Iterable[CoverageEvent], *, replica: int, worker: str) -> tuple[set[str], set[str]]:
+    """(confirmed, withdrawn): channels other workers of ``replica`` joined or left, in these events."""
+    joined: set[str] = set()
+    left: set[str] = set()
+    for ev in events:
+        if ev.replica != replica or ev.worker == worker or ev.state == ALIVE:
+            continue
+        if ev.state == JOINED:
+            joined.add(ev.channel)
+            left.discard(ev.channel)
+        else:
+            left.add(ev.channel)
+            joined.discard(ev.channel)
+    return joined, left
+
+
+class ConfirmationWatch:
+    """Tails the coverage topic from its end and calls ``on_confirmed`` with the channels another worker
+    of this replica group has confirmed (a thread; no consumer group, nothing committed)."""
+
+    def __init__(
+        self,
+        conf: dict[str, Any],
+        topic: str,
+        *,
+        replica: int,
+        worker: str,
+        on_confirmed: Callable[[set[str]], None],
+    ) -> None:
+        self._conf = {
+            **conf,
+            "group.id": f"chatlog-coverage-watch-{uuid.uuid4().hex}",
+            "enable.auto.commit": False,
+            "enable.auto.offset.store": False,
+        }
+        self._topic = topic
+        self._replica = replica
+        self._worker = worker
+        self._on_confirmed = on_confirmed
+        self._stop = threading.Event()
+        self._ready = threading.Event()
+        self._thread: threading.Thread | None = None
+        self.failure: BaseException | None = None
+        self.undecodable = 0
+
+    def start(self, timeout: float = 15.0) -> None:
+        """Start tailing; returns once the consumer is positioned at the end (so nothing is missed)."""
+        self._thread = threading.Thread(target=self._run, name="coverage-watch", daemon=True)
+        self._thread.start()
+        self._ready.wait(timeout)
+
+    def close(self, timeout: float = 10.0) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout)
+
+    @property
+    def alive(self) -> bool:
+        return self._thread is not None and self._thread.is_alive()
+
+    def _run(self) -> None:
+        consumer = Consumer(self._conf)
+        try:
+            meta = consumer.list_topics(self._topic, timeout=15).topics[self._topic]
+            parts = []
+            for p in sorted(meta.partitions):  # the end offsets now: nothing produced after start is missed
+                _low, high = consumer.get_watermark_offsets(TopicPartition(self._topic, p), timeout=15)
+                parts.append(TopicPartition(self._topic, p, high))
+            consumer.assign(parts)
+            self._ready.set()
+            while not self._stop.is_set():
+                batch = consumer.consume(_POLL_BATCH, _POLL_TIMEOUT_S)
+                events = []
+                for msg in batch:
+                    value = msg.value()
+                    if msg.error() is not None or value is None:
+                        continue
+                    try:
+                        events.append(decode(value))
+                    except (msgspec.DecodeError, msgspec.ValidationError):
+                        self.undecodable += 1
+                joined, _left = confirmations(events, replica=self._replica, worker=self._worker)
+                if joined:
+                    self._on_confirmed(joined)
+        except (KafkaException, KeyError) as exc:
+            log.error("coverage watch on %s failed: %s", self._topic, exc)
+            self.failure = exc
+        finally:
+            self._ready.set()
+            consumer.close()

@@ -1,0 +1,73 @@
+"""Spans and gaps from coverage events (pure logic)."""
+
+from __future__ import annotations
+
+from schemas.coverage import CoverageEvent
+from sink.coverage_spans import Gap, Span, gaps, spans
+
+
+def ev(
+    state: str, at: int, *, replica: int = 0, worker: str = "a", session: int = 1, reason: str = ""
+) -> CoverageEvent:
+    return CoverageEvent(
+        replica=replica,
+        worker=worker,
+        session=session,
+        state=state,
+        at=at,
+        channel="c",
+        reason=reason,  # type: ignore[arg-type]
+    )
+
+
+def test_a_hand_off_with_overlap_leaves_no_gap() -> None:
+    found = spans(
+        [ev("joined", 0), ev("joined", 50, worker="b"), ev("left", 60, reason="handed-off")],
+        {(0, "b", 1): 1000},
+        now_ms=1000,
+        silent_after_ms=100,
+    )
+    assert found == [Span(0, "a", 0, 60, "handed-off"), Span(0, "b", 50, 1000, "open")]
+    assert gaps(found, since_ms=0, until_ms=1000) == []
+
+
+def test_a_killed_worker_ends_at_its_last_sign_of_life_and_leaves_a_gap_until_the_next_join() -> None:
+    found = spans(
+        [ev("joined", 100), ev("joined", 20_000, worker="b")],
+        {(0, "a", 1): 5_000, (0, "b", 1): 30_000},
+        now_ms=30_000,
+        silent_after_ms=6_000,
+    )
+    assert found == [Span(0, "a", 100, 5_000, "silent"), Span(0, "b", 20_000, 30_000, "open")]
+    assert gaps(found, since_ms=0, until_ms=30_000) == [Gap(5_000, 20_000, "r0 a: silent")]
+
+
+def test_another_replica_group_covers_the_gap_of_the_first() -> None:
+    found = spans(
+        [ev("joined", 0), ev("left", 400, reason="lost"), ev("joined", 0, replica=1, worker="x"),
+         ev("joined", 900)],
+        {(1, "x", 1): 1000, (0, "a", 1): 1000},
+        now_ms=1000,
+        silent_after_ms=100,
+    )  # fmt: skip
+    assert gaps(found, since_ms=0, until_ms=1000) == []
+    without_r1 = [s for s in found if s.replica == 0]
+    assert gaps(without_r1, since_ms=0, until_ms=1000) == [Gap(400, 900, "r0 a: lost")]
+
+
+def test_no_gap_before_the_first_join_and_none_after_an_open_span() -> None:
+    found = spans([ev("joined", 500)], {(0, "a", 1): 990}, now_ms=1000, silent_after_ms=100)
+    assert gaps(found, since_ms=0, until_ms=1000) == []
+    assert gaps([], since_ms=0, until_ms=1000) == []
+
+
+def test_a_refresh_join_does_not_restart_a_span_and_a_stop_leaves_a_trailing_gap() -> None:
+    found = spans(
+        [ev("joined", 0), ev("joined", 300, reason="refresh"), ev("left", 700, reason="stopped")],
+        {(0, "a", 1): 700},
+        now_ms=1000,
+        silent_after_ms=100,
+    )
+    assert found == [Span(0, "a", 0, 700, "stopped")]
+    assert gaps(found, since_ms=0, until_ms=1000) == [Gap(700, 1000, "r0 a: stopped")]
+    assert gaps(found, since_ms=100, until_ms=600) == []
