@@ -107,10 +107,7 @@ def scale(
         names = run_dir / "channels.txt"
         names.write_text("\n".join(f"s{n}_{i}" for i in range(n)) + "\n")
         env = {
-            "CHATLOG_TOPIC_CHANNELS": s.topic_channels,
-            "CHATLOG_TOPIC_MESSAGES": s.topic_messages,
-            "CHATLOG_TOPIC_DEADLETTER": s.topic_deadletter,
-            "CHATLOG_TOPIC_STATUS": s.topic_status,
+            **s.topic_env(),
             "CHATLOG_IRC_JOIN_RATE": str(join_rate),
             "CHATLOG_IRC_JOIN_WINDOW_S": "10",
             "CHATLOG_IRC_FLAVOR": "ircv3",
@@ -150,9 +147,7 @@ def scale(
         }
         out.append(row)
         print(json.dumps(row), flush=True)
-        admin_client(s).delete_topics(
-            [s.topic_channels, s.topic_messages, s.topic_deadletter, s.topic_status]
-        )
+        admin_client(s).delete_topics(s.topic_names())
     result: dict[str, object] = {"bench": "scale", "runs": out, "machine": machine()}
     RESULTS.mkdir(parents=True, exist_ok=True)
     (RESULTS / "bench_scale.json").write_text(json.dumps(result, indent=1))

@@ -14,10 +14,12 @@ def register(app: typer.Typer) -> None:
     import ingest.cli
     import ingest.import_cli
     import sink.cli
+    import sink.coverage_cli
 
     ingest.import_cli.register(app, bench_app)
     ingest.cli.register(app, bench_app)
     sink.cli.register(app, bench_app)
+    sink.coverage_cli.register(app)
     app.add_typer(bench_app, name="bench")
     import chatlog.simulate_cli
     from chatlog import init_cli

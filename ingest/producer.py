@@ -75,6 +75,7 @@ class ProducerCounts:
     dead_letter_errors: int = 0
     queue_full_waits: int = 0
     status_errors: int = 0
+    coverage_errors: int = 0
 
 
 class IngestProducer:
@@ -94,6 +95,7 @@ class IngestProducer:
         self._topic = settings.topic_messages
         self._deadletter_topic = settings.topic_deadletter
         self._status_topic = settings.topic_status
+        self._coverage_topic = settings.topic_coverage
         self._source = f"irc:{worker_id}".encode()
         self._parse = parse
         self._clock = clock
@@ -246,6 +248,15 @@ class IngestProducer:
         if err is not None:
             self.counts.status_errors += 1
             log.warning("heartbeat not delivered: %s", err)
+
+    def produce_coverage(self, key: str, value: bytes) -> None:
+        """A coverage event (hand-off confirmation, ledger); a failure is counted and logged."""
+        self._produce_waiting(self._coverage_topic, value, key.encode(), None, self._on_coverage_delivery)
+
+    def _on_coverage_delivery(self, err: KafkaError | None, msg: Any) -> None:
+        if err is not None:
+            self.counts.coverage_errors += 1
+            log.warning("coverage event not delivered: %s", err)
 
     def queued(self) -> int:
         return len(self._producer)

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from chatlog.settings import KafkaSettings
 
-ROLES = ("channels", "messages", "deadletter", "status")
+ROLES = ("channels", "messages", "deadletter", "status", "coverage")
 
 
 @dataclass(frozen=True)

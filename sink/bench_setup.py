@@ -127,7 +127,7 @@ def drop(settings: SinkSettings, keyspaces: list[str]) -> None:
     finally:
         cluster.shutdown()
     s = settings
-    names = [s.topic_messages, s.topic_deadletter, s.topic_channels, s.topic_status]
+    names = s.topic_names()
     for future in admin_client(settings).delete_topics(names, operation_timeout=30).values():
         with contextlib.suppress(Exception):
             future.result(timeout=60)

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from chatlog.errors import ChatlogError
 from sink import transform
+from sink.ledger import LedgerWriter
 from sink.progress import BatchTracker, Metrics, Totals
 from sink.spark_session import get_session, kafka_options
 from sink.writer import write_dataframe
@@ -143,6 +144,7 @@ def run(
             ) from None
     tracker = BatchTracker(metrics)
     stop = stop or threading.Event()
+    ledger = _start_ledger(settings) if settings.sink_ledger and not available_now else None
     restore = _stop_on_signals(stop)
     query = start_query(spark, settings, tracker, available_now=available_now)
     log.info(
@@ -169,9 +171,23 @@ def run(
         raise ChatlogError(f"sink query failed: {failure_message(exc)}") from None
     finally:
         restore()
+        if ledger is not None:
+            ledger.close()
         if own_metrics:
             metrics.close()
     return tracker.totals
+
+
+def _start_ledger(settings: SinkSettings) -> LedgerWriter:
+    """The coverage ledger's writer, a thread beside the query (sink/ledger.py)."""
+    from chatlog.cql import connect_failure
+
+    try:
+        ledger = LedgerWriter(settings, settings)
+    except Exception as exc:  # the driver raises several kinds
+        raise ChatlogError(f"coverage ledger: {connect_failure(settings, exc)}") from None
+    ledger.start()
+    return ledger
 
 
 def _stop_on_signals(stop: threading.Event) -> Any:

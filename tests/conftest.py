@@ -43,13 +43,7 @@ def fresh_topics(stack: StackSettings, unique: str) -> Iterator[StackSettings]:
     settings = stack.with_topics(f"t{unique}", channel_buckets=16, messages_partitions=4)
     ensure_topics(settings)
     yield settings
-    names = [
-        settings.topic_channels,
-        settings.topic_messages,
-        settings.topic_deadletter,
-        settings.topic_status,
-    ]
-    for fut in admin_client(settings).delete_topics(names, operation_timeout=30).values():
+    for fut in admin_client(settings).delete_topics(settings.topic_names(), operation_timeout=30).values():
         with contextlib.suppress(Exception):
             fut.result(timeout=60)
 

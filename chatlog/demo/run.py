@@ -89,10 +89,7 @@ class Run:
         s = self.settings
         return {
             "CHATLOG_KAFKA_BOOTSTRAP_SERVERS": s.kafka_bootstrap_servers,
-            "CHATLOG_TOPIC_CHANNELS": s.topic_channels,
-            "CHATLOG_TOPIC_MESSAGES": s.topic_messages,
-            "CHATLOG_TOPIC_DEADLETTER": s.topic_deadletter,
-            "CHATLOG_TOPIC_STATUS": s.topic_status,
+            **s.topic_env(),
             "CHATLOG_CASSANDRA_KEYSPACE": s.cassandra_keyspace,
             "CHATLOG_IRC_PORT": str(s.irc_port),
             "CHATLOG_IRC_HOST": "127.0.0.1",

@@ -30,19 +30,16 @@ from schemas import chat_event
 pytestmark = pytest.mark.integration
 
 CHANNELS = 160
-OVERLAP_S = 3.0
+HANDOFF_TIMEOUT_S = 60.0
 Coverage = dict[int, dict[str, set[str]]]  # replica -> channel -> workers in it
 
 
 def _env(settings: StackSettings, unique: str) -> dict[str, str]:
     return {
         "CHATLOG_KAFKA_BOOTSTRAP_SERVERS": settings.kafka_bootstrap_servers,
-        "CHATLOG_TOPIC_CHANNELS": settings.topic_channels,
-        "CHATLOG_TOPIC_MESSAGES": settings.topic_messages,
-        "CHATLOG_TOPIC_DEADLETTER": settings.topic_deadletter,
-        "CHATLOG_TOPIC_STATUS": settings.topic_status,
+        **settings.topic_env(),
         "CHATLOG_INGEST_GROUP_PREFIX": f"test-{unique}",
-        "CHATLOG_INGEST_HANDOFF_OVERLAP_S": str(OVERLAP_S),
+        "CHATLOG_INGEST_HANDOFF_TIMEOUT_S": str(HANDOFF_TIMEOUT_S),
         "CHATLOG_INGEST_SHUTDOWN_DRAIN_S": "1",
         "CHATLOG_INGEST_HEARTBEAT_S": "1",
         "CHATLOG_IRC_HOST": "127.0.0.1",
@@ -248,6 +245,55 @@ def test_group_shares_channels_fails_over_and_scales_out(
         # 4. SIGTERM is graceful: exit 0
         for name in (a, c, d, f"{group.prefix}x", f"{group.prefix}y"):
             assert sup.terminate(name, timeout=40) == 0, sup.children[name].log.read_text()[-3000:]
+
+    with Supervisor(tmp_path / "logs", env=env) as sup:
+        asyncio.run(scenario(sup))
+
+
+def test_scale_out_at_the_twitch_join_limit_leaves_no_channel_unlogged_at_r1(
+    fresh_topics: StackSettings, unique: str, tmp_path: Path
+) -> None:
+    """R = 1, the default JOIN limit (20 per 10 s) and hand-off: a new ingester needs ~20 s to join its
+    share; the old owners keep every moved channel until the new one confirms it, so NAMES never shows a
+    channel without a logger and every message sent meanwhile reaches Kafka."""
+    settings = fresh_topics
+    channels = [f"j{unique}_{i}" for i in range(120)]
+    Registry(settings).add(channels)
+    env = {**_env(settings, unique), "CHATLOG_IRC_JOIN_RATE": "20", "CHATLOG_IRC_JOIN_WINDOW_S": "10"}
+    env.pop("CHATLOG_INGEST_HANDOFF_TIMEOUT_S")  # the default
+
+    async def scenario(sup: Supervisor) -> None:
+        observer = NamesObserver("127.0.0.1", settings.irc_port)
+        await observer.connect()
+        group = Group(sup, observer, channels, unique)
+        sim = ChatSimulator("127.0.0.1", settings.irc_port, channels, rate=100, connections=4, seed=11)
+        try:
+            a, b = group.start("a", 0), group.start("b", 0)
+            await group.until("one ingester per channel", lambda cov: _exactly_one(cov, 0), timeout=120)
+            await sim.start()
+            traffic = asyncio.create_task(sim.run(600))
+            await asyncio.sleep(1.0)
+            c = group.start("c", 0)
+            seen = await group.until(
+                "c took a share and the others let go of it",
+                lambda cov: _exactly_one(cov, 0) and sum(c in ws for ws in cov[0].values()) >= 30,
+                timeout=150,
+            )
+            uncovered = {ch for cov in seen for ch, ws in cov[0].items() if not ws}
+            assert not uncovered, f"{len(uncovered)} channels without a logger during the scale-out"
+            assert len(seen) > 20  # sampled all along (~0.3 s apart), not once at the end
+            await asyncio.sleep(1.0)
+            sim.stop()
+            await traffic
+            sent = {m.token for m in sim.sent}
+            assert len(sent) > 1000
+            found = _tokens_in_topic(settings, sent, timeout=60)
+            assert sent <= found, f"{len(sent - found)} of {len(sent)} messages never reached Kafka"
+            for name in (a, b, c):
+                assert sup.terminate(name, timeout=40) == 0, sup.children[name].log.read_text()[-3000:]
+        finally:
+            await sim.close()
+            await observer.close()
 
     with Supervisor(tmp_path / "logs", env=env) as sup:
         asyncio.run(scenario(sup))

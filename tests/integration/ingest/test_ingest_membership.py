@@ -43,14 +43,11 @@ def test_classic_protocol_idle_member_and_lost_session(
     Registry(settings).add(channels)
     env = {
         "CHATLOG_KAFKA_BOOTSTRAP_SERVERS": settings.kafka_bootstrap_servers,
-        "CHATLOG_TOPIC_CHANNELS": settings.topic_channels,
-        "CHATLOG_TOPIC_MESSAGES": settings.topic_messages,
-        "CHATLOG_TOPIC_DEADLETTER": settings.topic_deadletter,
-        "CHATLOG_TOPIC_STATUS": settings.topic_status,
+        **settings.topic_env(),
         "CHATLOG_INGEST_GROUP_PREFIX": f"test-{unique}",
         "CHATLOG_INGEST_GROUP_PROTOCOL": "classic",
         "CHATLOG_INGEST_SESSION_TIMEOUT_MS": str(SESSION_MS),
-        "CHATLOG_INGEST_HANDOFF_OVERLAP_S": "1",
+        "CHATLOG_INGEST_HANDOFF_TIMEOUT_S": "1",
         "CHATLOG_INGEST_SHUTDOWN_DRAIN_S": "1",
         "CHATLOG_IRC_HOST": "127.0.0.1",
         "CHATLOG_IRC_PORT": str(settings.irc_port),

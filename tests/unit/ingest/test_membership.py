@@ -13,7 +13,7 @@ def _loaded(table: BucketTable, bucket: int, *channels: str) -> None:
 
 
 def test_a_loading_bucket_contributes_nothing_until_its_end_is_read() -> None:
-    table = BucketTable(overlap_s=10)
+    table = BucketTable(handoff_timeout_s=10)
     table.assign([1])
     table.apply(1, "a", True)
     table.apply(1, "b", True)
@@ -26,7 +26,7 @@ def test_a_loading_bucket_contributes_nothing_until_its_end_is_read() -> None:
 
 
 def test_tail_records_add_and_remove_channels() -> None:
-    table = BucketTable(overlap_s=10)
+    table = BucketTable(handoff_timeout_s=10)
     _loaded(table, 0, "a")
     v = table.version
     table.apply(0, "b", True)
@@ -41,7 +41,7 @@ def test_tail_records_add_and_remove_channels() -> None:
 
 
 def test_revoked_bucket_stays_wanted_for_the_overlap_then_goes() -> None:
-    table = BucketTable(overlap_s=10)
+    table = BucketTable(handoff_timeout_s=10)
     _loaded(table, 0, "a")
     _loaded(table, 1, "b")
     table.revoke([1], now=100.0)
@@ -56,7 +56,7 @@ def test_revoked_bucket_stays_wanted_for_the_overlap_then_goes() -> None:
 
 
 def test_lost_bucket_stops_at_once_even_during_an_overlap() -> None:
-    table = BucketTable(overlap_s=10)
+    table = BucketTable(handoff_timeout_s=10)
     _loaded(table, 0, "a")
     _loaded(table, 1, "b")
     _loaded(table, 2, "c")
@@ -67,11 +67,11 @@ def test_lost_bucket_stops_at_once_even_during_an_overlap() -> None:
 
 
 def test_zero_overlap_and_revoking_a_loading_bucket_keep_nothing() -> None:
-    table = BucketTable(overlap_s=0)
+    table = BucketTable(handoff_timeout_s=0)
     _loaded(table, 0, "a")
     table.revoke([0], now=0.0)
     assert table.wanted() == frozenset()
-    table = BucketTable(overlap_s=10)
+    table = BucketTable(handoff_timeout_s=10)
     table.assign([3])
     table.apply(3, "x", True)
     table.revoke([3], now=0.0)  # never loaded: nothing was being logged, nothing to keep
@@ -79,7 +79,7 @@ def test_zero_overlap_and_revoking_a_loading_bucket_keep_nothing() -> None:
 
 
 def test_reassigned_during_overlap_keeps_channels_until_reloaded() -> None:
-    table = BucketTable(overlap_s=10)
+    table = BucketTable(handoff_timeout_s=10)
     _loaded(table, 4, "a", "b")
     table.revoke([4], now=0.0)
     table.assign([4])  # it comes back (a flapping rebalance)
@@ -93,7 +93,7 @@ def test_reassigned_during_overlap_keeps_channels_until_reloaded() -> None:
 
 def test_channel_in_two_buckets_is_wanted_while_either_has_it() -> None:
     # cannot happen with one partitioner, but the union must still be right
-    table = BucketTable(overlap_s=5)
+    table = BucketTable(handoff_timeout_s=5)
     _loaded(table, 0, "a")
     _loaded(table, 1, "a")
     table.revoke([0], now=0.0)
@@ -110,3 +110,29 @@ def test_consumer_config_kip848_sets_no_client_side_group_keys() -> None:
     classic = consumer_config({}, group_id="g", protocol="classic", session_timeout_ms=6000, client_id="c")
     assert classic["partition.assignment.strategy"] == "cooperative-sticky"
     assert classic["session.timeout.ms"] == 6000
+
+
+def test_a_revoked_channel_is_kept_until_the_new_owner_confirms_it() -> None:
+    table = BucketTable(handoff_timeout_s=900)
+    _loaded(table, 0, "a")
+    _loaded(table, 1, "b", "c", "d")
+    table.revoke([1], now=0.0)
+    table.expire(600.0)  # minutes later (a JOIN-limited new owner): still logged
+    assert table.wanted() == {"a", "b", "c", "d"}
+    v = table.version
+    table.confirm({"b", "zzz"})
+    assert table.wanted() == {"a", "c", "d"} and table.version > v
+    assert table.take_handed_off() == {"b"} and table.take_handed_off() == set()
+    table.confirm({"c", "d"})
+    assert table.wanted() == {"a"} and table.snapshot().overlap == ()
+    assert table.timed_out == 0
+
+
+def test_an_unconfirmed_hand_off_ends_at_the_timeout_and_is_counted() -> None:
+    table = BucketTable(handoff_timeout_s=30)
+    _loaded(table, 2, "x", "y")
+    table.revoke([2], now=0.0)
+    table.confirm({"x"})
+    table.expire(30.0)
+    assert table.wanted() == frozenset()
+    assert table.timed_out == 1 and table.overlap_channels == 0
