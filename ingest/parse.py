@@ -25,6 +25,17 @@ The mapping is the contract table of ARCHITECTURE.md; the choices it leaves open
   CLEARCHAT gets ``None``; its target is in ``text`` and the ``target-user-id`` tag.
 * Tags with an empty value count as missing for ``id``, ``room-id``, ``user-id``, ``display-name``,
   ``tmi-sent-ts`` and ``time`` (the IRCv3 spec makes ``k=`` and ``k`` equivalent).
+* A server time that is not plausible (``tmi-sent-ts`` not 13 ASCII digits, i.e. negative, not a
+  number or before 2001-09-09, or more than a day after the receive time; a ``time`` that is not
+  ISO-8601 or as implausible) is not an error: Twitch really sent a CLEARMSG with
+  ``tmi-sent-ts=-6795364578871``. ``sent_at`` is then the receive time, as for a line without one,
+  and the tag ``chatlog-bad-sent-ts`` holds the server's value (:data:`schemas.chat_event.BAD_SENT_TS_TAG`;
+  the hashed id does not change, it is the line's).
+* Nothing the contract's bounds (:mod:`schemas.chat_event`) reject is produced: a line longer than
+  ``MAX_LINE_CHARS``, a channel or login longer than ``MAX_LOGIN_CHARS``, an ``id``/``msgid`` longer
+  than ``MAX_MESSAGE_ID_CHARS`` or a ``room-id``/``user-id`` longer than ``MAX_ID_CHARS`` make the
+  line a :class:`MalformedLine` (the ingester dead-letters it with the reason). Every other string of
+  the event is part of the line, so the line's bound bounds it, and so is the number of tags.
 """
 
 from __future__ import annotations
@@ -34,7 +45,16 @@ from datetime import UTC, datetime, timedelta
 from typing import Final
 
 from ingest.tags import parse_tags, unescape_tag_value
-from schemas.chat_event import ChatEvent
+from schemas.chat_event import (
+    BAD_SENT_TS_TAG,
+    MAX_ID_CHARS,
+    MAX_LINE_CHARS,
+    MAX_LOGIN_CHARS,
+    MAX_MESSAGE_ID_CHARS,
+    MAX_SENT_AHEAD_MS,
+    MIN_PLAUSIBLE_SENT_MS,
+    ChatEvent,
+)
 
 __all__ = [
     "CHAT_COMMANDS",
@@ -49,7 +69,7 @@ CHAT_COMMANDS: Final[frozenset[str]] = frozenset({"PRIVMSG", "USERNOTICE", "CLEA
 
 _EPOCH: Final = datetime(1970, 1, 1, tzinfo=UTC)
 _MS: Final = timedelta(milliseconds=1)
-_MAX_TS_DIGITS: Final = 15  # epoch ms below 10**15 (year ~33600); keeps Cassandra/Spark timestamps sane
+_HALF_LOGIN: Final = MAX_LOGIN_CHARS // 2
 
 
 class MalformedLine(ValueError):
@@ -82,18 +102,36 @@ def command_of(line: str) -> str | None:
     return command or None
 
 
-def _iso_to_ms(value: str) -> int:
-    """IRCv3 ``time`` (``2026-11-21T15:04:05.123Z``) as epoch ms; no zone means UTC."""
+def _iso_to_ms(value: str) -> int | None:
+    """IRCv3 ``time`` (``2026-11-21T15:04:05.123Z``) as epoch ms; no zone means UTC; None if not a time."""
     try:
         stamp = datetime.fromisoformat(value)
     except ValueError:
-        raise MalformedLine(f"bad time tag {_short(value)}") from None
+        return None
     if stamp.tzinfo is None:
         stamp = stamp.replace(tzinfo=UTC)
-    ms = (stamp - _EPOCH) // _MS
-    if ms < 0:
-        raise MalformedLine(f"time tag before 1970: {_short(value)}")
-    return ms
+    try:
+        return (stamp - _EPOCH) // _MS
+    except OverflowError:  # an offset that moves year 1 or 9999 out of datetime's range
+        return None
+
+
+def _implausible(tags: dict[str, str], stamp: str, received_at: int) -> int:
+    """A server time that is not believed: flag it in the tags, use the receive time."""
+    tags[BAD_SENT_TS_TAG] = stamp
+    return received_at
+
+
+def _check_ids(message_id: str, channel_id: str | None, user_id: str | None) -> None:
+    if len(message_id) > MAX_MESSAGE_ID_CHARS:
+        raise _too_long("message id", message_id, MAX_MESSAGE_ID_CHARS)
+    for what, value in (("room-id", channel_id), ("user-id", user_id)):
+        if value is not None and len(value) > MAX_ID_CHARS:
+            raise _too_long(what, value, MAX_ID_CHARS)
+
+
+def _too_long(what: str, value: str, limit: int) -> MalformedLine:
+    return MalformedLine(f"{what} longer than {limit} characters ({len(value)}): {_short(value)}")
 
 
 def _split_params(params: str) -> list[str]:
@@ -111,8 +149,10 @@ def parse_line(line: str, *, received_at: int, ingester: str | None = None) -> C
     """The chat event of one raw line (no CRLF); ``None`` for non-chat lines; :class:`MalformedLine`."""
     if line[-1:] == "\r":
         line = line[:-1]
-    if not line:
-        raise MalformedLine("empty line")
+    if not 0 < len(line) <= MAX_LINE_CHARS:
+        if not line:
+            raise MalformedLine("empty line")
+        raise _too_long("line", line, MAX_LINE_CHARS)
 
     # -- framing: [@tags ][:prefix ]COMMAND[ params] ------------------------------------------
     if line[0] == "@":
@@ -162,36 +202,58 @@ def parse_line(line: str, *, received_at: int, ingester: str | None = None) -> C
             return None  # a notice to us or to `*`, not channel chat
         raise MalformedLine(f"{command} target {_short(channel)} is not a #channel")
     channel = channel[1:].lower()
-    if not channel:
-        raise MalformedLine(f"{command} to an empty channel name")
+    if not 0 < len(channel) <= MAX_LOGIN_CHARS:
+        if not channel:
+            raise MalformedLine(f"{command} to an empty channel name")
+        raise _too_long("channel name", channel, MAX_LOGIN_CHARS)
 
     # -- tags ----------------------------------------------------------------------------------
-    tags = parse_tags(tag_section) if tag_section else {}
+    tags = parse_tags(tag_section) if tag_section else {}  # at most MAX_TAGS: a tag takes 2 characters
     get = tags.get
     message_id = get("id") or get("msgid") or line_hash(line)
+    channel_id = get("room-id") or None
+    user_id = get("user-id") or None
+    # one comparison for the usual case (a UUID and two ~10-digit ids: 56), each bound if it fails
+    if len(message_id) + len(channel_id or "") + len(user_id or "") > MAX_ID_CHARS:
+        _check_ids(message_id, channel_id, user_id)
     stamp = get("tmi-sent-ts")
-    if stamp:
-        if not (stamp.isdigit() and stamp.isascii() and len(stamp) <= _MAX_TS_DIGITS):
-            raise MalformedLine(f"bad tmi-sent-ts {_short(stamp)}")
-        sent_at = int(stamp)
+    if stamp:  # 13 ASCII digits: 2001-09-09 to 2286, so only the future needs a look
+        if len(stamp) == 13 and stamp.isdigit() and stamp.isascii():
+            sent_at = int(stamp)
+            if sent_at > received_at + MAX_SENT_AHEAD_MS:
+                sent_at = _implausible(tags, stamp, received_at)
+        else:
+            sent_at = _implausible(tags, stamp, received_at)
     else:
-        iso = get("time")
-        sent_at = _iso_to_ms(iso) if iso else received_at
+        stamp = get("time")
+        if stamp:
+            iso_ms = _iso_to_ms(stamp)
+            if iso_ms is not None and MIN_PLAUSIBLE_SENT_MS <= iso_ms <= received_at + MAX_SENT_AHEAD_MS:
+                sent_at = iso_ms
+            else:
+                sent_at = _implausible(tags, stamp, received_at)
+        else:
+            sent_at = received_at
 
     # -- sender ---------------------------------------------------------------------------------
     user_login = get("login")
     if user_login:
         user_login = user_login.lower()
+        if len(user_login) > MAX_LOGIN_CHARS:
+            raise _too_long("login", user_login, MAX_LOGIN_CHARS)
     elif prefix:
         nick_end = prefix.find("!")
         if nick_end < 0:
             nick_end = prefix.find("@")
-        if nick_end >= 0:
-            user_login = prefix[:nick_end].lower() or None
-        elif "." in prefix:
-            user_login = None  # a server name
+        if nick_end < 0:
+            nick_end = -1 if "." in prefix else len(prefix)  # a server name: no sender
+        if nick_end > 0:
+            user_login = prefix[:nick_end].lower()
+            # str.lower() at most doubles a length (U+0130), so a short nick needs no len()
+            if nick_end > _HALF_LOGIN and len(user_login) > MAX_LOGIN_CHARS:
+                raise _too_long("nick", user_login, MAX_LOGIN_CHARS)
         else:
-            user_login = prefix.lower()
+            user_login = None
     else:
         user_login = None
 
@@ -199,6 +261,7 @@ def parse_line(line: str, *, received_at: int, ingester: str | None = None) -> C
     is_action = False
     if (
         text is not None
+        and text[:1] == "\x01"  # a one-character slice is a cached string: no copy for plain text
         and text[:7] == "\x01ACTION"
         and command == "PRIVMSG"
         and text[7:8] in (" ", "\x01", "")
@@ -212,9 +275,9 @@ def parse_line(line: str, *, received_at: int, ingester: str | None = None) -> C
         message_id=message_id,
         kind=command,
         channel=channel,
-        channel_id=get("room-id") or None,
+        channel_id=channel_id,
         user_login=user_login,
-        user_id=get("user-id") or None,
+        user_id=user_id,
         display_name=get("display-name") or None,
         text=text,
         is_action=is_action,

@@ -3,6 +3,33 @@
 This class is the single source of truth. The JSON Schema in ``chat_event.schema.json`` is generated
 from it (``chatlog schema export``; a unit test keeps the file in sync), the Spark schema is derived
 from it in :mod:`schemas.spark`, and JSON validation is msgspec decoding into it.
+
+Every field is bounded here, once (the sink validates every record against these bounds, the ingesters
+and the importer never produce an event outside them, and what is outside goes to the dead-letter topic
+with the reason). Lengths count characters (code points), so a string's UTF-8 form is at most 4 times
+its bound:
+
+* ``raw`` (and so ``text``, every tag key and value): :data:`MAX_LINE_CHARS`, 16,384. A Twitch line is
+  under 8 KiB with its tags (IRCv3 allows 8,191 bytes of tags plus 512 for the message); twice that
+  leaves room for any server without letting one record fill a Cassandra batch.
+* ``channel`` and ``user_login``: :data:`MAX_LOGIN_CHARS`, 200. Twitch logins have at most 25
+  characters, but IRC channel names may be longer (RFC 2812: 50; servers configure more). They are
+  Cassandra partition-key columns (limit 64 KiB), so the bound keeps every key far below it. No
+  character set is imposed: an IRC server may allow ``-`` or non-ASCII in channel names.
+* ``channel_id``, ``user_id``: :data:`MAX_ID_CHARS`, 64 (Twitch ids are decimal numbers of ~10 digits;
+  the keyspace is being re-keyed by them). ``message_id``: :data:`MAX_MESSAGE_ID_CHARS`, 128 (a UUID
+  is 36, the line hash 32, IRCv3 ``msgid`` values are short tokens). ``kind``: 32 (an IRC command).
+  ``ingester``: 128.
+* ``tags``: at most :data:`MAX_TAGS` (8,192) entries, which the line's bound implies; Twitch sends
+  ~15-35.
+* ``sent_at`` and ``received_at``: epoch ms from 0 (1970) to :data:`MAX_TIME_MS`
+  (9999-12-31T23:59:59.999Z), the range that Cassandra's ``timestamp`` stores *and* that
+  cassandra-driver (Python's ``datetime``) can read back.
+
+``tags`` holds every tag of the line, plus one the ingester may add: :data:`BAD_SENT_TS_TAG`. When the
+line's ``tmi-sent-ts`` (or IRCv3 ``time``) is not a plausible time (not a number, negative, before
+:data:`MIN_PLAUSIBLE_SENT_MS`, more than :data:`MAX_SENT_AHEAD_MS` after the receive time), ``sent_at``
+is the receive time, the line is kept, and this tag holds the server's value as it was.
 """
 
 from __future__ import annotations
@@ -10,6 +37,32 @@ from __future__ import annotations
 from typing import Annotated, Final
 
 import msgspec
+
+MAX_LINE_CHARS: Final = 16_384
+"""Longest ``raw`` line, and so ``text`` and every tag key and value."""
+MAX_LOGIN_CHARS: Final = 200
+"""Longest ``channel`` and ``user_login`` (Cassandra partition-key columns)."""
+MAX_ID_CHARS: Final = 64
+"""Longest ``channel_id`` and ``user_id``."""
+MAX_MESSAGE_ID_CHARS: Final = 128
+MAX_KIND_CHARS: Final = 32
+MAX_INGESTER_CHARS: Final = 128
+MAX_TAGS: Final = MAX_LINE_CHARS // 2
+"""Most entries of ``tags``: a tag takes at least two characters of the line (a key and a ``;``), so the
+line's bound implies it (and leaves room for the one tag the ingester may add)."""
+MAX_TIME_MS: Final = 253_402_300_799_999
+"""9999-12-31T23:59:59.999Z: the last epoch ms cassandra-driver can read back as a ``datetime``."""
+MIN_PLAUSIBLE_SENT_MS: Final = 1_000_000_000_000
+"""2001-09-09T01:46:40Z, the first epoch ms of 13 digits: a server time before it is not believed (the
+receive time is used). Twitch's chat is from 2011."""
+MAX_SENT_AHEAD_MS: Final = 86_400_000
+"""A server time more than a day after the receive time is not believed."""
+BAD_SENT_TS_TAG: Final = "chatlog-bad-sent-ts"
+"""Tag added by the ingester when the server's time was not used; its value is the server's value."""
+
+_Line = Annotated[str, msgspec.Meta(max_length=MAX_LINE_CHARS)]
+_Login = Annotated[str, msgspec.Meta(max_length=MAX_LOGIN_CHARS)]
+_Id = Annotated[str, msgspec.Meta(max_length=MAX_ID_CHARS)]
 
 
 class ChatEvent(msgspec.Struct, kw_only=True, omit_defaults=False, forbid_unknown_fields=False):
@@ -19,32 +72,56 @@ class ChatEvent(msgspec.Struct, kw_only=True, omit_defaults=False, forbid_unknow
         str,
         msgspec.Meta(
             min_length=1,
+            max_length=MAX_MESSAGE_ID_CHARS,
             description="Twitch `id` tag, else IRCv3 `msgid`, else a deterministic hash of the raw line.",
         ),
     ]
-    kind: Annotated[str, msgspec.Meta(min_length=1, description="The IRC command: PRIVMSG, USERNOTICE, ...")]
-    channel: Annotated[str, msgspec.Meta(min_length=1, description="Channel login, lower case, without `#`.")]
-    channel_id: Annotated[str | None, msgspec.Meta(description="Twitch `room-id`.")] = None
+    kind: Annotated[
+        str,
+        msgspec.Meta(
+            min_length=1, max_length=MAX_KIND_CHARS, description="The IRC command: PRIVMSG, USERNOTICE, ..."
+        ),
+    ]
+    channel: Annotated[
+        str,
+        msgspec.Meta(
+            min_length=1, max_length=MAX_LOGIN_CHARS, description="Channel login, lower case, without `#`."
+        ),
+    ]
+    channel_id: Annotated[_Id | None, msgspec.Meta(description="Twitch `room-id`.")] = None
     user_login: Annotated[
-        str | None, msgspec.Meta(description="Sender's login (prefix nick or `login` tag).")
+        _Login | None, msgspec.Meta(description="Sender's login (prefix nick or `login` tag).")
     ] = None
-    user_id: Annotated[str | None, msgspec.Meta(description="Twitch `user-id`.")] = None
-    display_name: Annotated[str | None, msgspec.Meta(description="`display-name` tag.")] = None
-    text: Annotated[str | None, msgspec.Meta(description="Trailing parameter; CTCP ACTION unwrapped.")] = None
+    user_id: Annotated[_Id | None, msgspec.Meta(description="Twitch `user-id`.")] = None
+    display_name: Annotated[_Line | None, msgspec.Meta(description="`display-name` tag.")] = None
+    text: Annotated[_Line | None, msgspec.Meta(description="Trailing parameter; CTCP ACTION unwrapped.")] = (
+        None
+    )
     is_action: Annotated[bool, msgspec.Meta(description="`/me` message.")] = False
     sent_at: Annotated[
         int,
         msgspec.Meta(
             ge=0,
-            description="Epoch ms from `tmi-sent-ts` or IRCv3 `time`; else the receive time.",
+            le=MAX_TIME_MS,
+            description="Epoch ms from `tmi-sent-ts` or IRCv3 `time`; the receive time when there is none "
+            f"or it is not plausible (then tag `{BAD_SENT_TS_TAG}` holds the server's value).",
         ),
     ]
-    received_at: Annotated[int, msgspec.Meta(ge=0, description="Epoch ms when the ingester read the line.")]
-    tags: Annotated[dict[str, str], msgspec.Meta(description="Every IRCv3 tag, unescaped.")] = msgspec.field(
-        default_factory=dict
-    )
-    raw: Annotated[str, msgspec.Meta(description="The line as received.")]
-    ingester: Annotated[str | None, msgspec.Meta(description="Worker id that read it.")] = None
+    received_at: Annotated[
+        int, msgspec.Meta(ge=0, le=MAX_TIME_MS, description="Epoch ms when the ingester read the line.")
+    ]
+    tags: Annotated[
+        dict[_Line, _Line],
+        msgspec.Meta(
+            max_length=MAX_TAGS,
+            description=f"Every IRCv3 tag, unescaped (plus `{BAD_SENT_TS_TAG}`, see `sent_at`).",
+        ),
+    ] = msgspec.field(default_factory=dict)
+    raw: Annotated[str, msgspec.Meta(max_length=MAX_LINE_CHARS, description="The line as received.")]
+    ingester: Annotated[
+        Annotated[str, msgspec.Meta(max_length=MAX_INGESTER_CHARS)] | None,
+        msgspec.Meta(description="Worker id that read it."),
+    ] = None
 
 
 FIELD_NAMES: Final[tuple[str, ...]] = ChatEvent.__struct_fields__

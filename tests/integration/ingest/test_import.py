@@ -43,7 +43,7 @@ FILE = (
     + b"\n:n!u@h PRIVMSG someone :hi\n"
     + b"PRIVMSG #x :\xc3\x28\n"
     + OTHER.encode()
-    + b"\n@tmi-sent-ts=soon :n!u@h PRIVMSG #x :y\n"
+    + b"\n@tmi-sent-ts=soon :n!u@h PRIVMSG #" + b"x" * 201 + b" :y\n"
 )
 
 
@@ -120,7 +120,11 @@ def test_import_produces_events_and_dead_letters(
     dead = read_all(fresh_topics, fresh_topics.topic_deadletter, 4)
     got = sorted((header(msg, "source"), msg.value(), header(msg, "reason")) for msg in dead)
     assert got == [
-        (f"import:{path}:10", b"@tmi-sent-ts=soon :n!u@h PRIVMSG #x :y", "bad tmi-sent-ts 'soon'"),
+        (
+            f"import:{path}:10",
+            b"@tmi-sent-ts=soon :n!u@h PRIVMSG #" + b"x" * 201 + b" :y",
+            f"channel name longer than 200 characters (201): '{'x' * 40}...'",
+        ),
         (f"import:{path}:3", b"not irc", "not an IRC line (expected '@tags', ':prefix' or a command first)"),
         (f"import:{path}:7", b":n!u@h PRIVMSG someone :hi", "PRIVMSG target 'someone' is not a #channel"),
         (f"import:{path}:8", b"PRIVMSG #x :\xc3\x28", "not UTF-8 (byte 0xc3 at column 13)"),

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import calendar
+import json
+from pathlib import Path
+from typing import Any
 
 import pytest
 
 from ingest.parse import CHAT_COMMANDS, MalformedLine, command_of, line_hash, parse_line
-from schemas.chat_event import ChatEvent
+from schemas.chat_event import BAD_SENT_TS_TAG, ChatEvent, decode, encode
 
 RECEIVED = 1_800_000_000_000
 
@@ -232,8 +235,10 @@ def test_time_tag_without_msgid_and_without_zone() -> None:
 
 
 def test_twitch_id_wins_over_msgid_and_tmi_sent_ts_over_time() -> None:
-    event = parse("@msgid=m;id=t;time=2026-11-21T15:04:05.123Z;tmi-sent-ts=5 :n!u@h PRIVMSG #c :x")
-    assert (event.message_id, event.sent_at) == ("t", 5)
+    event = parse(
+        "@msgid=m;id=t;time=2026-11-21T15:04:05.123Z;tmi-sent-ts=1507246572675 :n!u@h PRIVMSG #c :x"
+    )
+    assert (event.message_id, event.sent_at) == ("t", 1507246572675)
 
 
 def test_empty_id_tags_fall_through_to_the_hash() -> None:
@@ -395,14 +400,16 @@ def test_chat_commands_are_the_contract_ones() -> None:
         (":n!u@h PRIVMSG &local :hi", "is not a #channel"),
         (":tmi.twitch.tv USERNOTICE :#c", None),  # valid: trailing channel
         (":n!u@h PRIVMSG # :hi", "PRIVMSG to an empty channel name"),
-        ("@tmi-sent-ts=abc :n!u@h PRIVMSG #c :x", "bad tmi-sent-ts 'abc'"),
-        ("@tmi-sent-ts=-5 :n!u@h PRIVMSG #c :x", "bad tmi-sent-ts '-5'"),
-        ("@tmi-sent-ts=1_000 :n!u@h PRIVMSG #c :x", "bad tmi-sent-ts"),
-        ("@tmi-sent-ts=\u0661\u0662\u0663 :n!u@h PRIVMSG #c :x", "bad tmi-sent-ts"),  # Arabic-Indic digits
-        ("@tmi-sent-ts=\\s12 :n!u@h PRIVMSG #c :x", "bad tmi-sent-ts"),
-        ("@tmi-sent-ts=1234567890123456 :n!u@h PRIVMSG #c :x", "bad tmi-sent-ts"),
-        ("@time=yesterday :n!u@h PRIVMSG #c :x", "bad time tag 'yesterday'"),
-        ("@time=1969-12-31T23:59:59Z :n!u@h PRIVMSG #c :x", "time tag before 1970"),
+        ("@tmi-sent-ts=1 :n!u@h PRIVMSG #" + "c" * 201 + " :x", "channel name longer than 200"),
+        ("@id=" + "i" * 129 + " :n!u@h PRIVMSG #c :x", "message id longer than 128"),
+        ("@msgid=" + "i" * 129 + " :n!u@h PRIVMSG #c :x", "message id longer than 128"),
+        ("@room-id=" + "1" * 65 + " :n!u@h PRIVMSG #c :x", "room-id longer than 64"),
+        ("@user-id=" + "1" * 65 + " :n!u@h PRIVMSG #c :x", "user-id longer than 64"),
+        ("@login=" + "l" * 201 + " :tmi.twitch.tv CLEARMSG #c :x", "login longer than 200"),
+        (":" + "n" * 201 + "!u@h PRIVMSG #c :x", "nick longer than 200"),
+        (":" + "\u0130" * 101 + "!u@h PRIVMSG #c :x", "nick longer than 200"),  # lower() doubles İ
+        (":" + "n" * 201 + " PRIVMSG #c :x", "nick longer than 200"),
+        (":n!u@h PRIVMSG #c :" + "x" * 16_384, "line longer than 16384"),
     ],
 )
 def test_malformed_chat_lines_say_why(line: str, reason: str | None) -> None:
@@ -414,6 +421,34 @@ def test_malformed_chat_lines_say_why(line: str, reason: str | None) -> None:
     message = str(info.value)
     assert reason in message
     assert "\n" not in message
+
+
+def test_values_at_the_contract_bounds_are_kept() -> None:
+    nick = "n" * 200
+    line = f"@id={'i' * 128};room-id={'1' * 64};user-id={'2' * 64} :{nick}!u@h PRIVMSG #{'c' * 200} :"
+    line += "x" * (16_384 - len(line))
+    event = parse(line)
+    assert (len(event.raw), event.user_login, len(event.channel)) == (16_384, nick, 200)
+    assert decode(encode(event)) == event  # the contract takes what the parser makes
+
+
+def test_the_most_tags_a_line_can_hold_are_within_the_contract() -> None:
+    tail = ";tmi-sent-ts=-1 :n!u@h PRIVMSG #c :x"  # and the one tag the parser adds
+    keys: list[str] = []
+    size = 1 + len(tail)
+    while size + len(f"{len(keys)};") <= 16_384:  # the shortest distinct keys
+        size += len(f"{len(keys)};")
+        keys.append(str(len(keys)))
+    line = "@" + ";".join(keys) + tail
+    assert len(line) <= 16_384
+    event = parse(line)
+    assert len(keys) < len(event.tags) <= 16_384 // 2
+    assert decode(encode(event)) == event
+
+
+def test_a_line_of_long_multibyte_characters_is_measured_in_characters() -> None:
+    line = ":n!u@h PRIVMSG #c :" + "😂" * (16_384 - 19)
+    assert len(parse(line).raw) == 16_384
 
 
 def test_malformed_reason_quotes_long_values_briefly() -> None:
@@ -444,3 +479,99 @@ def test_malformed_reason_quotes_long_values_briefly() -> None:
 )
 def test_command_of(line: str, command: str | None) -> None:
     assert command_of(line) == command
+
+
+# -- server times that are not plausible: the line is kept, sent_at is the receive time, flagged ---------
+
+
+@pytest.mark.parametrize(
+    "tags",
+    [
+        "tmi-sent-ts=abc",
+        "tmi-sent-ts=-5",
+        "tmi-sent-ts=-6795364578871",  # a real Twitch CLEARMSG had this
+        "tmi-sent-ts=1_000",
+        "tmi-sent-ts=\u0661\u0662\u0663",  # Arabic-Indic digits
+        "tmi-sent-ts=\\s12",
+        "tmi-sent-ts=1234567890123456",
+        "tmi-sent-ts=" + "9" * 5000,  # int() of it would raise
+        "tmi-sent-ts=999999999999999",  # year 33658: stored fine, but the driver cannot read it back
+        "tmi-sent-ts=5",  # 1970
+        "tmi-sent-ts=999999999999",  # 2001-09-09, the last 12-digit epoch ms
+        "tmi-sent-ts=+123456789012",
+        f"tmi-sent-ts={RECEIVED + 86_400_001}",  # more than a day after the receive time
+        "time=yesterday",
+        "time=1969-12-31T23:59:59Z",
+        "time=0001-01-01T00:00:00+01:00",  # before year 1: out of datetime's range
+        "time=9999-12-31T23:59:59-01:00",  # after year 9999
+        "time=2100-01-01T00:00:00Z",
+        "time=2001-09-09T01:46:39.999Z",
+    ],
+)
+def test_an_implausible_server_time_is_the_receive_time_and_flagged(tags: str) -> None:
+    line = f"@{tags};login=supibot :tmi.twitch.tv CLEARMSG #randers :Pong!"
+    event = parse(line)
+    assert event.sent_at == RECEIVED
+    key = tags.split("=", 1)[0]
+    assert event.tags[BAD_SENT_TS_TAG] == event.tags[key]
+    assert event.raw == line and event.message_id == line_hash(line)  # the id is still the line's
+    assert decode(encode(event)) == event
+
+
+@pytest.mark.parametrize(
+    ("tags", "sent_at"),
+    [
+        ("tmi-sent-ts=1000000000000", 1_000_000_000_000),  # 2001-09-09
+        ("time=2001-09-09T01:46:40Z", 1_000_000_000_000),
+        (f"tmi-sent-ts={RECEIVED + 86_400_000}", RECEIVED + 86_400_000),  # a day ahead: clock skew
+        ("time=2026-11-21T15:04:05.123Z", utc_ms(2026, 11, 21, 15, 4, 5, 123)),
+    ],
+)
+def test_a_plausible_server_time_is_used_and_not_flagged(tags: str, sent_at: int) -> None:
+    event = parse(f"@{tags} :n!u@h PRIVMSG #c :x")
+    assert event.sent_at == sent_at
+    assert BAD_SENT_TS_TAG not in event.tags
+
+
+def test_no_server_time_is_not_flagged() -> None:
+    event = parse(":n!u@h PRIVMSG #c :x")
+    assert (event.sent_at, event.tags) == (RECEIVED, {})
+
+
+# -- the real Twitch lines other client libraries assert (shared test data, read at run time) ------------
+
+PEER_LINES = Path(__file__).resolve().parents[4] / "shared" / "testdata" / "twitch_peer_lines.jsonl"
+
+
+def _peer_lines() -> list[dict[str, Any]]:
+    if not PEER_LINES.exists():
+        return []
+    return [json.loads(line) for line in PEER_LINES.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
+def test_every_real_twitch_chat_line_becomes_a_valid_event() -> None:
+    lines = [d for d in _peer_lines() if d["class"] == "chat"]
+    if not lines:
+        pytest.skip(f"{PEER_LINES} is not here")
+    for item in lines:
+        event = parse_line(item["raw"], received_at=RECEIVED)
+        assert event is not None, item["source"]
+        assert decode(encode(event)) == event, item["source"]
+        expect = item["expect"]
+        assert {k: v for k, v in event.tags.items() if k != BAD_SENT_TS_TAG} == expect["tags"], item["source"]
+        sent_at = expect["sent_at"]
+        if isinstance(sent_at, int):
+            assert event.sent_at == sent_at, item["source"]
+        elif "$eq_field" in sent_at:
+            assert event.sent_at == RECEIVED, item["source"]
+        else:
+            assert event.sent_at >= sent_at["$int_ge"], item["source"]
+
+
+def test_the_real_clearmsg_with_a_negative_tmi_sent_ts_is_kept() -> None:
+    found = [d for d in _peer_lines() if "tmi-sent-ts=-6795364578871" in d["raw"]]
+    if not found:
+        pytest.skip(f"{PEER_LINES} is not here")
+    event = parse(found[0]["raw"])
+    assert (event.kind, event.channel, event.sent_at) == ("CLEARMSG", "randers", RECEIVED)
+    assert event.tags[BAD_SENT_TS_TAG] == "-6795364578871"

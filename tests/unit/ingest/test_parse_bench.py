@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from ingest.bench_parse import corpus, irc_parse_line, run
+from ingest.bench_parse import _T0, corpus, irc_parse_line, run
 from ingest.parse import parse_line
 
 
@@ -22,7 +22,7 @@ def test_corpus_has_the_promised_mix() -> None:
 
 def test_irc_package_reference_builds_the_same_events() -> None:
     for line in corpus(3000):
-        assert irc_parse_line(line, received_at=5) == parse_line(line, received_at=5), line
+        assert irc_parse_line(line, received_at=_T0) == parse_line(line, received_at=_T0), line
 
 
 def test_run_writes_the_result_files(tmp_path: Path) -> None:

@@ -115,3 +115,65 @@ def test_unicode_round_trips() -> None:
     event = sample(text="héllo 🌍 \u200b ñ", display_name="용감한")
     assert decode(encode(event)) == event
     assert msgspec.json.decode(encode(event))["text"] == "héllo 🌍 \u200b ñ"
+
+
+# -- bounds: every field is bounded once, here, so no record can wedge Cassandra or its readers ----------
+
+_BIG = 100_000
+
+
+@pytest.mark.parametrize(
+    ("mutation", "reason"),
+    [
+        ({"channel": "c" * _BIG}, "channel"),  # a partition key past Cassandra's 64 KiB key limit
+        ({"channel": "c" * (chat_event.MAX_LOGIN_CHARS + 1)}, "channel"),
+        ({"user_login": "u" * (chat_event.MAX_LOGIN_CHARS + 1)}, "user_login"),
+        ({"channel_id": "1" * (chat_event.MAX_ID_CHARS + 1)}, "channel_id"),
+        ({"user_id": "1" * (chat_event.MAX_ID_CHARS + 1)}, "user_id"),
+        ({"message_id": "m" * (chat_event.MAX_MESSAGE_ID_CHARS + 1)}, "message_id"),
+        ({"kind": "K" * (chat_event.MAX_KIND_CHARS + 1)}, "kind"),
+        ({"ingester": "w" * (chat_event.MAX_INGESTER_CHARS + 1)}, "ingester"),
+        ({"raw": "r" * (chat_event.MAX_LINE_CHARS + 1)}, "raw"),
+        ({"text": "t" * (chat_event.MAX_LINE_CHARS + 1)}, "text"),
+        ({"display_name": "d" * (chat_event.MAX_LINE_CHARS + 1)}, "display_name"),
+        ({"tags": {f"k{i}": "" for i in range(chat_event.MAX_TAGS + 1)}}, "tags"),
+        ({"tags": {"k" * (chat_event.MAX_LINE_CHARS + 1): "v"}}, "tags"),
+        ({"tags": {"k": "v" * (chat_event.MAX_LINE_CHARS + 1)}}, "tags"),
+        ({"sent_at": 999_999_999_999_999}, "sent_at"),  # stored fine, but the driver cannot read it back
+        ({"sent_at": chat_event.MAX_TIME_MS + 1}, "sent_at"),
+        ({"received_at": chat_event.MAX_TIME_MS + 1}, "received_at"),
+    ],
+)
+def test_both_validators_reject_a_value_past_its_bound(mutation: dict[str, object], reason: str) -> None:
+    doc = json.loads(encode(sample()))
+    doc.update(mutation)
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate(doc, chat_event.json_schema())
+    with pytest.raises(InvalidEvent, match=reason):
+        decode(json.dumps(doc))
+
+
+def test_values_at_their_bounds_are_valid() -> None:
+    event = sample(
+        channel="c" * chat_event.MAX_LOGIN_CHARS,
+        user_login="u" * chat_event.MAX_LOGIN_CHARS,
+        channel_id="1" * chat_event.MAX_ID_CHARS,
+        user_id="2" * chat_event.MAX_ID_CHARS,
+        message_id="m" * chat_event.MAX_MESSAGE_ID_CHARS,
+        raw="😂" * chat_event.MAX_LINE_CHARS,  # characters, not bytes
+        text="t" * chat_event.MAX_LINE_CHARS,
+        tags={f"k{i}": "v" for i in range(chat_event.MAX_TAGS)},
+        sent_at=chat_event.MAX_TIME_MS,
+        received_at=0,
+    )
+    jsonschema.validate(json.loads(encode(event)), chat_event.json_schema())
+    assert decode(encode(event)) == event
+
+
+def test_the_latest_time_is_one_the_driver_reads_back() -> None:
+    from datetime import UTC, datetime, timedelta
+
+    last = datetime(1970, 1, 1, tzinfo=UTC) + timedelta(milliseconds=chat_event.MAX_TIME_MS)
+    assert last == datetime(9999, 12, 31, 23, 59, 59, 999000, tzinfo=UTC)
+    with pytest.raises(OverflowError):
+        last + timedelta(milliseconds=1)

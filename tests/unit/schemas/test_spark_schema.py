@@ -36,11 +36,18 @@ def test_spark_types_follow_the_json_schema_types() -> None:
         assert field.dataType == json_to_spark[types_[0]], field.name
 
 
+def _admits_none(tp: object) -> bool:
+    """Whether a (possibly ``Annotated``, possibly nested) annotation admits None."""
+    if typing.get_origin(tp) is typing.Annotated:
+        return _admits_none(typing.get_args(tp)[0])
+    return type(None) in typing.get_args(tp)
+
+
 def test_nullability_matches_the_model() -> None:
     strict = spark.chat_event_schema(all_nullable=False)
     hints = typing.get_type_hints(chat_event.ChatEvent, include_extras=True)
     for field in strict.fields:
-        optional = "None" in repr(hints[field.name])
+        optional = _admits_none(hints[field.name])
         assert field.nullable == optional, field.name
     assert set(spark.non_nullable_fields()) >= set(chat_event.REQUIRED_FIELDS)
     assert all(
