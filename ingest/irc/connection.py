@@ -13,7 +13,7 @@ import time
 from collections.abc import Callable, Iterable
 from typing import Protocol
 
-from ingest.irc.lines import LineSplitter, LineTooLong, Message, channel_of, parse_message, route_lines
+from ingest.irc.lines import LineSplitter, Message, channel_of, parse_message, route_lines
 from ingest.irc.login import Login
 from ingest.irc.reconcile import ConnState, PendingJoin
 
@@ -98,12 +98,15 @@ class IrcConnection(asyncio.Protocol):
         received_at_ms = time.time_ns() // 1_000_000
         self.last_rx = self._clock()
         self.bytes_read += len(data)
-        try:
-            lines = self._splitter.feed(data)
-        except LineTooLong as exc:
-            self.close(f"protocol error: {exc}", kind="protocol_error", failed=True)
-            self.abort()
-            return
+        splitter = self._splitter
+        too_long = splitter.lines_too_long
+        lines = splitter.feed(data)
+        if splitter.lines_too_long != too_long:
+            log.warning(
+                "connection %d: discarded a line longer than %d bytes (CHATLOG_IRC_MAX_LINE_BYTES); "
+                "%d so far",
+                self.conn_id, splitter.max_line_bytes, splitter.lines_too_long,
+            )  # fmt: skip
         if lines:
             lines = route_lines(lines, self._handle)
             if lines:
@@ -136,6 +139,11 @@ class IrcConnection(asyncio.Protocol):
     @property
     def decode_errors(self) -> int:
         return self._splitter.decode_errors
+
+    @property
+    def lines_too_long(self) -> int:
+        """Lines longer than ``max_line_bytes``, discarded without holding them (counted, logged)."""
+        return self._splitter.lines_too_long
 
     def write(self, lines: Iterable[str]) -> None:
         if self._transport is not None and not self._transport.is_closing():

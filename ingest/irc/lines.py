@@ -20,40 +20,64 @@ PROTOCOL_COMMANDS = frozenset(
 )
 
 
-class LineTooLong(Exception):
-    """The server sent more than the allowed bytes without a line end."""
-
-
 class LineSplitter:
-    """Turns chunks of bytes into complete decoded lines (no CR LF, never empty)."""
+    """Turns chunks of bytes into complete decoded lines (no CR LF, never empty).
 
-    __slots__ = ("_tail", "decode_errors", "max_line_bytes")
+    Memory is bounded by ``max_line_bytes`` whatever the server sends: a line longer than that is
+    discarded, counted in ``lines_too_long``, and never held whole. Once the unterminated tail passes
+    the bound, the splitter drops bytes until the next ``\n`` (a 1 GB line costs one chunk at a time);
+    a complete line past the bound inside one chunk is dropped too. The lines around it are kept, and
+    so is the connection. (The parser's own, smaller bound, the contract's, dead-letters the lines in
+    between with the reason.)
+    """
+
+    __slots__ = ("_discarding", "_tail", "decode_errors", "lines_too_long", "max_line_bytes")
 
     def __init__(self, max_line_bytes: int = 1 << 20) -> None:
         self._tail = b""
+        self._discarding = False
         self.max_line_bytes = max_line_bytes
         self.decode_errors = 0
+        self.lines_too_long = 0
 
     @property
     def pending_bytes(self) -> int:
         return len(self._tail)
 
+    def _drop_tail(self) -> None:
+        self._tail = b""
+        self._discarding = True
+        self.lines_too_long += 1
+
     def feed(self, data: bytes) -> list[str]:
         """Add a chunk; return the lines it completed. Invalid UTF-8 is replaced (U+FFFD) and counted
         in ``decode_errors`` (chunks); the line itself is kept."""
-        if self._tail:
+        if self._discarding:  # inside a line that is too long: skip to its end
+            start = data.find(b"\n")
+            if start < 0:
+                return []
+            self._discarding = False
+            data = data[start + 1 :]
+        elif self._tail:
             data = self._tail + data
         end = data.rfind(b"\n")
-        if end < 0:
-            if len(data) > self.max_line_bytes:
-                raise LineTooLong(f"no line end in {len(data)} bytes")
-            self._tail = data
-            return []
-        self._tail = data[end + 1 :]
+        limit = self.max_line_bytes
+        if len(data) - end > limit + 2:  # the unterminated tail (CR LF to come) is already too long
+            self._drop_tail()
+            if end < 0:
+                return []
+        else:
+            self._tail = data[end + 1 :]
+            if end < 0:
+                return []
         block = data[: end - 1] if end and data[end - 1] == 13 else data[:end]
         parts = block.split(b"\r\n")
         if len(parts) != block.count(b"\n") + 1:  # a server ending lines with a bare LF
             parts = [p.removesuffix(b"\r") for p in block.split(b"\n")]
+        if len(block) > limit:  # rare: a chunk that may hold a complete line past the bound
+            kept = [p for p in parts if len(p) <= limit]
+            self.lines_too_long += len(parts) - len(kept)
+            parts = kept
         if b"" in parts:
             parts = [p for p in parts if p]
         try:

@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import random
-
-import pytest
+import tracemalloc
 
 from ingest.irc.bench import twitch_like_corpus
-from ingest.irc.lines import LineSplitter, LineTooLong, parse_message, route_lines
+from ingest.irc.lines import LineSplitter, parse_message, route_lines
 
 PRIV = "@id=1;tmi-sent-ts=5 :bob!bob@bob.tmi.twitch.tv PRIVMSG #chan :hi there"
 
@@ -60,11 +59,47 @@ def test_bare_lf_and_empty_lines() -> None:
     assert splitter.feed(b"\r\n\r\n") == []
 
 
-def test_a_server_that_never_ends_its_line_is_cut_off() -> None:
+def test_a_line_past_the_bound_is_discarded_and_counted_and_the_next_lines_kept() -> None:
     splitter = LineSplitter(max_line_bytes=1000)
-    splitter.feed(b"x" * 600)
-    with pytest.raises(LineTooLong):
-        splitter.feed(b"x" * 600)
+    assert splitter.feed(b"PING :a\r\n" + b"x" * 600) == ["PING :a"]
+    assert splitter.feed(b"x" * 600) == []  # past the bound: dropped, not held
+    assert splitter.pending_bytes == 0
+    assert splitter.feed(b"x" * 5000) == []
+    assert splitter.feed(b"xx\r\nPING :b\r\nPI") == ["PING :b"]
+    assert splitter.feed(b"NG :c\r\n") == ["PING :c"]
+    assert splitter.lines_too_long == 1
+
+
+def test_a_complete_line_past_the_bound_inside_one_chunk_is_discarded() -> None:
+    splitter = LineSplitter(max_line_bytes=1000)
+    chunk = b"PING :a\r\n" + b"y" * 1001 + b"\r\n" + b"z" * 1000 + b"\nPING :b\r\n"
+    assert splitter.feed(chunk) == ["PING :a", "z" * 1000, "PING :b"]
+    assert splitter.lines_too_long == 1
+
+
+def test_a_line_of_exactly_the_bound_is_kept_whatever_the_chunking() -> None:
+    line = b"w" * 1000
+    for cut in (1, 500, 999, 1000, 1001):
+        splitter = LineSplitter(max_line_bytes=1000)
+        blob = line + b"\r\nPING :x\r\n"
+        assert splitter.feed(blob[:cut]) + splitter.feed(blob[cut:]) == [line.decode(), "PING :x"]
+        assert splitter.lines_too_long == 0
+
+
+def test_a_gigabyte_line_needs_no_more_memory_than_the_bound() -> None:
+    chunk = b"x" * (1 << 20)
+    splitter = LineSplitter(max_line_bytes=64 * 1024)
+    tracemalloc.start()
+    try:
+        for _ in range(1024):  # 1 GiB without a line end, a MiB per read
+            assert splitter.feed(chunk) == []
+        assert splitter.feed(b"x\r\nPING :after\r\n") == ["PING :after"]
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < 4 * (1 << 20), peak  # one chunk (and the bounded tail), not the line
+    assert splitter.lines_too_long == 1
+    assert splitter.pending_bytes == 0
 
 
 PROTOCOL_LINES = [

@@ -297,3 +297,18 @@ def test_twitch_flavor_registers_anonymously_and_treats_a_suspension_notice_as_a
         assert pool.stats().pending_joins == 0
 
     run_pool(body, wanted=set(), irc_flavor="twitch", irc_nick="", irc_oauth="")
+
+
+def test_a_line_past_the_bound_is_discarded_and_the_connection_keeps_logging() -> None:
+    async def body(server: FakeIrcServer, pool: IrcPool, got: list[str]) -> None:
+        await server.wait_for(lambda: pool.confirmed == {"a"})
+        client = server.clients[0]
+        server.send(client, ":alice!alice@fake PRIVMSG #a :" + "x" * 100_000)
+        assert server.privmsg("a", "after the long one", msgid="m2") == 1
+        await server.wait_for(lambda: len(got) == 1)
+        assert got[0].endswith("after the long one")
+        assert len(server.clients) == 1 and not client.closed  # no reconnect
+        (conn,) = pool._conns.values()
+        assert conn.lines_too_long == 1
+
+    run_pool(body, wanted={"a"}, irc_max_line_bytes=4096)
