@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ssl
 from typing import Any
 
 from chatlog.errors import ChatlogError
@@ -35,6 +36,7 @@ def connect(
         settings.contact_points,
         port=settings.cassandra_port,
         auth_provider=auth,
+        ssl_context=ssl_context(settings),
         execution_profiles={EXEC_PROFILE_DEFAULT: profile},
         connect_timeout=timeout,
         protocol_version=protocol_version,
@@ -42,10 +44,59 @@ def connect(
     )
     try:
         session = cluster.connect(keyspace)
-    except Exception:
+    except Exception as exc:
         cluster.shutdown()
+        refused = login_refused(settings, exc)
+        if refused is not None:
+            raise CassandraLoginError(refused) from None
         raise
     return cluster, session
+
+
+class CassandraLoginError(ChatlogError):
+    """Cassandra refused the login (no, or wrong, user name and password); retrying will not help."""
+
+
+def ssl_context(settings: CassandraSettings) -> ssl.SSLContext | None:
+    """The TLS context of ``settings`` (None without TLS): the CA file, else the system's CAs."""
+    if not settings.cassandra_uses_tls:
+        return None
+    ca = settings.cassandra_ssl_ca_location
+    context = ssl.create_default_context(cafile=str(ca) if ca is not None else None)
+    context.check_hostname = settings.cassandra_ssl_check_hostname
+    if settings.cassandra_ssl_certificate_location is not None:
+        key = settings.cassandra_ssl_key_location
+        context.load_cert_chain(
+            str(settings.cassandra_ssl_certificate_location), str(key) if key is not None else None
+        )
+    return context
+
+
+def login_refused(settings: CassandraSettings, exc: BaseException) -> str | None:
+    """One line when ``exc`` (from ``Cluster.connect``) is Cassandra refusing the login, else None."""
+    from cassandra import AuthenticationFailed
+    from cassandra.cluster import NoHostAvailable
+
+    errors = (
+        list(exc.errors.values())
+        if isinstance(exc, NoHostAvailable) and isinstance(exc.errors, dict)
+        else [exc]
+    )
+    failed = [e for e in errors if isinstance(e, AuthenticationFailed)]
+    if not failed or len(failed) != len(errors):
+        return None
+    where = f"Cassandra at {settings.cassandra_hosts}:{settings.cassandra_port}"
+    if settings.cassandra_username is None or settings.cassandra_password is None:
+        return f"{where} requires a login: set CHATLOG_CASSANDRA_USERNAME and CHATLOG_CASSANDRA_PASSWORD"
+    reason = "bad credentials" if "credentials" in str(failed[0]).lower() else _one_line(failed[0])
+    return (
+        f"{where} refused the login of user {settings.cassandra_username!r} ({reason}): check "
+        "CHATLOG_CASSANDRA_USERNAME and CHATLOG_CASSANDRA_PASSWORD"
+    )
+
+
+def _one_line(exc: BaseException) -> str:
+    return " ".join(str(exc).split())[:200]
 
 
 def apply_schema(settings: CassandraSettings, keyspace: str | None = None) -> int:
@@ -53,6 +104,8 @@ def apply_schema(settings: CassandraSettings, keyspace: str | None = None) -> in
     ks = keyspace or settings.cassandra_keyspace
     try:
         cluster, session = connect(settings, timeout=30)
+    except CassandraLoginError:
+        raise
     except Exception as exc:
         raise ChatlogError(
             f"cannot reach Cassandra at {settings.cassandra_hosts}:{settings.cassandra_port}: {exc}"

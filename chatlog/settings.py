@@ -6,6 +6,7 @@ Secrets are ``SecretStr`` and never printed. A wrong value raises :class:`Settin
 
 from __future__ import annotations
 
+import ssl
 from pathlib import Path
 from typing import Any, Literal, Self, TypeVar
 
@@ -21,6 +22,10 @@ class _Base(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="CHATLOG_", extra="ignore", frozen=True)
 
 
+PASSWORD_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
+"""SASL mechanisms with a user and password: all chatlog clients (librdkafka, Spark, faust) speak them."""
+
+
 class KafkaSettings(_Base):
     """Where Kafka is and what the topics are called."""
 
@@ -29,6 +34,23 @@ class KafkaSettings(_Base):
     kafka_sasl_mechanism: str | None = Field(default=None, description="librdkafka sasl.mechanism.")
     kafka_sasl_username: str | None = Field(default=None, description="SASL user name.")
     kafka_sasl_password: SecretStr | None = Field(default=None, description="SASL password (secret).")
+    kafka_ssl_ca_location: Path | None = Field(
+        default=None,
+        description="PEM file of the CA(s) that signed the brokers' certificates (SSL, SASL_SSL); "
+        "default: none, the system's trusted CAs.",
+    )
+    kafka_ssl_certificate_location: Path | None = Field(
+        default=None, description="Client certificate (PEM) for brokers that require one; default: none."
+    )
+    kafka_ssl_key_location: Path | None = Field(
+        default=None, description="Private key (PEM) of the client certificate; default: none."
+    )
+    kafka_ssl_key_password: SecretStr | None = Field(
+        default=None, description="Password of an encrypted client key (secret); default: none."
+    )
+    kafka_ssl_check_hostname: bool = Field(
+        default=True, description="Check that the broker's certificate names the host connected to."
+    )
     topic_channels: str = Field(default="chatlog.channels", description="Compacted channel registry topic.")
     topic_messages: str = Field(default="chatlog.messages", description="Keyed chat event topic.")
     topic_deadletter: str = Field(default="chatlog.deadletter", description="Records that could not be used.")
@@ -46,18 +68,66 @@ class KafkaSettings(_Base):
         return self.model_copy(update={**{f"topic_{r}": f"{prefix}.{r}" for r in roles}, **update})
 
     def kafka_client_config(self) -> dict[str, Any]:
-        """The librdkafka keys shared by every client (dotted names, as librdkafka wants them)."""
+        """The librdkafka keys shared by every client (dotted names, as librdkafka wants them).
+
+        Raises :class:`SettingsError` (one line) when a SASL protocol lacks its user name or password.
+        """
         conf: dict[str, Any] = {
             "bootstrap.servers": self.kafka_bootstrap_servers,
             "security.protocol": self.kafka_security_protocol,
         }
         if self.kafka_sasl_mechanism:
             conf["sasl.mechanism"] = self.kafka_sasl_mechanism
-        if self.kafka_sasl_username:
-            conf["sasl.username"] = self.kafka_sasl_username
-        if self.kafka_sasl_password is not None:
-            conf["sasl.password"] = self.kafka_sasl_password.get_secret_value()
+        credentials = self.kafka_sasl_credentials()
+        if credentials is not None:
+            conf["sasl.username"], conf["sasl.password"] = credentials
+        if self.kafka_uses_tls:
+            if self.kafka_ssl_ca_location is not None:
+                conf["ssl.ca.location"] = str(self.kafka_ssl_ca_location)
+            if self.kafka_ssl_certificate_location is not None:
+                conf["ssl.certificate.location"] = str(self.kafka_ssl_certificate_location)
+            if self.kafka_ssl_key_location is not None:
+                conf["ssl.key.location"] = str(self.kafka_ssl_key_location)
+            if self.kafka_ssl_key_password is not None:
+                conf["ssl.key.password"] = self.kafka_ssl_key_password.get_secret_value()
+            if not self.kafka_ssl_check_hostname:
+                conf["ssl.endpoint.identification.algorithm"] = "none"
         return conf
+
+    @property
+    def kafka_uses_tls(self) -> bool:
+        return self.kafka_security_protocol.upper() in ("SSL", "SASL_SSL")
+
+    def kafka_ssl_context(self) -> ssl.SSLContext | None:
+        """The TLS settings as a Python context (aiokafka, i.e. the monitor); None without TLS."""
+        if not self.kafka_uses_tls:
+            return None
+        ca = self.kafka_ssl_ca_location
+        context = ssl.create_default_context(cafile=str(ca) if ca is not None else None)
+        context.check_hostname = self.kafka_ssl_check_hostname
+        if self.kafka_ssl_certificate_location is not None:
+            key, password = self.kafka_ssl_key_location, self.kafka_ssl_key_password
+            context.load_cert_chain(
+                str(self.kafka_ssl_certificate_location),
+                str(key) if key is not None else None,
+                password.get_secret_value() if password is not None else None,
+            )
+        return context
+
+    def kafka_sasl_credentials(self) -> tuple[str, str] | None:
+        """(user, password) for SASL, None when not both set; SettingsError when a SASL protocol lacks one."""
+        username, password = self.kafka_sasl_username, self.kafka_sasl_password
+        sasl = self.kafka_security_protocol.upper().startswith("SASL_")
+        mechanism = (self.kafka_sasl_mechanism or "").upper()
+        if sasl and mechanism in PASSWORD_MECHANISMS and (not username or password is None):
+            missing = "CHATLOG_KAFKA_SASL_PASSWORD" if username else "CHATLOG_KAFKA_SASL_USERNAME"
+            raise SettingsError(
+                f"setting kafka_security_protocol (CHATLOG_KAFKA_SECURITY_PROTOCOL): "
+                f"{self.kafka_security_protocol} needs {missing}"
+            )
+        if not username or password is None:
+            return None
+        return username, password.get_secret_value()
 
 
 class CassandraSettings(_Base):
@@ -75,6 +145,25 @@ class CassandraSettings(_Base):
     )
     cassandra_username: str | None = Field(default=None, description="CQL user name.")
     cassandra_password: SecretStr | None = Field(default=None, description="CQL password (secret).")
+    cassandra_ssl: bool = Field(
+        default=False,
+        description="Connect with TLS (Cassandra's client_encryption_options); default off. Setting "
+        "CHATLOG_CASSANDRA_SSL_CA_LOCATION or a client certificate turns it on too.",
+    )
+    cassandra_ssl_ca_location: Path | None = Field(
+        default=None,
+        description="PEM file of the CA(s) that signed Cassandra's certificate; default: none, the "
+        "system's trusted CAs.",
+    )
+    cassandra_ssl_certificate_location: Path | None = Field(
+        default=None, description="Client certificate (PEM) when Cassandra requires one; default: none."
+    )
+    cassandra_ssl_key_location: Path | None = Field(
+        default=None, description="Private key (PEM) of the client certificate; default: none."
+    )
+    cassandra_ssl_check_hostname: bool = Field(
+        default=True, description="Check that Cassandra's certificate names the host connected to."
+    )
     cassandra_ttl_s: int = Field(
         default=0, ge=0, description="Row TTL in seconds for retention; 0 keeps forever."
     )
@@ -82,6 +171,11 @@ class CassandraSettings(_Base):
     @property
     def contact_points(self) -> list[str]:
         return [h.strip() for h in self.cassandra_hosts.split(",") if h.strip()]
+
+    @property
+    def cassandra_uses_tls(self) -> bool:
+        files = (self.cassandra_ssl_ca_location, self.cassandra_ssl_certificate_location)
+        return self.cassandra_ssl or any(f is not None for f in files)
 
 
 class StackSettings(KafkaSettings, CassandraSettings):
@@ -91,6 +185,13 @@ class StackSettings(KafkaSettings, CassandraSettings):
     cache_dir: Path = Field(default=PROJECT_ROOT / ".cache", description="Maven artifacts.")
     kafka_port: int = Field(default=9092, ge=1, le=65535, description="Kafka client port.")
     kafka_controller_port: int = Field(default=9093, ge=1, le=65535, description="KRaft controller port.")
+    kafka_sasl_ssl_port: int = Field(
+        default=9095,
+        ge=0,
+        le=65535,
+        description="A second Kafka listener, SASL_SSL (SCRAM-SHA-512/256, the stack's own CA in "
+        "<state_dir>/kafka/tls), for clients that test TLS and SASL; 0: none. The PLAINTEXT port stays.",
+    )
     kafka_heap: str = Field(default="768m", description="Kafka JVM heap.")
     kafka_group_session_timeout_ms: int = Field(
         default=4000, ge=1000, description="Broker default consumer-group session timeout (dev: short)."

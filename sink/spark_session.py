@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from chatlog.errors import ChatlogError
+from chatlog.errors import ChatlogError, SettingsError
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -71,6 +71,8 @@ def session_conf(settings: SinkSettings) -> dict[str, str]:
         # sink does not use): 36.5 vs 38-42 us of JVM CPU per event, warm (200k events, no writes)
         "spark.sql.streaming.stateStore.rocksdb.trackTotalNumberOfRows": "false",
         "spark.python.worker.reuse": "true",
+        # the Kafka source's credentials (JAAS line, client key) never show in plans, the UI or errors
+        "spark.sql.redaction.options.regex": REDACTED_OPTIONS,
     }
     if local_checkpoint(settings.checkpoint_location):
         # Spark's default manager renames through Hadoop's FileContext, which on the local file system
@@ -138,21 +140,90 @@ def _ship_code(spark: SparkSession) -> None:
 
 
 def kafka_options(settings: SinkSettings) -> dict[str, str]:
-    """Options of Spark's Kafka source for the cluster of ``settings`` (``kafka.`` prefixed)."""
+    """Options of Spark's Kafka source for the cluster of ``settings`` (``kafka.`` prefixed).
+
+    TLS: the CA file as a PEM truststore; a client certificate and key as a PEM keystore, given inline
+    (Kafka's ``ssl.keystore.certificate.chain`` / ``ssl.keystore.key``), so that executors need no copy
+    of the files. SASL: a JAAS line for PLAIN or SCRAM. Kafka's Java client hides these keys in its
+    logs, and :data:`REDACTED_OPTIONS` hides them in Spark's plans and UI.
+    """
     opts = {
         "kafka.bootstrap.servers": settings.kafka_bootstrap_servers,
         "kafka.security.protocol": settings.kafka_security_protocol,
         "kafka.fetch.max.wait.ms": str(settings.sink_kafka_fetch_max_wait_ms),
     }
+    if settings.kafka_uses_tls:
+        opts.update(_tls_options(settings))
+    credentials = settings.kafka_sasl_credentials()
     if settings.kafka_sasl_mechanism:
         opts["kafka.sasl.mechanism"] = settings.kafka_sasl_mechanism
-        if settings.kafka_sasl_username and settings.kafka_sasl_password is not None:
-            module = (
-                "org.apache.kafka.common.security.plain.PlainLoginModule"
-                if settings.kafka_sasl_mechanism.upper() == "PLAIN"
-                else "org.apache.kafka.common.security.scram.ScramLoginModule"
-            )
-            user = settings.kafka_sasl_username.replace('"', '\\"')
-            password = settings.kafka_sasl_password.get_secret_value().replace('"', '\\"')
-            opts["kafka.sasl.jaas.config"] = f'{module} required username="{user}" password="{password}";'
+        if credentials is not None:
+            opts["kafka.sasl.jaas.config"] = jaas_config(settings.kafka_sasl_mechanism, *credentials)
     return opts
+
+
+JAAS_MODULES = {
+    "PLAIN": "org.apache.kafka.common.security.plain.PlainLoginModule",
+    "SCRAM-SHA-256": "org.apache.kafka.common.security.scram.ScramLoginModule",
+    "SCRAM-SHA-512": "org.apache.kafka.common.security.scram.ScramLoginModule",
+}
+REDACTED_OPTIONS = r"(?i)url|jaas|password|keystore\.key|truststore\.certificates"
+"""spark.sql.redaction.options.regex: data source options whose values Spark shows as *********."""
+
+
+def jaas_config(mechanism: str, username: str, password: str) -> str:
+    """``sasl.jaas.config`` for a user name and password (quoted as Kafka's JAAS parser reads them)."""
+    module = JAAS_MODULES.get(mechanism.upper())
+    if module is None:
+        raise SettingsError(
+            f"setting kafka_sasl_mechanism (CHATLOG_KAFKA_SASL_MECHANISM): the sink's Kafka source "
+            f"supports {', '.join(JAAS_MODULES)}, not {mechanism}"
+        )
+
+    def quoted(value: str) -> str:
+        return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+    return f"{module} required username={quoted(username)} password={quoted(password)};"
+
+
+def _tls_options(settings: SinkSettings) -> dict[str, str]:
+    opts: dict[str, str] = {}
+    if settings.kafka_ssl_ca_location is not None:
+        opts["kafka.ssl.truststore.type"] = "PEM"
+        opts["kafka.ssl.truststore.location"] = str(settings.kafka_ssl_ca_location)
+    cert, key = settings.kafka_ssl_certificate_location, settings.kafka_ssl_key_location
+    if cert is not None and key is not None:
+        try:
+            chain, private_key = cert.read_text(), key.read_text()
+        except OSError as exc:
+            raise SettingsError(
+                f"setting kafka_ssl_certificate_location / kafka_ssl_key_location: cannot read "
+                f"{exc.filename}: {exc.strerror}"
+            ) from None
+        opts["kafka.ssl.keystore.type"] = "PEM"
+        opts["kafka.ssl.keystore.certificate.chain"] = chain
+        opts["kafka.ssl.keystore.key"] = private_key
+        if settings.kafka_ssl_key_password is not None:
+            opts["kafka.ssl.key.password"] = settings.kafka_ssl_key_password.get_secret_value()
+    if not settings.kafka_ssl_check_hostname:
+        opts["kafka.ssl.endpoint.identification.algorithm"] = ""
+    return opts
+
+
+_KAFKA_ERROR = re.compile(r"org\.apache\.kafka\.common\.errors\.(\w+): ([^\n]+)")
+
+
+def kafka_failure(exc: BaseException, settings: SinkSettings) -> str | None:
+    """One line for a Spark error whose cause is Kafka refusing us (authentication, TLS, authorization).
+
+    None when the error is something else. Any secret of ``settings`` is masked, wherever it appears.
+    """
+    text = str(exc)
+    match = _KAFKA_ERROR.search(text)
+    if match is None:
+        return None
+    line = f"Kafka at {settings.kafka_bootstrap_servers} refused the Kafka source: {match[1]}: {match[2]}"
+    for secret in (settings.kafka_sasl_password, settings.kafka_ssl_key_password):
+        if secret is not None and secret.get_secret_value():
+            line = line.replace(secret.get_secret_value(), "******")
+    return " ".join(line.split())[:400]

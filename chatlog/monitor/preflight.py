@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import importlib
 import socket
-import ssl
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -158,14 +157,14 @@ def broker_credentials(settings: MonitorSettings) -> Any:
     if protocol == "PLAINTEXT":
         return None
     if protocol == "SSL":
-        return faust.SSLCredentials(ssl.create_default_context())
+        return faust.SSLCredentials(settings.kafka_ssl_context())
     if protocol in ("SASL_PLAINTEXT", "SASL_SSL"):
-        password = settings.kafka_sasl_password
+        username, password = settings.kafka_sasl_credentials() or (settings.kafka_sasl_username, None)
         return faust.SASLCredentials(
-            username=settings.kafka_sasl_username,
-            password=password.get_secret_value() if password is not None else None,
+            username=username,
+            password=password,
             mechanism=settings.kafka_sasl_mechanism or "PLAIN",
-            ssl_context=ssl.create_default_context() if protocol == "SASL_SSL" else None,
+            ssl_context=settings.kafka_ssl_context(),  # CA file, client certificate (None: SASL_PLAINTEXT)
         )
     raise ChatlogError(f"setting kafka_security_protocol: {protocol} is not supported by the monitor")
 

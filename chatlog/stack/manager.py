@@ -11,7 +11,7 @@ from chatlog.cql import apply_schema
 from chatlog.errors import StackError
 from chatlog.kafka_admin import ensure_topics
 from chatlog.settings import StackSettings
-from chatlog.stack import process
+from chatlog.stack import process, security
 from chatlog.stack.services import Service, all_services
 
 Report = Callable[[str], None]
@@ -56,11 +56,45 @@ def up(settings: StackSettings, report: Report = print) -> list[ServiceState]:
         started.append(svc)
     for svc in services:
         _wait_ready(svc, settings.start_timeout_s, report)
+    _kafka_sasl(settings, report)
     created = ensure_topics(settings)
     report(f"kafka: topics created: {', '.join(created) if created else 'none (all exist)'}")
     n = apply_schema(settings)
     report(f"cassandra: schema applied to keyspace {settings.cassandra_keyspace} ({n} statements)")
     return status(settings)
+
+
+def _kafka_sasl(settings: StackSettings, report: Report) -> None:
+    """The SCRAM user of the SASL_SSL listener (created once; it lives in the KRaft metadata)."""
+    port = settings.kafka_sasl_ssl_port
+    if not port:
+        return
+    if not process.port_open(port):
+        report(
+            f"kafka: no SASL_SSL listener on 127.0.0.1:{port}: this broker was started without it; "
+            "stop Kafka and run `chatlog stack up` again to add it"
+        )
+        return
+    created = security.ensure_scram_user(settings)
+    report(
+        f"kafka: SASL_SSL on 127.0.0.1:{port}, user {security.SCRAM_USER}"
+        f"{' (created)' if created else ''}, CA {security.TlsFiles(security.tls_dir(settings)).ca}"
+    )
+
+
+def start(svc: Service, timeout: float, report: Report = print) -> int:
+    """Prepare and start one service and wait until it answers; returns its pid (e.g. a test's own
+    Cassandra next to the stack's)."""
+    _check_ports_free(svc)
+    svc.prepare()
+    pid = process.spawn(svc.command(), log_file=svc.log_file, pid_file=svc.pid_file, cwd=svc.home)
+    report(f"{svc.name}: started (pid {pid}, log {svc.log_file})")
+    try:
+        _wait_ready(svc, timeout, report)
+    except BaseException:
+        process.stop(pid, timeout=30)
+        raise
+    return pid
 
 
 def _wait_ready(svc: Service, timeout: float, report: Report) -> None:

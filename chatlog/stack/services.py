@@ -15,7 +15,7 @@ from pathlib import Path
 
 from chatlog.errors import StackError
 from chatlog.settings import StackSettings
-from chatlog.stack import artifacts
+from chatlog.stack import artifacts, security
 
 JAVA17_FLAGS = [
     "-Djdk.attach.allowAttachSelf=true",
@@ -130,7 +130,8 @@ class Kafka(Service):
 
     @property
     def ports(self) -> tuple[int, ...]:
-        return (self.settings.kafka_port, self.settings.kafka_controller_port)
+        sasl = (self.settings.kafka_sasl_ssl_port,) if self.settings.kafka_sasl_ssl_port else ()
+        return (self.settings.kafka_port, self.settings.kafka_controller_port, *sasl)
 
     @property
     def config_file(self) -> Path:
@@ -140,12 +141,23 @@ class Kafka(Service):
         artifacts.fetch(artifacts.KAFKA, self.settings.cache_dir)
         data = self.home / "data"
         self.home.mkdir(parents=True, exist_ok=True)
+        listeners = protocols = extra = ""
+        if self.settings.kafka_sasl_ssl_port:
+            listeners = f",SASL_SSL://127.0.0.1:{self.settings.kafka_sasl_ssl_port}"
+            protocols = ",SASL_SSL:SASL_SSL"
+            tls = security.ensure_tls(security.tls_dir(self.settings))
+            extra = security.kafka_listener_config(self.settings, tls)
+        self.config_file.touch(mode=0o600)  # it holds the dev keystore and PLAIN passwords
+        self.config_file.chmod(0o600)
         self.config_file.write_text(
             _template("kafka.properties").format(
                 port=self.settings.kafka_port,
                 controller_port=self.settings.kafka_controller_port,
                 data_dir=data,
                 session_timeout_ms=self.settings.kafka_group_session_timeout_ms,
+                extra_listeners=listeners,
+                extra_protocols=protocols,
+                extra_config=extra,
             )
         )
         (self.home / "log4j2.properties").write_text(
@@ -208,7 +220,12 @@ class Kafka(Service):
 
 @dataclass
 class Cassandra(Service):
+    """The stack's Cassandra (AllowAllAuthenticator, no TLS); with ``password_auth`` and ``tls``, a node
+    that wants a login (default superuser cassandra/cassandra) over TLS only, e.g. for a test."""
+
     name: str = "cassandra"
+    password_auth: bool = False
+    tls: security.TlsFiles | None = None
 
     @property
     def ports(self) -> tuple[int, ...]:
@@ -217,11 +234,20 @@ class Cassandra(Service):
     def prepare(self) -> None:
         artifacts.fetch(artifacts.CASSANDRA, self.settings.cache_dir)
         self.home.mkdir(parents=True, exist_ok=True)
+        encryption = ""
+        if self.tls is not None:
+            encryption = (
+                "client_encryption_options:\n  enabled: true\n  optional: false\n"
+                f"  keystore: {self.tls.keystore}\n  keystore_password: {self.tls.keystore_password}\n"
+                "  store_type: PKCS12\n  require_client_auth: false\n"
+            )
         (self.home / "cassandra.yaml").write_text(
             _template("cassandra.yaml").format(
                 port=self.settings.cassandra_port,
                 storage_port=self.settings.cassandra_storage_port,
                 data_dir=self.home,
+                authenticator="PasswordAuthenticator" if self.password_auth else "AllowAllAuthenticator",
+                client_encryption=encryption,
             )
         )
         (self.home / "logback.xml").write_text(
