@@ -10,6 +10,12 @@
   with exponential backoff until ``retry_s`` has passed since the first failure; then
   :class:`CassandraWriteError`, which fails the micro-batch and so the query, loudly. Every write is
   idempotent (the primary keys contain message_id), so retrying and re-running a batch is safe.
+* A request Cassandra rejects as invalid (``InvalidRequest``, error code 0x2200: a key past 64 KiB, a
+  batch too large, ...) is never retried: it would fail the same way for ``retry_s``, fail the query,
+  and the restarted query would replay the same record: a crash loop. A rejected batch is split into
+  its statements, re-sent at once one by one, and a statement rejected on its own is handed to the
+  caller's ``reject`` with its items (the writer dead-letters their records). A rejection that names
+  the schema (a table, keyspace or column that does not exist) is no record's fault: it fails loudly.
 """
 
 from __future__ import annotations
@@ -47,14 +53,33 @@ class BatchLimits:
     max_bytes: int = 48 * 1024
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class Item:
-    """One statement to write: ``replicas`` owning ``partition``, approximate payload ``size``."""
+    """One statement to write: ``replicas`` owning ``partition`` (table, routing key), approximate
+    payload ``size``, and the ``origin`` it came from (what to dead-letter if Cassandra rejects it).
+
+    A slotted, not frozen, dataclass: a frozen one sets each field through ``object.__setattr__``,
+    and the writer builds two or three of these per event (0.25 against 0.87 µs per instance here).
+    """
 
     replicas: Hashable
     partition: tuple[str, bytes]
     size: int
     statement: Any
+    origin: Any = None
+
+
+Failure = tuple[Any, BaseException, Sequence[Item]]
+"""A failed request: the statement, the error, and the items it carried."""
+Reject = Callable[[Sequence[Item], BaseException], None]
+_SCHEMA_ERRORS = ("does not exist", "unconfigured table", "undefined column", "unknown identifier")
+
+
+def is_invalid(exc: BaseException) -> bool:
+    """Whether Cassandra rejected the request as invalid (``InvalidRequest``, code 0x2200)."""
+    from cassandra import InvalidRequest
+
+    return isinstance(exc, InvalidRequest)
 
 
 def plan_batches(items: Sequence[Item], limits: BatchLimits) -> list[list[Item]]:
@@ -95,10 +120,11 @@ class ConcurrentExecutor:
         self._window = threading.BoundedSemaphore(concurrency)
         self._cond = threading.Condition()
         self._in_flight = 0
-        self._failed: list[tuple[Any, BaseException]] = []
+        self._failed: list[Failure] = []
         self.requests = 0
 
-    def submit(self, statement: Any) -> None:
+    def submit(self, statement: Any, items: Sequence[Item] = ()) -> None:
+        """Send ``statement`` (carrying ``items``, handed back if it fails)."""
         self._window.acquire()
         with self._cond:
             self._in_flight += 1
@@ -106,16 +132,16 @@ class ConcurrentExecutor:
         try:
             future = self._session.execute_async(statement, timeout=self._timeout_s)
         except Exception as exc:
-            self._on_error(exc, statement)
+            self._on_error(exc, statement, items)
             return
-        future.add_callbacks(self._on_done, self._on_error, errback_args=(statement,))
+        future.add_callbacks(self._on_done, self._on_error, errback_args=(statement, items))
 
     def _on_done(self, _result: Any) -> None:
         self._finish()
 
-    def _on_error(self, exc: BaseException, statement: Any) -> None:
+    def _on_error(self, exc: BaseException, statement: Any, items: Sequence[Item]) -> None:
         with self._cond:
-            self._failed.append((statement, exc))
+            self._failed.append((statement, exc, items))
         self._finish()
 
     def _finish(self) -> None:
@@ -125,7 +151,7 @@ class ConcurrentExecutor:
             if self._in_flight == 0:
                 self._cond.notify_all()
 
-    def drain(self) -> list[tuple[Any, BaseException]]:
+    def drain(self) -> list[Failure]:
         """Wait for every request in flight; return (and forget) the failed ones."""
         with self._cond:
             while self._in_flight:
@@ -134,20 +160,57 @@ class ConcurrentExecutor:
         return failed
 
 
+def settle_invalid(
+    executor: ConcurrentExecutor, failed: list[Failure], reject: Reject | None
+) -> list[Failure]:
+    """Take the requests Cassandra rejected as invalid out of ``failed``, never to be retried: a batch
+    is split and its statements re-sent at once, one by one; a statement rejected on its own goes to
+    ``reject`` with its items. Returns the other failures (to retry). Raises
+    :class:`CassandraWriteError` for a rejection of the schema, or when there is no ``reject``."""
+    while True:
+        invalid = [f for f in failed if is_invalid(f[1])]
+        if not invalid:
+            return failed
+        failed = [f for f in failed if not is_invalid(f[1])]
+        split = False
+        for _statement, exc, items in invalid:
+            reason = one_line(exc)
+            if len(items) > 1:
+                log.warning(
+                    "Cassandra rejected a batch of %d as invalid (%s): writing each alone", len(items), reason
+                )
+                for item in items:
+                    executor.submit(item.statement, (item,))
+                split = True
+            elif reject is None or not items or any(e in reason.lower() for e in _SCHEMA_ERRORS):
+                where = f" to {items[0].partition[0]}" if items else ""
+                raise CassandraWriteError(f"Cassandra rejected a write{where} as invalid: {reason}")
+            else:
+                reject(items, exc)
+        if not split:
+            return failed
+        failed += executor.drain()
+
+
 def retry_failed(
     executor: ConcurrentExecutor,
-    failed: list[tuple[Any, BaseException]],
+    failed: list[Failure],
     retry_s: float,
     *,
+    reject: Reject | None = None,
     sleep: Callable[[float], None] = time.sleep,
     clock: Callable[[], float] = time.monotonic,
 ) -> int:
     """Re-run ``failed`` statements with exponential backoff until they succeed; returns how many
-    re-tries it took. Raises :class:`CassandraWriteError` once ``retry_s`` has passed."""
+    re-tries it took. Raises :class:`CassandraWriteError` once ``retry_s`` has passed. What Cassandra
+    rejects as invalid is not retried (:func:`settle_invalid`)."""
     start = clock()
     delay = 0.25
     retries = 0
     while failed:
+        failed = settle_invalid(executor, failed, reject)
+        if not failed:
+            break
         elapsed = clock() - start
         if elapsed >= retry_s:
             raise CassandraWriteError(
@@ -163,8 +226,8 @@ def retry_failed(
         sleep(min(delay, retry_s - elapsed))
         delay = min(delay * 2, 8.0)
         retries += len(failed)
-        for statement, _exc in failed:
-            executor.submit(statement)
+        for statement, _exc, items in failed:
+            executor.submit(statement, items)
         failed = executor.drain()
     return retries
 

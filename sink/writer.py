@@ -2,18 +2,21 @@
 
 :func:`write_partition` runs in a Spark Python worker (or in any process, e.g. the benchmark's raw
 insert): valid events become table rows (:mod:`sink.rows`) written through :mod:`sink.cassandra_writer`;
-records that fail the contract's validation become dead letters. :func:`write_dataframe` runs it over
-every partition of a micro-batch (or of a backfill) and adds up what each partition did. Nothing is
-acknowledged before every write of the partition succeeded, so a failure fails the batch, and the batch
-is re-run.
+records that fail the contract's validation (:mod:`schemas.chat_event`, every field bounded) become
+dead letters, and so do the records whose write Cassandra rejects as invalid (never retried: the same
+record would fail again after every restart). :func:`write_dataframe` runs it over every partition of
+a micro-batch (or of a backfill) and adds up what each partition did. Nothing is acknowledged before
+every write of the partition succeeded or was dead-lettered, so a failure fails the batch, and the
+batch is re-run.
 """
 
 from __future__ import annotations
 
+import struct
 import threading
 import time
 from collections import Counter
-from collections.abc import Hashable, Iterable, Iterator
+from collections.abc import Hashable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -22,6 +25,7 @@ from sink.cassandra_writer import (
     BatchLimits,
     ConcurrentExecutor,
     Item,
+    one_line,
     plan_batches,
     retry_failed,
     worker_session,
@@ -35,6 +39,9 @@ if TYPE_CHECKING:
     from sink.settings import SinkSettings
 
 CHUNK_ROWS = 4000
+UNWRITABLE = (struct.error, OverflowError, ValueError)
+"""What serializing a record's cells or routing key raises for a value Cassandra cannot hold (a key part
+past 64 KiB, a timestamp past 64 bits...): that record is dead-lettered, the others are written."""
 """Statements planned into batches at a time (bounds the memory of a task)."""
 INDEX_ROW_BYTES = 64
 
@@ -157,13 +164,13 @@ def write_partition(
     def submit(chunk: list[Item]) -> None:
         if limits.max_rows == 1:
             for item in chunk:
-                executor.submit(item.statement)
+                executor.submit(item.statement, (item,))
             return
         from cassandra.query import BatchStatement, BatchType
 
         for batch in plan_batches(chunk, limits):
             if len(batch) == 1:
-                executor.submit(batch[0].statement)
+                executor.submit(batch[0].statement, batch)
                 continue
             statement = BatchStatement(
                 batch_type=BatchType.UNLOGGED, consistency_level=prepared.consistency_level
@@ -171,52 +178,80 @@ def write_partition(
             for item in batch:
                 statement.add(item.statement)
             statement.is_idempotent = True
-            executor.submit(statement)
+            executor.submit(statement, batch)
 
-    for value, partition, offset in records:
+    def dead_letter(value: Any, partition: Any, offset: Any, reason: str) -> None:
+        nonlocal dead
+        stats.deadletters += 1
+        if dead_letters:
+            if dead is None:
+                dead = _dead_letters(settings)
+            source = f"{settings.topic_messages}/{partition}/{offset}" if partition is not None else "unknown"
+            dead.send(None if value is None else bytes(value), reason, source)
+
+    rejected: dict[int, tuple[Any, str]] = {}
+
+    def reject(failed: Sequence[Item], exc: BaseException) -> None:
+        """Cassandra rejected these rows as invalid: their records become dead letters (once each)."""
+        for item in failed:
+            stats.rows[item.partition[0]] -= 1
+            rejected.setdefault(id(item.origin), (item.origin, f"Cassandra rejected it: {one_line(exc)}"))
+
+    for record in records:
+        value, partition, offset = record
         try:
             if value is None:
                 raise InvalidEvent("empty record (no value)")
             data = bytes(value)
             event = decode(data)
         except InvalidEvent as exc:
-            stats.deadletters += 1
-            if dead_letters:
-                if dead is None:
-                    dead = _dead_letters(settings)
-                source = (
-                    f"{settings.topic_messages}/{partition}/{offset}" if partition is not None else "unknown"
+            dead_letter(value, partition, offset, str(exc))
+            continue
+        mark = len(items)
+        try:
+            cells = prepared.cells(event)
+            for table in prepared.tables:
+                rows = table.rows
+                if not rows.accepts(event):
+                    continue
+                row = rows.pick(cells)
+                if rows.is_index:
+                    key = (keyspace, rows.table, row)
+                    if key in new_index or index_cache.fresh(key, started):
+                        continue
+                    new_index[key] = None
+                    bound = table.bind(row, index_ttl)
+                    size = INDEX_ROW_BYTES
+                else:
+                    bound = table.bind(row, data_ttl)
+                    size = len(data)
+                routing_key = bound.routing_key  # the driver packs each key part in 16 bits
+                items.append(
+                    Item(
+                        session.replicas(keyspace, routing_key),
+                        (rows.table, routing_key),
+                        size,
+                        bound,
+                        record,
+                    )
                 )
-                dead.send(None if value is None else bytes(value), str(exc), source)
+                stats.rows[rows.table] += 1
+        except UNWRITABLE as exc:  # only past the contract's bounds (a record it did not check)
+            for item in items[mark:]:
+                stats.rows[item.partition[0]] -= 1
+            del items[mark:]
+            dead_letter(value, partition, offset, f"cannot be written to Cassandra: {one_line(exc)}")
             continue
         stats.events += 1
-        cells = prepared.cells(event)
-        for table in prepared.tables:
-            rows = table.rows
-            if not rows.accepts(event):
-                continue
-            row = rows.pick(cells)
-            if rows.is_index:
-                key = (keyspace, rows.table, row)
-                if key in new_index or index_cache.fresh(key, started):
-                    continue
-                new_index[key] = None
-                bound = table.bind(row, index_ttl)
-                size = INDEX_ROW_BYTES
-            else:
-                bound = table.bind(row, data_ttl)
-                size = len(data)
-            routing_key = bound.routing_key
-            items.append(
-                Item(session.replicas(keyspace, routing_key), (rows.table, routing_key), size, bound)
-            )
-            stats.rows[rows.table] += 1
         if len(items) >= CHUNK_ROWS:
             submit(items)
             items = []
     submit(items)
-    stats.retries = retry_failed(executor, executor.drain(), settings.sink_cassandra_retry_s)
+    stats.retries = retry_failed(executor, executor.drain(), settings.sink_cassandra_retry_s, reject=reject)
     stats.requests = executor.requests
+    for (value, partition, offset), reason in rejected.values():
+        stats.events -= 1  # the rows Cassandra did take stay (idempotent), the record is a dead letter
+        dead_letter(value, partition, offset, reason)
     if dead is not None:
         dead.flush()
     index_cache.add(new_index, started)

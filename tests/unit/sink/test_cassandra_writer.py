@@ -6,6 +6,7 @@ import threading
 from typing import Any
 
 import pytest
+from cassandra import InvalidRequest
 
 from sink.cassandra_writer import (
     BatchLimits,
@@ -80,7 +81,7 @@ def test_executor_collects_failures_and_drains() -> None:
     for i in range(20):
         executor.submit(i)
     failed = executor.drain()
-    assert sorted(s for s, _ in failed) == list(range(20))
+    assert sorted(s for s, _, _ in failed) == list(range(20))
     assert executor.drain() == []
 
 
@@ -108,3 +109,107 @@ def test_retrying_stops_loudly_after_the_bound() -> None:
     with pytest.raises(CassandraWriteError, match=r"still failing after 5s.*NoHostAvailable"):
         retry_failed(executor, executor.drain(), retry_s=5, sleep=sleep, clock=lambda: now[0])
     assert now[0] == pytest.approx(5.0)
+
+
+# -- requests Cassandra rejects as invalid: never retried, their records handed back -----------------------
+
+
+class _Batch:
+    """A stand-in for a BatchStatement of some items."""
+
+    def __init__(self, items: list[Item]) -> None:
+        self.items = items
+
+
+class _Rejecting:
+    """Rejects (InvalidRequest, code 0x2200) every statement named ``bad*`` and every batch holding
+    one; counts what it was sent. ``message`` is the server's reason."""
+
+    def __init__(self, message: str = "Key length of 102400 is longer than maximum of 65535") -> None:
+        self.message = message
+        self.sent: list[Any] = []
+        self._lock = threading.Lock()
+
+    def execute_async(self, statement: Any, timeout: float) -> _Future:
+        del timeout
+        with self._lock:
+            self.sent.append(statement)
+        names = [i.statement for i in statement.items] if isinstance(statement, _Batch) else [statement]
+        bad = any(str(n).startswith("bad") for n in names)
+        return _Future(
+            InvalidRequest(f"Error from server: code=2200 [Invalid query] message={self.message!r}")
+            if bad
+            else None
+        )
+
+
+def _write(session: Any, batches: list[list[Item]], reject: Any, sleep: Any = None) -> int:
+    executor = ConcurrentExecutor(session, concurrency=4, timeout_s=1)
+    for batch in batches:
+        executor.submit(_Batch(batch) if len(batch) > 1 else batch[0].statement, batch)
+
+    def no_sleep(seconds: float) -> None:
+        raise AssertionError(f"an invalid request was retried (slept {seconds}s)")
+
+    return retry_failed(executor, executor.drain(), retry_s=120, reject=reject, sleep=sleep or no_sleep)
+
+
+def test_a_batch_rejected_as_invalid_is_split_and_only_the_bad_row_is_rejected_without_retry() -> None:
+    good = [Item("r", ("t", b"p"), 10, f"good{i}", origin=("value", 0, i)) for i in range(3)]
+    bad = Item("r", ("t", b"q"), 10, "bad", origin=("huge", 0, 99))
+    session = _Rejecting()
+    rejected: list[tuple[list[Item], BaseException]] = []
+
+    retries = _write(
+        session, [[*good, bad], [good[0]]], lambda items, exc: rejected.append((list(items), exc))
+    )
+
+    assert retries == 0
+    assert [(items, type(exc)) for items, exc in rejected] == [([bad], InvalidRequest)]
+    assert "Key length" in str(rejected[0][1])
+    singles = [s for s in session.sent if not isinstance(s, _Batch)]
+    assert sorted(singles) == ["bad", "good0", "good0", "good1", "good2"]  # each sent alone once, no retry
+
+
+def test_a_single_statement_rejected_as_invalid_goes_straight_to_reject() -> None:
+    bad = Item("r", ("messages_by_channel", b"q"), 10, "bad", origin=("huge", 3, 7))
+    rejected: list[Item] = []
+    assert _write(_Rejecting(), [[bad]], lambda items, _exc: rejected.extend(items)) == 0
+    assert rejected == [bad]
+
+
+def test_a_rejection_of_the_schema_fails_loudly_instead_of_dead_lettering() -> None:
+    bad = Item("r", ("messages_by_channel", b"q"), 10, "bad", origin=("v", 0, 1))
+    session = _Rejecting("unconfigured table messages_by_channel")
+    with pytest.raises(
+        CassandraWriteError, match=r"rejected a write to messages_by_channel as invalid.*unconfigured"
+    ):
+        _write(session, [[bad]], lambda _items, _exc: None)
+
+
+def test_without_a_reject_an_invalid_request_fails_loudly_and_at_once() -> None:
+    executor = ConcurrentExecutor(_Rejecting(), concurrency=2, timeout_s=1)
+    executor.submit("bad")
+    with pytest.raises(CassandraWriteError, match="as invalid"):
+        retry_failed(executor, executor.drain(), retry_s=120, sleep=lambda s: pytest.fail(f"slept {s}"))
+
+
+def test_other_failures_are_still_retried_next_to_a_rejected_one() -> None:
+    class Mixed(_Rejecting):
+        def __init__(self) -> None:
+            super().__init__()
+            self.flaky = 0
+
+        def execute_async(self, statement: Any, timeout: float) -> _Future:
+            if statement == "flaky" and self.flaky < 2:
+                self.flaky += 1
+                return _Future(RuntimeError("OperationTimedOut"))
+            return super().execute_async(statement, timeout)
+
+    session = Mixed()
+    sleeps: list[float] = []
+    rejected: list[Item] = []
+    items = [Item("r", ("t", bytes([i])), 1, name, origin=name) for i, name in enumerate(("bad", "flaky"))]
+    retries = _write(session, [[items[0]], [items[1]]], lambda it, _e: rejected.extend(it), sleeps.append)
+    assert (retries, sleeps, rejected) == (2, [0.25, 0.5], [items[0]])
+    assert session.sent.count("bad") == 1
