@@ -109,7 +109,13 @@ def read_events(
 
 
 def format_text(event: ChatEvent) -> str:
-    """``[2026-11-21 15:04:05] #channel user: text`` (UTC); other kinds than PRIVMSG are named."""
+    """``[2026-11-21 15:04:05] #channel user: text`` (UTC); other kinds than PRIVMSG are named.
+
+    One line whatever the event holds: control characters (CR, LF, ESC...) in any field are shown as
+    visible escapes (``\\r``, ``\\n``, ``\\x1b``; :mod:`sink.terminal`), so chat cannot rewrite the
+    reader's terminal or fake a log line."""
+    from sink.terminal import escape_controls
+
     who = event.user_login or event.display_name
     text = event.text or ""
     if event.is_action:
@@ -117,5 +123,5 @@ def format_text(event: ChatEvent) -> str:
     kind = "" if event.kind == "PRIVMSG" else f" {event.kind}"
     head = f"[{format_time(event.sent_at)}] #{event.channel}{kind}"
     if who:
-        return f"{head} {who}: {text}"
-    return f"{head}: {text}" if text else head
+        return escape_controls(f"{head} {who}: {text}")
+    return escape_controls(f"{head}: {text}" if text else head)
