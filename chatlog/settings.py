@@ -8,30 +8,54 @@ from __future__ import annotations
 
 import ssl
 from pathlib import Path
-from typing import Any, Literal, Self, TypeVar
+from typing import Any, Literal, Self, TypeVar, get_args
 
-from pydantic import Field, SecretStr, ValidationError, model_validator
+from pydantic import Field, SecretStr, ValidationError, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from chatlog.errors import SettingsError
+from chatlog.settings_errors import describe
+from schemas.cql import normalize_replication
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 
 
+SETTINGS_CLASSES: list[type[BaseSettings]] = []
+"""Every settings class defined so far; each adds itself (chatlog/settings_env.py imports them all)."""
+
+
 class _Base(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="CHATLOG_", extra="ignore", frozen=True)
+
+    @classmethod
+    def __pydantic_init_subclass__(cls, **kwargs: Any) -> None:
+        super().__pydantic_init_subclass__(**kwargs)
+        SETTINGS_CLASSES.append(cls)
 
 
 PASSWORD_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
 """SASL mechanisms with a user and password: all chatlog clients (librdkafka, Spark, faust) speak them."""
 
 
+TOPIC_ROLES = ("channels", "messages", "deadletter", "status", "coverage")
+
+
+SecurityProtocol = Literal["PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"]
+SaslMechanism = Literal["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "GSSAPI", "OAUTHBEARER"]
+
+
 class KafkaSettings(_Base):
     """Where Kafka is and what the topics are called."""
 
     kafka_bootstrap_servers: str = Field(default="127.0.0.1:9092", description="Kafka bootstrap servers.")
-    kafka_security_protocol: str = Field(default="PLAINTEXT", description="librdkafka security.protocol.")
-    kafka_sasl_mechanism: str | None = Field(default=None, description="librdkafka sasl.mechanism.")
+    kafka_security_protocol: SecurityProtocol = Field(
+        default="PLAINTEXT",
+        description="librdkafka security.protocol (any case): " + ", ".join(get_args(SecurityProtocol)),
+    )
+    kafka_sasl_mechanism: SaslMechanism | None = Field(
+        default=None,
+        description="librdkafka sasl.mechanism (any case): " + ", ".join(get_args(SaslMechanism)),
+    )
     kafka_sasl_username: str | None = Field(default=None, description="SASL user name.")
     kafka_sasl_password: SecretStr | None = Field(default=None, description="SASL password (secret).")
     kafka_ssl_ca_location: Path | None = Field(
@@ -55,6 +79,9 @@ class KafkaSettings(_Base):
     topic_messages: str = Field(default="chatlog.messages", description="Keyed chat event topic.")
     topic_deadletter: str = Field(default="chatlog.deadletter", description="Records that could not be used.")
     topic_status: str = Field(default="chatlog.status", description="Ingester heartbeats.")
+    topic_coverage: str = Field(
+        default="chatlog.coverage", description="Per-channel coverage events (hand-off, ledger)."
+    )
     channel_buckets: int = Field(default=64, ge=1, le=10_000, description="Partitions of the channel topic.")
     messages_partitions: int = Field(default=12, ge=1, description="Partitions of the message topic.")
     topic_replication_factor: int = Field(
@@ -62,10 +89,24 @@ class KafkaSettings(_Base):
     )
     messages_retention_ms: int = Field(default=7 * 24 * 3600 * 1000, ge=60_000, description="Replay window.")
 
+    @field_validator("kafka_security_protocol", "kafka_sasl_mechanism", mode="before")
+    @classmethod
+    def _upper(cls, value: object) -> object:
+        """librdkafka takes these in any case; the settings hold the upper-case name."""
+        known = (*get_args(SecurityProtocol), *get_args(SaslMechanism))
+        return value.upper() if isinstance(value, str) and value.upper() in known else value
+
     def with_topics(self, prefix: str, **update: Any) -> Self:
         """A copy whose four topics are ``<prefix>.channels`` etc. (plus any other ``update``)."""
-        roles = ("channels", "messages", "deadletter", "status")
-        return self.model_copy(update={**{f"topic_{r}": f"{prefix}.{r}" for r in roles}, **update})
+        return self.model_copy(update={**{f"topic_{r}": f"{prefix}.{r}" for r in TOPIC_ROLES}, **update})
+
+    def topic_names(self) -> list[str]:
+        """Every topic's name, in the order of TOPIC_ROLES."""
+        return [str(getattr(self, f"topic_{r}")) for r in TOPIC_ROLES]
+
+    def topic_env(self) -> dict[str, str]:
+        """``CHATLOG_TOPIC_*`` for a child process that must use the same topics."""
+        return {f"CHATLOG_TOPIC_{r.upper()}": str(getattr(self, f"topic_{r}")) for r in TOPIC_ROLES}
 
     def kafka_client_config(self) -> dict[str, Any]:
         """The librdkafka keys shared by every client (dotted names, as librdkafka wants them).
@@ -141,7 +182,9 @@ class CassandraSettings(_Base):
     cassandra_local_dc: str = Field(default="datacenter1", description="Local data center for routing.")
     cassandra_replication: str = Field(
         default="{'class': 'SimpleStrategy', 'replication_factor': 1}",
-        description="Keyspace replication map used when the keyspace is created.",
+        description="Keyspace replication map used when the keyspace is created: a map literal of "
+        "names to names or counts whose 'class' is SimpleStrategy, NetworkTopologyStrategy or "
+        "org.apache.cassandra.locator.*, e.g. {'class': 'NetworkTopologyStrategy', 'dc1': 3}.",
     )
     cassandra_username: str | None = Field(default=None, description="CQL user name.")
     cassandra_password: SecretStr | None = Field(default=None, description="CQL password (secret).")
@@ -167,6 +210,12 @@ class CassandraSettings(_Base):
     cassandra_ttl_s: int = Field(
         default=0, ge=0, description="Row TTL in seconds for retention; 0 keeps forever."
     )
+
+    @field_validator("cassandra_replication")
+    @classmethod
+    def _replication(cls, value: str) -> str:
+        """Parsed and rendered back: it goes into CQL, so nothing but a replication map may pass."""
+        return normalize_replication(value)
 
     @property
     def contact_points(self) -> list[str]:
@@ -231,7 +280,4 @@ def load(cls: type[S], **overrides: Any) -> S:
     try:
         return cls(**clean)
     except ValidationError as exc:
-        err = exc.errors()[0]
-        field = ".".join(str(p) for p in err["loc"])
-        env = f"CHATLOG_{field.upper()}"
-        raise SettingsError(f"setting {field} ({env}): {err['msg']} (got {err.get('input')!r})") from None
+        raise SettingsError(describe(cls, exc)) from None

@@ -18,8 +18,10 @@ def run(settings: MonitorSettings) -> None:
     from chatlog.monitor.app import Monitor
 
     preflight.check_codecs()
-    preflight.check_port(settings.monitor_web_bind, settings.monitor_web_port, "web")
-    preflight.check_port(settings.monitor_metrics_host, settings.monitor_metrics_port, "metrics")
+    preflight.check_port(settings.monitor_web_bind, settings.monitor_web_port, "CHATLOG_MONITOR_WEB_PORT")
+    preflight.check_port(
+        settings.monitor_metrics_host, settings.monitor_metrics_port, "CHATLOG_MONITOR_METRICS_PORT"
+    )
     partitions = preflight.source_partitions(settings)
     preflight.ensure_changelogs(settings, partitions)
     monitor = Monitor(settings, partitions)
@@ -56,8 +58,14 @@ def logging_config(library_level: str) -> dict[str, Any]:
         "version": 1,
         "disable_existing_loggers": False,
         "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
+        "filters": {"secrets": {"()": "chatlog.redact.SecretFilter"}},  # as chatlog's own handler has
         "handlers": {
-            "stderr": {"class": "logging.StreamHandler", "formatter": "plain", "stream": "ext://sys.stderr"}
+            "stderr": {
+                "class": "logging.StreamHandler",
+                "formatter": "plain",
+                "filters": ["secrets"],
+                "stream": "ext://sys.stderr",
+            }
         },
         "root": {"level": "INFO", "handlers": ["stderr"]},
         "loggers": {name: {"level": level} for name in ("faust", "mode", "aiokafka", "kafka")},
