@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import ssl
 from typing import Any
 
@@ -99,6 +100,32 @@ def _one_line(exc: BaseException) -> str:
     return " ".join(str(exc).split())[:200]
 
 
+def quiet_driver_logs() -> None:
+    """For one-shot commands: the driver logs each failed connection attempt with a traceback, and
+    server warnings, at WARNING; the command reports a failure itself, in one line."""
+    logging.getLogger("cassandra").setLevel(logging.CRITICAL)
+
+
+def connect_failure(settings: CassandraSettings, exc: BaseException) -> str:
+    """One line naming the settings for ``exc`` from :func:`connect` (a missing keyspace, or no host)."""
+    from cassandra import InvalidRequest
+    from cassandra.cluster import NoHostAvailable
+
+    where = f"Cassandra at {settings.cassandra_hosts}:{settings.cassandra_port}"
+    if isinstance(exc, InvalidRequest | NoHostAvailable) and (
+        "does not exist" in str(exc) or "using keyspace" in str(exc)
+    ):  # connect(keyspace) to a missing keyspace: NoHostAvailable("... using keyspace 'x'", [hosts])
+        return (
+            f"keyspace {settings.cassandra_keyspace} does not exist in {where} (CHATLOG_CASSANDRA_KEYSPACE; "
+            "`chatlog init` creates it)"
+        )
+    errors = [exc]
+    if isinstance(exc, NoHostAvailable) and isinstance(exc.errors, dict) and exc.errors:
+        errors = list(exc.errors.values())
+    reason = getattr(errors[0], "strerror", None) or " ".join(str(errors[0]).split())[:200]
+    return f"{where} is not reachable (CHATLOG_CASSANDRA_HOSTS, CHATLOG_CASSANDRA_PORT): {reason}"
+
+
 def apply_schema(settings: CassandraSettings, keyspace: str | None = None) -> int:
     """Create the keyspace and tables if missing; returns how many statements ran."""
     ks = keyspace or settings.cassandra_keyspace
@@ -107,9 +134,7 @@ def apply_schema(settings: CassandraSettings, keyspace: str | None = None) -> in
     except CassandraLoginError:
         raise
     except Exception as exc:
-        raise ChatlogError(
-            f"cannot reach Cassandra at {settings.cassandra_hosts}:{settings.cassandra_port}: {exc}"
-        ) from None
+        raise ChatlogError(connect_failure(settings, exc)) from None
     try:
         stmts = cql.statements(ks, settings.cassandra_replication)
         for stmt in stmts:

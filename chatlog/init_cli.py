@@ -53,6 +53,7 @@ def run_init(*, topics: bool, cql: bool, wait_s: float, report: Callable[[str], 
         report(f"topics: created {', '.join(created)}" if created else "topics: all present")
     if cql:
         cassandra = load(CassandraSettings)
+        cql_mod.quiet_driver_logs()  # a failure is one line from apply_schema, not driver tracebacks
         count = retry_until(lambda: cql_mod.apply_schema(cassandra), wait_s=wait_s, report=report)
         report(f"cql: {count} statements applied to keyspace {cassandra.cassandra_keyspace}")
 

@@ -36,11 +36,13 @@ def _names(names: list[str] | None, file: Path | None) -> list[str]:
 
 
 def _registry() -> Registry:
+    from chatlog.kafka_probe import probe
     from chatlog.settings import load
     from ingest.registry import Registry
     from ingest.settings import RegistrySettings
 
     settings = load(RegistrySettings)
+    probe(settings)  # one line, within seconds, when Kafka is not there
     return Registry(settings, flavor=settings.irc_flavor)
 
 
@@ -119,12 +121,14 @@ def register(app: typer.Typer, bench: typer.Typer) -> None:
 
         Exit 1 when a registered channel is logged by nobody in some replica.
         """
+        from chatlog.kafka_probe import probe
         from chatlog.settings import load
         from ingest import status as st
         from ingest.registry import Registry
         from ingest.settings import StatusSettings
 
         settings = load(StatusSettings, status_stale_s=stale)
+        probe(settings)
         registered = Registry(settings, flavor=settings.irc_flavor).channels()
         now = st.now_ms()
         since = now - int(settings.status_stale_s * 1000)

@@ -81,6 +81,7 @@ def register(app: typer.Typer, bench: typer.Typer) -> None:
         """Read a channel's log back from Cassandra, in time order."""
         import sys
 
+        from chatlog.cql import quiet_driver_logs
         from chatlog.errors import ChatlogError
         from chatlog.settings import CassandraSettings, load
         from schemas.chat_event import encode
@@ -88,10 +89,11 @@ def register(app: typer.Typer, bench: typer.Typer) -> None:
         from sink.times import parse_time
 
         if output_format not in ("text", "ndjson"):
-            raise ChatlogError(f"--format must be text or ndjson, not {output_format!r}")
+            raise ChatlogError(f"--format must be text or ndjson, not {output_format[:40]!r}")
+        since_ms = parse_time(since, "--since") if since else None
+        until_ms = parse_time(until, "--until") if until else None
         settings = load(CassandraSettings, cassandra_keyspace=keyspace)
-        since_ms = parse_time(since) if since else None
-        until_ms = parse_time(until) if until else None
+        quiet_driver_logs()  # a failure is reported below in one line, not as the driver's tracebacks
         count = 0
         out = sys.stdout
         for event in read_events(settings, channel, user=user, since_ms=since_ms, until_ms=until_ms):

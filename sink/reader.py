@@ -58,18 +58,20 @@ def read_events(
     until_ms: int | None = None,
 ) -> Iterator[ChatEvent]:
     """Every stored event of ``channel`` (of ``user`` in it) with ``since <= sent_at < until``, in order."""
-    from chatlog.cql import connect
+    from cassandra import DriverException
+    from cassandra.cluster import NoHostAvailable
+
+    from chatlog.cql import connect, connect_failure
 
     channel = channel.lstrip("#").lower()
     lo = since_ms if since_ms is not None else 0
     hi = until_ms if until_ms is not None else MAX_MS
     try:
         cluster, session = connect(settings, keyspace=settings.cassandra_keyspace)
+    except ChatlogError:
+        raise
     except Exception as exc:
-        raise ChatlogError(
-            f"cannot read keyspace {settings.cassandra_keyspace} at {settings.cassandra_hosts}: "
-            f"{' '.join(str(exc).split())[:200]}"
-        ) from None
+        raise ChatlogError(connect_failure(settings, exc)) from None
     columns = ", ".join(FIELD_NAMES)
     buckets_cql = "SELECT bucket FROM channel_buckets WHERE channel = ? AND bucket >= ? AND bucket < ?"
     try:
@@ -104,6 +106,12 @@ def read_events(
             fetch_next()
             for row in page:
                 yield _event(row)
+    except (DriverException, NoHostAvailable) as exc:
+        where = f"Cassandra at {settings.cassandra_hosts}:{settings.cassandra_port}"
+        reason = " ".join(str(exc).split())[:200]
+        raise ChatlogError(
+            f"reading #{channel} from {where} failed: {type(exc).__name__}: {reason}"
+        ) from None
     finally:
         cluster.shutdown()
 

@@ -67,4 +67,6 @@ class MonitorMetrics:
         try:
             start_http_server(port, addr=host, registry=self.registry)
         except OSError as exc:
-            raise ChatlogError(f"metrics port {host}:{port} is not available: {exc.strerror}") from None
+            raise ChatlogError(
+                f"port {host}:{port} (CHATLOG_MONITOR_METRICS_PORT) is not available: {exc.strerror}"
+            ) from None

@@ -18,6 +18,7 @@ from confluent_kafka.admin import NewTopic
 
 from chatlog.errors import ChatlogError
 from chatlog.kafka_admin import admin_client
+from chatlog.kafka_probe import PROBE_TIMEOUT_S, probe
 from chatlog.monitor.settings import MonitorSettings
 
 CHANGELOG_SUFFIX = "-changelog"
@@ -48,12 +49,9 @@ def check_codecs() -> None:
         )
 
 
-def source_partitions(settings: MonitorSettings, timeout: float = 30.0) -> SourcePartitions:
+def source_partitions(settings: MonitorSettings, timeout: float = PROBE_TIMEOUT_S) -> SourcePartitions:
     """Partition counts of the two source topics; existing changelog topics must match them."""
-    try:
-        topics = admin_client(settings).list_topics(timeout=timeout).topics
-    except KafkaException as exc:
-        raise ChatlogError(f"cannot reach Kafka at {settings.kafka_bootstrap_servers}: {exc}") from None
+    topics = probe(settings, timeout).topics
 
     def count(name: str) -> int:
         meta = topics.get(name)
@@ -131,14 +129,15 @@ def ensure_changelogs(settings: MonitorSettings, partitions: SourcePartitions, t
         raise ChatlogError(f"cannot reach Kafka at {settings.kafka_bootstrap_servers}: {exc}") from None
 
 
-def check_port(host: str, port: int, what: str) -> None:
-    """Fail early when a listening port is taken (faust's web server would die after joining the group)."""
+def check_port(host: str, port: int, setting: str) -> None:
+    """Fail early when a listening port is taken (faust's web server would die after joining the group);
+    ``setting`` is the variable that chooses the port, named in the one-line error."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
             sock.bind((host, port))
         except OSError as exc:
-            raise ChatlogError(f"{what} port {host}:{port} is not available: {exc.strerror}") from None
+            raise ChatlogError(f"port {host}:{port} ({setting}) is not available: {exc.strerror}") from None
 
 
 def broker_url(settings: MonitorSettings) -> str:
