@@ -215,7 +215,8 @@ def test_every_reference_resolves(overlay: str, resources: list[Resource]) -> No
                 referenced.add(("ServiceAccount", container["serviceAccount"]))
     for app in _all(resources, "SparkApplication"):
         for volume in app["spec"]["volumes"]:
-            referenced.add(("PersistentVolumeClaim", volume["persistentVolumeClaim"]["claimName"]))
+            if "persistentVolumeClaim" in volume:
+                referenced.add(("PersistentVolumeClaim", volume["persistentVolumeClaim"]["claimName"]))
     for hpa in _all(resources, "HorizontalPodAutoscaler"):
         referenced.add((hpa["spec"]["scaleTargetRef"]["kind"], hpa["spec"]["scaleTargetRef"]["name"]))
     assert referenced - present == EXTERNAL[overlay]
