@@ -4,11 +4,16 @@ which channels it wants.
 :class:`BucketTable` is the pure bookkeeping (an injected clock, no Kafka): buckets are assigned
 (loading until their partition's end has been read), loaded, revoked into a hand-off overlap, or lost.
 The wanted set is the union of the channels of loaded owned buckets and of buckets still in overlap.
+A revoked bucket's channel leaves the overlap when the new owner confirms its JOIN of it
+(:meth:`BucketTable.confirm`, fed from ``chatlog.coverage``), or when the hand-off timeout passes:
+then it is parted without a confirmation, counted and logged as a gap risk.
 
 :class:`Membership` runs a confluent-kafka consumer in its own thread. The rebalance callbacks live
-here, in one place; each one is wrapped so an error is logged and counted instead of escaping into
-librdkafka, and each one only records what changed in the table. After every poll the thread
-publishes a :class:`Snapshot` when the table changed; the worker hands it to its asyncio loop.
+here, in one place; each one only records what changed in the table, and is wrapped so an error does
+not escape into librdkafka: it is counted and stops the member (:class:`RebalanceFailed` in
+``failure``), so the worker exits non-zero and is restarted instead of owning buckets it does not log.
+After every poll the thread publishes a :class:`Snapshot` when the table changed; the worker hands it
+to its asyncio loop.
 """
 
 from __future__ import annotations
@@ -41,19 +46,23 @@ class Snapshot:
 
 @dataclass
 class _Overlap:
-    channels: frozenset[str]
+    channels: set[str]
     until: float
 
 
 @dataclass
 class BucketTable:
-    """Owned buckets with their channels, and revoked buckets kept for a hand-off overlap."""
+    """Owned buckets with their channels, and revoked buckets kept until their new owner confirms."""
 
-    overlap_s: float
+    handoff_timeout_s: float
     owned: dict[int, set[str]] = field(default_factory=dict)
     loading: set[int] = field(default_factory=set)
     overlap: dict[int, _Overlap] = field(default_factory=dict)
     version: int = 0
+    handed_off: set[str] = field(default_factory=set)
+    """Channels released by a confirmation since the last :meth:`take_handed_off`."""
+    timed_out: int = 0
+    """Channels parted because the hand-off timeout passed without a confirmation (gap risk)."""
 
     def assign(self, buckets: Iterable[int]) -> None:
         """New buckets: read from the beginning; they count once :meth:`loaded` says the end was reached."""
@@ -86,14 +95,37 @@ class BucketTable:
             self.version += 1
 
     def revoke(self, buckets: Iterable[int], now: float) -> None:
-        """Cooperative revocation: keep logging the bucket's channels until ``now + overlap_s``."""
+        """Cooperative revocation: keep logging the bucket's channels until the new owner confirms each
+        (:meth:`confirm`), at most until ``now + handoff_timeout_s``."""
         for b in buckets:
             channels = self.owned.pop(b, None)
             was_loading = b in self.loading
             self.loading.discard(b)
-            if channels is not None and not was_loading and self.overlap_s > 0:
-                self.overlap[b] = _Overlap(frozenset(channels), now + self.overlap_s)
+            if channels and not was_loading and self.handoff_timeout_s > 0:
+                self.overlap[b] = _Overlap(set(channels), now + self.handoff_timeout_s)
         self.version += 1
+
+    def confirm(self, channels: Iterable[str]) -> None:
+        """Another worker of this replica group confirmed its JOIN of ``channels``: release them."""
+        wanted = set(channels)
+        for b in list(self.overlap):
+            o = self.overlap[b]
+            released = o.channels & wanted
+            if not released:
+                continue
+            o.channels -= released
+            self.handed_off |= released
+            if not o.channels:
+                del self.overlap[b]
+            self.version += 1
+
+    def take_handed_off(self) -> set[str]:
+        out, self.handed_off = self.handed_off, set()
+        return out
+
+    @property
+    def overlap_channels(self) -> int:
+        return sum(len(o.channels) for o in self.overlap.values())
 
     def lose(self, buckets: Iterable[int]) -> None:
         """The session expired: someone else owns these already; stop at once (no overlap)."""
@@ -104,10 +136,16 @@ class BucketTable:
         self.version += 1
 
     def expire(self, now: float) -> None:
-        """Drop overlaps whose time is up."""
+        """Drop overlaps whose time is up: their channels go unconfirmed (a gap risk, logged)."""
         done = [b for b, o in self.overlap.items() if o.until <= now]
         for b in done:
-            del self.overlap[b]
+            o = self.overlap.pop(b)
+            self.timed_out += len(o.channels)
+            log.warning(
+                "hand-off of bucket %d timed out after %.0fs: parting %d channels the new owner has not "
+                "confirmed (gap risk: %s)",
+                b, self.handoff_timeout_s, len(o.channels), ", ".join(sorted(o.channels)[:5]),
+            )  # fmt: skip
         if done:
             self.version += 1
 
@@ -162,6 +200,10 @@ def consumer_config(
     return conf
 
 
+class RebalanceFailed(Exception):
+    """A rebalance callback failed: librdkafka's assignment and the bucket table may now disagree."""
+
+
 class Membership:
     """The consumer-group member of one ingester; a thread polls and publishes snapshots."""
 
@@ -170,26 +212,29 @@ class Membership:
         conf: dict[str, Any],
         topic: str,
         *,
-        overlap_s: float,
+        handoff_timeout_s: float,
         publish: Callable[[Snapshot], None],
         clock: Callable[[], float] = time.monotonic,
+        consumer_factory: Callable[[dict[str, Any]], Consumer] = Consumer,
     ) -> None:
         self._conf = conf
+        self._consumer_factory = consumer_factory
         self._topic = topic
         self._publish = publish
         self._clock = clock
         self._lock = threading.Lock()
-        self._table = BucketTable(overlap_s=overlap_s)
+        self._table = BucketTable(handoff_timeout_s=handoff_timeout_s)
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._consumer: Consumer | None = None
         self.stats = MembershipStats()
         self.failure: BaseException | None = None
+        self._callback_failure: RebalanceFailed | None = None
         self.member_id: str | None = None
 
     # -- lifecycle ---------------------------------------------------------------------------------
     def start(self) -> None:
-        self._consumer = Consumer(self._conf)
+        self._consumer = self._consumer_factory(self._conf)
         self._consumer.subscribe(
             [self._topic],
             on_assign=self._guard("on_assign", self._on_assign),
@@ -213,6 +258,20 @@ class Membership:
         with self._lock:
             return self._table.snapshot()
 
+    def confirm(self, channels: set[str]) -> None:
+        """Channels another worker of the group confirmed (any thread); published at the next poll."""
+        with self._lock:
+            self._table.confirm(channels)
+
+    def take_handed_off(self) -> set[str]:
+        with self._lock:
+            return self._table.take_handed_off()
+
+    def handoff_state(self) -> tuple[int, int]:
+        """(channels kept for a hand-off now, channels parted unconfirmed so far)."""
+        with self._lock:
+            return self._table.overlap_channels, self._table.timed_out
+
     # -- the poll thread ---------------------------------------------------------------------------
     def _run(self) -> None:
         consumer = self._consumer
@@ -221,6 +280,8 @@ class Membership:
         try:
             while not self._stop.is_set():
                 messages = consumer.consume(_POLL_BATCH, _POLL_TIMEOUT_S)
+                if self._callback_failure is not None:
+                    raise self._callback_failure
                 self.member_id = consumer.memberid()
                 with self._lock:
                     for msg in messages:
@@ -231,6 +292,8 @@ class Membership:
                 if snap is not None:
                     published = snap.version
                     self._publish(snap)
+        except RebalanceFailed as exc:  # the worker sees `failure`, logs it in one line and exits 1
+            self.failure = exc
         except BaseException as exc:  # the worker sees `failure` and stops with an error
             log.exception("membership consumer failed")
             self.failure = exc
@@ -257,9 +320,17 @@ class Membership:
         def callback(consumer: Consumer, partitions: list[TopicPartition]) -> None:
             try:
                 fn(consumer, partitions)
-            except Exception:
+            except Exception as exc:
+                # librdkafka would go on with its own idea of the assignment (confluent-kafka assigns
+                # by itself when the callback did not), leaving buckets owned and silently unlogged:
+                # stop the member instead (after consume() returns), and with it the worker.
                 self.stats.callback_errors += 1
-                log.exception("rebalance callback %s failed for %s", name, [p.partition for p in partitions])
+                buckets = [p.partition for p in partitions]
+                log.debug("rebalance callback %s failed for %s", name, buckets, exc_info=True)
+                reason = " ".join(str(exc).split())[:200]
+                self._callback_failure = RebalanceFailed(
+                    f"rebalance callback {name} failed for buckets {buckets}: {type(exc).__name__}: {reason}"
+                )
 
         return callback
 
@@ -287,7 +358,7 @@ class Membership:
         if self._stop.is_set():
             log.info("released buckets %s (leaving the group)", buckets)
         else:
-            log.info("revoked buckets %s (kept for a %.1fs overlap)", buckets, self._table.overlap_s)
+            log.info("revoked buckets %s (kept until the new owner confirms each channel)", buckets)
 
     def _on_lost(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
         if not partitions:

@@ -8,6 +8,7 @@ the group has no bucket for it, else 503).
 
 from __future__ import annotations
 
+import errno
 import logging
 import threading
 from bisect import bisect_left
@@ -19,6 +20,8 @@ from wsgiref.simple_server import make_server
 from prometheus_client import CollectorRegistry, make_wsgi_app
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily, Metric
 from prometheus_client.exposition import ThreadingWSGIServer, _SilentHandler
+
+from chatlog.errors import ChatlogError
 
 log = logging.getLogger(__name__)
 
@@ -100,9 +103,22 @@ class IngestCollector:
 
 
 class MetricsServer:
-    """``/metrics`` and ``/ready`` on a background thread; port 0 picks a free port."""
+    """``/metrics`` and ``/ready`` on a background thread; port 0 picks a free port.
 
-    def __init__(self, registry: CollectorRegistry, ready: Callable[[], bool], host: str, port: int) -> None:
+    ``fallback``: when ``port`` is taken, listen on a free port instead (the default port of several
+    processes on one host); otherwise a taken port is a one-line :class:`ChatlogError` naming ``setting``.
+    """
+
+    def __init__(
+        self,
+        registry: CollectorRegistry,
+        ready: Callable[[], bool],
+        host: str,
+        port: int,
+        *,
+        fallback: bool = False,
+        setting: str = "CHATLOG_METRICS_PORT",
+    ) -> None:
         metrics_app = make_wsgi_app(registry)
 
         def app(environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
@@ -123,7 +139,24 @@ class MetricsServer:
             result: Iterable[bytes] = metrics_app(environ, start_response)
             return result
 
-        self._server = make_server(host, port, app, ThreadingWSGIServer, handler_class=_SilentHandler)
+        def bind(at: int) -> ThreadingWSGIServer:
+            server: ThreadingWSGIServer = make_server(
+                host, at, app, ThreadingWSGIServer, handler_class=_SilentHandler
+            )
+            return server
+
+        try:
+            self._server = bind(port)
+        except OSError as exc:
+            if not (fallback and exc.errno == errno.EADDRINUSE):
+                raise ChatlogError(
+                    f"port {host}:{port} ({setting}) is not available: {exc.strerror}"
+                ) from None
+            self._server = bind(0)
+            log.info(
+                "metrics port %d is taken (another process on this host): listening on %d instead "
+                "(%s chooses one)", port, self._server.server_port, setting,
+            )  # fmt: skip
         self.port: int = self._server.server_port
         self._thread = threading.Thread(target=self._server.serve_forever, name="metrics", daemon=True)
 

@@ -1,7 +1,7 @@
 """Settings of the ingester (``chatlog ingest``), the registry and ``chatlog status``.
 
-Every key is a ``CHATLOG_*`` environment variable (``ingest_handoff_overlap_s`` is
-``CHATLOG_INGEST_HANDOFF_OVERLAP_S``); flags of the commands override them.
+Every key is a ``CHATLOG_*`` environment variable (``ingest_handoff_timeout_s`` is
+``CHATLOG_INGEST_HANDOFF_TIMEOUT_S``); flags of the commands override them.
 """
 
 from __future__ import annotations
@@ -33,56 +33,94 @@ class StatusSettings(RegistrySettings):
     """`chatlog status`: which heartbeats still count."""
 
     status_stale_s: float = Field(
-        10.0, gt=0, description="Heartbeats older than this many seconds are ignored (the worker is gone)."
+        default=10.0,
+        gt=0,
+        description="Heartbeats older than this many seconds are ignored (the worker is gone).",
     )
 
 
 class IngestSettings(PoolSettings, KafkaSettings):
     """One ingester: its consumer-group membership, its producer, its heartbeats and its metrics."""
 
-    ingest_replica: int = Field(0, ge=0, le=999, description="Replica (consumer group) of this ingester.")
+    ingest_replica: int = Field(
+        default=0, ge=0, le=999, description="Replica (consumer group) of this ingester."
+    )
     ingest_worker_id: str | None = Field(
-        None, description="Worker id (nicks, status key, `ingester` field); default <host>-<pid>."
+        default=None, description="Worker id (nicks, status key, `ingester` field); default <host>-<pid>."
     )
     ingest_group_prefix: str = Field(
-        "chatlog-ingest", min_length=1, description="Consumer group id is <prefix>-r<replica>."
+        default="chatlog-ingest", min_length=1, description="Consumer group id is <prefix>-r<replica>."
     )
     ingest_group_protocol: Literal["consumer", "classic"] = Field(
-        "consumer",
+        default="consumer",
         description="`consumer` = KIP-848 (broker-side assignment); `classic` = cooperative-sticky.",
     )
     ingest_session_timeout_ms: int = Field(
-        10_000, ge=1000, description="Session timeout of the classic protocol (KIP-848: set on the broker)."
+        default=10_000,
+        ge=1000,
+        description="Session timeout of the classic protocol (KIP-848: set on the broker).",
     )
-    ingest_handoff_overlap_s: float = Field(
-        10.0, ge=0, description="A revoked bucket is still logged this long (make-before-break hand-off)."
+    ingest_handoff_timeout_s: float = Field(
+        default=900.0,
+        ge=0,
+        description="A revoked bucket's channels are logged until the new owner confirms its JOIN of each "
+        "(make-before-break), at most this long; then parted and logged as a gap risk. At Twitch's JOIN "
+        "limit a new owner joins 20 channels per 10 s; 0 = no hand-off.",
     )
     ingest_shutdown_drain_s: float = Field(
-        5.0, ge=0, description="On SIGTERM: after leaving the group, keep logging this long, then part."
+        default=45.0,
+        ge=0,
+        description="On SIGTERM: after leaving the group, keep logging each channel until its new owner "
+        "confirms it, at most this long, then part (keep below the pod's termination grace period).",
     )
-    ingest_heartbeat_s: float = Field(2.0, gt=0, description="Seconds between status heartbeats.")
+    ingest_coverage_refresh_s: float = Field(
+        default=6 * 3600.0,
+        gt=0,
+        description="Covered channels are announced again on chatlog.coverage this often (the ledger "
+        "reader looks back this far).",
+    )
+    ingest_heartbeat_s: float = Field(default=2.0, gt=0, description="Seconds between status heartbeats.")
     ingest_compression: Literal["zstd", "lz4", "snappy", "gzip", "none"] = Field(
-        "zstd", description="Producer compression; zstd: half the bytes of lz4, no slower (bench ingest)."
+        default="zstd",
+        description="Producer compression; zstd: half the bytes of lz4, no slower (bench ingest).",
     )
-    ingest_linger_ms: float = Field(5.0, ge=0, description="Producer linger.ms (batching delay).")
-    ingest_batch_bytes: int = Field(1_000_000, ge=1024, description="Producer batch.size (bytes).")
+    ingest_linger_ms: float = Field(default=5.0, ge=0, description="Producer linger.ms (batching delay).")
+    ingest_batch_bytes: int = Field(default=1_000_000, ge=1024, description="Producer batch.size (bytes).")
     ingest_queue_max_messages: int = Field(
-        500_000, ge=1000, description="Producer queue limit (messages); a full queue waits, never drops."
+        default=500_000,
+        ge=1000,
+        description="Producer queue limit (messages); a full queue waits, never drops.",
     )
     ingest_queue_max_kbytes: int = Field(
-        1_048_576, ge=1024, description="Local producer queue limit (KiB); a full queue waits, never drops."
+        default=1_048_576,
+        ge=1024,
+        description="Local producer queue limit (KiB); a full queue waits, never drops.",
     )
     ingest_delivery_timeout_ms: int = Field(
-        120_000, ge=1000, description="librdkafka delivery.timeout.ms: time to deliver before a failure."
+        default=120_000,
+        ge=1000,
+        description="librdkafka delivery.timeout.ms: time to deliver before a failure.",
     )
     ingest_delivery_attempts: int = Field(
-        3, ge=1, description="Produce attempts of one record before it goes to the dead-letter topic."
+        default=3, ge=1, description="Produce attempts of one record before it goes to the dead-letter topic."
     )
     ingest_malformed_log_interval_s: float = Field(
-        60.0, gt=0, description="Malformed lines are logged once per reason, then at most this often."
+        default=60.0, gt=0, description="Malformed lines are logged once per reason, then at most this often."
     )
-    metrics_port: int = Field(9100, ge=0, le=65535, description="Prometheus port; 0 picks a free one.")
-    metrics_host: str = Field("0.0.0.0", description="Address the metrics endpoint listens on.")
+    metrics_port: int = Field(
+        default=9100,
+        ge=0,
+        le=65535,
+        description="Prometheus port (/metrics, /ready). Unset: 9100, or a free port when 9100 is taken "
+        "(several ingesters on one host; the port is logged and sent in the heartbeats); 0: a free port. "
+        "A port set explicitly that is taken is an error.",
+    )
+    metrics_host: str = Field(default="0.0.0.0", description="Address the metrics endpoint listens on.")
+
+    @property
+    def metrics_port_chosen(self) -> bool:
+        """Whether the metrics port was set (variable or flag), so it must be that port or nothing."""
+        return "metrics_port" in self.model_fields_set
 
     @field_validator("ingest_worker_id")
     @classmethod

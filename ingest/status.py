@@ -42,6 +42,8 @@ class Heartbeat(msgspec.Struct, kw_only=True):
     confirmed: list[str] = msgspec.field(default_factory=list)
     counts: dict[str, int] = msgspec.field(default_factory=dict)
     rates: dict[str, float] = msgspec.field(default_factory=dict)
+    metrics_port: int | None = None
+    """Port of the worker's /metrics and /ready on ``host`` (a free one when the default was taken)."""
 
 
 _encode = msgspec.json.Encoder().encode
@@ -88,6 +90,8 @@ class ReplicaCoverage:
     uncovered: list[str] = field(default_factory=list)
     unregistered_joined: int = 0
     events_per_s: float = 0.0
+    metrics: dict[str, str] = field(default_factory=dict)
+    """worker id -> ``host:port`` of its /metrics (workers that sent the port)."""
 
     @property
     def ok(self) -> bool:
@@ -122,6 +126,7 @@ def coverage(
                 uncovered=sorted(registered_set - joined),
                 unregistered_joined=len(joined - registered_set),
                 events_per_s=sum(hb.rates.get("events", 0.0) for hb in beats),
+                metrics={hb.worker_id: f"{hb.host}:{hb.metrics_port}" for hb in beats if hb.metrics_port},
             )
         )
     return out
@@ -142,6 +147,7 @@ def report_json(report: list[ReplicaCoverage], *, limit: int | None = None) -> d
                 "overlap": c.overlap,
                 "unregistered_joined": c.unregistered_joined,
                 "events_per_s": round(c.events_per_s, 1),
+                "metrics": c.metrics,
             }
             for c in report
         ],
@@ -159,6 +165,7 @@ def report_text(report: list[ReplicaCoverage], *, show: int = 20) -> str:
         )
         for worker, buckets in c.owners.items():
             extra = f" (+ overlap {c.overlap[worker]})" if worker in c.overlap else ""
+            extra += f", metrics {c.metrics[worker]}" if worker in c.metrics else ""
             lines.append(f"  {worker}: {len(buckets)} bucket(s) {_ranges(buckets)}{extra}")
         if c.uncovered:
             more = f" ... and {len(c.uncovered) - show} more" if len(c.uncovered) > show else ""

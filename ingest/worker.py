@@ -4,9 +4,13 @@ Threads: the membership consumer polls in its own thread and hands snapshots to 
 (``call_soon_threadsafe``); everything else (the IRC pool, parsing and producing, heartbeats) runs on
 the loop. The metrics endpoint has its own small HTTP thread.
 
+Coverage: every change of the confirmed set goes to ``chatlog.coverage`` as per-channel events
+(ingest/coverage.py), and the confirmations of the other workers of the replica group, read from
+there, release the channels of revoked buckets (hand-off by confirmation, ingest/membership.py).
+
 Shutdown on SIGTERM/SIGINT: leave the group first (the buckets move to the other members at once),
-keep logging for ``ingest_shutdown_drain_s`` so the new owners can join, then part the channels,
-flush the producer, send a ``stopped`` heartbeat and a tombstone, and exit 0.
+keep logging each channel until its new owner confirms it (at most ``ingest_shutdown_drain_s``), then
+part the rest, flush the producer, send a ``stopped`` heartbeat and a tombstone, and exit 0.
 """
 
 from __future__ import annotations
@@ -21,27 +25,34 @@ import time
 from collections.abc import Iterable
 from typing import Any
 
-from confluent_kafka import KafkaException
 from confluent_kafka.admin import AdminClient
 from prometheus_client import REGISTRY, CollectorRegistry
 
 from chatlog.errors import ChatlogError
+from chatlog.kafka_probe import PROBE_TIMEOUT_S, probe
 from ingest import status
+from ingest.coverage import ConfirmationWatch, CoverageTracker
 from ingest.irc.pool import IrcPool
 from ingest.membership import Membership, Snapshot, consumer_config
 from ingest.metrics import FastHistogram, IngestCollector, MetricsServer, Sample
 from ingest.producer import IngestProducer
 from ingest.registry import QUIET
 from ingest.settings import IngestSettings
+from schemas.coverage import CoverageEvent
+from schemas.coverage import encode as encode_coverage
 
 log = logging.getLogger(__name__)
 
 _PRODUCER_POLL_S = 0.05
 _READY_CACHE_S = 2.0
+_COVERAGE_S = 0.25
 
 
 class Worker:
     """Wires membership, the IRC pool, the producer, heartbeats and metrics of one ingester."""
+
+    metrics_port: int | None = None
+    """Where /metrics and /ready listen, once started (sent in the heartbeats)."""
 
     def __init__(self, settings: IngestSettings) -> None:
         self.settings = settings
@@ -61,8 +72,16 @@ class Worker:
         self.membership = Membership(
             conf,
             settings.topic_channels,
-            overlap_s=settings.ingest_handoff_overlap_s,
+            handoff_timeout_s=settings.ingest_handoff_timeout_s,
             publish=self._published,
+        )
+        self.coverage = CoverageTracker(self.replica, self.worker_id, self.started_at)
+        self.watch = ConfirmationWatch(
+            {**settings.kafka_client_config(), **QUIET},
+            settings.topic_coverage,
+            replica=self.replica,
+            worker=self.worker_id,
+            on_confirmed=self.membership.confirm,
         )
         self.snapshot = Snapshot(version=0, owned=(), loading=(), overlap=(), wanted=frozenset())
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -95,6 +114,7 @@ class Worker:
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(sig, stop.set)
         metrics = self._start_metrics()
+        await loop.run_in_executor(None, self.watch.start)  # at the topic's end before any revocation
         self.membership.start()
         log.info(
             "ingester %s (replica %d, group %s) started; metrics on port %d",
@@ -104,6 +124,7 @@ class Worker:
         helpers = [
             asyncio.create_task(self._heartbeats(), name="heartbeats"),
             asyncio.create_task(self._poll_producer(), name="producer-poll"),
+            asyncio.create_task(self._publish_coverage(), name="coverage"),
         ]
         stop_task = asyncio.create_task(stop.wait(), name="stop")
         watch_task = asyncio.create_task(self._watch(), name="watch")
@@ -133,7 +154,7 @@ class Worker:
         self._leaving = True  # the wanted set stays as it is while we drain
         await asyncio.get_running_loop().run_in_executor(None, self.membership.close)
         if graceful and not pool_task.done():
-            await asyncio.sleep(self.settings.ingest_shutdown_drain_s)
+            await self._hand_off_everything(self.settings.ingest_shutdown_drain_s)
         for task in helpers:
             task.cancel()
         await asyncio.gather(*helpers, return_exceptions=True)
@@ -144,6 +165,8 @@ class Worker:
         if not pool_task.done():
             pool_task.cancel()
         await asyncio.gather(pool_task, return_exceptions=True)
+        self._coverage_events(self.coverage.stop_all(status.now_ms(), "stopped"))
+        self.watch.close()
         left = self.producer.flush(60)
         if left:
             log.error("%d record(s) were not acknowledged by Kafka at exit", left)
@@ -153,12 +176,51 @@ class Worker:
         counts = self.producer.counts
         log.info("stopped: %d lines, %d events, %d malformed", counts.lines, counts.events, counts.malformed)
 
+    async def _hand_off_everything(self, limit_s: float) -> None:
+        """After leaving the group: part each channel once its new owner confirms it, until none is
+        left or ``limit_s`` passes (the rest is parted unconfirmed: a gap risk, logged)."""
+        deadline = time.monotonic() + limit_s
+        while time.monotonic() < deadline:
+            snap = self.membership.snapshot()
+            self.pool.set_wanted(snap.wanted)
+            if not snap.wanted:
+                log.info("every channel was handed off to a confirmed new owner")
+                return
+            await asyncio.sleep(0.2)
+        left = self.membership.snapshot().wanted
+        log.warning(
+            "shutdown: %d channel(s) not confirmed by a new owner within %.0fs; parting them (gap risk)",
+            len(left), limit_s,
+        )  # fmt: skip
+
+    # -- coverage events ---------------------------------------------------------------------------
+    async def _publish_coverage(self) -> None:
+        refresh_s = self.settings.ingest_coverage_refresh_s
+        refreshed = time.monotonic()
+        while True:
+            await asyncio.sleep(_COVERAGE_S)
+            now = status.now_ms()
+            handed_off = self.membership.take_handed_off()
+            self._coverage_events(
+                self.coverage.update(self.pool.confirmed, self.pool.wanted, now, handed_off=handed_off)
+            )
+            if time.monotonic() - refreshed >= refresh_s:
+                refreshed = time.monotonic()
+                self._coverage_events(self.coverage.refresh(now))
+
+    def _coverage_events(self, events: Iterable[CoverageEvent]) -> None:
+        for ev in events:
+            self.producer.produce_coverage(ev.key, encode_coverage(ev))
+
     async def _watch(self) -> None:
         """Ends (-> exit 1) when the membership thread dies or the producer hits a fatal error."""
         while True:
             await asyncio.sleep(0.5)
             if not self.membership.alive:
                 log.error("the membership consumer stopped: %s", self.membership.failure)
+                return
+            if self.watch.failure is not None:
+                log.error("the coverage watch stopped: %s", self.watch.failure)
                 return
             if self.producer.fatal:
                 log.error("the Kafka producer failed: %s", self.producer.fatal)
@@ -186,6 +248,7 @@ class Worker:
     async def _heartbeats(self) -> None:
         while True:
             self._send_heartbeat(status.RUNNING)
+            self._coverage_events([self.coverage.alive(status.now_ms())])
             await asyncio.sleep(self.settings.ingest_heartbeat_s)
 
     def counts(self) -> dict[str, int]:
@@ -239,6 +302,7 @@ class Worker:
             confirmed=sorted(self.pool.confirmed),
             counts=counts,
             rates=self._rates(counts),
+            metrics_port=self.metrics_port,
         )
         self.producer.produce_status(
             status.status_key(self.replica, self.worker_id), status.encode_heartbeat(hb)
@@ -250,14 +314,22 @@ class Worker:
         labels = {"worker": self.worker_id, "replica": str(self.replica)}
         registry.register(IngestCollector(labels, self._samples, self._histograms))
         registry.register(REGISTRY)  # module-level: the pool's metrics (ingest/irc/metrics.py), process
-        server = MetricsServer(registry, self.ready, self.settings.metrics_host, self.settings.metrics_port)
+        server = MetricsServer(
+            registry,
+            self.ready,
+            self.settings.metrics_host,
+            self.settings.metrics_port,
+            fallback=not self.settings.metrics_port_chosen,  # the default port: several ingesters per host
+        )
         server.start()
+        self.metrics_port = server.port
         return server
 
     def _samples(self) -> Iterable[Sample]:
         c = self.producer.counts
         m = self.membership.stats
         snap = self.membership.snapshot()
+        handoff, timed_out = self.membership.handoff_state()
         p = "chatlog_ingest_"
         return [
             Sample(p + "lines_read", "IRC lines handed to the producer.", c.lines),
@@ -275,6 +347,9 @@ class Worker:
             Sample(p + "buckets_owned", "Buckets (channel partitions) owned.", len(snap.owned), "gauge"),
             Sample(p + "buckets_loading", "Owned buckets still being read.", len(snap.loading), "gauge"),
             Sample(p + "buckets_overlap", "Revoked buckets still logged.", len(snap.overlap), "gauge"),
+            Sample(p + "handoff_channels", "Revoked channels logged until confirmed.", handoff, "gauge"),
+            Sample(p + "handoff_timeouts", "Channels parted unconfirmed (gap risk).", timed_out),
+            Sample(p + "coverage_errors", "Coverage events not delivered.", c.coverage_errors),
             Sample(p + "channels_wanted", "Channels this ingester should be in.", len(snap.wanted), "gauge"),
             Sample(p + "producer_queue", "Records waiting in the producer.", self.producer.queued(), "gauge"),
         ]  # fmt: skip
@@ -316,20 +391,10 @@ class Worker:
         return False
 
 
-def check_topics(settings: IngestSettings, timeout: float = 15.0) -> None:
+def check_topics(settings: IngestSettings, timeout: float = PROBE_TIMEOUT_S) -> None:
     """Fail in one line when Kafka is unreachable or a topic is missing (instead of waiting forever)."""
-    admin = AdminClient({**settings.kafka_client_config(), **QUIET})
-    try:
-        topics = admin.list_topics(timeout=timeout).topics
-    except KafkaException as exc:
-        raise ChatlogError(f"cannot reach Kafka at {settings.kafka_bootstrap_servers}: {exc}") from None
-    wanted = (
-        settings.topic_channels,
-        settings.topic_messages,
-        settings.topic_deadletter,
-        settings.topic_status,
-    )
-    missing = [t for t in wanted if t not in topics]
+    topics = probe(settings, timeout).topics
+    missing = [t for t in settings.topic_names() if t not in topics]
     if missing:
         raise ChatlogError(f"missing Kafka topic(s) {', '.join(missing)}; `chatlog stack up` creates them")
 

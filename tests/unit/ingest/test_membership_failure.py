@@ -1,0 +1,87 @@
+"""A failed rebalance callback stops the member and, with it, the worker (issue 13, item 9).
+
+librdkafka goes on with its own idea of the assignment when a callback fails (confluent-kafka even
+assigns by itself when the callback did not), so a swallowed error leaves buckets owned and unlogged.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from types import SimpleNamespace
+from typing import Any, cast
+
+import pytest
+from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
+
+from ingest.membership import Membership, RebalanceFailed
+from ingest.worker import Worker
+
+
+class FailingAssignConsumer:
+    """A consumer double: the first consume() runs on_assign, whose incremental_assign fails."""
+
+    def __init__(self, conf: dict[str, Any]) -> None:
+        self.conf = conf
+        self.polls = 0
+        self.closed = False
+        self.callbacks: dict[str, Any] = {}
+
+    def subscribe(self, topics: list[str], **callbacks: Any) -> None:
+        self.callbacks = callbacks
+
+    def consume(self, num_messages: int, timeout: float) -> list[Any]:
+        self.polls += 1
+        if self.polls == 1:
+            self.callbacks["on_assign"](self, [TopicPartition("chan", 3), TopicPartition("chan", 7)])
+        time.sleep(0.005)
+        return []
+
+    def incremental_assign(self, partitions: list[TopicPartition]) -> None:
+        raise KafkaException(KafkaError(KafkaError._STATE, "Erroneous state"))
+
+    def memberid(self) -> str:
+        return "member-1"
+
+    def close(self) -> None:
+        self.closed = True
+
+
+def _wait_until_dead(member: Membership, timeout: float = 5.0) -> None:
+    deadline = time.monotonic() + timeout
+    while member.alive and time.monotonic() < deadline:
+        time.sleep(0.01)
+
+
+def test_a_failed_incremental_assign_stops_the_member_with_the_reason() -> None:
+    consumers: list[FailingAssignConsumer] = []
+
+    def factory(conf: dict[str, Any]) -> Consumer:
+        consumers.append(FailingAssignConsumer(conf))
+        return cast(Consumer, consumers[-1])
+
+    member = Membership(
+        {}, "chan", handoff_timeout_s=10, publish=lambda _snap: None, consumer_factory=factory
+    )
+    member.start()
+    _wait_until_dead(member)
+    assert not member.alive, "the member must stop, not go on polling with buckets it does not log"
+    assert isinstance(member.failure, RebalanceFailed)
+    assert "on_assign" in str(member.failure) and "[3, 7]" in str(member.failure)
+    assert "Erroneous state" in str(member.failure) and "\n" not in str(member.failure)
+    assert member.stats.callback_errors == 1
+    assert consumers[0].closed and consumers[0].polls == 1
+    assert member.snapshot().owned == ()
+
+
+def test_the_worker_stops_on_a_failed_member_with_one_error_line(caplog: pytest.LogCaptureFixture) -> None:
+    """``Worker._watch`` ends (so ``Worker.run`` returns exit code 1) and says why in one line."""
+    failure = RebalanceFailed("rebalance callback on_assign failed for buckets [3]: KafkaException: x")
+    worker = SimpleNamespace(
+        membership=SimpleNamespace(alive=False, failure=failure), producer=SimpleNamespace(fatal=None)
+    )
+    with caplog.at_level(logging.ERROR, logger="ingest.worker"):
+        asyncio.run(asyncio.wait_for(Worker._watch(cast(Worker, worker)), timeout=5))
+    errors = [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR]
+    assert errors == [f"the membership consumer stopped: {failure}"]
