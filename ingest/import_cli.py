@@ -9,6 +9,7 @@ from typing import Annotated
 import typer
 
 EXIT_NOTHING_READ = 1
+"""Nothing read, nothing imported (every line a problem), or no Kafka/topics."""
 EXIT_UNDELIVERED = 3
 
 
@@ -27,8 +28,10 @@ def register(app: typer.Typer, bench: typer.Typer) -> None:
     ) -> None:
         """Raw IRC lines into the messages topic; problems to stderr and the dead-letter topic.
 
-        Lines may start with a '[YYYY-MM-DD HH:MM:SS] ' timestamp (UTC unless it has an offset). Exit 1
-        if nothing could be read (or Kafka/topics are missing), 3 if some records were not delivered.
+        Lines may start with a '[YYYY-MM-DD HH:MM:SS] ' timestamp (UTC unless it has an offset). A UTF-8
+        byte order mark is ignored. Exit 0 when the lines were imported, also if some were problems (the
+        summary counts them and their dead letters); 1 if nothing could be read, every line with content
+        was a problem, or Kafka/topics are missing; 3 if some records were not delivered.
         """
         from chatlog.settings import KafkaSettings, load
         from ingest.importer import ImportFailed, import_file

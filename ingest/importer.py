@@ -12,10 +12,21 @@ import. ``ingester`` is ``"import"``. Records get the broker's CreateTime (now),
 ``sent_at``: the topic's time retention would otherwise delete old imports at once.
 
 Every line is accounted for: a chat event (printed or produced), a non-chat IRC line (PING, JOIN, ...:
-skipped, no error), a blank line (skipped), or a problem (not UTF-8, not IRC, a malformed chat line),
-which is reported as ``FILE:LINENO: reason`` and, in a real run, sent to the dead-letter topic with
-the raw line as value and ``reason``/``source`` headers. Records are never dropped on a full producer
-queue (``BufferError``: poll and retry); each failed delivery is counted and reported.
+skipped, no error), a blank line (skipped), or a problem (not UTF-8, not IRC, a malformed chat line,
+a line past the contract's bounds), which is reported as ``FILE:LINENO: reason`` and, in a real run,
+sent to the dead-letter topic with the raw line as value and ``reason``/``source`` headers. Records
+are never dropped on a full producer queue (``BufferError``: poll and retry); each failed delivery is
+counted and reported.
+
+A UTF-8 byte order mark at the start of the file is not part of line 1. Lines are read with a bound
+(:func:`bounded_lines`, :data:`MAX_IMPORT_LINE_BYTES`): a longer line is a problem whose dead letter
+holds its first ``MAX_IMPORT_LINE_BYTES`` bytes, and the rest of it is skipped without being held, so
+a file with a 1 GB line needs no more memory than any other.
+
+Outcome (``chatlog import``'s exit code): 0 when something was imported, or when no line was a problem
+(a file of PINGs and JOINs imports nothing, correctly), with the one-line summary counting the problems
+and dead letters; 1 when nothing could be read (a missing or empty file) or when every line with
+content was a problem (a wrong file, not a bad line in a good one); 3 when records were not delivered.
 """
 
 from __future__ import annotations
@@ -23,7 +34,7 @@ from __future__ import annotations
 import re
 import sys
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -32,10 +43,14 @@ from typing import IO, Any, Final, Protocol
 from chatlog.errors import ChatlogError
 from chatlog.settings import KafkaSettings
 from ingest.parse import MalformedLine, command_of, parse_line
-from schemas.chat_event import ChatEvent, encode
+from schemas.chat_event import MAX_LINE_CHARS, MAX_TIME_MS, ChatEvent, encode
 
 INGESTER: Final = "import"
 MAX_REPORTED: Final = 20
+MAX_IMPORT_LINE_BYTES: Final = 4 * MAX_LINE_CHARS + 64
+"""Longest line read whole: the contract's longest line in UTF-8 (4 bytes a character at most) and a
+logger's bracket timestamp. Lines up to it that the contract still rejects are the parser's problems."""
+_BOM: Final = b"\xef\xbb\xbf"
 _BRACKET_TS: Final = re.compile(
     r"\[(\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}:\d{2}(?:\.\d{1,6})?)(Z|[+-]\d{2}:?\d{2})?\] +"
 )
@@ -206,7 +221,24 @@ def bracket_timestamp(line: str) -> tuple[int | None, str]:
         stamp = datetime.fromisoformat(match[1] + (match[2] or "Z"))
     except ValueError as exc:  # e.g. month 13
         raise MalformedLine(f"bad leading timestamp: {exc}") from None
-    return (stamp - _EPOCH) // _MS, line[match.end() :]
+    ms = (stamp - _EPOCH) // _MS
+    if not 0 <= ms <= MAX_TIME_MS:
+        raise MalformedLine(f"leading timestamp {match[0].strip()} is outside 1970-9999")
+    return ms, line[match.end() :]
+
+
+def bounded_lines(stream: IO[bytes], limit: int = MAX_IMPORT_LINE_BYTES) -> Iterator[bytes]:
+    """The lines of ``stream``, terminators included, read at most ``limit`` + 2 bytes at a time (a
+    line of ``limit`` bytes and its CR LF). A longer line comes out as its first ``limit`` + 1 bytes
+    with no terminator, so that it is seen to be too long, and the rest of it is read and dropped
+    piece by piece: a 1 GB line is never held."""
+    size = limit + 2
+    while line := stream.readline(size):
+        if len(line) == size and line[-1:] != b"\n":
+            while (rest := stream.readline(size)) and rest[-1:] != b"\n":
+                pass
+            line = line[: limit + 1]
+        yield line
 
 
 def _is_command(token: str | None) -> bool:
@@ -237,6 +269,14 @@ def import_lines(
         for lineno, raw_line in enumerate(lines, start=1):
             stats.read += 1
             raw = raw_line.rstrip(b"\n").removesuffix(b"\r")
+            if lineno == 1:
+                raw = raw.removeprefix(_BOM)
+            if len(raw) > MAX_IMPORT_LINE_BYTES:
+                limit = MAX_IMPORT_LINE_BYTES
+                problem(
+                    lineno, raw[:limit], f"line longer than {limit} bytes (the dead letter holds the first)"
+                )
+                continue
             if not raw or raw.isspace():
                 stats.blank += 1
                 continue
@@ -287,7 +327,8 @@ def import_file(
     report: Callable[[str], None],
     producer_config: dict[str, Any] | None = None,
 ) -> ImportStats:
-    """Import ``path`` (``-`` is stdin); raises :class:`ImportFailed` if nothing could be read."""
+    """Import ``path`` (``-`` is stdin); raises :class:`ImportFailed` if nothing could be read, or if
+    every line with content was a problem (after sending their dead letters)."""
     stream = _open(path)
     try:
         sink: EventSink
@@ -296,7 +337,7 @@ def import_file(
         else:
             sink = KafkaImportSink(settings, report=report, overrides=producer_config)
         try:
-            stats = import_lines(stream, source=path, sink=sink, report=report)
+            stats = import_lines(bounded_lines(stream), source=path, sink=sink, report=report)
         except OSError as exc:
             raise ImportFailed(f"reading {path} failed: {exc.strerror or exc}") from None
     finally:
@@ -304,4 +345,10 @@ def import_file(
             stream.close()
     if stats.read == 0:
         raise ImportFailed(f"nothing to import: {path} is empty")
+    if stats.problems and not stats.events and not stats.not_chat:
+        sent = "dry run: none sent" if dry_run else f"{stats.dead_lettered} dead-lettered"
+        raise ImportFailed(
+            f"nothing imported from {path}: every line with content was a problem "
+            f"({stats.problems}; {sent}; the first are listed above)"
+        )
     return stats

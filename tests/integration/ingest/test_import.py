@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import base64
 import io
+import os
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -14,7 +17,7 @@ from typer.testing import CliRunner
 from chatlog.settings import StackSettings
 from ingest import import_cli
 from ingest.bench_parse import corpus
-from ingest.importer import import_file
+from ingest.importer import MAX_IMPORT_LINE_BYTES, import_file
 from ingest.parse import line_hash, parse_line
 from schemas.chat_event import decode
 
@@ -34,7 +37,8 @@ TIMEOUT = (
 )
 OTHER = "@time=2026-11-21T17:09:50.345Z;msgid=399~1~2 :capA7!capA7@127.0.0.1 PRIVMSG #capchan7 :日本 😀"
 FILE = (
-    PRIVMSG_1.encode()
+    b"\xef\xbb\xbf"  # a byte order mark: not part of line 1
+    + PRIVMSG_1.encode()
     + b"\r\nPING :tmi.twitch.tv\n"
     + b"not irc\n"
     + PRIVMSG_2.encode()
@@ -43,7 +47,9 @@ FILE = (
     + b"\n:n!u@h PRIVMSG someone :hi\n"
     + b"PRIVMSG #x :\xc3\x28\n"
     + OTHER.encode()
-    + b"\n@tmi-sent-ts=soon :n!u@h PRIVMSG #" + b"x" * 201 + b" :y\n"
+    + b"\n@tmi-sent-ts=soon :n!u@h PRIVMSG #"
+    + b"x" * 201
+    + b" :y\n"
 )
 
 
@@ -156,21 +162,66 @@ def test_a_full_producer_queue_loses_nothing(fresh_topics: StackSettings, tmp_pa
     assert raws == sorted(line for line in lines if parse_line(line, received_at=0) is not None)
 
 
-def test_undeliverable_records_are_counted_and_exit_3(
-    fresh_topics: StackSettings, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    huge = ":n!u@h PRIVMSG #big :" + "x" * 1_200_000  # larger than message.max.bytes: cannot be produced
-    path = tmp_path / "huge.log"
-    path.write_text(f"{PRIVMSG_1}\n{huge}\n", encoding="utf-8")
+def _cli(settings: StackSettings, monkeypatch: pytest.MonkeyPatch) -> typer.Typer:
     for key in ("kafka_bootstrap_servers", "topic_messages", "topic_deadletter"):
-        monkeypatch.setenv(f"CHATLOG_{key.upper()}", str(getattr(fresh_topics, key)))
+        monkeypatch.setenv(f"CHATLOG_{key.upper()}", str(getattr(settings, key)))
     app, bench = typer.Typer(), typer.Typer()
     import_cli.register(app, bench)
     app.add_typer(bench, name="bench")
+    return app
 
-    result = CliRunner().invoke(app, ["import", str(path)])
+
+@pytest.fixture
+def small_messages_topic(fresh_topics: StackSettings) -> Iterator[StackSettings]:
+    """``fresh_topics`` with a messages topic that takes records of at most 2 KiB (created so)."""
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    name = f"{fresh_topics.topic_messages}.small"
+    admin = AdminClient(fresh_topics.kafka_client_config())
+    new = NewTopic(name, num_partitions=1, replication_factor=1, config={"max.message.bytes": "2048"})
+    admin.create_topics([new])[name].result(timeout=30)
+    deadline = time.monotonic() + 30
+    while not (topic := admin.list_topics(name, timeout=10).topics.get(name)) or topic.error is not None:
+        assert time.monotonic() < deadline, f"topic {name} not visible"
+        time.sleep(0.1)
+    yield fresh_topics.model_copy(update={"topic_messages": name})
+    admin.delete_topics([name], operation_timeout=30)[name].result(timeout=60)
+
+
+def test_undeliverable_records_are_counted_and_exit_3(
+    small_messages_topic: StackSettings, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # every event is within the contract's bounds, so the topic takes less than one of them
+    big = ":n!u@h PRIVMSG #big :" + base64.b64encode(os.urandom(9000)).decode()  # zstd cannot shrink it
+    path = tmp_path / "big.log"
+    path.write_text(f"{big}\n", encoding="utf-8")
+
+    result = CliRunner().invoke(_cli(small_messages_topic, monkeypatch), ["import", str(path)])
 
     assert result.exit_code == import_cli.EXIT_UNDELIVERED, result.output
     assert "delivery failed" in result.stderr
-    assert result.stderr.splitlines()[-1].endswith("produced 1, dead-lettered 0, failed 1")
-    read_all(fresh_topics, fresh_topics.topic_messages, 1)
+    assert result.stderr.splitlines()[-1].endswith("produced 0, dead-lettered 0, failed 1")
+
+
+def test_a_file_of_only_bad_lines_is_dead_lettered_and_exits_1(
+    fresh_topics: StackSettings, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    huge = b":n!u@h PRIVMSG #big :" + b"x" * 1_200_000  # read piece by piece, never whole
+    path = tmp_path / "bad.log"
+    path.write_bytes(b"\xef\xbb\xbfnot irc\n" + huge + b"\n\n:n!u@h PRIVMSG nobody :hi\n")
+
+    result = CliRunner().invoke(_cli(fresh_topics, monkeypatch), ["import", str(path)])
+
+    assert result.exit_code == import_cli.EXIT_NOTHING_READ, result.output
+    assert result.stderr.splitlines()[-1] == (
+        f"chatlog: error: nothing imported from {path}: every line with content was a problem "
+        "(3; 3 dead-lettered; the first are listed above)"
+    )
+    dead = read_all(fresh_topics, fresh_topics.topic_deadletter, 3)
+    got = sorted((header(msg, "source"), len(msg.value() or b""), header(msg, "reason")) for msg in dead)
+    limit = MAX_IMPORT_LINE_BYTES
+    assert got == [
+        (f"import:{path}:1", 7, "not an IRC line (expected '@tags', ':prefix' or a command first)"),
+        (f"import:{path}:2", limit, f"line longer than {limit} bytes (the dead letter holds the first)"),
+        (f"import:{path}:4", 25, "PRIVMSG target 'nobody' is not a #channel"),
+    ]

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import calendar
+import io
+import tracemalloc
 from pathlib import Path
 
 import pytest
@@ -10,7 +12,14 @@ import typer
 from typer.testing import CliRunner
 
 from ingest import import_cli
-from ingest.importer import MAX_REPORTED, ImportStats, bracket_timestamp, import_lines
+from ingest.importer import (
+    MAX_IMPORT_LINE_BYTES,
+    MAX_REPORTED,
+    ImportStats,
+    bounded_lines,
+    bracket_timestamp,
+    import_lines,
+)
 from ingest.parse import MalformedLine, line_hash
 from schemas.chat_event import ChatEvent, decode
 
@@ -60,9 +69,12 @@ def utc_ms(*fields: int) -> int:
     return calendar.timegm((*fields, 0, 0, 0)) * 1000
 
 
+NOW = 1_795_305_600_000  # 2026-11-22: the import's clock
+
+
 def run_import(lines: list[bytes]) -> tuple[ImportStats, RecordingSink, list[str]]:
     sink, reports = RecordingSink(), list[str]()
-    stats = import_lines(lines, source="chat.log", sink=sink, report=reports.append, clock=lambda: 4242)
+    stats = import_lines(lines, source="chat.log", sink=sink, report=reports.append, clock=lambda: NOW)
     return stats, sink, reports
 
 
@@ -98,7 +110,7 @@ def test_times_come_from_the_line_then_the_bracket_then_the_clock() -> None:
     ircv3 = by_raw[INSPIRCD]
     assert ircv3.sent_at == ircv3.received_at == utc_ms(2026, 11, 21, 17, 9, 50) + 345
     clock = by_raw[":n!u@h PRIVMSG #c :no time at all"]
-    assert clock.sent_at == clock.received_at == 4242
+    assert clock.sent_at == clock.received_at == NOW
 
 
 @pytest.mark.parametrize(
@@ -116,7 +128,15 @@ def test_bracket_timestamp(line: str, stamp: int | None, rest: str) -> None:
 
 
 @pytest.mark.parametrize(
-    "line", ["[15:04:05] PING", "[2026-11-21 15:04:05]PING", "[] x", "[2026-13-01 00:00:00] x"]
+    "line",
+    [
+        "[15:04:05] PING",
+        "[2026-11-21 15:04:05]PING",
+        "[] x",
+        "[2026-13-01 00:00:00] x",
+        "[1969-12-31 23:59:59] PING :x",  # outside the contract's times
+        "[9999-12-31 23:59:59-01:00] PING :x",
+    ],
 )
 def test_ambiguous_brackets_are_malformed(line: str) -> None:
     with pytest.raises(MalformedLine):
@@ -180,3 +200,104 @@ def test_nothing_to_read_exits_1_with_one_line(cli: typer.Typer, tmp_path: Path)
         assert result.stdout == ""
         assert len(result.stderr.strip().splitlines()) == 1
         assert result.stderr.startswith("chatlog: error: ")
+
+
+# -- a byte order mark, long lines, all-bad files -------------------------------------------------------
+
+
+def test_a_utf8_byte_order_mark_is_not_part_of_line_1() -> None:
+    stats, sink, reports = run_import([b"\xef\xbb\xbf" + PRIVMSG.encode() + b"\r\n", PLAIN.encode() + b"\n"])
+    assert (stats.events, stats.problems, reports) == (2, 0, [])
+    assert sink.events[0].raw == PRIVMSG
+    _, sink, _ = run_import([PLAIN.encode() + b"\n", b"\xef\xbb\xbf" + PLAIN.encode() + b"\n"])
+    assert len(sink.events) == 1  # only at the start of the file
+
+
+def test_a_line_past_the_bound_is_a_problem_whose_dead_letter_holds_its_start() -> None:
+    long_line = b":n!u@h PRIVMSG #c :" + b"x" * (2 * MAX_IMPORT_LINE_BYTES) + b"\n"
+    contract = b":n!u@h PRIVMSG #c :" + b"y" * 16_384 + b"\n"  # read whole, but too long for the contract
+    stats, sink, reports = run_import([long_line, contract, PLAIN.encode()])
+    assert (stats.events, stats.problems) == (1, 2)
+    assert (
+        reports[0]
+        == f"chat.log:1: line longer than {MAX_IMPORT_LINE_BYTES} bytes (the dead letter holds the first)"
+    )
+    assert reports[1].startswith("chat.log:2: line longer than 16384 characters")
+    assert sink.dead[0][0] == long_line[:MAX_IMPORT_LINE_BYTES]
+
+
+def test_lines_are_read_with_a_bound() -> None:
+    limit = 100
+    data = b"a" * 100 + b"\r\n" + b"b" * 101 + b"\n" + b"c" * 1000 + b"\nshort\nlast"
+    assert list(bounded_lines(io.BytesIO(data), limit)) == [
+        b"a" * 100 + b"\r\n",  # exactly the bound, CR LF aside: whole
+        b"b" * 101 + b"\n",  # one past it, read whole (import_lines finds it too long)
+        b"c" * 101,  # far past it: the first limit + 1 bytes, no terminator, the rest skipped
+        b"short\n",
+        b"last",
+    ]
+
+
+class _Endless(io.RawIOBase):
+    """``size`` bytes of one line, made up as they are read (never held), then a short line."""
+
+    def __init__(self, size: int) -> None:
+        self.left = size
+        self.tail = b"\n" + PLAIN.encode() + b"\n"
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: bytearray | memoryview) -> int:  # type: ignore[override]
+        view = memoryview(buffer)
+        if self.left:
+            n = min(len(view), self.left)
+            view[:n] = b"x" * n
+            self.left -= n
+            return n
+        n = min(len(view), len(self.tail))
+        view[:n], self.tail = self.tail[:n], self.tail[n:]
+        return n
+
+
+def test_a_gigabyte_line_is_imported_in_bounded_memory() -> None:
+    stream = io.BufferedReader(_Endless(1 << 30), buffer_size=1 << 16)
+    tracemalloc.start()
+    try:
+        stats, sink, _ = run_import(list(bounded_lines(stream)))
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert (stats.read, stats.events, stats.problems) == (2, 1, 1)
+    assert len(sink.dead[0][0]) == MAX_IMPORT_LINE_BYTES
+    assert peak < 8 * MAX_IMPORT_LINE_BYTES, peak
+
+
+def test_a_file_of_only_bad_lines_exits_1_and_a_partly_bad_one_0(cli: typer.Typer, tmp_path: Path) -> None:
+    bad = tmp_path / "bad.log"
+    bad.write_bytes(b"not irc\n\n:n!u@h PRIVMSG nobody :hi\n")
+    result = CliRunner().invoke(cli, ["import", str(bad), "--dry-run"])
+    assert result.exit_code == 1, result.output
+    assert result.stdout == ""
+    assert result.stderr.splitlines()[-1] == (
+        f"chatlog: error: nothing imported from {bad}: every line with content was a problem "
+        "(2; dry run: none sent; the first are listed above)"
+    )
+    partly = tmp_path / "partly.log"
+    partly.write_bytes(b"not irc\n" + PLAIN.encode() + b"\n")
+    result = CliRunner().invoke(cli, ["import", str(partly), "--dry-run"])
+    assert result.exit_code == 0, result.output
+    assert "events 1, skipped 1 (0 not chat, 1 problems, 0 blank)" in result.stderr.splitlines()[-1]
+    quiet = tmp_path / "quiet.log"
+    quiet.write_bytes(b"PING :x\n:j!j@j JOIN #c\n")  # no chat, but nothing wrong either
+    assert CliRunner().invoke(cli, ["import", str(quiet), "--dry-run"]).exit_code == 0
+
+
+def test_a_file_with_a_byte_order_mark_imports_through_the_command_line(
+    cli: typer.Typer, tmp_path: Path
+) -> None:
+    path = tmp_path / "bom.log"
+    path.write_bytes(b"\xef\xbb\xbf" + PRIVMSG.encode() + b"\r\n")
+    result = CliRunner().invoke(cli, ["import", str(path), "--dry-run"])
+    assert result.exit_code == 0, result.output
+    assert decode(result.stdout_bytes.strip()).raw == PRIVMSG
