@@ -114,6 +114,39 @@ def test_sasl_without_a_user_or_password_is_a_settings_error(sasl: StackSettings
         assert f"CHATLOG_{missing.upper()}" in _one_line(info.value)
 
 
+def _monitor_topics(settings: KafkaSettings) -> set[str]:
+    """The topics aiokafka sees with the monitor's faust credentials (what its agents and tables use)."""
+    import asyncio
+
+    import aiokafka  # type: ignore[import-untyped]
+    from faust.transport.drivers.aiokafka import credentials_to_aiokafka_auth
+
+    from chatlog.monitor.preflight import broker_credentials
+    from chatlog.monitor.settings import MonitorSettings
+
+    monitor = MonitorSettings(**{n: getattr(settings, n) for n in KafkaSettings.model_fields})
+    auth = credentials_to_aiokafka_auth(broker_credentials(monitor))
+
+    async def topics() -> set[str]:
+        consumer = aiokafka.AIOKafkaConsumer(
+            bootstrap_servers=settings.kafka_bootstrap_servers, request_timeout_ms=10_000, **auth
+        )
+        try:
+            await consumer.start()
+            return set(await consumer.topics())
+        finally:
+            await consumer.stop()
+
+    return asyncio.run(asyncio.wait_for(topics(), 20))
+
+
+def test_monitor_faust_credentials_connect_over_sasl_ssl(sasl_topics: StackSettings) -> None:
+    assert sasl_topics.topic_channels in _monitor_topics(sasl_topics)
+    with pytest.raises(Exception) as info:
+        _monitor_topics(sasl_topics.model_copy(update={"kafka_sasl_password": SecretStr(WRONG)}))
+    assert WRONG not in str(info.value)
+
+
 def _sink_settings(kafka: KafkaSettings, **update: Any) -> Any:
     from sink.settings import SinkSettings
 
