@@ -134,14 +134,15 @@ def test_malformed_lines_are_dead_lettered_and_logged_once_per_reason(
 ) -> None:
     fake = FakeProducer()
     ingest = _make(fake)
-    bad = [f"@tmi-sent-ts=x{i} :u!u@u PRIVMSG #a :hi" for i in range(5)] + ["PRIVMSG nochannel :x"]
+    long_channel = "a" * 201  # past the contract's bound (a bad tmi-sent-ts is no longer malformed)
+    bad = [f"@id=x{i} :u!u@u PRIVMSG #{long_channel} :hi" for i in range(5)] + ["PRIVMSG nochannel :x"]
     with caplog.at_level(logging.WARNING, logger="ingest.producer"):
         ingest.on_lines([*bad, PRIVMSG.format(n=1, c=1)], 1)
         ingest.poll()
     dead = [m for m in fake.produced if m.topic() == "dl"]
     assert [m.value() for m in dead] == [line.encode() for line in bad]
     headers = dict(dead[0].headers() or [])
-    assert headers["source"] == b"irc:w1" and b"tmi-sent-ts" in headers["reason"]
+    assert headers["source"] == b"irc:w1" and b"channel name longer than 200" in headers["reason"]
     assert ingest.counts.malformed == 6 and ingest.counts.dead_lettered == 6 and ingest.counts.events == 1
     logged = [r.getMessage() for r in caplog.records if "malformed line" in r.getMessage()]
     assert len(logged) == 2  # one per reason kind, with a sample
