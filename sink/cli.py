@@ -85,7 +85,7 @@ def register(app: typer.Typer, bench: typer.Typer) -> None:
         from chatlog.errors import ChatlogError
         from chatlog.settings import CassandraSettings, load
         from schemas.chat_event import encode
-        from sink.reader import format_text, read_events
+        from sink.reader import read_events, text_with_gaps
         from sink.times import parse_time
 
         if output_format not in ("text", "ndjson"):
@@ -96,11 +96,15 @@ def register(app: typer.Typer, bench: typer.Typer) -> None:
         quiet_driver_logs()  # a failure is reported below in one line, not as the driver's tracebacks
         count = 0
         out = sys.stdout
-        for event in read_events(settings, channel, user=user, since_ms=since_ms, until_ms=until_ms):
-            out.write(
-                encode(event).decode() + "\n" if output_format == "ndjson" else format_text(event) + "\n"
-            )
-            count += 1
+        events = read_events(settings, channel, user=user, since_ms=since_ms, until_ms=until_ms)
+        if output_format == "ndjson":
+            for event in events:
+                out.write(encode(event).decode() + "\n")
+                count += 1
+        else:  # text: a gap in coverage is marked where it falls
+            for line in text_with_gaps(settings, channel, events, since_ms, until_ms):
+                out.write(line + "\n")
+                count += 1
         out.flush()
         if count == 0:
             who = f" from {user}" if user else ""

@@ -50,8 +50,9 @@ def register(app: typer.Typer) -> None:
                 session, settings.cassandra_keyspace, channel.lstrip("#").lower(), since_ms, until_ms
             )
         except InvalidRequest as exc:
+            reason = str(exc).split("message=")[-1].strip('"')
             raise ChatlogError(
-                f"reading the coverage ledger in keyspace {settings.cassandra_keyspace}: {str(exc).split('message=')[-1].strip(chr(34))} "
+                f"reading the coverage ledger in keyspace {settings.cassandra_keyspace}: {reason} "
                 "(`chatlog init` creates its tables)"
             ) from None
         except DriverException as exc:

@@ -83,3 +83,24 @@ def gaps(found: list[Span], *, since_ms: int, until_ms: int) -> list[Gap]:
     if cursor < until_ms and last_end is not None and last_end.end_reason != "open":
         out.append(Gap(cursor, until_ms, f"r{last_end.replica} {last_end.worker}: {last_end.end_reason}"))
     return out
+
+
+def gap_line(gap: Gap) -> str:
+    """The mark a text log shows where a gap falls: ``-- not logged 15:04:05-15:05:10: ... --``."""
+    from datetime import UTC, datetime
+
+    def hms(ms: int) -> str:
+        return datetime.fromtimestamp(ms / 1000, UTC).strftime("%H:%M:%S")
+
+    return f"-- not logged {hms(gap.start)}-{hms(gap.end)} ({gap.seconds:.0f} s): no logger ({gap.why}) --"
+
+
+def interleave(lines: Iterable[tuple[int, str]], found: list[Gap]) -> Iterable[str]:
+    """Text lines ``(time, line)`` in time order with each gap's mark where it falls."""
+    pending = sorted(found, key=lambda g: g.start)
+    for at, line in lines:
+        while pending and pending[0].start <= at:
+            yield gap_line(pending.pop(0))
+        yield line
+    for gap in pending:
+        yield gap_line(gap)

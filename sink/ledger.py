@@ -193,3 +193,22 @@ def _ms(value: Any) -> int:
     from datetime import UTC
 
     return int(value.replace(tzinfo=UTC).timestamp() * 1000)
+
+
+def channel_gaps(settings: CassandraSettings, channel: str, since_ms: int, until_ms: int) -> list[Gap]:
+    """The gaps of ``channel`` in the range, for marking them in a text log; none when the keyspace has
+    no ledger (made before it existed) or the range is longer than a year (too many days to read)."""
+    from cassandra import InvalidRequest
+
+    from chatlog.cql import connect
+
+    if until_ms - since_ms > 366 * DAY_MS:
+        log.warning("gaps are marked for ranges up to a year; give --since to see them")
+        return []
+    cluster, session = connect(settings)
+    try:
+        return read_coverage(session, settings.cassandra_keyspace, channel, since_ms, until_ms).gaps
+    except InvalidRequest:
+        return []
+    finally:
+        cluster.shutdown()

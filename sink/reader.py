@@ -133,3 +133,32 @@ def format_text(event: ChatEvent) -> str:
     if who:
         return escape_controls(f"{head} {who}: {text}")
     return escape_controls(f"{head}: {text}" if text else head)
+
+
+def text_with_gaps(
+    settings: CassandraSettings,
+    channel: str,
+    events: Iterator[ChatEvent],
+    since_ms: int | None,
+    until_ms: int | None,
+) -> Iterator[str]:
+    """``format_text`` lines with a ``-- not logged ... --`` mark wherever the coverage ledger has a gap
+    (from ``since_ms``, else the first event, until ``until_ms``, else now)."""
+    import time
+
+    from sink.coverage_spans import interleave
+    from sink.ledger import channel_gaps
+
+    first = next(events, None)
+    if first is None:
+        return
+    start = since_ms if since_ms is not None else first.sent_at
+    end = until_ms if until_ms is not None else int(time.time() * 1000)
+    gaps = channel_gaps(settings, channel.lstrip("#").lower(), start, end)
+
+    def lines() -> Iterator[tuple[int, str]]:
+        yield first.sent_at, format_text(first)
+        for event in events:
+            yield event.sent_at, format_text(event)
+
+    yield from interleave(lines(), gaps)

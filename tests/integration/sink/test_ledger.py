@@ -15,7 +15,9 @@ from chatlog.demo.observer import NamesObserver, worker_of
 from chatlog.demo.supervisor import Supervisor
 from chatlog.settings import StackSettings
 from ingest.registry import Registry
+from schemas.chat_event import ChatEvent
 from sink.ledger import LedgerWriter, read_coverage
+from sink.reader import text_with_gaps
 
 pytestmark = pytest.mark.integration
 
@@ -76,6 +78,11 @@ def test_a_killed_ingester_leaves_one_gap_that_the_other_replica_covers(
             Registry(settings).add([later])
             await _until_in(observer, [later], a2, True)
             await asyncio.sleep(2)
+            truth["stopping"] = time.time()
+            for name in (x, a2):  # both groups stop: from here on nobody logs the channels
+                assert sup.terminate(name, timeout=40) == 0
+            truth["stopped"] = time.time()
+            await asyncio.sleep(3)
         finally:
             await observer.close()
 
@@ -96,7 +103,8 @@ def test_a_killed_ingester_leaves_one_gap_that_the_other_replica_covers(
                 now = int(time.time() * 1000)
                 for ch in channels:
                     both = read_coverage(session, settings.cassandra_keyspace, ch, started_ms, now)
-                    assert both.gaps == [], f"replica 1 covered {ch} all along: {both.gaps}"
+                    (stopped,) = both.gaps  # replica 1 covered the kill; only the final stop is a gap
+                    assert abs(stopped.start / 1000 - truth["stopped"]) <= 5 and "stopped" in stopped.why
                     assert {s.replica for s in both.spans} == {0, 1}
                     killed = [s for s in both.spans if s.worker == a]
                     assert [s.end_reason for s in killed] == ["silent"]
@@ -104,16 +112,51 @@ def test_a_killed_ingester_leaves_one_gap_that_the_other_replica_covers(
                     r0 = [s for s in both.spans if s.replica == 0]
                     from sink.coverage_spans import gaps
 
-                    (gap,) = gaps(r0, since_ms=started_ms, until_ms=now)
+                    (gap,) = gaps(r0, since_ms=started_ms, until_ms=int(truth["stopping"] * 1000))
                     assert abs(gap.start / 1000 - truth["left"]) <= 5, (gap, truth)
                     assert abs(gap.end / 1000 - truth["back"]) <= 5, (gap, truth)
                     assert gap.seconds >= 10 and "silent" in gap.why
-                late = read_coverage(session, settings.cassandra_keyspace, f"l{unique}_late", started_ms, now)
+
+                # `chatlog logs --format text` marks a gap of every group where it falls, not r0's alone
+                def chat(at_s: float, text: str) -> ChatEvent:
+                    at = int(at_s * 1000)
+                    return ChatEvent(
+                        message_id=text, kind="PRIVMSG", channel=channels[0], user_login="u", text=text,
+                        sent_at=at, received_at=at, raw=text,
+                    )  # fmt: skip
+
+                lines = list(
+                    text_with_gaps(
+                        settings,
+                        channels[0],
+                        iter(
+                            [
+                                chat(truth["left"] - 3, "a"),
+                                chat(truth["back"] + 3, "b"),
+                                chat(now / 1000, "c"),
+                            ]
+                        ),
+                        started_ms,
+                        now,
+                    )
+                )
+                assert [ln.rsplit(": ", 1)[-1] for ln in lines] == [
+                    "a",
+                    "b",
+                    lines[2].rsplit(": ", 1)[-1],
+                    "c",
+                ]
+                assert lines[2].startswith("-- not logged ") and "stopped" in lines[2], lines
+                late = read_coverage(
+                    session,
+                    settings.cassandra_keyspace,
+                    f"l{unique}_late",
+                    started_ms,
+                    int(truth["stopping"] * 1000),
+                )
                 assert late.gaps == [] and late.spans, "no gap before a new channel's first JOIN"
                 assert min(s.start for s in late.spans) / 1000 >= truth["late_added"] - 1
             finally:
                 cluster.shutdown()
         finally:
             ledger.close()
-        for name in (x, a2):
-            assert sup.terminate(name, timeout=40) == 0

@@ -71,3 +71,13 @@ def test_a_refresh_join_does_not_restart_a_span_and_a_stop_leaves_a_trailing_gap
     assert found == [Span(0, "a", 0, 700, "stopped")]
     assert gaps(found, since_ms=0, until_ms=1000) == [Gap(700, 1000, "r0 a: stopped")]
     assert gaps(found, since_ms=100, until_ms=600) == []
+
+
+def test_gap_marks_fall_between_the_lines_around_them() -> None:
+    from sink.coverage_spans import interleave
+
+    gap = Gap(60_000, 125_000, "r0 a: silent")
+    lines = [(59_000, "x"), (126_000, "y"), (127_000, "z")]
+    out = list(interleave(lines, [gap]))
+    assert out == ["x", "-- not logged 00:01:00-00:02:05 (65 s): no logger (r0 a: silent) --", "y", "z"]
+    assert list(interleave([], [gap]))[0].startswith("-- not logged 00:01:00-00:02:05")
