@@ -111,5 +111,5 @@ def test_freeze_heap_runs_once_per_process() -> None:
     frozen = gc.get_freeze_count()
     keep = [[i] for i in range(100)]
     pyworker.freeze_heap()
-    assert gc.get_freeze_count() == frozen
+    assert gc.get_freeze_count() <= frozen  # nothing new frozen (frozen objects may be freed meanwhile)
     assert _tracked(keep)
