@@ -137,6 +137,11 @@ class SinkSettings(KafkaSettings, CassandraSettings):
         9101, ge=0, le=65535, description="Prometheus metrics HTTP port of the sink (0 = off)."
     )
     sink_apply_schema: bool = Field(True, description="Create the keyspace and tables at start if missing.")
+    sink_ledger: bool = Field(
+        True,
+        description="Write the coverage ledger (chatlog.coverage -> Cassandra) beside the streaming sink; "
+        "run it in exactly one sink of a deployment or in all (writes are idempotent).",
+    )
 
     @field_validator("sink_watermark", "sink_trigger")
     @classmethod

@@ -8,6 +8,7 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, start_http_serv
 
 from chatlog.errors import ChatlogError
 from chatlog.monitor.coverage import CoverageReport
+from chatlog.monitor.gaps import GapTally
 
 _PREFIX: Final = "chatlog_monitor"
 
@@ -45,6 +46,19 @@ class MonitorMetrics:
             "Duration of the last coverage evaluation (table snapshot included).",
             registry=r,
         )
+        self.gap_channels = Gauge(
+            f"{_PREFIX}_channels_with_gap_last_hour",
+            "Channels uncovered at some evaluation of the last hour (replica=all: by every group at once).",
+            ["replica"],
+            registry=r,
+        )
+        self.uncovered_seconds = Gauge(
+            f"{_PREFIX}_uncovered_channel_seconds",
+            "Channel-seconds without a logger since the monitor started (replica=all: no group at all).",
+            ["replica"],
+            registry=r,
+        )
+        self.gaps = GapTally()
         self._replicas: set[str] = set()
 
     def export(self, report: CoverageReport) -> None:
@@ -62,6 +76,10 @@ class MonitorMetrics:
                 gauge.remove(label)
         self._replicas = seen
         self.registered.set(report.registered)
+        self.gaps.add(report)
+        for label in self.gaps.labels():
+            self.gap_channels.labels(label).set(self.gaps.recent(label))
+            self.uncovered_seconds.labels(label).set(self.gaps.channel_seconds[label])
 
     def serve(self, host: str, port: int) -> None:
         try:

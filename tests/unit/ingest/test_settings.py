@@ -26,11 +26,11 @@ def test_bad_worker_ids_are_one_line_errors(bad: str) -> None:
 
 
 def test_environment_names(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("CHATLOG_INGEST_HANDOFF_OVERLAP_S", "2.5")
+    monkeypatch.setenv("CHATLOG_INGEST_HANDOFF_TIMEOUT_S", "2.5")
     monkeypatch.setenv("CHATLOG_METRICS_PORT", "0")
     monkeypatch.setenv("CHATLOG_INGEST_GROUP_PROTOCOL", "classic")
     s = load(IngestSettings)
-    assert (s.ingest_handoff_overlap_s, s.metrics_port, s.ingest_group_protocol) == (2.5, 0, "classic")
+    assert (s.ingest_handoff_timeout_s, s.metrics_port, s.ingest_group_protocol) == (2.5, 0, "classic")
     monkeypatch.setenv("CHATLOG_INGEST_GROUP_PROTOCOL", "eager")
     with pytest.raises(SettingsError):
         load(IngestSettings)
