@@ -78,7 +78,7 @@ def run(
     try:
         written, counts = write_dataframe_observed(rows, settings, OBSERVED, dead_letters=deadletter)
     except Exception as exc:
-        raise ChatlogError(f"backfill failed: {failure_message(exc)}") from None
+        raise ChatlogError(f"backfill failed: {failure_message(exc, settings)}") from None
     result.written = written
     result.read = int(counts.get("read", 0))
     result.invalid = written.deadletters

@@ -34,8 +34,15 @@ OBSERVATION = "records"
 _OWN_ERRORS = re.compile(r"(?:CassandraWriteError|DeadLetterError|SchemaMismatch|ChatlogError): ([^\n]+)")
 
 
-def failure_message(exc: BaseException) -> str:
-    """One line for a failed query: our own error when a worker raised one, else Spark's first line."""
+def failure_message(exc: BaseException, settings: SinkSettings | None = None) -> str:
+    """One line for a failed query: our own error when a worker raised one, Kafka refusing the source
+    (with ``settings``: login, TLS; secrets masked), else Spark's first line."""
+    if settings is not None:
+        from sink.spark_session import kafka_failure
+
+        refused = kafka_failure(exc, settings)
+        if refused is not None:
+            return refused
     text = str(exc)
     match = _OWN_ERRORS.search(text)
     if match:
@@ -165,10 +172,10 @@ def run(
         tracker.consume(feed.new())
         failure = query.exception()
         if failure is not None:
-            raise ChatlogError(f"sink query failed: {failure_message(failure)}")
+            raise ChatlogError(f"sink query failed: {failure_message(failure, settings)}")
     except StreamingQueryException as exc:
         tracker.consume(feed.new())
-        raise ChatlogError(f"sink query failed: {failure_message(exc)}") from None
+        raise ChatlogError(f"sink query failed: {failure_message(exc, settings)}") from None
     finally:
         restore()
         if ledger is not None:
