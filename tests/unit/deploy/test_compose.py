@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 import yaml
 
+from ingest.settings import IngestSettings
 from tests.unit.deploy import tooling
 from tests.unit.deploy.settings_names import known_variables
 
@@ -71,7 +72,8 @@ def test_ingest_groups_scale_with_compose_up_scale(compose: dict[str, Any]) -> N
         service = compose["services"][name]
         assert service["command"] == ["ingest", "--replica", replica]
         assert "container_name" not in service and "ports" not in service, f"{name} could not be scaled"
-        assert _seconds(service["stop_grace_period"]) >= 30, "SIGTERM handoff (~10 s overlap) needs time"
+        drain = IngestSettings.model_fields["ingest_shutdown_drain_s"].default
+        assert _seconds(service["stop_grace_period"]) >= drain + 10, "the SIGTERM hand-off needs its time"
         assert "/metrics" in " ".join(service["healthcheck"]["test"])
 
 

@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from chatlog.settings import KafkaSettings, load
+from ingest.settings import IngestSettings
 from schemas.topics import topic_specs
 from tests.unit.deploy import tooling
 from tests.unit.deploy.settings_names import known_variables
@@ -18,7 +19,8 @@ from tests.unit.deploy.settings_names import known_variables
 pytestmark = [pytest.mark.slow, pytest.mark.parametrize("overlay", ["dev", "prod"])]
 
 Resource = tooling.Resource
-HANDOFF_OVERLAP_S = 10
+SHUTDOWN_DRAIN_S = IngestSettings.model_fields["ingest_shutdown_drain_s"].default
+MIN_READY_S = 10
 WORKLOADS = {"Deployment", "StatefulSet", "Job", "CronJob"}
 # Objects the manifests refer to but that are made outside them: the backfill range (per backfill, by
 # hand) and, in prod, the credentials.
@@ -113,7 +115,7 @@ def test_termination_is_graceful_and_probes_use_the_metrics_endpoint(resources: 
     port = int(_settings(resources)["CHATLOG_METRICS_PORT"])
     for d in _ingest_deployments(resources):
         pod = d["spec"]["template"]["spec"]
-        assert pod["terminationGracePeriodSeconds"] >= 3 * HANDOFF_OVERLAP_S
+        assert pod["terminationGracePeriodSeconds"] >= SHUTDOWN_DRAIN_S + 10  # the hand-off, then a flush
         (container,) = pod["containers"]
         ports = {p["name"]: p["containerPort"] for p in container["ports"]}
         assert ports["metrics"] == port
@@ -124,7 +126,7 @@ def test_termination_is_graceful_and_probes_use_the_metrics_endpoint(resources: 
         ):
             assert container[probe]["httpGet"] == {"path": path, "port": "metrics"}, probe
         assert d["spec"]["strategy"]["rollingUpdate"]["maxUnavailable"] == 0
-        assert d["spec"]["minReadySeconds"] >= HANDOFF_OVERLAP_S
+        assert d["spec"]["minReadySeconds"] >= MIN_READY_S
 
 
 def test_each_group_has_an_autoscaler_and_a_disruption_budget(resources: list[Resource]) -> None:
