@@ -197,13 +197,16 @@ class Worker:
     async def _publish_coverage(self) -> None:
         refresh_s = self.settings.ingest_coverage_refresh_s
         refreshed = time.monotonic()
+        seen = -1
         while True:
             await asyncio.sleep(_COVERAGE_S)
             now = status.now_ms()
-            handed_off = self.membership.take_handed_off()
-            self._coverage_events(
-                self.coverage.update(self.pool.confirmed, self.pool.wanted, now, handed_off=handed_off)
-            )
+            if self.pool.membership_version != seen:  # confirmed can only differ after an echo
+                seen = self.pool.membership_version
+                handed_off = self.membership.take_handed_off()
+                self._coverage_events(
+                    self.coverage.update(self.pool.confirmed, self.pool.wanted, now, handed_off=handed_off)
+                )
             if time.monotonic() - refreshed >= refresh_s:
                 refreshed = time.monotonic()
                 self._coverage_events(self.coverage.refresh(now))
