@@ -47,6 +47,15 @@ _WORDS = (
 _JOIN_BATCH = 20
 
 
+def hotness_order(channels: Sequence[str], rng: random.Random) -> list[str]:
+    """``channels`` from the hottest to the coldest: rank ``k`` gets a share of the traffic proportional
+    to ``1 / (k + 1) ** zipf_s``. Which channels are hot is random but seeded: a simulator built with
+    ``seed`` uses ``hotness_order(channels, random.Random(seed))`` (channels lower case, without ``#``)."""
+    order = list(channels)
+    rng.shuffle(order)
+    return order
+
+
 @dataclass(frozen=True)
 class SentMessage:
     channel: str
@@ -92,9 +101,7 @@ class ChatSimulator:
         self._clients = [_Client(i, f"{prefix}{run}c{i}"[:30], self.channels[i::n]) for i in range(n)]
         self._owner = {ch: c for c in self._clients for ch in c.channels}
         weights = [1.0 / (rank + 1) ** zipf_s for rank in range(len(self.channels))]
-        order = self.channels[:]
-        self._rng.shuffle(order)  # which channels are hot is random but seeded
-        self._order = order
+        self._order = hotness_order(self.channels, self._rng)
         self._cum = list(itertools.accumulate(weights))
         self._seq = itertools.count()
         self._run = run

@@ -16,6 +16,7 @@ SINK_METRICS_PORT = 9181
 ROWS = "chatlog_sink_events_written"
 EVENTS_IN = "chatlog_sink_events_in"
 DUPLICATES = "chatlog_sink_duplicates_dropped"
+DEADLETTERS = "chatlog_sink_deadletters"
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,10 @@
-"""Pure computations of a demo or chaos run: coverage gaps, recovery time, lost messages, the summary line."""
+"""Pure computations of a demo or chaos run: coverage gaps, recovery time, lost messages, the arrival
+skew between copies of a message, copies that reached Cassandra, latency, the summary line."""
 
 from __future__ import annotations
 
+import math
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
@@ -61,6 +64,135 @@ def recovery_s(
     return None
 
 
+def quantile(sorted_values: Sequence[float], q: float) -> float:
+    """The nearest-rank ``q``-quantile (0 < q <= 1) of already sorted values: the smallest value with at
+    least ``q`` of all values at or below it (p99.9 of 1,000 values is the largest)."""
+    if not sorted_values:
+        raise ValueError("no values")
+    rank = max(1, math.ceil(q * len(sorted_values) - 1e-9))
+    return float(sorted_values[min(rank, len(sorted_values)) - 1])
+
+
+@dataclass(frozen=True)
+class Spread:
+    """p50, p99, p99.9 and max of ``n`` values (nearest rank)."""
+
+    n: int
+    p50: float
+    p99: float
+    p999: float
+    max: float
+
+    @classmethod
+    def of(cls, values: Iterable[float]) -> Spread | None:
+        ordered = sorted(values)
+        if not ordered:
+            return None
+        return cls(
+            len(ordered),
+            quantile(ordered, 0.50),
+            quantile(ordered, 0.99),
+            quantile(ordered, 0.999),
+            float(ordered[-1]),
+        )
+
+
+class CopyTimes:
+    """Every copy of every message id seen in the messages topic: how many, and the spread of their times.
+
+    Three clocks per copy, all epoch ms: the Kafka record timestamp, the event's ``received_at``, and an
+    append floor: the latest record timestamp at or before the copy's offset in its partition (a record
+    is appended after every record before it was created, so this catches a copy that sat in a
+    producer's queue; copies of one message share a partition, as they share the channel key). Kept per
+    id as [copies, then min and max of each clock], so a run's whole topic fits in memory.
+    """
+
+    def __init__(self) -> None:
+        self._ids: dict[str, list[int]] = {}
+
+    def add(self, message_id: str, kafka_ts_ms: int, received_at_ms: int, append_floor_ms: int) -> None:
+        entry = self._ids.get(message_id)
+        if entry is None:
+            self._ids[message_id] = [
+                1,
+                kafka_ts_ms,
+                kafka_ts_ms,
+                received_at_ms,
+                received_at_ms,
+                append_floor_ms,
+                append_floor_ms,
+            ]
+            return
+        entry[0] += 1
+        entry[1], entry[2] = min(entry[1], kafka_ts_ms), max(entry[2], kafka_ts_ms)
+        entry[3], entry[4] = min(entry[3], received_at_ms), max(entry[4], received_at_ms)
+        entry[5], entry[6] = min(entry[5], append_floor_ms), max(entry[6], append_floor_ms)
+
+    @property
+    def records(self) -> int:
+        return sum(e[0] for e in self._ids.values())
+
+    @property
+    def distinct(self) -> int:
+        return len(self._ids)
+
+    def copies_histogram(self) -> dict[int, int]:
+        """copies per id -> how many ids had that many."""
+        out: dict[int, int] = {}
+        for e in self._ids.values():
+            out[e[0]] = out.get(e[0], 0) + 1
+        return dict(sorted(out.items()))
+
+    def kafka_skews_ms(self) -> list[int]:
+        """For each id produced more than once: latest - earliest Kafka record timestamp of its copies."""
+        return [e[2] - e[1] for e in self._ids.values() if e[0] > 1]
+
+    def received_skews_ms(self) -> list[int]:
+        """The same with the events' ``received_at`` (when each ingester read the line)."""
+        return [e[4] - e[3] for e in self._ids.values() if e[0] > 1]
+
+    def append_skews_ms(self) -> list[int]:
+        """The same with each copy's append floor (see the class)."""
+        return [e[6] - e[5] for e in self._ids.values() if e[0] > 1]
+
+
+def late_copies(events_written: int, dead_letters: int, distinct_ids: int) -> int:
+    """Copies that got past the sink's deduplication: every record the dedup let through went either to
+    Cassandra (``events_written``) or to the dead-letter topic, and each distinct id needs exactly one.
+    Negative when fewer records came through than there are ids (ids never written)."""
+    return events_written + dead_letters - distinct_ids
+
+
+_BATCH_LINE = re.compile(r"batch \d+: .*?, (\d+) events -> \d+ rows, (\d+) dead letters")
+
+
+def sink_log_totals(text: str) -> tuple[int, int]:
+    """(events written, dead letters) summed over the sink log's per-batch lines (sink/progress.py)."""
+    events = dead = 0
+    for match in _BATCH_LINE.finditer(text):
+        events += int(match.group(1))
+        dead += int(match.group(2))
+    return events, dead
+
+
+def binned_quantiles(
+    points: Iterable[tuple[float, float]], width: float, qs: Sequence[float]
+) -> tuple[list[float], dict[float, list[float]]]:
+    """``(t, value)`` points grouped into bins of ``width`` by ``t``: each non-empty bin's middle, and per
+    ``q`` its ``q``-quantile."""
+    bins: dict[int, list[float]] = {}
+    for t, v in points:
+        bins.setdefault(math.floor(t / width), []).append(v)
+    mids: list[float] = []
+    out: dict[float, list[float]] = {q: [] for q in qs}
+    for k in sorted(bins):
+        ordered = sorted(bins[k])
+        mids.append((k + 0.5) * width)
+        for q in qs:
+            out[q].append(quantile(ordered, q))
+    return mids, out
+
+
 @dataclass
 class RunReport:
     sent: int
@@ -70,12 +202,25 @@ class RunReport:
     max_gap_s: float
     recovery_s: float | None
     details: dict[str, Any] = field(default_factory=dict)
+    late_copies: int | None = None
+    e2e: Spread | None = None  # seconds, IRC send -> row readable, sampled
+    skew: Spread | None = None  # ms, latest - earliest Kafka timestamp of the copies of one message id
 
     def line(self) -> str:
         rec = f"{self.recovery_s:.1f}" if self.recovery_s is not None else "n/a"
+        late = "n/a" if self.late_copies is None else str(self.late_copies)
+        e2e, skew = self.e2e, self.skew
+        e2e_part = " ".join(
+            f"e2e_{name}_s={'n/a' if e2e is None else f'{getattr(e2e, name):.2f}'}" for name in ("p50", "p99")
+        )
+        skew_part = " ".join(
+            f"skew_{name}_s={'n/a' if skew is None else f'{getattr(skew, name) / 1000:.3f}'}"
+            for name in ("p50", "p99", "p999", "max")
+        )
         return (
             f"sent={self.sent} stored={self.stored} lost={self.lost} "
-            f"duplicates_removed={self.duplicates_removed} max_gap_s={self.max_gap_s:.1f} recovery_s={rec}"
+            f"duplicates_removed={self.duplicates_removed} max_gap_s={self.max_gap_s:.1f} recovery_s={rec} "
+            f"late_copies={late} {e2e_part} {skew_part}"
         )
 
     def as_dict(self) -> dict[str, Any]:

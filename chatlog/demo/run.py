@@ -14,22 +14,35 @@ import json
 import secrets
 import time
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import Any
 
 from rich.console import Console
 from rich.live import Live
 from rich.table import Table
 
 from chatlog.demo import progress
+from chatlog.demo.e2e import ProbeStats, ReadProbe, sample_channels
 from chatlog.demo.faults import Fault, at, kill_ingester, start_ingester
 from chatlog.demo.observer import NamesObserver, worker_of
 from chatlog.demo.plot import plot_run
-from chatlog.demo.report import CoverageSample, RunReport, covered_at, max_gap_s, recovery_s
+from chatlog.demo.report import (
+    CoverageSample,
+    RunReport,
+    Spread,
+    binned_quantiles,
+    covered_at,
+    late_copies,
+    max_gap_s,
+    recovery_s,
+    sink_log_totals,
+)
 from chatlog.demo.supervisor import Supervisor
-from chatlog.demo.verify import TopicSize, stored_tokens, topic_tokens
+from chatlog.demo.verify import TopicSize, scan_topic, stored_tokens
 from chatlog.errors import ChatlogError
 from chatlog.settings import PROJECT_ROOT, StackSettings
+from chatlog.simulator import SentMessage
 
 
 @dataclass
@@ -44,6 +57,8 @@ class RunConfig:
     burst: tuple[float, float, float] | None = None  # (at fraction, factor, seconds)
     results_dir: Path | None = PROJECT_ROOT / "results"
     sim_connections: int = 16
+    sim_seed: int = 0
+    e2e_probe: bool = True  # poll a sample of channels' rows: IRC send -> row readable
 
 
 def demo_config(channels: int = 500, rate: float = 2000.0, duration: float = 120.0) -> RunConfig:
@@ -63,6 +78,9 @@ class Timeline:
     stored_rate: list[float] = field(default_factory=list)
     coverage: dict[int, list[float]] = field(default_factory=dict)
     samples: list[CoverageSample] = field(default_factory=list)
+    e2e_t: list[float] = field(default_factory=list)  # middle of each 5 s bin of send times
+    e2e_p50: list[float] = field(default_factory=list)
+    e2e_p99: list[float] = field(default_factory=list)
 
 
 class Run:
@@ -83,6 +101,7 @@ class Run:
         self.timeline = Timeline(coverage={r: [] for r in self.replicas})
         self.events: dict[str, float] = {}
         self.killed: list[tuple[str, int, float]] = []
+        self.probe: ReadProbe | None = None
         self.t0 = time.time()
 
     def env(self) -> dict[str, str]:
@@ -216,6 +235,9 @@ class Run:
                     )
                 await asyncio.sleep(1.0)
             await asyncio.to_thread(self.warm_up_sink)
+            if cfg.e2e_probe:
+                self.probe = ReadProbe(self.settings, sample_channels(self.channels, cfg.sim_seed), sent_file)
+                await asyncio.to_thread(self.probe.start)
             self.mark("traffic starts")
             sim_args = [
                 "simulate",
@@ -229,6 +251,8 @@ class Run:
                 str(sent_file),
                 "--connections",
                 str(cfg.sim_connections),
+                "--seed",
+                str(cfg.sim_seed),
             ]
             if cfg.burst is not None:
                 frac, factor, seconds = cfg.burst
@@ -266,11 +290,13 @@ class Run:
                 if stats.drained():
                     break
         finally:
+            if self.probe is not None:
+                await asyncio.to_thread(self.probe.stop)
             if live is not None:
                 live.stop()
             topic_size.close()
             await observer.close()
-        return self.report(sent_file)
+        return self.report(sent_file, sup.children["sink"].log)
 
     def warm_up_sink(self, timeout: float = 180.0) -> None:
         """One event through the sink before traffic: its first batch pays for Python workers and
@@ -310,23 +336,44 @@ class Run:
             if child is not None and not child.alive:
                 raise ChatlogError(f"{name} exited early (code {child.proc.returncode}); see {child.log}")
 
-    def report(self, sent_file: Path) -> RunReport:
+    def report(self, sent_file: Path, sink_log: Path) -> RunReport:
         from chatlog.simulate_cli import read_sent
 
         sent = read_sent(sent_file) if sent_file.exists() else []
         since = min((m.sent_at_ms for m in sent), default=int(self.t0 * 1000)) - 60_000
         until = max((m.sent_at_ms for m in sent), default=int(time.time() * 1000)) + 60_000
+        # The sink's own counters, read now that it has drained (its Prometheus endpoint; this run's sink
+        # is the only one on the demo's metrics port). Its log's per-batch lines give the same numbers.
+        metrics = progress.sink_metrics()
         written_at: dict[str, int] = {}
         prefix = sent[0].token.split("-")[0] if sent else "sim"
         stored = stored_tokens(self.settings, self.channels, since, until, written_at)
         stored = Counter({t: n for t, n in stored.items() if t.startswith(prefix)})
         latencies = sorted(written_at[m.token] - m.sent_at_ms for m in sent if m.token in written_at)
-        in_topic = topic_tokens(self.settings, prefix)
+        scan = scan_topic(self.settings, prefix)
+        in_topic = scan.tokens
         lost = [m for m in sent if m.token not in stored]
         samples = self.timeline.samples
         lost_covered = [m for m in lost if covered_at(samples, m.channel, m.sent_at_ms / 1000)]
         traffic_start = self.events.get("traffic starts", 0.0) + self.t0
         first_kill = self.killed[0] if self.killed else None
+
+        copies = scan.copies
+        skew = Spread.of(copies.kafka_skews_ms())
+        skew_received = Spread.of(copies.received_skews_ms())
+        skew_append = Spread.of(copies.append_skews_ms())
+        events_written = progress.pick(metrics, progress.ROWS)
+        dead_letters = progress.pick(metrics, progress.DEADLETTERS)
+        late = (
+            late_copies(int(events_written), int(dead_letters or 0), copies.distinct)
+            if events_written is not None
+            else None
+        )
+        log_written, log_dead = (
+            sink_log_totals(sink_log.read_text(errors="replace")) if sink_log.exists() else (0, 0)
+        )
+
+        e2e, e2e_details = self._e2e(sent, stored)
         return RunReport(
             sent=len(sent),
             stored=sum(1 for m in sent if m.token in stored),
@@ -336,6 +383,9 @@ class Run:
             recovery_s=recovery_s(samples, self.channels, first_kill[1], first_kill[2])
             if first_kill
             else None,
+            late_copies=late,
+            e2e=e2e,
+            skew=skew,
             details={
                 "run_id": self.run_id,
                 "name": self.config.name,
@@ -348,10 +398,79 @@ class Run:
                 "rows_doubled": sum(1 for c in stored.values() if c > 1),
                 "lost_while_covered": len(lost_covered),
                 "latency_ms": percentiles(latencies),
+                "latency_ms_note": "Cassandra writetime of each stored row (the sink's client-side "
+                "timestamp, set as it sends the write) - the simulator's send time, every message",
+                "copy_skew": {
+                    "kafka_timestamp_ms": asdict(skew) if skew else None,
+                    "received_at_ms": asdict(skew_received) if skew_received else None,
+                    "append_floor_ms": asdict(skew_append) if skew_append else None,
+                    "timestamp_types": dict(scan.timestamp_types),
+                    "copies_per_message_id": copies.copies_histogram(),
+                    "records": copies.records,
+                    "distinct_message_ids": copies.distinct,
+                    "undecodable_records": scan.undecodable,
+                    "note": "for every message_id in the run's messages topic more than once: latest - "
+                    "earliest Kafka record timestamp of its copies (CreateTime: set by the producing "
+                    "ingester's client when it hands the event over; the headline numbers) and, beside "
+                    "it, of received_at and of the append floor (the latest record timestamp at or before "
+                    "the copy's offset in its partition: when it can have been appended at the earliest)",
+                },
+                "late_copies": {
+                    "value": late,
+                    "events_written": events_written,
+                    "dead_letters": dead_letters,
+                    "distinct_message_ids": copies.distinct,
+                    "sink_log_events_written": log_written,
+                    "sink_log_dead_letters": log_dead,
+                    "duplicates_dropped_by_spark": progress.pick(metrics, progress.DUPLICATES),
+                    "note": "events the sink wrote + dead letters (its Prometheus counters after the drain) "
+                    "- distinct message ids in the topic: copies that got past the deduplication and "
+                    "were written again (onto the same rows)",
+                },
+                "e2e": e2e_details,
                 "lost_sample": sorted(m.token for m in lost)[:20],
                 "logs": str(self.run_dir / "logs"),
             },
         )
+
+    def _e2e(self, sent: list[SentMessage], stored: Counter[str]) -> tuple[Spread | None, dict[str, Any]]:
+        """IRC send -> first poll that read the row, for the sample channels' messages (seconds)."""
+        if self.probe is None:
+            return None, {}
+        stats: ProbeStats = self.probe.stats
+        points: list[tuple[float, float]] = []
+        unseen = 0
+        sampled = set(self.probe.channels)
+        for m in sent:
+            if m.channel not in sampled:
+                continue
+            seen = stats.seen.get(m.token)
+            if seen is not None:
+                points.append((m.sent_at_ms / 1000 - self.t0, (seen - m.sent_at_ms) / 1000))
+            elif m.token in stored:
+                unseen += 1
+        spread = Spread.of(v for _t, v in points)
+        mids, qs = binned_quantiles(points, 5.0, (0.5, 0.99))
+        tl = self.timeline
+        tl.e2e_t, tl.e2e_p50, tl.e2e_p99 = mids, qs[0.5], qs[0.99]
+        return spread, {
+            "seconds": asdict(spread) if spread else None,
+            "sample_channels": self.probe.channels,
+            "sampled_messages": len(points),
+            "stored_but_unseen": unseen,
+            "poll_interval_s": self.probe.interval_s,
+            "polls": stats.polls,
+            "poll_mean_ms": round(1000 * stats.poll_s_total / stats.polls, 1) if stats.polls else None,
+            "poll_max_ms": round(1000 * stats.poll_s_max, 1),
+            "rows_read": stats.rows_read,
+            "poll_errors": stats.errors,
+            "given_up": stats.given_up,
+            "note": "simulator's send time (taken just before the PRIVMSG is written to its socket) -> "
+            "return of the first poll of messages_by_channel that held the row, for every message sent "
+            "to the sample channels; polls every poll_interval_s (every 1/20 of the oldest missing row's "
+            "age while rows lag, at most 2 s), so each value errs late by up to one interval plus one "
+            "query, never early",
+        }
 
     def write(self, rep: RunReport) -> tuple[Path, Path] | None:
         out = self.config.results_dir
@@ -370,6 +489,7 @@ class Run:
                         "sent_rate": tl.sent_rate,
                         "stored_rate": tl.stored_rate,
                         "coverage": tl.coverage,
+                        "e2e_5s_bins": {"t": tl.e2e_t, "p50_s": tl.e2e_p50, "p99_s": tl.e2e_p99},
                     },
                 },
                 indent=1,
@@ -380,6 +500,7 @@ class Run:
             t=tl.t,
             series={"sent": tl.sent_rate, "stored (5 s mean)": rolling_mean(tl.stored_rate, 5)},
             coverage={f"replica {r}": v for r, v in tl.coverage.items()},
+            latency={"p50": (tl.e2e_t, tl.e2e_p50), "p99": (tl.e2e_t, tl.e2e_p99)},
             events=self.events,
             title=rep.line(),
         )

@@ -7,10 +7,18 @@ import time
 import uuid
 from collections import Counter
 from collections.abc import Iterable
+from dataclasses import dataclass, field
 
-from confluent_kafka import Consumer, KafkaException, TopicPartition
+from confluent_kafka import (
+    TIMESTAMP_CREATE_TIME,
+    TIMESTAMP_LOG_APPEND_TIME,
+    Consumer,
+    KafkaException,
+    TopicPartition,
+)
 
 from chatlog.cql import connect
+from chatlog.demo.report import CopyTimes
 from chatlog.settings import CassandraSettings, KafkaSettings
 from schemas import chat_event
 from schemas.cql import BUCKET_MS, bucket_of
@@ -51,8 +59,23 @@ class TopicSize:
         self._consumer.close()
 
 
-def topic_tokens(settings: KafkaSettings, prefix: str, timeout: float = 120.0) -> Counter[str]:
-    """How many times each simulator token (starting with ``prefix``) is in the messages topic."""
+@dataclass
+class TopicScan:
+    """What the messages topic holds: simulator tokens (with their copies), every message id's copies
+    with their times, and which timestamp type the records carry (Kafka's CreateTime or LogAppendTime)."""
+
+    tokens: Counter[str] = field(default_factory=Counter)
+    copies: CopyTimes = field(default_factory=CopyTimes)
+    timestamp_types: Counter[str] = field(default_factory=Counter)
+    undecodable: int = 0
+
+
+_TIMESTAMP_TYPES = {TIMESTAMP_CREATE_TIME: "CreateTime", TIMESTAMP_LOG_APPEND_TIME: "LogAppendTime"}
+
+
+def scan_topic(settings: KafkaSettings, prefix: str, timeout: float = 120.0) -> TopicScan:
+    """Reads the whole messages topic once: how many times each simulator token (starting with ``prefix``)
+    is in it, and the times of every copy of every message id (:class:`CopyTimes`)."""
     consumer = Consumer(
         {
             **settings.kafka_client_config(),
@@ -61,7 +84,7 @@ def topic_tokens(settings: KafkaSettings, prefix: str, timeout: float = 120.0) -
             "auto.offset.reset": "earliest",
         }
     )
-    counts: Counter[str] = Counter()
+    scan = TopicScan()
     try:
         meta = consumer.list_topics(settings.topic_messages, timeout=30).topics[settings.topic_messages]
         parts = [TopicPartition(settings.topic_messages, p) for p in meta.partitions]
@@ -69,6 +92,7 @@ def topic_tokens(settings: KafkaSettings, prefix: str, timeout: float = 120.0) -
         remaining = {p for p, end in ends.items() if end > 0}
         consumer.assign([TopicPartition(settings.topic_messages, p, 0) for p in remaining])
         deadline = time.monotonic() + timeout
+        floors: dict[int, int] = {}
         while remaining and time.monotonic() < deadline:
             for msg in consumer.consume(10_000, 1.0):
                 if msg.error() is not None:
@@ -79,13 +103,19 @@ def topic_tokens(settings: KafkaSettings, prefix: str, timeout: float = 120.0) -
                 try:
                     event = chat_event.decode(msg.value() or b"")
                 except chat_event.InvalidEvent:
+                    scan.undecodable += 1
                     continue
+                ts_type, ts = msg.timestamp()
+                scan.timestamp_types[_TIMESTAMP_TYPES.get(ts_type, "none")] += 1
+                ts = ts if ts_type in _TIMESTAMP_TYPES else -1
+                floor = floors[partition] = max(floors.get(partition, ts), ts)  # records come in offset order
+                scan.copies.add(event.message_id, ts, event.received_at, floor)
                 tok = token_of(event.text)
                 if tok and tok.startswith(prefix):
-                    counts[tok] += 1
+                    scan.tokens[tok] += 1
     finally:
         consumer.close()
-    return counts
+    return scan
 
 
 def stored_tokens(

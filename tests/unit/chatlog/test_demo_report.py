@@ -1,6 +1,30 @@
 from __future__ import annotations
 
-from chatlog.demo.report import CoverageSample, RunReport, covered_at, lost_tokens, max_gap_s, recovery_s
+import json
+import random
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from chatlog.demo.e2e import SentTail, Watch, poll_interval_s, sample_channels
+from chatlog.demo.report import (
+    CopyTimes,
+    CoverageSample,
+    RunReport,
+    Spread,
+    binned_quantiles,
+    covered_at,
+    late_copies,
+    lost_tokens,
+    max_gap_s,
+    quantile,
+    recovery_s,
+    sink_log_totals,
+)
+from chatlog.simulator import ChatSimulator, SentMessage, hotness_order
+from sink.progress import BatchReport
+from sink.writer import WriteStats
 
 
 def cov(t: float, **replicas: set[str]) -> CoverageSample:
@@ -32,7 +56,89 @@ def test_recovery_is_time_to_full_coverage_of_that_replica() -> None:
 def test_report_line_and_lost() -> None:
     assert lost_tokens(["x", "y", "z"], ["y"]) == {"x", "z"}
     line = RunReport(3, 2, 1, 4, 0.0, 2.25).line()
-    assert line == "sent=3 stored=2 lost=1 duplicates_removed=4 max_gap_s=0.0 recovery_s=2.2"
+    assert line == (
+        "sent=3 stored=2 lost=1 duplicates_removed=4 max_gap_s=0.0 recovery_s=2.2 late_copies=n/a "
+        "e2e_p50_s=n/a e2e_p99_s=n/a skew_p50_s=n/a skew_p99_s=n/a skew_p999_s=n/a skew_max_s=n/a"
+    )
+    full = RunReport(
+        3,
+        3,
+        0,
+        3,
+        0.0,
+        None,
+        late_copies=0,
+        e2e=Spread(100, 0.614, 1.5, 1.9, 2.0),
+        skew=Spread(3, 2.0, 40.0, 1250.0, 1250.0),
+    ).line()
+    assert full.endswith(
+        "recovery_s=n/a late_copies=0 e2e_p50_s=0.61 e2e_p99_s=1.50 "
+        "skew_p50_s=0.002 skew_p99_s=0.040 skew_p999_s=1.250 skew_max_s=1.250"
+    )
+
+
+def test_quantiles_are_nearest_rank() -> None:
+    values = list(range(1, 1001))  # 1..1000
+    assert [quantile(values, q) for q in (0.5, 0.99, 0.999, 1.0)] == [500.0, 990.0, 999.0, 1000.0]
+    assert quantile([7], 0.999) == 7.0
+    assert quantile([1, 2, 3], 0.5) == 2.0
+    with pytest.raises(ValueError, match="no values"):
+        quantile([], 0.5)
+    assert Spread.of([]) is None
+    spread = Spread.of([5, 1, 3, 2, 4])
+    assert spread == Spread(n=5, p50=3.0, p99=5.0, p999=5.0, max=5.0)
+
+
+def test_copy_skew_is_the_spread_of_each_repeated_ids_timestamps() -> None:
+    copies = CopyTimes()
+    copies.add("a", 1000, 990, 1000)  # two replica groups, 4 ms apart in Kafka
+    copies.add("a", 1004, 1001, 1004)
+    copies.add("b", 2000, 1995, 2000)  # once only: no skew
+    copies.add("c", 3050, 3040, 3050)  # three copies (a hand-off overlap too), out of order
+    copies.add("c", 3000, 2990, 3050)  # created early, appended after a record of 3050
+    copies.add("c", 3020, 3015, 3060)
+    assert sorted(copies.kafka_skews_ms()) == [4, 50]
+    assert sorted(copies.received_skews_ms()) == [11, 50]
+    assert sorted(copies.append_skews_ms()) == [4, 10]
+    assert (copies.records, copies.distinct) == (6, 3)
+    assert copies.copies_histogram() == {1: 1, 2: 1, 3: 1}
+    assert Spread.of(copies.kafka_skews_ms()) == Spread(2, 4.0, 50.0, 50.0, 50.0)
+
+
+def test_late_copies_is_what_the_dedup_let_through_beyond_one_per_id() -> None:
+    assert late_copies(events_written=1000, dead_letters=0, distinct_ids=1000) == 0
+    assert late_copies(events_written=1003, dead_letters=0, distinct_ids=1000) == 3
+    assert late_copies(events_written=995, dead_letters=5, distinct_ids=1000) == 0  # 5 were invalid
+    assert late_copies(events_written=990, dead_letters=0, distinct_ids=1000) == -10  # ids never written
+
+
+def test_sink_log_totals_read_the_sinks_own_batch_lines() -> None:
+    lines = []
+    for batch_id, events, dead in ((1, 1, 0), (2, 1040, 10), (3, 7, 0)):
+        stats = WriteStats(events=events, rows=Counter({"messages_by_channel": events}), deadletters=dead)
+        progress = {"batchId": batch_id, "numInputRows": events + dead, "batchDuration": 500}
+        lines.append(
+            f"2026-01-01 12:00:00 INFO sink.progress {BatchReport.from_progress(progress, stats).line()}"
+        )
+    lines.append("2026-01-01 12:00:01 INFO sink started: batch 4 is not a batch line")
+    assert sink_log_totals("\n".join(lines)) == (1048, 10)
+
+
+def test_binned_quantiles_per_bin_of_send_time() -> None:
+    points = [(0.5, 1.0), (1.0, 3.0), (4.9, 2.0), (12.0, 9.0)]
+    mids, qs = binned_quantiles(points, 5.0, (0.5, 0.99))
+    assert mids == [2.5, 12.5]
+    assert qs == {0.5: [2.0, 9.0], 0.99: [3.0, 9.0]}
+
+
+def test_the_probe_samples_by_the_simulators_own_hotness_order() -> None:
+    channels = [f"C{i}" for i in range(500)]
+    sim = ChatSimulator("127.0.0.1", 1, channels, rate=1.0, seed=3)
+    lower = [c.lower() for c in channels]
+    assert sim._order == hotness_order(lower, random.Random(3))
+    picked = sample_channels(channels, seed=3)
+    assert picked == [sim._order[r] for r in (10, 20, 40, 80, 160, 320)]
+    assert sample_channels(["a", "b"], seed=0) == hotness_order(["a", "b"], random.Random(0))
 
 
 def test_covered_at_needs_the_logger_to_outlive_the_grace_period() -> None:
@@ -52,3 +158,43 @@ def test_covered_at_needs_the_logger_to_outlive_the_grace_period() -> None:
     assert covered_at(samples, "a", 4.5, grace=1.0)
     assert not covered_at(samples, "a", 6.5, grace=1.0)  # no sample after the grace period yet
     assert not covered_at(samples, "b", 0.5, grace=1.0)
+
+
+def test_the_probe_looks_for_each_missing_row_until_it_is_read() -> None:
+    watch = Watch(["a", "b"], start_ms=10_000, margin_ms=1000, give_up_ms=60_000)
+    # nothing recorded yet: rows from a margin before the start
+    assert watch.since_ms("a") == 9_000 and watch.lag_ms(10_500) == 0
+    watch.saw("a", "t3", 12_400)  # read before the simulator's file listed it
+    watch.sent(
+        [SentMessage("a", "t1", 11_000), SentMessage("a", "t2", 11_500), SentMessage("a", "t3", 12_000)]
+    )
+    watch.sent([SentMessage("c", "t4", 12_300)])  # not a sample channel: only moves the horizon
+    assert watch.pending == {"a": {"t1": 11_000, "t2": 11_500}, "b": {}}
+    assert watch.since_ms("a") == 10_000  # the oldest missing row of a
+    assert watch.since_ms("b") == 11_300  # nothing missing in b: what the simulator has not listed yet
+    assert watch.lag_ms(13_000) == 2_000
+    watch.saw("a", "t1", 13_100)
+    assert watch.since_ms("a") == 10_500
+    assert watch.seen == {"t3": 12_400, "t1": 13_100}
+    watch.expire(71_600)  # t2 is 60.1 s old: given up
+    assert watch.pending["a"] == {} and watch.given_up == 1
+
+
+def test_poll_interval_grows_with_the_lag_within_bounds() -> None:
+    assert poll_interval_s(0, 0.1) == 0.1
+    assert poll_interval_s(1_000, 0.1) == 0.1
+    assert poll_interval_s(10_000, 0.1) == 0.5
+    assert poll_interval_s(600_000, 0.1) == 2.0
+
+
+def test_sent_tail_reads_only_complete_new_lines(tmp_path: Path) -> None:
+    path = tmp_path / "sent.ndjson"
+    tail = SentTail(path)
+    assert tail.read() == []
+    line = json.dumps({"c": "a", "t": "sim-1", "ts": 5}) + "\n"
+    path.write_text(line + '{"c": "a", "t": "sim-')
+    assert tail.read() == [SentMessage("a", "sim-1", 5)]
+    with path.open("a") as fh:
+        fh.write('2", "ts": 6}\n')
+    assert tail.read() == [SentMessage("a", "sim-2", 6)]
+    assert tail.read() == []

@@ -1,0 +1,221 @@
+"""End-to-end latency as a reader sees it: when a sent message's row becomes readable in Cassandra.
+
+A reader thread polls the ``messages_by_channel`` partitions of a few sample channels and notes, for
+each simulator token, the time of the first poll whose answer held its row. Joined afterwards with the
+simulator's send times (same clock, same host), that is IRC send -> row readable, for every message
+sent to the sample channels. The time noted is when the answering poll returned, so a value errs late
+by up to one poll interval plus one query, never early. Polls run every ``interval_s`` while the rows
+keep up, and every 1/20 of the oldest missing row's age (at most 2 s) while they lag: the error stays
+within ~5 % of the value, and a sink that falls behind is not read ever harder.
+
+Which rows a poll asks for: those whose ``sent_at`` (the IRC server's time tag, stamped after the
+simulator's send time) is at or after the oldest send time still missing in that channel, or, when
+nothing is missing, the newest send time the simulator has recorded (its ``--out`` file, flushed each
+second: anything not in it yet was sent later), minus a margin. So a row is looked for until it is
+found, however late it comes (up to 3 minutes: then it is given up, as a lost message would be); the
+report counts sampled rows that are stored and were never seen.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import threading
+import time
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from chatlog.demo.verify import token_of
+from chatlog.settings import CassandraSettings
+from chatlog.simulator import SentMessage, hotness_order
+from schemas.cql import BUCKET_MS, bucket_of
+
+log = logging.getLogger(__name__)
+
+SAMPLE_RANKS = (10, 20, 40, 80, 160, 320)
+"""Which channels the probe reads, by the simulator's hotness rank: not the few hottest (their
+partitions would make each poll large), then every doubling (~2.6 % of the demo's traffic, ~50 msg/s)."""
+
+
+def sample_channels(channels: Sequence[str], seed: int, ranks: Sequence[int] = SAMPLE_RANKS) -> list[str]:
+    """The channels at ``ranks`` of the hotness order of a simulator seeded with ``seed`` (all channels,
+    if there are too few for any rank)."""
+    order = hotness_order([c.lower().lstrip("#") for c in channels], random.Random(seed))
+    picked = [order[r] for r in ranks if r < len(order)]
+    return picked or order
+
+
+class Watch:
+    """What the probe still waits for, per sample channel (pure: the thread feeds it)."""
+
+    def __init__(
+        self, channels: Iterable[str], start_ms: int, margin_ms: int = 1000, give_up_ms: int = 180_000
+    ) -> None:
+        self.pending: dict[str, dict[str, int]] = {c: {} for c in channels}
+        self.seen: dict[str, int] = {}  # token -> epoch ms of the poll that first read its row
+        self.horizon_ms = start_ms  # newest send time the simulator has recorded (or the start)
+        self.margin_ms, self.give_up_ms = margin_ms, give_up_ms
+        self.given_up = 0
+
+    def expire(self, now_ms: int) -> None:
+        """Stop looking for rows sent more than ``give_up_ms`` ago (a lost message would otherwise hold
+        its channel's polls at its send time for good)."""
+        for waiting in self.pending.values():
+            old = [t for t, ts in waiting.items() if now_ms - ts > self.give_up_ms]
+            for t in old:
+                del waiting[t]
+            self.given_up += len(old)
+
+    def sent(self, messages: Iterable[SentMessage]) -> None:
+        """Messages the simulator recorded: those of sample channels not read yet become pending."""
+        for m in messages:
+            self.horizon_ms = max(self.horizon_ms, m.sent_at_ms)
+            waiting = self.pending.get(m.channel)
+            if waiting is not None and m.token not in self.seen:
+                waiting[m.token] = m.sent_at_ms
+
+    def saw(self, channel: str, token: str, at_ms: int) -> None:
+        if token not in self.seen:
+            self.seen[token] = at_ms
+        waiting = self.pending.get(channel)
+        if waiting is not None:
+            waiting.pop(token, None)
+
+    def since_ms(self, channel: str) -> int:
+        """Rows of ``channel`` to ask for: ``sent_at`` at or after this (epoch ms)."""
+        oldest = min(self.pending[channel].values(), default=self.horizon_ms)
+        return min(oldest, self.horizon_ms) - self.margin_ms
+
+    def lag_ms(self, now_ms: int) -> int:
+        """Age of the oldest missing row (0 when nothing is missing)."""
+        oldest = min((min(w.values()) for w in self.pending.values() if w), default=now_ms)
+        return max(0, now_ms - oldest)
+
+
+def poll_interval_s(lag_ms: int, base_s: float, max_s: float = 2.0) -> float:
+    """``base_s`` while rows keep up; 1/20 of the lag while they do not, at most ``max_s``."""
+    return min(max_s, max(base_s, lag_ms / 20_000))
+
+
+class SentTail:
+    """The new complete lines of the simulator's ``--out`` file, each time it is asked."""
+
+    def __init__(self, path: Path) -> None:
+        self.path, self._offset = path, 0
+
+    def read(self) -> list[SentMessage]:
+        import json
+
+        try:
+            with self.path.open("rb") as fh:
+                fh.seek(self._offset)
+                data = fh.read()
+        except FileNotFoundError:
+            return []
+        end = data.rfind(b"\n") + 1  # a line being written is read next time
+        self._offset += end
+        out = []
+        for line in data[:end].splitlines():
+            if line.strip():
+                d = json.loads(line)
+                out.append(SentMessage(d["c"], d["t"], d["ts"]))
+        return out
+
+
+@dataclass
+class ProbeStats:
+    polls: int = 0
+    poll_s_total: float = 0.0
+    poll_s_max: float = 0.0
+    rows_read: int = 0
+    errors: int = 0
+    given_up: int = 0
+    seen: dict[str, int] = field(default_factory=dict)  # token -> epoch ms of the poll that first saw it
+
+
+class ReadProbe:
+    """A thread that polls the sample channels' rows until ``stop()``."""
+
+    def __init__(
+        self,
+        settings: CassandraSettings,
+        channels: Sequence[str],
+        sent_file: Path,
+        *,
+        interval_s: float = 0.1,
+    ) -> None:
+        self.settings, self.channels, self.sent_file = settings, list(channels), sent_file
+        self.interval_s = interval_s
+        self.stats = ProbeStats()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._ready = threading.Event()
+        self._failure: BaseException | None = None
+
+    def start(self, timeout: float = 60.0) -> None:
+        self._thread = threading.Thread(target=self._run, name="e2e-probe", daemon=True)
+        self._thread.start()
+        self._ready.wait(timeout)
+        if self._failure is not None:
+            raise self._failure
+
+    def stop(self) -> ProbeStats:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=30)
+        return self.stats
+
+    def _run(self) -> None:
+        from cassandra.concurrent import execute_concurrent_with_args
+
+        from chatlog.cql import connect
+
+        try:
+            cluster, session = connect(self.settings, timeout=60)
+            stmt = session.prepare(
+                f"SELECT text FROM {self.settings.cassandra_keyspace}.messages_by_channel "
+                "WHERE channel = ? AND bucket = ? AND sent_at >= ?"
+            )
+        except BaseException as exc:  # handed to start()'s caller
+            self._failure = exc
+            self._ready.set()
+            return
+        self._ready.set()
+        stats, tail = self.stats, SentTail(self.sent_file)
+        watch = Watch(self.channels, int(time.time() * 1000))
+        stats.seen = watch.seen
+        try:
+            while not self._stop.is_set():
+                began = time.monotonic()
+                watch.sent(tail.read())
+                now_ms = int(time.time() * 1000)
+                watch.expire(now_ms)
+                args = []
+                for c in self.channels:
+                    since = watch.since_ms(c)
+                    for b in range(bucket_of(since), bucket_of(now_ms) + 1, BUCKET_MS):
+                        args.append((c, b, since))
+                answers = execute_concurrent_with_args(session, stmt, args, concurrency=16)
+                seen_ms = int(time.time() * 1000)
+                for (channel, _b, _s), (ok, rows) in zip(args, answers, strict=True):
+                    if not ok:
+                        stats.errors += 1
+                        continue
+                    for row in rows:
+                        stats.rows_read += 1
+                        tok = token_of(row.text)
+                        if tok is not None:
+                            watch.saw(channel, tok, seen_ms)
+                took = time.monotonic() - began
+                stats.polls += 1
+                stats.poll_s_total += took
+                stats.poll_s_max = max(stats.poll_s_max, took)
+                stats.given_up = watch.given_up
+                wait = poll_interval_s(watch.lag_ms(int(time.time() * 1000)), self.interval_s)
+                self._stop.wait(max(0.0, wait - took))
+        except Exception:  # the run goes on without the rest of the sample; the report shows the count
+            log.exception("e2e probe stopped")
+            stats.errors += 1
+        finally:
+            cluster.shutdown()
