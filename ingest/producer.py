@@ -40,6 +40,8 @@ log = logging.getLogger(__name__)
 
 ParseFn = Callable[..., ChatEvent | None]
 _STATUS_MAX_BYTES: Final = 16 * 1024 * 1024
+_DEAD_LETTER_MAX_BYTES: Final = 256 * 1024
+"""A malformed line is dead-lettered up to this size (the topic's default limit is 1 MiB per record)."""
 
 
 def producer_config(settings: IngestSettings, worker_id: str) -> dict[str, Any]:
@@ -168,7 +170,11 @@ class IngestProducer:
     # -- malformed lines -------------------------------------------------------------------------
     def _malformed(self, line: str, reason: str) -> None:
         self.counts.malformed += 1
-        self.dead_letter(line.encode("utf-8", "surrogatepass"), reason)
+        value = line.encode("utf-8", "surrogatepass")
+        if len(value) > _DEAD_LETTER_MAX_BYTES:  # keep the dead letter deliverable under Kafka's limits
+            reason = f"{reason} (dead letter cut to its first {_DEAD_LETTER_MAX_BYTES} of {len(value)} bytes)"
+            value = value[:_DEAD_LETTER_MAX_BYTES]
+        self.dead_letter(value, reason)
         kind = reason.split(" '", 1)[0]
         now = self._clock()
         last, suppressed = self._malformed_logged.get(kind, (None, 0))

@@ -27,6 +27,7 @@ from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from chatlog.cql import CassandraLoginError
 from sink.cql_cells import cql_name, encoder
 from sink.rows import TABLES, EventRows, SchemaMismatch, TableRows
 
@@ -239,6 +240,8 @@ def with_retry(what: str, retry_s: float, attempt: Callable[[], Any]) -> Any:
     while True:
         try:
             return attempt()
+        except CassandraLoginError:
+            raise  # a refused login does not get better by retrying: one line at once
         except Exception as exc:
             elapsed = time.monotonic() - start
             if elapsed >= retry_s:

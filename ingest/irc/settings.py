@@ -67,7 +67,8 @@ class PoolSettings(IrcSettings):
     irc_max_line_bytes: int = Field(
         default=1 << 20,
         ge=512,
-        description="A connection sending this many bytes without a line end is dropped.",
+        description="A longer line is skipped up to its line end (counted and logged, never held in "
+        "memory); the connection stays up.",
     )
 
     @model_validator(mode="after")

@@ -220,3 +220,15 @@ def test_status_records_use_their_own_callback_and_failures_only_count() -> None
     ingest.flush(1)
     assert [m.key() for m in fake.produced] == [b"r0/w1", b"r0/w1"]
     assert ingest.counts.status_errors == 2 and ingest.counts.retries == 0
+
+
+def test_a_huge_malformed_line_is_dead_lettered_cut_to_a_deliverable_size() -> None:
+    from ingest.producer import _DEAD_LETTER_MAX_BYTES
+
+    fake = FakeProducer()
+    ingest = _make(fake)
+    ingest.on_lines(["@id=x :a!a@a PRIVMSG #" + "c" * 600_000 + " :hi"], 1)
+    ingest.poll()
+    (dead,) = [m for m in fake.produced if m.topic() == "dl"]
+    assert len(dead.value() or b"") == _DEAD_LETTER_MAX_BYTES
+    assert b"cut to its first 262144 of" in dict(dead.headers() or [])["reason"]
