@@ -16,7 +16,7 @@ def test_defaults_are_documented_and_sane(monkeypatch: pytest.MonkeyPatch, tmp_p
     monkeypatch.setenv("CHATLOG_STATE_DIR", "/var/lib/chatlog")
     s = load(SinkSettings)
     assert s.checkpoint_location == "/var/lib/chatlog/sink/checkpoint"
-    assert (s.spark_master, s.sink_metrics_port, s.watermark_ms) == ("local[*]", 9101, 600_000)
+    assert (s.spark_master, s.sink_metrics_port, s.watermark_ms) == ("local[*]", 9101, 60_000)
     for name, field in SinkSettings.model_fields.items():
         assert field.description, name
 
