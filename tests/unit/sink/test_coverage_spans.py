@@ -80,4 +80,4 @@ def test_gap_marks_fall_between_the_lines_around_them() -> None:
     lines = [(59_000, "x"), (126_000, "y"), (127_000, "z")]
     out = list(interleave(lines, [gap]))
     assert out == ["x", "-- not logged 00:01:00-00:02:05 (65 s): no logger (r0 a: silent) --", "y", "z"]
-    assert list(interleave([], [gap]))[0].startswith("-- not logged 00:01:00-00:02:05")
+    assert next(iter(interleave([], [gap]))).startswith("-- not logged 00:01:00-00:02:05")
