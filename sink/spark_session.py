@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from chatlog.errors import ChatlogError, SettingsError
+from sink.spark_private import checkpoint_manager_class
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -23,7 +24,7 @@ if TYPE_CHECKING:
 
 ROCKSDB_PROVIDER = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
 HDFS_PROVIDER = "org.apache.spark.sql.execution.streaming.state.HDFSBackedStateStoreProvider"
-FILESYSTEM_CHECKPOINTS = "org.apache.spark.sql.execution.streaming.FileSystemBasedCheckpointFileManager"
+FILESYSTEM_CHECKPOINTS = checkpoint_manager_class()
 _JAR_NAME = re.compile(r"^(?P<artifact>.+?)-\d[\w.\-]*\.jar$")
 
 
