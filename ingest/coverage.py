@@ -15,10 +15,9 @@ from collections.abc import Callable, Iterable
 from collections.abc import Set as AbstractSet
 from typing import Any, Final
 
-import msgspec
 from confluent_kafka import Consumer, KafkaException, TopicPartition
 
-from schemas.coverage import ALIVE, JOINED, LEFT, CoverageEvent, decode
+from schemas.coverage import ALIVE, JOINED, LEFT, CoverageEvent, decode_records
 
 log = logging.getLogger(__name__)
 
@@ -151,16 +150,8 @@ class ConfirmationWatch:
             consumer.assign(parts)
             self._ready.set()
             while not self._stop.is_set():
-                batch = consumer.consume(_POLL_BATCH, _POLL_TIMEOUT_S)
-                events = []
-                for msg in batch:
-                    value = msg.value()
-                    if msg.error() is not None or value is None:
-                        continue
-                    try:
-                        events.append(decode(value))
-                    except (msgspec.DecodeError, msgspec.ValidationError):
-                        self.undecodable += 1
+                events, bad = decode_records(consumer.consume(_POLL_BATCH, _POLL_TIMEOUT_S))
+                self.undecodable += bad
                 joined, _left = confirmations(events, replica=self._replica, worker=self._worker)
                 if joined:
                     self._on_confirmed(joined)

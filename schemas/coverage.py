@@ -13,7 +13,8 @@ history (``coverage_by_channel``); spans and gaps are computed from it (``schema
 
 from __future__ import annotations
 
-from typing import Annotated, Final, Literal
+from collections.abc import Iterable
+from typing import Annotated, Any, Final, Literal
 
 import msgspec
 
@@ -63,3 +64,19 @@ def encode(event: CoverageEvent) -> bytes:
 def decode(value: bytes) -> CoverageEvent:
     """The event in ``value``; raises ``msgspec.ValidationError`` / ``DecodeError`` when it is not one."""
     return _decoder.decode(value)
+
+
+def decode_records(records: Iterable[Any]) -> tuple[list[CoverageEvent], int]:
+    """The coverage events in Kafka records (anything with ``value()`` and ``error()``), and how many
+    records were not one (tombstones and errors are skipped, not counted)."""
+    events: list[CoverageEvent] = []
+    bad = 0
+    for record in records:
+        value = record.value()
+        if record.error() is not None or value is None:
+            continue
+        try:
+            events.append(_decoder.decode(value))
+        except (msgspec.DecodeError, msgspec.ValidationError):
+            bad += 1
+    return events, bad

@@ -17,10 +17,9 @@ import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 
-import msgspec
 from confluent_kafka import Consumer, KafkaException
 
-from schemas.coverage import ALIVE, CoverageEvent, decode
+from schemas.coverage import ALIVE, CoverageEvent, decode_records
 from sink.coverage_spans import Gap, SessionKey, Span, gaps, spans
 
 if TYPE_CHECKING:
@@ -76,15 +75,8 @@ class LedgerWriter:
         from cassandra.concurrent import execute_concurrent_with_args
 
         messages = self._consumer.consume(_BATCH, timeout)
-        events: list[CoverageEvent] = []
-        for msg in messages:
-            value = msg.value()
-            if msg.error() is not None or value is None:
-                continue
-            try:
-                events.append(decode(value))
-            except (msgspec.DecodeError, msgspec.ValidationError):
-                self.undecodable += 1
+        events, bad = decode_records(messages)
+        self.undecodable += bad
         rows = [
             (e.channel, e.at // DAY_MS, e.at, e.replica, e.worker, e.session, e.state, e.reason)
             for e in events

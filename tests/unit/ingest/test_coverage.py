@@ -53,3 +53,24 @@ def test_the_contract_round_trips_and_bounds_its_fields() -> None:
         decode(encode(event).replace(b'"joined"', b'"maybe"'))
     with pytest.raises(msgspec.ValidationError):
         decode(encode(event).replace(b'"x"', b'"' + b"x" * 300 + b'"'))
+
+
+def test_records_are_decoded_skipping_tombstones_and_counting_the_bad() -> None:
+    from dataclasses import dataclass
+
+    from schemas.coverage import decode_records
+
+    @dataclass
+    class Record:
+        raw: bytes | None
+        err: object = None
+
+        def value(self) -> bytes | None:
+            return self.raw
+
+        def error(self) -> object:
+            return self.err
+
+    good = CoverageEvent(replica=1, worker="w", session=2, state="left", at=3, channel="c", reason="lost")
+    events, bad = decode_records([Record(encode(good)), Record(None), Record(b"{"), Record(b"x", "error")])
+    assert (events, bad) == ([good], 1)
