@@ -1,6 +1,6 @@
 """The sink as one entry file, for ``spark-submit`` on a cluster (``chatlog sink`` runs the same code).
 
-    spark-submit --master spark://host:7077 --packages org.apache.spark:spark-sql-kafka-0-10_2.13:4.0.0 \\
+    spark-submit --master spark://host:7077 --packages org.apache.spark:spark-sql-kafka-0-10_2.13:4.2.0 \\
         sink/job.py [--available-now] [--keyspace K]
     spark-submit ... sink/job.py --backfill --from 2026-11-21T00:00:00Z [--to T] [--keyspace K]
 
