@@ -139,7 +139,8 @@ class Worker:
                 log.error("%s stopped: %r", failed.get_name(), failed.exception() or "without an error")
         else:
             log.info(
-                "signal received: leaving the group, draining for %.1fs",
+                "signal received: leaving the group; each channel is kept until its new owner confirms it "
+                "(at most %.1fs)",
                 self.settings.ingest_shutdown_drain_s,
             )
         try:
