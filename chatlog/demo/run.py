@@ -296,7 +296,7 @@ class Run:
                 live.stop()
             topic_size.close()
             await observer.close()
-        return self.report(sent_file, sup.children["sink"].log)
+        return self.report(sent_file, sup.children["sink"].log, sink_restarted=sup.starts["sink"] > 1)
 
     def warm_up_sink(self, timeout: float = 180.0) -> None:
         """One event through the sink before traffic: its first batch pays for Python workers and
@@ -336,7 +336,7 @@ class Run:
             if child is not None and not child.alive:
                 raise ChatlogError(f"{name} exited early (code {child.proc.returncode}); see {child.log}")
 
-    def report(self, sent_file: Path, sink_log: Path) -> RunReport:
+    def report(self, sent_file: Path, sink_log: Path, *, sink_restarted: bool = False) -> RunReport:
         from chatlog.simulate_cli import read_sent
 
         sent = read_sent(sent_file) if sent_file.exists() else []
@@ -364,9 +364,9 @@ class Run:
         skew_append = Spread.of(copies.append_skews_ms())
         events_written = progress.pick(metrics, progress.ROWS)
         dead_letters = progress.pick(metrics, progress.DEADLETTERS)
-        late = (
+        late = (  # a restarted sink's counters hold its last run only: then it cannot be counted (n/a)
             late_copies(int(events_written), int(dead_letters or 0), copies.distinct)
-            if events_written is not None
+            if events_written is not None and not sink_restarted
             else None
         )
         log_written, log_dead = (

@@ -33,6 +33,8 @@ class Supervisor:
     log_dir: Path
     env: dict[str, str] = field(default_factory=dict)
     children: dict[str, Child] = field(default_factory=dict)
+    starts: dict[str, int] = field(default_factory=dict)
+    """How many times each name was started (a restarted process's counters cover its last run only)."""
 
     def __enter__(self) -> Supervisor:
         self.log_dir.mkdir(parents=True, exist_ok=True)
@@ -56,6 +58,7 @@ class Supervisor:
             )
         child = Child(name, proc, log)
         self.children[name] = child
+        self.starts[name] = self.starts.get(name, 0) + 1
         return child
 
     def kill9(self, name: str) -> None:
