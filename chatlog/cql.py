@@ -7,7 +7,7 @@ import ssl
 from typing import Any
 
 from chatlog.errors import ChatlogError
-from chatlog.settings import CassandraSettings
+from chatlog.settings import CassandraSettings, tls_context
 from schemas import cql
 
 
@@ -62,15 +62,12 @@ def ssl_context(settings: CassandraSettings) -> ssl.SSLContext | None:
     """The TLS context of ``settings`` (None without TLS): the CA file, else the system's CAs."""
     if not settings.cassandra_uses_tls:
         return None
-    ca = settings.cassandra_ssl_ca_location
-    context = ssl.create_default_context(cafile=str(ca) if ca is not None else None)
-    context.check_hostname = settings.cassandra_ssl_check_hostname
-    if settings.cassandra_ssl_certificate_location is not None:
-        key = settings.cassandra_ssl_key_location
-        context.load_cert_chain(
-            str(settings.cassandra_ssl_certificate_location), str(key) if key is not None else None
-        )
-    return context
+    return tls_context(
+        settings.cassandra_ssl_ca_location,
+        check_hostname=settings.cassandra_ssl_check_hostname,
+        certificate=settings.cassandra_ssl_certificate_location,
+        key=settings.cassandra_ssl_key_location,
+    )
 
 
 def login_refused(settings: CassandraSettings, exc: BaseException) -> str | None:

@@ -40,6 +40,26 @@ PASSWORD_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
 TOPIC_ROLES = ("channels", "messages", "deadletter", "status", "coverage")
 
 
+def tls_context(
+    ca: Path | None,
+    *,
+    check_hostname: bool,
+    certificate: Path | None = None,
+    key: Path | None = None,
+    key_password: SecretStr | None = None,
+) -> ssl.SSLContext:
+    """A client TLS context: the CA file (else the system's CAs), and a client certificate if given."""
+    context = ssl.create_default_context(cafile=str(ca) if ca is not None else None)
+    context.check_hostname = check_hostname
+    if certificate is not None:
+        context.load_cert_chain(
+            str(certificate),
+            str(key) if key is not None else None,
+            key_password.get_secret_value() if key_password is not None else None,
+        )
+    return context
+
+
 SecurityProtocol = Literal["PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"]
 SaslMechanism = Literal["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "GSSAPI", "OAUTHBEARER"]
 
@@ -143,17 +163,13 @@ class KafkaSettings(_Base):
         """The TLS settings as a Python context (aiokafka, i.e. the monitor); None without TLS."""
         if not self.kafka_uses_tls:
             return None
-        ca = self.kafka_ssl_ca_location
-        context = ssl.create_default_context(cafile=str(ca) if ca is not None else None)
-        context.check_hostname = self.kafka_ssl_check_hostname
-        if self.kafka_ssl_certificate_location is not None:
-            key, password = self.kafka_ssl_key_location, self.kafka_ssl_key_password
-            context.load_cert_chain(
-                str(self.kafka_ssl_certificate_location),
-                str(key) if key is not None else None,
-                password.get_secret_value() if password is not None else None,
-            )
-        return context
+        return tls_context(
+            self.kafka_ssl_ca_location,
+            check_hostname=self.kafka_ssl_check_hostname,
+            certificate=self.kafka_ssl_certificate_location,
+            key=self.kafka_ssl_key_location,
+            key_password=self.kafka_ssl_key_password,
+        )
 
     def kafka_sasl_credentials(self) -> tuple[str, str] | None:
         """(user, password) for SASL, None when not both set; SettingsError when a SASL protocol lacks one."""
