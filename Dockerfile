@@ -6,7 +6,7 @@
 #   docker build -t chatlog:dev .
 #   docker run --rm chatlog:dev --help                 # the chatlog CLI (the default entry point)
 #   docker run --rm chatlog:dev ingest --replica 0     # an ingester
-#   docker run --rm chatlog:dev spark-submit /opt/chatlog/app/sink/job.py
+#   docker run --rm chatlog:dev spark-submit /opt/chatlog/app/sink/driver/job.py
 # Spark on Kubernetes (spark-operator) starts the same image with `driver` / `executor`
 # (see k8s/image/entrypoint.sh).
 
@@ -14,11 +14,11 @@ ARG PYTHON_IMAGE=python:3.11-slim-bookworm
 
 # ---------------------------------------------------------------------------------------------------
 # deps: third-party Python packages and the Spark Kafka jars. Rebuilt only when pyproject.toml or the
-# Maven coordinates (chatlog/stack/artifacts.py) change, so code changes do not touch its big layer.
+# Maven coordinates (core/maven.py) change, so code changes do not touch its big layer.
 FROM ${PYTHON_IMAGE} AS deps
 SHELL ["/bin/bash", "-o", "pipefail", "-c"]
 
-# Maven resolves the Spark Kafka source exactly like `chatlog stack fetch` does (chatlog/stack/artifacts.py).
+# Maven resolves the Spark Kafka source exactly like `chatlog stack fetch` does (core/maven.py).
 # hadolint ignore=DL3008
 RUN mkdir -p /usr/share/man/man1 \
  && apt-get update \
@@ -39,9 +39,8 @@ RUN python -c "import tomllib; print('\n'.join(tomllib.load(open('pyproject.toml
 # Spark's Kafka source at pyspark's version. Only the jars pyspark does not already ship (by artifact
 # name) go into pyspark's jars/ (on every driver and executor classpath); the same jars stay visible
 # to the chatlog code under CHATLOG_CACHE_DIR/lib/spark-kafka.
-COPY chatlog/__init__.py chatlog/errors.py /tmp/fetch/chatlog/
-COPY chatlog/stack/__init__.py chatlog/stack/artifacts.py /tmp/fetch/chatlog/stack/
-RUN PYTHONPATH=/tmp/fetch python -c "from pathlib import Path; from chatlog.stack import artifacts as a; \
+COPY core/__init__.py core/errors.py core/maven.py /tmp/fetch/core/
+RUN PYTHONPATH=/tmp/fetch python -c "from pathlib import Path; from core import maven as a; \
 a.fetch(a.spark_kafka_bundle(a.installed_pyspark_version()), Path('/tmp/maven'))" \
  && spark_jars="$(python -c 'import os, pyspark; print(os.path.join(os.path.dirname(pyspark.__file__), "jars"))')" \
  && bundle=/opt/chatlog/cache/lib/spark-kafka \
@@ -62,11 +61,13 @@ a.fetch(a.spark_kafka_bundle(a.installed_pyspark_version()), Path('/tmp/maven'))
 FROM deps AS app
 COPY README.md ./
 COPY schemas ./schemas
-COPY chatlog ./chatlog
+COPY core ./core
 COPY ingest ./ingest
 COPY sink ./sink
+COPY serve ./serve
+COPY chatlog ./chatlog
 RUN pip install --no-cache-dir --no-deps --target /opt/chatlog/app . \
- && test -f /opt/chatlog/app/sink/job.py \
+ && test -f /opt/chatlog/app/sink/driver/job.py \
  && test -x /opt/chatlog/app/bin/chatlog \
  && find /opt/chatlog/app -name '__pycache__' -type d -prune -exec rm -rf {} +
 

@@ -27,7 +27,7 @@ $(STAMPS)/venv: pyproject.toml
 	$(BIN)/pip install -q -e '.[dev]'
 	@touch $@
 
-$(STAMPS)/maven: $(STAMPS)/venv chatlog/stack/artifacts.py
+$(STAMPS)/maven: $(STAMPS)/venv core/maven.py
 	$(BIN)/chatlog stack fetch
 	@touch $@
 

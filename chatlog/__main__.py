@@ -1,3 +1,3 @@
-from chatlog.cli import main
+from chatlog.cli.main import main
 
 main()

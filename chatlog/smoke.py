@@ -7,9 +7,9 @@ import uuid
 
 from confluent_kafka import Consumer, Producer
 
-from chatlog.cql import connect
-from chatlog.errors import ChatlogError
-from chatlog.settings import StackSettings
+from core.cql import connect
+from core.errors import ChatlogError
+from core.settings import StackSettings
 from schemas import chat_event, cql
 
 

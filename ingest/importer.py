@@ -40,8 +40,8 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import IO, Any, Final, Protocol
 
-from chatlog.errors import ChatlogError
-from chatlog.settings import KafkaSettings
+from core.errors import ChatlogError
+from core.settings import KafkaSettings
 from ingest.parse import MalformedLine, command_of, parse_line
 from schemas.chat_event import MAX_LINE_CHARS, MAX_TIME_MS, ChatEvent, encode
 

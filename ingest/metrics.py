@@ -21,7 +21,7 @@ from prometheus_client import CollectorRegistry, make_wsgi_app
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily, Metric
 from prometheus_client.exposition import ThreadingWSGIServer, _SilentHandler
 
-from chatlog.errors import ChatlogError
+from core.errors import ChatlogError
 
 log = logging.getLogger(__name__)
 

@@ -27,8 +27,8 @@ from typing import Any, Final, Literal
 import msgspec
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
 
-from chatlog.errors import ChatlogError
-from chatlog.settings import KafkaSettings
+from core.errors import ChatlogError
+from core.settings import KafkaSettings
 
 Flavor = Literal["twitch", "ircv3"]
 

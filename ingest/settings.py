@@ -13,7 +13,7 @@ from typing import Literal
 
 from pydantic import Field, field_validator
 
-from chatlog.settings import IrcSettings, KafkaSettings
+from core.settings import IrcSettings, KafkaSettings
 from ingest.irc.settings import PoolSettings
 
 _WORKER_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_\-]{0,63}")  # IRC nicks start with it (ingest/irc/login.py)

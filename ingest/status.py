@@ -18,7 +18,7 @@ from typing import Final
 
 import msgspec
 
-from chatlog.settings import KafkaSettings
+from core.settings import KafkaSettings
 from ingest.registry import fold, read_records
 
 RUNNING: Final = "running"

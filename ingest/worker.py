@@ -28,8 +28,8 @@ from typing import Any
 from confluent_kafka.admin import AdminClient
 from prometheus_client import REGISTRY, CollectorRegistry
 
-from chatlog.errors import ChatlogError
-from chatlog.kafka_probe import PROBE_TIMEOUT_S, probe
+from core.errors import ChatlogError
+from core.kafka_probe import PROBE_TIMEOUT_S, probe
 from ingest import status
 from ingest.coverage import ConfirmationWatch, CoverageTracker
 from ingest.irc.pool import IrcPool

@@ -21,6 +21,8 @@ import msgspec
 JOINED: Final = "joined"
 LEFT: Final = "left"
 ALIVE: Final = "alive"
+DAY_MS: Final = 86_400_000
+"""The ledger's tables are partitioned by channel and UTC day (``day`` = epoch ms // DAY_MS)."""
 
 State = Literal["joined", "left", "alive"]
 

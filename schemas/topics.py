@@ -5,12 +5,21 @@ from __future__ import annotations
 import tomllib
 from dataclasses import dataclass, field
 from importlib import resources
-from typing import TYPE_CHECKING, Any
-
-if TYPE_CHECKING:
-    from chatlog.settings import KafkaSettings
+from typing import Any, Protocol
 
 ROLES = ("channels", "messages", "deadletter", "status", "coverage")
+
+
+class TopicSettings(Protocol):
+    """What the topic specs take from the settings (``core.settings.KafkaSettings`` has it), besides a
+    ``topic_<role>`` name for every role."""
+
+    @property
+    def channel_buckets(self) -> int: ...
+    @property
+    def messages_partitions(self) -> int: ...
+    @property
+    def messages_retention_ms(self) -> int: ...
 
 
 @dataclass(frozen=True)
@@ -26,7 +35,7 @@ def _raw() -> dict[str, Any]:
     return data
 
 
-def topic_specs(settings: KafkaSettings | None = None) -> list[TopicSpec]:
+def topic_specs(settings: TopicSettings | None = None) -> list[TopicSpec]:
     """Every topic with its final name, partition count and configs."""
     raw = _raw()
     specs = []

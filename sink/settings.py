@@ -1,8 +1,8 @@
 """Settings of the sink (``chatlog sink``, ``chatlog logs``, ``chatlog bench sink``).
 
 Every key is a ``CHATLOG_*`` environment variable documented here with its default; flags override
-them. Kafka and Cassandra keys come from :class:`chatlog.settings.KafkaSettings` and
-:class:`chatlog.settings.CassandraSettings` (e.g. ``CHATLOG_CASSANDRA_TTL_S`` for retention).
+them. Kafka and Cassandra keys come from :class:`core.settings.KafkaSettings` and
+:class:`core.settings.CassandraSettings` (e.g. ``CHATLOG_CASSANDRA_TTL_S`` for retention).
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from typing import Literal
 
 from pydantic import Field, field_validator
 
-from chatlog.settings import PROJECT_ROOT, CassandraSettings, KafkaSettings
+from core.settings import PROJECT_ROOT, CassandraSettings, KafkaSettings
 
 _UNITS_MS = {
     "ms": 1,

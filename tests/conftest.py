@@ -9,7 +9,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from chatlog.settings import StackSettings
+from core.settings import StackSettings
 
 
 @pytest.fixture(scope="session")
@@ -38,7 +38,7 @@ def unique() -> str:
 @pytest.fixture
 def fresh_topics(stack: StackSettings, unique: str) -> Iterator[StackSettings]:
     """Stack settings whose four topics are new and empty (created here, deleted afterwards)."""
-    from chatlog.kafka_admin import admin_client, ensure_topics
+    from core.kafka_admin import admin_client, ensure_topics
 
     settings = stack.with_topics(f"t{unique}", channel_buckets=16, messages_partitions=4)
     ensure_topics(settings)
@@ -51,7 +51,7 @@ def fresh_topics(stack: StackSettings, unique: str) -> Iterator[StackSettings]:
 @pytest.fixture
 def fresh_keyspace(stack: StackSettings, unique: str) -> Iterator[StackSettings]:
     """Stack settings with a new keyspace (schema applied), dropped afterwards."""
-    from chatlog.cql import apply_schema, connect
+    from core.cql import apply_schema, connect
 
     settings = stack.model_copy(update={"cassandra_keyspace": f"t{unique}"})
     apply_schema(settings)

@@ -27,8 +27,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from chatlog.demo.verify import token_of
-from chatlog.settings import CassandraSettings
 from chatlog.simulator import SentMessage, hotness_order
+from core.settings import CassandraSettings
 from schemas.cql import BUCKET_MS, bucket_of
 
 log = logging.getLogger(__name__)
@@ -169,7 +169,7 @@ class ReadProbe:
     def _run(self) -> None:
         from cassandra.concurrent import execute_concurrent_with_args
 
-        from chatlog.cql import connect
+        from core.cql import connect
 
         try:
             cluster, session = connect(self.settings, timeout=60)

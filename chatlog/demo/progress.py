@@ -12,7 +12,7 @@ from pathlib import Path
 from prometheus_client.parser import text_string_to_metric_families
 
 SINK_METRICS_PORT = 9181
-# names of the sink's metrics (sink/progress.py)
+# names of the sink's metrics (sink/driver/progress.py)
 ROWS = "chatlog_sink_events_written"
 EVENTS_IN = "chatlog_sink_events_in"
 DUPLICATES = "chatlog_sink_duplicates_dropped"

@@ -167,7 +167,7 @@ _BATCH_LINE = re.compile(r"batch \d+: .*?, (\d+) events -> \d+ rows, (\d+) dead 
 
 
 def sink_log_totals(text: str) -> tuple[int, int]:
-    """(events written, dead letters) summed over the sink log's per-batch lines (sink/progress.py)."""
+    """(events written, dead letters) summed over the sink log's per-batch lines (sink/driver/progress.py)."""
     events = dead = 0
     for match in _BATCH_LINE.finditer(text):
         events += int(match.group(1))

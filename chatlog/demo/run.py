@@ -40,9 +40,9 @@ from chatlog.demo.report import (
 )
 from chatlog.demo.supervisor import Supervisor
 from chatlog.demo.verify import TopicSize, scan_topic, stored_tokens
-from chatlog.errors import ChatlogError
-from chatlog.settings import PROJECT_ROOT, StackSettings
 from chatlog.simulator import SentMessage
+from core.errors import ChatlogError
+from core.settings import PROJECT_ROOT, StackSettings
 
 
 @dataclass
@@ -123,8 +123,8 @@ class Run:
 
     # --- phases ---------------------------------------------------------------------------------
     def prepare(self) -> None:
-        from chatlog.cql import apply_schema, connect
-        from chatlog.kafka_admin import ensure_topics
+        from core.cql import apply_schema, connect
+        from core.kafka_admin import ensure_topics
 
         self.run_dir.mkdir(parents=True, exist_ok=True)
         ensure_topics(self.settings)
@@ -337,7 +337,7 @@ class Run:
                 raise ChatlogError(f"{name} exited early (code {child.proc.returncode}); see {child.log}")
 
     def report(self, sent_file: Path, sink_log: Path, *, sink_restarted: bool = False) -> RunReport:
-        from chatlog.simulate_cli import read_sent
+        from chatlog.cli.simulate import read_sent
 
         sent = read_sent(sent_file) if sent_file.exists() else []
         since = min((m.sent_at_ms for m in sent), default=int(self.t0 * 1000)) - 60_000

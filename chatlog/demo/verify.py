@@ -17,9 +17,9 @@ from confluent_kafka import (
     TopicPartition,
 )
 
-from chatlog.cql import connect
 from chatlog.demo.report import CopyTimes
-from chatlog.settings import CassandraSettings, KafkaSettings
+from core.cql import connect
+from core.settings import CassandraSettings, KafkaSettings
 from schemas import chat_event
 from schemas.cql import BUCKET_MS, bucket_of
 

@@ -7,8 +7,8 @@ import sys
 
 import typer
 
-from chatlog.errors import ChatlogError
-from chatlog.monitor.cli import register
+from chatlog.cli.monitor import register
+from core.errors import ChatlogError
 
 app = typer.Typer(add_completion=False, pretty_exceptions_enable=False)
 register(app)

@@ -6,9 +6,9 @@ from typing import Final
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, start_http_server
 
-from chatlog.errors import ChatlogError
 from chatlog.monitor.coverage import CoverageReport
 from chatlog.monitor.gaps import GapTally
+from core.errors import ChatlogError
 
 _PREFIX: Final = "chatlog_monitor"
 

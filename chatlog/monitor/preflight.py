@@ -16,10 +16,10 @@ from typing import Any
 from confluent_kafka import Consumer, KafkaException, TopicPartition
 from confluent_kafka.admin import NewTopic
 
-from chatlog.errors import ChatlogError
-from chatlog.kafka_admin import admin_client
-from chatlog.kafka_probe import PROBE_TIMEOUT_S, probe
 from chatlog.monitor.settings import MonitorSettings
+from core.errors import ChatlogError
+from core.kafka_admin import admin_client
+from core.kafka_probe import PROBE_TIMEOUT_S, probe
 
 CHANGELOG_SUFFIX = "-changelog"
 TABLE_CHANNELS = "channels"

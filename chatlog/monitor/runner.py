@@ -58,7 +58,7 @@ def logging_config(library_level: str) -> dict[str, Any]:
         "version": 1,
         "disable_existing_loggers": False,
         "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
-        "filters": {"secrets": {"()": "chatlog.redact.SecretFilter"}},  # as chatlog's own handler has
+        "filters": {"secrets": {"()": "core.redact.SecretFilter"}},  # as chatlog's own handler has
         "handlers": {
             "stderr": {
                 "class": "logging.StreamHandler",

@@ -12,7 +12,7 @@ from typing import Literal
 
 from pydantic import Field
 
-from chatlog.settings import KafkaSettings
+from core.settings import KafkaSettings
 
 
 class MonitorSettings(KafkaSettings):

@@ -7,12 +7,12 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from chatlog.cql import apply_schema
-from chatlog.errors import StackError
-from chatlog.kafka_admin import ensure_topics
-from chatlog.settings import StackSettings
 from chatlog.stack import process, security
 from chatlog.stack.services import Service, all_services
+from core.cql import apply_schema
+from core.errors import StackError
+from core.kafka_admin import ensure_topics
+from core.settings import StackSettings
 
 Report = Callable[[str], None]
 

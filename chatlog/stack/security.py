@@ -17,8 +17,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from chatlog.errors import StackError
-from chatlog.settings import StackSettings
+from core.errors import StackError
+from core.settings import StackSettings
 
 SCRAM_USER = "chatlog"
 SCRAM_MECHANISMS = ("SCRAM-SHA-512", "SCRAM-SHA-256")

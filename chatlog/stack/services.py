@@ -13,9 +13,10 @@ from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
-from chatlog.errors import StackError
-from chatlog.settings import StackSettings
-from chatlog.stack import artifacts, security
+from chatlog.stack import security
+from core import maven
+from core.errors import StackError
+from core.settings import StackSettings
 
 JAVA17_FLAGS = [
     "-Djdk.attach.allowAttachSelf=true",
@@ -138,7 +139,7 @@ class Kafka(Service):
         return self.home / "server.properties"
 
     def prepare(self) -> None:
-        artifacts.fetch(artifacts.KAFKA, self.settings.cache_dir)
+        maven.fetch(maven.KAFKA, self.settings.cache_dir)
         data = self.home / "data"
         self.home.mkdir(parents=True, exist_ok=True)
         listeners = protocols = extra = ""
@@ -195,7 +196,7 @@ class Kafka(Service):
             f"-Dlog4j2.configurationFile={self.home / 'log4j2.properties'}",
             f"-Dkafka.logs.dir={self.log_file.parent}",
             "-cp",
-            artifacts.KAFKA.classpath(self.settings.cache_dir),
+            maven.KAFKA.classpath(self.settings.cache_dir),
         ]
 
     def command(self) -> list[str]:
@@ -233,7 +234,7 @@ class Cassandra(Service):
         return (self.settings.cassandra_port, self.settings.cassandra_storage_port)
 
     def prepare(self) -> None:
-        artifacts.fetch(artifacts.CASSANDRA, self.settings.cache_dir)
+        maven.fetch(maven.CASSANDRA, self.settings.cache_dir)
         self.home.mkdir(parents=True, exist_ok=True)
         encryption = ""
         if self.tls is not None:
@@ -256,7 +257,7 @@ class Cassandra(Service):
         )
 
     def command(self) -> list[str]:
-        lib = artifacts.CASSANDRA.lib_dir(self.settings.cache_dir)
+        lib = maven.CASSANDRA.lib_dir(self.settings.cache_dir)
         jamm = sorted(lib.glob("jamm-*.jar"))
         heap = self.settings.cassandra_heap
         return [
@@ -283,13 +284,13 @@ class Cassandra(Service):
             "-Dcassandra.superuser_setup_delay_ms=0",
             "-Djava.net.preferIPv4Stack=true",
             "-cp",
-            artifacts.CASSANDRA.classpath(self.settings.cache_dir),
+            maven.CASSANDRA.classpath(self.settings.cache_dir),
             "org.apache.cassandra.service.CassandraDaemon",
         ]
 
     def ready(self) -> bool:
-        from chatlog.cql import connect
         from chatlog.stack.process import port_open
+        from core.cql import connect
 
         if not port_open(self.settings.cassandra_port):
             return False

@@ -16,8 +16,8 @@ import re
 import string
 from dataclasses import dataclass
 
-from chatlog.errors import SettingsError
-from chatlog.settings import IrcSettings
+from core.errors import SettingsError
+from core.settings import IrcSettings
 
 TWITCH_CAPS = ("twitch.tv/tags", "twitch.tv/commands")
 IRCV3_CAPS = ("message-tags", "server-time")  # msgid comes with message-tags

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pydantic import Field, model_validator
 
-from chatlog.settings import IrcSettings
+from core.settings import IrcSettings
 
 
 class PoolSettings(IrcSettings):

@@ -17,8 +17,8 @@ import pytest
 from chatlog.demo.faults import Fault, at, kill_ingester, start_ingester
 from chatlog.demo.run import RunConfig, execute
 from chatlog.demo.supervisor import Supervisor
-from chatlog.settings import StackSettings
 from chatlog.stack import manager
+from core.settings import StackSettings
 
 pytestmark = [pytest.mark.integration, pytest.mark.chaos]
 

@@ -6,10 +6,10 @@ from collections.abc import Iterator
 
 import pytest
 
-from chatlog.cql import connect
-from chatlog.init_cli import run_init
-from chatlog.kafka_admin import admin_client
-from chatlog.settings import KafkaSettings, StackSettings, load
+from chatlog.cli.init import run_init
+from core.cql import connect
+from core.kafka_admin import admin_client
+from core.settings import KafkaSettings, StackSettings, load
 from schemas.topics import topic_specs
 
 pytestmark = pytest.mark.integration

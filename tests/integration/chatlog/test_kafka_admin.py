@@ -12,8 +12,8 @@ import contextlib
 import pytest
 from confluent_kafka import Producer
 
-from chatlog.kafka_admin import admin_client, ensure_topics, not_ready
-from chatlog.settings import StackSettings
+from core.kafka_admin import admin_client, ensure_topics, not_ready
+from core.settings import StackSettings
 from schemas.topics import topic_specs
 
 pytestmark = pytest.mark.integration

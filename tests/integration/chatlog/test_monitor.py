@@ -25,8 +25,8 @@ from typing import Any
 import pytest
 from confluent_kafka import Producer
 
-from chatlog.kafka_admin import admin_client
-from chatlog.settings import StackSettings
+from core.kafka_admin import admin_client
+from core.settings import StackSettings
 from ingest import status
 from ingest.producer import IngestProducer
 from ingest.registry import PARTITIONER, Registry, encode_record

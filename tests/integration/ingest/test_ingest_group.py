@@ -22,8 +22,8 @@ from confluent_kafka import Consumer
 
 from chatlog.demo.observer import NamesObserver, worker_of
 from chatlog.demo.supervisor import CHATLOG, Supervisor
-from chatlog.settings import StackSettings
 from chatlog.simulator import ChatSimulator
+from core.settings import StackSettings
 from ingest.registry import Registry
 from schemas import chat_event
 

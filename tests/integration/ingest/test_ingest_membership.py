@@ -14,8 +14,8 @@ import pytest
 
 from chatlog.demo.observer import NamesObserver, worker_of
 from chatlog.demo.supervisor import Supervisor
-from chatlog.kafka_admin import ensure_topics
-from chatlog.settings import StackSettings
+from core.kafka_admin import ensure_topics
+from core.settings import StackSettings
 from ingest.registry import Registry
 
 pytestmark = pytest.mark.integration

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from chatlog.settings import StackSettings
+from core.settings import StackSettings
 from tests.unit.cli_runs import CHATLOG, chatlog, clean_environ
 
 pytestmark = pytest.mark.integration

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from chatlog.settings import StackSettings, load
+from core.settings import StackSettings, load
 from ingest.irc import IrcPool, PoolSettings
 
 pytestmark = pytest.mark.integration

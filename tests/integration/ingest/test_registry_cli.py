@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from chatlog.demo.supervisor import CHATLOG
-from chatlog.settings import StackSettings
+from core.settings import StackSettings
 from ingest.registry import Registry, fold, read_records
 
 pytestmark = pytest.mark.integration

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 
-from chatlog.settings import StackSettings
+from core.settings import StackSettings
 from schemas.chat_event import ChatEvent, encode
 from sink.settings import SinkSettings
 
@@ -123,7 +123,7 @@ def produce(
 
 
 def count(settings: SinkSettings, table: str, keyspace: str | None = None) -> int:
-    from chatlog.cql import connect
+    from core.cql import connect
 
     cluster, session = connect(settings, keyspace=keyspace or settings.cassandra_keyspace)
     try:
@@ -135,7 +135,7 @@ def count(settings: SinkSettings, table: str, keyspace: str | None = None) -> in
 def message_ids(
     settings: SinkSettings, table: str = "messages_by_channel", keyspace: str | None = None
 ) -> list[str]:
-    from chatlog.cql import connect
+    from core.cql import connect
 
     cluster, session = connect(settings, keyspace=keyspace or settings.cassandra_keyspace)
     try:
@@ -170,8 +170,8 @@ def dead_letters(settings: SinkSettings, timeout: float = 20) -> list[tuple[byte
 @pytest.fixture
 def spark_session() -> Iterator[Any]:
     """The sink's Spark session in this process (shared with the unit tests' JVM when run together)."""
+    from sink.driver.session import get_session
     from sink.settings import SinkSettings
-    from sink.spark_session import get_session
 
     yield get_session(
         SinkSettings(spark_master="local[2]", spark_shuffle_partitions=2, spark_log_level="ERROR")

@@ -13,11 +13,12 @@ import pytest
 
 from chatlog.demo.observer import NamesObserver, worker_of
 from chatlog.demo.supervisor import Supervisor
-from chatlog.settings import StackSettings
+from core.settings import StackSettings
 from ingest.registry import Registry
 from schemas.chat_event import ChatEvent
-from sink.ledger import LedgerWriter, read_coverage
-from sink.reader import text_with_gaps
+from serve.coverage import read_coverage
+from serve.logs import text_with_gaps
+from sink.driver.ledger import LedgerWriter
 
 pytestmark = pytest.mark.integration
 
@@ -96,7 +97,7 @@ def test_a_killed_ingester_leaves_one_gap_that_the_other_replica_covers(
                 assert time.monotonic() < deadline, f"the ledger wrote {ledger.written} events"
                 idle = 0 if ledger.step(1.0) else idle + 1
             assert ledger.undecodable == 0
-            from chatlog.cql import connect
+            from core.cql import connect
 
             cluster, session = connect(settings)
             try:
@@ -110,7 +111,7 @@ def test_a_killed_ingester_leaves_one_gap_that_the_other_replica_covers(
                     assert [s.end_reason for s in killed] == ["silent"]
                     # replica 0 alone: exactly one gap, where the IRC server saw it
                     r0 = [s for s in both.spans if s.replica == 0]
-                    from sink.coverage_spans import gaps
+                    from core.coverage_spans import gaps
 
                     (gap,) = gaps(r0, since_ms=started_ms, until_ms=int(truth["stopping"] * 1000))
                     assert abs(gap.start / 1000 - truth["left"]) <= 5, (gap, truth)

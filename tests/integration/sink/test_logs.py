@@ -9,19 +9,20 @@ import typer
 from typer.testing import CliRunner
 
 from schemas.chat_event import encode
-from sink.cassandra_writer import close_sessions
+from sink.executor.cassandra import close_sessions
+from sink.executor.partition import write_partition
 from sink.settings import SinkSettings
-from sink.writer import write_partition
 from tests.integration.sink.conftest import make_events
 
 pytestmark = pytest.mark.integration
 
 
 def _app() -> typer.Typer:
-    import sink.cli
+    import chatlog.cli.logs
 
-    app, bench = typer.Typer(), typer.Typer()
-    sink.cli.register(app, bench)
+    app = typer.Typer()
+    app.callback()(lambda: None)  # a group, as on the main app: `import` is a sub-command
+    chatlog.cli.logs.register(app)
     return app
 
 

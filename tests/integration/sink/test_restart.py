@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from chatlog.settings import PROJECT_ROOT
+from core.settings import PROJECT_ROOT
 from sink.settings import SinkSettings
 from tests.integration.sink.conftest import count, dead_letters, make_events, message_ids, produce
 

@@ -8,10 +8,10 @@ from typing import Any
 
 import pytest
 
-from chatlog.errors import ChatlogError
+from core.errors import ChatlogError
 from schemas.chat_event import InvalidEvent, decode
-from sink import backfill, stream
-from sink.progress import Metrics
+from sink.driver import backfill, stream
+from sink.driver.progress import Metrics
 from sink.settings import SinkSettings
 from tests.integration.sink.conftest import count, dead_letters, free_port, make_events, message_ids, produce
 
@@ -73,7 +73,7 @@ def test_replaying_the_topic_again_adds_no_row(
 def test_backfill_into_a_fresh_keyspace_gives_the_same_rows(
     sink_settings: SinkSettings, spark_session: Any, unique: str
 ) -> None:
-    from chatlog.cql import connect
+    from core.cql import connect
 
     t0 = int(time.time() * 1000) - 3_600_000
     first = produce(sink_settings, make_events(600, tag="a"), timestamp_ms=t0)

@@ -10,8 +10,8 @@ import msgspec
 import pytest
 
 from schemas.chat_event import ChatEvent, encode
-from sink import writer
-from sink.cassandra_writer import close_sessions
+from sink.executor import partition as writer
+from sink.executor.cassandra import close_sessions
 from sink.settings import SinkSettings
 from tests.integration.sink.conftest import count, dead_letters, make_events
 

@@ -16,11 +16,11 @@ from pathlib import Path
 import pytest
 from pydantic import SecretStr
 
-from chatlog.cql import CassandraLoginError, apply_schema, connect
-from chatlog.errors import ChatlogError
-from chatlog.settings import StackSettings
 from chatlog.stack import manager, process, security
 from chatlog.stack.services import Cassandra
+from core.cql import CassandraLoginError, apply_schema, connect
+from core.errors import ChatlogError
+from core.settings import StackSettings
 
 pytestmark = [pytest.mark.integration, pytest.mark.auth, pytest.mark.slow]
 
@@ -98,8 +98,8 @@ def test_without_tls_the_node_is_not_reachable(secured: StackSettings) -> None:
 
 
 def test_sink_writer_and_reader_use_the_same_login(secured: StackSettings) -> None:
-    from sink.cassandra_writer import WorkerSession
-    from sink.reader import read_events
+    from serve.logs import read_events
+    from sink.executor.cassandra import WorkerSession
     from sink.settings import SinkSettings
 
     apply_schema(secured)

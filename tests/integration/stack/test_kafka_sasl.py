@@ -13,10 +13,10 @@ import pytest
 from confluent_kafka import Consumer, Producer
 from pydantic import SecretStr
 
-from chatlog.errors import ChatlogError, SettingsError
-from chatlog.kafka_admin import admin_client, ensure_topics
-from chatlog.settings import KafkaSettings, StackSettings
 from chatlog.stack import process, security
+from core.errors import ChatlogError, SettingsError
+from core.kafka_admin import admin_client, ensure_topics
+from core.settings import KafkaSettings, StackSettings
 
 pytestmark = [pytest.mark.integration, pytest.mark.auth]
 
@@ -161,7 +161,7 @@ def _sink_settings(kafka: KafkaSettings, **update: Any) -> Any:
 def test_spark_kafka_source_reads_over_sasl_ssl_and_is_refused_with_a_wrong_password(
     sasl_topics: StackSettings,
 ) -> None:
-    from sink.spark_session import get_session, kafka_failure, kafka_options
+    from sink.driver.session import get_session, kafka_failure, kafka_options
 
     producer = Producer(sasl_topics.kafka_client_config())
     for i in range(25):

@@ -9,8 +9,8 @@ import uuid
 import pytest
 from confluent_kafka import Consumer, Producer
 
-from chatlog.settings import StackSettings
 from chatlog.stack import manager
+from core.settings import StackSettings
 
 pytestmark = pytest.mark.integration
 
@@ -62,7 +62,7 @@ def test_kafka_produce_consume_round_trip(fresh_topics: StackSettings) -> None:
 def test_topics_have_the_specified_partitions_and_policies(stack: StackSettings) -> None:
     from confluent_kafka.admin import ConfigResource
 
-    from chatlog.kafka_admin import admin_client
+    from core.kafka_admin import admin_client
     from schemas.topics import topic_specs
 
     admin = admin_client(stack)
@@ -75,7 +75,7 @@ def test_topics_have_the_specified_partitions_and_policies(stack: StackSettings)
 
 
 def test_cql_write_and_read(fresh_keyspace: StackSettings) -> None:
-    from chatlog.cql import connect
+    from core.cql import connect
 
     cluster, session = connect(fresh_keyspace, keyspace=fresh_keyspace.cassandra_keyspace)
     try:

@@ -23,8 +23,8 @@ from chatlog.demo.report import (
     sink_log_totals,
 )
 from chatlog.simulator import ChatSimulator, SentMessage, hotness_order
-from sink.progress import BatchReport
-from sink.writer import WriteStats
+from sink.driver.progress import BatchReport
+from sink.executor.partition import WriteStats
 
 
 def cov(t: float, **replicas: set[str]) -> CoverageSample:
@@ -118,7 +118,8 @@ def test_sink_log_totals_read_the_sinks_own_batch_lines() -> None:
         stats = WriteStats(events=events, rows=Counter({"messages_by_channel": events}), deadletters=dead)
         progress = {"batchId": batch_id, "numInputRows": events + dead, "batchDuration": 500}
         lines.append(
-            f"2026-01-01 12:00:00 INFO sink.progress {BatchReport.from_progress(progress, stats).line()}"
+            "2026-01-01 12:00:00 INFO sink.driver.progress "
+            + BatchReport.from_progress(progress, stats).line()
         )
     lines.append("2026-01-01 12:00:01 INFO sink started: batch 4 is not a batch line")
     assert sink_log_totals("\n".join(lines)) == (1048, 10)

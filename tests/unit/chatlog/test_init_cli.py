@@ -8,8 +8,8 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
-from chatlog import init_cli
-from chatlog.errors import ChatlogError
+from chatlog.cli import init as init_cli
+from core.errors import ChatlogError
 
 
 class FakeClock:
@@ -77,7 +77,7 @@ def test_retry_until_without_wait_fails_at_once_and_lets_other_errors_through() 
 @pytest.fixture
 def calls(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, Any]]:
     """Record what init would do to Kafka and Cassandra (the integration test does it for real)."""
-    from chatlog import cql, kafka_admin
+    from core import cql, kafka_admin
 
     seen: list[tuple[str, Any]] = []
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from confluent_kafka import KafkaError
 from confluent_kafka.admin import PartitionMetadata, TopicMetadata
 
-from chatlog.kafka_admin import not_ready
+from core.kafka_admin import not_ready
 
 
 def _topic(leaders: list[int], error: KafkaError | None = None) -> TopicMetadata:

@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 from pydantic_settings import BaseSettings
 
-from chatlog import settings_env
-from chatlog.errors import SettingsError
-from chatlog.settings import SETTINGS_CLASSES
+from core import settings_env
+from core.errors import SettingsError
+from core.settings import SETTINGS_CLASSES
 from tests.unit.cli_runs import chatlog
 
 REPO = Path(__file__).resolve().parents[3]
@@ -23,7 +23,7 @@ REPO = Path(__file__).resolve().parents[3]
 def test_every_settings_class_of_every_settings_module_is_known() -> None:
     classes = set(settings_env.settings_classes())
     modules = settings_env.settings_modules()
-    assert {"chatlog.settings", "ingest.settings", "ingest.irc.settings", "sink.settings"} <= set(modules)
+    assert {"core.settings", "ingest.settings", "ingest.irc.settings", "sink.settings"} <= set(modules)
     assert "chatlog.monitor.settings" in modules
     for name in modules:
         for _, cls in inspect.getmembers(importlib.import_module(name), inspect.isclass):
@@ -59,7 +59,7 @@ def test_every_variable_read_directly_from_the_environment_is_known() -> None:
     """A new direct read of a CHATLOG_* variable must be added to DIRECT_VARIABLES (or be a setting)."""
     known = settings_env.known_variables()
     found: dict[str, str] = {}
-    for package in ("chatlog", "ingest", "sink", "schemas", "tests"):
+    for package in ("schemas", "core", "ingest", "sink", "serve", "chatlog", "bench", "tests"):
         for path in (REPO / package).rglob("*.py"):
             for match in _DIRECT_READ.finditer(path.read_text(encoding="utf-8")):
                 found[match.group(1) or match.group(2)] = str(path.relative_to(REPO))
@@ -111,9 +111,12 @@ def test_the_command_line_warns_in_one_line_and_strict_exits_2() -> None:
 
 def test_the_base_settings_import_neither_ingest_nor_sink() -> None:
     code = (
-        "import sys, chatlog.settings, chatlog.settings_env, schemas.cql\n"
+        "import sys, core.settings, core.settings_env, schemas.cql\n"
         "bad = sorted(m for m in sys.modules if m.split('.')[0] in ('ingest', 'sink'))\n"
         "assert not bad, bad\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True, cwd=REPO)
-    assert all(cls.__module__.split(".")[0] in ("chatlog", "ingest", "sink") for cls in SETTINGS_CLASSES)
+    assert all(
+        cls.__module__.split(".")[0] in ("core", "ingest", "sink", "serve", "chatlog")
+        for cls in SETTINGS_CLASSES
+    )

@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
-from chatlog.errors import SettingsError
-from chatlog.settings import CassandraSettings, KafkaSettings, StackSettings, load
 from chatlog.stack import security
+from core.errors import SettingsError
+from core.settings import CassandraSettings, KafkaSettings, StackSettings, load
 
 SECRET = 's3cr\\et"pass'
 
@@ -99,7 +99,7 @@ def sink(tls: security.TlsFiles, **kw: Any) -> Any:
 
 
 def test_spark_kafka_source_gets_a_pem_truststore_and_an_escaped_jaas_line(tls: security.TlsFiles) -> None:
-    from sink.spark_session import kafka_options
+    from sink.driver.session import kafka_options
 
     opts = kafka_options(sink(tls))
     assert opts["kafka.security.protocol"] == "SASL_SSL"
@@ -119,7 +119,7 @@ def test_spark_kafka_source_gets_a_pem_truststore_and_an_escaped_jaas_line(tls: 
 def test_spark_client_certificate_goes_inline_as_a_pem_keystore(
     tls: security.TlsFiles, tmp_path: Path
 ) -> None:
-    from sink.spark_session import kafka_options
+    from sink.driver.session import kafka_options
 
     cert, key = tmp_path / "client.pem", tmp_path / "client.key"
     cert.write_text("-----BEGIN CERTIFICATE-----\nx\n-----END CERTIFICATE-----\n")
@@ -141,7 +141,7 @@ def test_spark_client_certificate_goes_inline_as_a_pem_keystore(
 def test_spark_redacts_the_credential_options(tls: security.TlsFiles) -> None:
     import re
 
-    from sink.spark_session import REDACTED_OPTIONS, kafka_options, session_conf
+    from sink.driver.session import REDACTED_OPTIONS, kafka_options, session_conf
 
     settings = sink(tls)
     assert session_conf(settings)["spark.sql.redaction.options.regex"] == REDACTED_OPTIONS
@@ -152,7 +152,7 @@ def test_spark_redacts_the_credential_options(tls: security.TlsFiles) -> None:
 
 
 def test_spark_without_credentials_or_with_an_unknown_mechanism_is_one_line(tls: security.TlsFiles) -> None:
-    from sink.spark_session import jaas_config, kafka_options
+    from sink.driver.session import jaas_config, kafka_options
 
     with pytest.raises(SettingsError, match="CHATLOG_KAFKA_SASL_PASSWORD"):
         kafka_options(sink(tls).model_copy(update={"kafka_sasl_password": None}))
@@ -162,7 +162,7 @@ def test_spark_without_credentials_or_with_an_unknown_mechanism_is_one_line(tls:
 
 
 def test_kafka_failure_finds_kafka_s_reason_and_masks_the_password(tls: security.TlsFiles) -> None:
-    from sink.spark_session import kafka_failure
+    from sink.driver.session import kafka_failure
 
     settings = sink(tls)
     error = RuntimeError(
@@ -182,7 +182,7 @@ def cassandra(tls: security.TlsFiles | None = None, **kw: Any) -> CassandraSetti
 
 
 def test_cassandra_tls_context(tls: security.TlsFiles) -> None:
-    from chatlog.cql import ssl_context
+    from core.cql import ssl_context
 
     assert ssl_context(cassandra()) is None
     context = ssl_context(cassandra(tls))
@@ -196,7 +196,7 @@ def test_cassandra_login_refusals_are_one_line() -> None:
     from cassandra import AuthenticationFailed
     from cassandra.cluster import NoHostAvailable
 
-    from chatlog.cql import login_refused
+    from core.cql import login_refused
 
     required = NoHostAvailable(
         "x", {"127.0.0.1:9042": AuthenticationFailed("Remote end requires authentication")}

@@ -11,10 +11,10 @@ from tests.unit.deploy import tooling
 
 
 def settings_modules() -> list[str]:
-    """Every ``settings.py`` of the chatlog packages (chatlog.settings, ingest.settings, sink.settings...)."""
+    """Every ``settings.py`` of the chatlog packages (core.settings, ingest.settings, sink.settings...)."""
     return sorted(
         ".".join(path.relative_to(tooling.REPO).with_suffix("").parts)
-        for package in ("chatlog", "ingest", "sink")
+        for package in ("core", "ingest", "sink", "serve", "chatlog")
         for path in (tooling.REPO / package).rglob("settings.py")
     )
 

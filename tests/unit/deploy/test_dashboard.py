@@ -20,7 +20,7 @@ def _exported_names() -> set[str]:
     """Every metric name the product code defines (string literals and prefixed f-strings)."""
     names: set[str] = set()
     sources: list[Path] = []
-    for package in ("ingest", "sink", "chatlog"):
+    for package in ("core", "ingest", "sink", "serve", "chatlog"):
         sources += (tooling.REPO / package).rglob("*.py")
     for source in sources:
         text = source.read_text()

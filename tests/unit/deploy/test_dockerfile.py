@@ -87,9 +87,9 @@ def test_every_copied_path_is_in_the_build_context() -> None:
 
 def test_sink_entry_file_exists_where_the_spark_application_expects_it() -> None:
     text = DOCKERFILE.read_text()
-    assert "/opt/chatlog/app/sink/job.py" in text
+    assert "/opt/chatlog/app/sink/driver/job.py" in text
     sparkapp = (tooling.REPO / "k8s" / "base" / "sink" / "sparkapplication.yaml").read_text()
-    assert "mainApplicationFile: local:///opt/chatlog/app/sink/job.py" in sparkapp
+    assert "mainApplicationFile: local:///opt/chatlog/app/sink/driver/job.py" in sparkapp
 
 
 def test_code_changes_do_not_rebuild_the_dependency_layers() -> None:
@@ -103,10 +103,9 @@ def test_code_changes_do_not_rebuild_the_dependency_layers() -> None:
     copied = {src for op, arg in stages["deps"] if op == "COPY" for src in arg.split()[:-1]}
     assert copied == {
         "pyproject.toml",
-        "chatlog/__init__.py",
-        "chatlog/errors.py",
-        "chatlog/stack/__init__.py",
-        "chatlog/stack/artifacts.py",
+        "core/__init__.py",
+        "core/errors.py",
+        "core/maven.py",
     }
     final_copies = [arg for op, arg in stages["final"] if op == "COPY"]
     assert "--from=deps /opt/chatlog /opt/chatlog" in final_copies

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from chatlog.settings import KafkaSettings, load
+from core.settings import KafkaSettings, load
 from ingest.settings import IngestSettings
 from schemas.topics import topic_specs
 from tests.unit.deploy import tooling
@@ -259,7 +259,7 @@ def test_sink_runs_job_py_with_its_checkpoint_on_the_volume(overlay: str, resour
     app = _one(resources, "SparkApplication", "chatlog-sink")
     spec = app["spec"]
     assert spec["type"] == "Python" and spec["mode"] == "cluster"
-    assert spec["mainApplicationFile"] == "local:///opt/chatlog/app/sink/job.py"
+    assert spec["mainApplicationFile"] == "local:///opt/chatlog/app/sink/driver/job.py"
     assert spec["restartPolicy"]["type"] == "Always"
     import pyspark
 

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from chatlog.settings import load
+from core.settings import load
 from ingest.irc.login import is_loopback, login_from_settings, plaintext_token_warning
 from ingest.irc.settings import PoolSettings
 

@@ -10,8 +10,8 @@ from collections.abc import Iterator
 import pytest
 from prometheus_client import CollectorRegistry
 
-from chatlog.errors import ChatlogError
-from chatlog.settings import load
+from core.errors import ChatlogError
+from core.settings import load
 from ingest import status
 from ingest.metrics import MetricsServer
 from ingest.settings import IngestSettings

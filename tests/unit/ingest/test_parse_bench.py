@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from ingest.bench_parse import _T0, corpus, irc_parse_line, run
+from bench.parse import _T0, corpus, irc_parse_line, run
 from ingest.parse import parse_line
 
 

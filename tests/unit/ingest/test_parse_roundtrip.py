@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import random
 
-from ingest.bench_parse import corpus
+from bench.parse import corpus
 from ingest.parse import CHAT_COMMANDS, MalformedLine, line_hash, parse_line
 from schemas.chat_event import ChatEvent, decode, encode
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ingest.irc.bench import run_read_bench, twitch_like_corpus
+from bench.irc_read import run_read_bench, twitch_like_corpus
 
 
 def test_read_bench_delivers_every_non_protocol_line_and_reports_rates() -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import random
 import tracemalloc
 
-from ingest.irc.bench import twitch_like_corpus
+from bench.irc_read import twitch_like_corpus
 from ingest.irc.lines import LineSplitter, parse_message, route_lines
 
 PRIV = "@id=1;tmi-sent-ts=5 :bob!bob@bob.tmi.twitch.tv PRIVMSG #chan :hi there"

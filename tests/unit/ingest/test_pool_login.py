@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from chatlog.errors import SettingsError
-from chatlog.settings import load
+from core.errors import SettingsError
+from core.settings import load
 from ingest.irc.login import connection_nick, login_from_settings
 from ingest.irc.settings import PoolSettings
 

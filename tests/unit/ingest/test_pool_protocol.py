@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from prometheus_client import REGISTRY
 
-from chatlog.settings import load
+from core.settings import load
 from ingest.irc import IrcPool, PoolSettings
 from ingest.irc.testing import FakeClient, FakeIrcServer
 

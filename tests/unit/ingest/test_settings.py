@@ -6,8 +6,8 @@ import re
 
 import pytest
 
-from chatlog.errors import SettingsError
-from chatlog.settings import load
+from core.errors import SettingsError
+from core.settings import load
 from ingest.settings import IngestSettings, default_worker_id
 
 

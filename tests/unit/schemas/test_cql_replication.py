@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from chatlog.errors import SettingsError
-from chatlog.settings import CassandraSettings, load
+from core.errors import SettingsError
+from core.settings import CassandraSettings, load
 from schemas.cql import normalize_replication, replication_map, statements
 
 DEFAULT = "{'class': 'SimpleStrategy', 'replication_factor': 1}"

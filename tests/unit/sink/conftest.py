@@ -13,8 +13,8 @@ import pytest
 
 @pytest.fixture(scope="session")
 def spark() -> Any:
+    from sink.driver.session import get_session
     from sink.settings import SinkSettings
-    from sink.spark_session import get_session
 
     return get_session(
         SinkSettings(spark_master="local[2]", spark_shuffle_partitions=2, spark_log_level="ERROR")  # type: ignore[call-arg]

@@ -6,7 +6,7 @@ import time
 
 import pytest
 
-from sink import bench_cpu
+from bench import cpu as bench_cpu
 
 
 @pytest.mark.parametrize(

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from cassandra import InvalidRequest
 
-from sink.cassandra_writer import (
+from sink.executor.cassandra import (
     BatchLimits,
     CassandraWriteError,
     ConcurrentExecutor,

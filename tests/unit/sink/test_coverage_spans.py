@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from core.coverage_spans import Gap, Span, gaps, spans
 from schemas.coverage import CoverageEvent
-from sink.coverage_spans import Gap, Span, gaps, spans
 
 
 def ev(
@@ -74,7 +74,7 @@ def test_a_refresh_join_does_not_restart_a_span_and_a_stop_leaves_a_trailing_gap
 
 
 def test_gap_marks_fall_between_the_lines_around_them() -> None:
-    from sink.coverage_spans import interleave
+    from core.coverage_spans import interleave
 
     gap = Gap(60_000, 125_000, "r0 a: silent")
     lines = [(59_000, "x"), (126_000, "y"), (127_000, "z")]

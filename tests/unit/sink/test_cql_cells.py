@@ -9,7 +9,7 @@ import pytest
 from cassandra import cqltypes
 from cassandra.query import UNSET_VALUE
 
-from sink.cql_cells import cql_name, encoder
+from sink.executor.cql_cells import cql_name, encoder
 
 TEXT_MAP = cqltypes.lookup_casstype(
     "org.apache.cassandra.db.marshal.FrozenType("

@@ -6,7 +6,8 @@ from typing import Any
 
 import pytest
 
-from sink.handover import observed, records, unframe
+from sink.driver.handover import observed, records
+from sink.executor.unframe import unframe
 
 ROWS: list[tuple[bytes | None, int, int]] = [
     (b'{"message_id": "m1"}', 0, 0),

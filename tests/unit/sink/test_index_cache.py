@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from sink.writer import IndexCache
+from sink.executor.partition import IndexCache
 
 
 def test_a_written_key_is_fresh_until_the_refresh_period_ends() -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from sink.offsets import NO_OFFSET, PartitionRange, TopicRange, resolve
+from sink.driver.offsets import NO_OFFSET, PartitionRange, TopicRange, resolve
 
 
 def test_a_partition_with_nothing_after_the_start_is_read_as_empty() -> None:

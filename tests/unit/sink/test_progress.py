@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from collections import Counter
 
-from sink.progress import BatchReport, BatchTracker, Metrics, kafka_lag
-from sink.writer import WriteStats
+from sink.driver.progress import BatchReport, BatchTracker, Metrics, kafka_lag
+from sink.executor.partition import WriteStats
 
 PROGRESS = {
     "batchId": 7,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from sink.stream import ProgressFeed
+from sink.driver.stream import ProgressFeed
 
 
 class _JProgress:

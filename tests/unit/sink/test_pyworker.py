@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from sink import pyworker
+from sink.executor import worker_setup as pyworker
 
 zip_cpython_311 = pytest.mark.skipif(sys.version_info >= (3, 12), reason="CPython 3.12+ invalidates lazily")
 

@@ -6,7 +6,7 @@ import pytest
 
 from schemas.chat_event import FIELD_NAMES, ChatEvent
 from schemas.cql import bucket_of
-from sink.rows import TABLES, EventRows, SchemaMismatch
+from sink.executor.rows import TABLES, EventRows, SchemaMismatch
 
 CHANNEL_COLUMNS = [
     "channel",

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import pytest
 
-from chatlog.errors import ChatlogError, SettingsError
-from chatlog.settings import load
+from core.errors import ChatlogError, SettingsError
+from core.settings import load
+from core.times import format_time, parse_time
 from schemas.chat_event import ChatEvent
-from sink.reader import format_text
+from serve.logs import format_text
 from sink.settings import SinkSettings, interval_ms
-from sink.times import format_time, parse_time
 
 
 def test_defaults_are_documented_and_sane(monkeypatch: pytest.MonkeyPatch, tmp_path: object) -> None:
@@ -74,7 +74,7 @@ def test_text_format() -> None:
 def test_spark_kafka_consumers_do_not_wait_half_a_second_at_the_end_of_the_log(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from sink.spark_session import kafka_options
+    from sink.driver.session import kafka_options
 
     assert kafka_options(SinkSettings())["kafka.fetch.max.wait.ms"] == "10"
     monkeypatch.setenv("CHATLOG_SINK_KAFKA_FETCH_MAX_WAIT_MS", "250")

@@ -10,8 +10,13 @@ from pathlib import Path
 import pyspark
 import pytest
 
-from sink.spark_private import DATASET_CLASSES, RDD_QUERY_EXECUTION, checkpoint_manager_class, spark_version
-from sink.spark_session import HDFS_PROVIDER, ROCKSDB_PROVIDER
+from sink.driver.session import HDFS_PROVIDER, ROCKSDB_PROVIDER
+from sink.driver.spark_private import (
+    DATASET_CLASSES,
+    RDD_QUERY_EXECUTION,
+    checkpoint_manager_class,
+    spark_version,
+)
 
 JARS = Path(pyspark.__file__).parent / "jars"
 

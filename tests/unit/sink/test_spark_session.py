@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import pytest
 
-from sink.settings import SinkSettings
-from sink.spark_session import (
+from sink.driver.session import (
     FILESYSTEM_CHECKPOINTS,
     HDFS_PROVIDER,
     ROCKSDB_PROVIDER,
     local_checkpoint,
     session_conf,
 )
+from sink.settings import SinkSettings
 
 
 @pytest.fixture

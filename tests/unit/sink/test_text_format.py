@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from schemas.chat_event import ChatEvent
-from sink.reader import format_text
-from sink.terminal import escape_controls
+from serve.logs import format_text
+from serve.terminal import escape_controls
 
 HEAD = "[2026-11-21 15:04:05] #chan"
 

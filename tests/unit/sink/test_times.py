@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from chatlog.errors import ChatlogError
-from sink.times import MAX_MS, parse_time
+from core.errors import ChatlogError
+from core.times import MAX_MS, parse_time
 
 
 def test_epoch_ms_and_iso_8601() -> None:

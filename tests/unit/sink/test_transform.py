@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from schemas import chat_event
-from sink import transform
+from sink.driver import transform
 
 pytestmark = pytest.mark.spark
 

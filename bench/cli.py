@@ -1,0 +1,164 @@
+"""``chatlog bench ...``: every benchmark of the project, on the local stack; results as JSON (and PNG)
+under results/.
+
+Registered on the ``chatlog`` command through the ``chatlog.commands`` entry point (pyproject.toml), so
+the operator's CLI never imports the benchmarks: an install without them simply has no ``bench``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+app = typer.Typer(help="Benchmarks; results as JSON (and PNG) under results/.", no_args_is_help=True)
+
+
+def register(main: typer.Typer) -> None:
+    """Add ``bench`` to the main ``chatlog`` app (the ``chatlog.commands`` entry point)."""
+    main.add_typer(app, name="bench")
+
+
+@app.command("parse")
+def bench_parse(
+    lines: Annotated[int, typer.Option(min=1000, help="Lines parsed per run (the corpus cycled).")] = 500_000,
+    repeat: Annotated[int, typer.Option(min=1, help="Runs; the best counts.")] = 3,
+    out: Annotated[Path, typer.Option(help="Result JSON.")] = Path("results/bench_parse.json"),
+) -> None:
+    """Parser throughput (lines/s) on a fixed Twitch corpus, ours against the `irc` package."""
+    from bench import parse as b
+
+    result = b.run(lines=lines, repeat=repeat, out=out)
+    for name, rate in result["lines_per_s"].items():
+        wall = result["wall_lines_per_s"][name]
+        typer.echo(
+            f"{name:>13}: {rate:>9,} lines/CPU-s  ({result['us_per_line'][name]} µs/line; "
+            f"wall clock {wall:,} lines/s)"
+        )
+    typer.echo(f"corpus {result['corpus']['size']} lines, {lines} per run, best of {repeat}; wrote {out}")
+
+
+@app.command("ingest")
+def bench_ingest(
+    lines: Annotated[int, typer.Option(min=1000, help="PRIVMSG lines blasted at the ingester.")] = 1_000_000,
+    out: Annotated[Path, typer.Option(help="Result JSON.")] = Path("results/bench_ingest.json"),
+    profile: Annotated[
+        Path | None, typer.Option(help="Also write a cProfile of the ingester to this file.")
+    ] = None,
+    repeat: Annotated[int, typer.Option(min=1, help="Ingester runs; the best counts.")] = 3,
+) -> None:
+    """One ingester fed by a local IRC blaster: events acked by Kafka per second vs the raw producer."""
+    from bench import ingest as b
+
+    result = b.run(lines=lines, out=out, profile=profile, repeat=repeat)
+    typer.echo(b.summary(result))
+
+
+@app.command("rebalance")
+def bench_rebalance(
+    channels: Annotated[int, typer.Option(min=1, help="Registered channels.")] = 1000,
+    workers: Annotated[int, typer.Option(min=2, help="Ingesters in the group.")] = 3,
+    rounds: Annotated[int, typer.Option(min=1, help="Kill/start rounds.")] = 3,
+    join_rate: Annotated[int, typer.Option(min=1, help="JOINs per 10 s per ingester.")] = 1000,
+    out: Annotated[Path, typer.Option(help="Result JSON.")] = Path("results/bench_rebalance.json"),
+) -> None:
+    """Time from kill -9 to all channels confirmed again, and from a new worker's start to its share."""
+    from bench import rebalance as b
+
+    result = b.run(channels=channels, workers=workers, rounds=rounds, out=out, join_rate=join_rate)
+    typer.echo(b.summary(result))
+
+
+@app.command("sink")
+def bench_sink(
+    events: Annotated[int, typer.Option(help="Events for the throughput run (0 = skip).")] = 150_000,
+    rate: Annotated[int, typer.Option(help="Events/s for the latency run.")] = 5000,
+    latency_s: Annotated[float, typer.Option(help="Seconds of the latency run (0 = skip).")] = 60.0,
+    warmup_s: Annotated[
+        float, typer.Option(help="Seconds of steady load before the latency run (not measured).")
+    ] = 30.0,
+    trigger: Annotated[str | None, typer.Option(help="Trigger interval of the latency run.")] = None,
+    name: Annotated[str, typer.Option(help="Results file name under results/.")] = "bench_sink",
+) -> None:
+    """Sink throughput (Kafka -> Spark -> Cassandra) next to a raw driver insert, and latency."""
+    from bench.sink import run_bench
+    from core.settings import load
+    from sink.settings import SinkSettings
+
+    typer.echo(
+        run_bench(
+            load(SinkSettings),
+            events=events,
+            rate=rate,
+            latency_s=latency_s,
+            warmup_s=warmup_s,
+            trigger=trigger,
+            name=name,
+        )
+    )
+
+
+@app.command("monitor")
+def bench_monitor(
+    channels: Annotated[int, typer.Option(min=1, help="Registered channels.")] = 100_000,
+    workers: Annotated[int, typer.Option(min=1, help="Ingesters sending heartbeats.")] = 100,
+    beats: Annotated[int, typer.Option(min=1, help="Heartbeats per ingester.")] = 20,
+) -> None:
+    """Folding rates (registry records/s, heartbeats/s) and evaluation time of the monitor."""
+    import json
+
+    from bench.monitor import run
+    from core.settings import KafkaSettings, load
+
+    typer.echo(
+        json.dumps(run(load(KafkaSettings), channels=channels, workers=workers, beats=beats), indent=2)
+    )
+
+
+@app.command("e2e")
+def bench_e2e(
+    rates: Annotated[str, typer.Option(help="Comma-separated messages/s.")] = "1000,2000,5000",
+    duration: Annotated[float, typer.Option(help="Seconds per rate.")] = 30.0,
+    channels: Annotated[int, typer.Option()] = 200,
+) -> None:
+    """End-to-end latency (IRC send to Cassandra row) at fixed rates through the whole pipeline."""
+    from bench.pipeline import e2e_latency
+    from core.settings import StackSettings, load
+
+    e2e_latency(load(StackSettings), [float(r) for r in rates.split(",")], duration, channels)
+
+
+@app.command("scale")
+def bench_scale(
+    sizes: Annotated[str, typer.Option(help="Comma-separated channel counts.")] = "10000,50000,100000",
+    workers: Annotated[int, typer.Option()] = 4,
+    join_rate: Annotated[int, typer.Option(help="JOINs per 10 s per ingester.")] = 2000,
+    timeout: Annotated[float, typer.Option(help="Give up after this many seconds per size.")] = 600.0,
+) -> None:
+    """Time to confirm 10k-100k channels over N ingesters, and RSS per ingester."""
+    from bench.pipeline import scale
+    from core.settings import StackSettings, load
+
+    scale(load(StackSettings), [int(x) for x in sizes.split(",")], workers, join_rate, timeout)
+
+
+@app.command("irc")
+def bench_irc(
+    lines: Annotated[int, typer.Option(min=1000, help="Lines read through one pool connection.")] = 500_000,
+    irc_package_lines: Annotated[
+        int, typer.Option(help="Lines read through the irc package's reactor, for comparison (0 = skip).")
+    ] = 100_000,
+    out: Annotated[Path, typer.Option(help="Result JSON.")] = Path("results/bench_irc_read.json"),
+) -> None:
+    """The IRC read path: lines/s one pool connection turns from socket bytes into batches, vs `irc`."""
+    import json
+
+    from bench.irc_read import run_read_bench
+
+    result = run_read_bench(
+        lines, compare_irc_package=irc_package_lines > 0, irc_package_lines=irc_package_lines
+    )
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(result, indent=2) + "\n")
+    typer.echo(json.dumps(result, indent=2))

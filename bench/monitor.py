@@ -1,0 +1,244 @@
+"""``chatlog bench monitor``: how fast the faust monitor folds the registry and heartbeats, and evaluates.
+
+Also ``python -m bench.monitor`` (defaults).
+
+On throw-away topics (deleted afterwards, with the monitor's changelog topics and group):
+
+1. ``channels`` registry records are produced as `chatlog channels add` writes them (lz4, murmur2);
+2. the monitor starts (``python -m chatlog.monitor``) and folds them: channel records/s;
+3. ``workers`` x ``beats`` heartbeats are produced in the real format by the ingester's producer (zstd),
+   each worker confirming its share of the channels: heartbeats/s (and MB/s) folded;
+4. once everything is folded, the duration of one coverage evaluation and the monitor's RSS.
+
+Rates come from the monitor's own counter ``chatlog_monitor_records_total``, sampled every 0.2 s.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from confluent_kafka import Producer
+
+from core.errors import ChatlogError
+from core.kafka_admin import admin_client, ensure_topics
+from core.settings import PROJECT_ROOT, KafkaSettings
+from ingest import status
+from ingest.producer import IngestProducer
+from ingest.registry import PARTITIONER, encode_record
+from ingest.settings import IngestSettings
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _scrape(port: int) -> dict[str, float]:
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as resp:
+        text = resp.read().decode()
+    out = {}
+    for line in text.splitlines():
+        if line.startswith("chatlog_monitor_") and not line.startswith("#"):
+            name, value = line.rsplit(" ", 1)
+            out[name] = float(value)
+    return out
+
+
+def _folded(sample: dict[str, float], topic: str) -> float:
+    return sample.get(f'chatlog_monitor_records_total{{outcome="folded",topic="{topic}"}}', 0.0)
+
+
+def _rate_until(
+    port: int,
+    proc: subprocess.Popen[bytes],
+    done: Callable[[dict[str, float]], bool],
+    topic: str,
+    timeout: float,
+) -> tuple[float, dict[str, float]]:
+    """Records/s of ``topic`` between the first and the last change of its counter, until ``done``."""
+    deadline = time.monotonic() + timeout
+    first: tuple[float, float] | None = None
+    last = (0.0, 0.0)
+    sample: dict[str, float] = {}
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise ChatlogError(f"the monitor exited with {proc.returncode}")
+        with contextlib.suppress(OSError):
+            sample = _scrape(port)
+            now, count = time.monotonic(), _folded(sample, topic)
+            if first is None and count > 0:
+                first = (now, count)
+            if count != last[1]:
+                last = (now, count)
+            if done(sample):
+                break
+        time.sleep(0.2)
+    else:
+        raise ChatlogError(f"bench monitor: {topic} not folded within {timeout:.0f}s (last sample {sample})")
+    if first is None or last[0] <= first[0]:
+        return float("nan"), sample
+    return (last[1] - first[1]) / (last[0] - first[0]), sample
+
+
+def run(
+    settings: KafkaSettings,
+    *,
+    channels: int = 100_000,
+    workers: int = 100,
+    beats: int = 20,
+    out_dir: Path | None = None,
+    timeout: float = 300.0,
+) -> dict[str, Any]:
+    uid = uuid.uuid4().hex[:8]
+    s = settings.model_copy(
+        update={
+            f"topic_{role}": f"bench{uid}.{role}" for role in ("channels", "messages", "deadletter", "status")
+        }
+    )
+    app_id = f"bench{uid}-monitor"
+    ensure_topics(s)
+    proc: subprocess.Popen[bytes] | None = None
+    log = Path(tempfile.gettempdir()) / f"{app_id}.log"
+    try:
+        logins = [f"bench_{i:06d}" for i in range(channels)]
+        registry = Producer(
+            {
+                **s.kafka_client_config(),
+                "partitioner": PARTITIONER,
+                "compression.type": "lz4",
+                "linger.ms": 20,
+                "queue.buffering.max.messages": 1_000_000,
+            }
+        )
+        added = status.now_ms()
+        for login in logins:
+            registry.produce(s.topic_channels, encode_record(login, added), login)
+            registry.poll(0)
+        if registry.flush(60):
+            raise ChatlogError("bench monitor: registry records not acknowledged")
+
+        metrics_port = _free_port()
+        env = {
+            **os.environ,
+            **{
+                f"CHATLOG_{k.upper()}": str(v)
+                for k, v in {
+                    "kafka_bootstrap_servers": s.kafka_bootstrap_servers,
+                    "topic_channels": s.topic_channels,
+                    "topic_status": s.topic_status,
+                    "monitor_app_id": app_id,
+                    "monitor_web_port": _free_port(),
+                    "monitor_web_bind": "127.0.0.1",
+                    "monitor_metrics_port": metrics_port,
+                    "monitor_metrics_host": "127.0.0.1",
+                    "monitor_stale_s": 3600,
+                    "monitor_interval_s": 2,
+                }.items()
+            },
+        }
+        started = time.monotonic()
+        with log.open("wb") as out:
+            proc = subprocess.Popen(
+                [sys.executable, "-m", "chatlog.monitor"], env=env, stdout=out, stderr=out
+            )
+        channel_rate, sample = _rate_until(
+            metrics_port, proc, lambda m: _folded(m, "channels") >= channels, "channels", timeout
+        )
+        registry_folded_s = time.monotonic() - started
+
+        ingest_settings = IngestSettings.model_validate(
+            {
+                "kafka_bootstrap_servers": s.kafka_bootstrap_servers,
+                "topic_messages": s.topic_messages,
+                "topic_deadletter": s.topic_deadletter,
+                "topic_status": s.topic_status,
+            }
+        )
+        producer = IngestProducer(ingest_settings, "bench")
+        share = max(1, channels // workers)
+        payload = 0
+        for b in range(beats):
+            for w in range(workers):
+                hb = status.Heartbeat(
+                    worker_id=f"w{w}",
+                    replica=0,
+                    host="bench",
+                    pid=w,
+                    started_at=added,
+                    sent_at=status.now_ms(),
+                    buckets=[w % s.channel_buckets],
+                    confirmed=logins[w * share : (w + 1) * share],
+                    rates={"events": float(b)},
+                )
+                value = status.encode_heartbeat(hb)
+                payload += len(value)
+                producer.produce_status(status.status_key(0, hb.worker_id), value)
+                producer.poll(0)
+        if producer.flush(60):
+            raise ChatlogError("bench monitor: heartbeats not acknowledged")
+        total = workers * beats
+        beat_rate, sample = _rate_until(
+            metrics_port, proc, lambda m: _folded(m, "heartbeats") >= total, "heartbeats", timeout
+        )
+        time.sleep(2.5)  # one more evaluation over the complete tables
+        sample = _scrape(metrics_port)
+        rss_kb = next(
+            int(line.split()[1])
+            for line in Path(f"/proc/{proc.pid}/status").read_text().splitlines()
+            if line.startswith("VmRSS:")
+        )
+        result: dict[str, Any] = {
+            "channels": channels,
+            "workers": workers,
+            "heartbeats": total,
+            "heartbeat_bytes_avg": round(payload / total),
+            "channel_records_folded_per_s": round(channel_rate),
+            "registry_folded_after_start_s": round(registry_folded_s, 2),
+            "heartbeats_folded_per_s": round(beat_rate),
+            "heartbeat_mb_folded_per_s": round(beat_rate * payload / total / 1e6, 2),
+            "evaluation_s": round(sample.get("chatlog_monitor_evaluation_seconds", float("nan")), 4),
+            "uncovered_reported": sample.get('chatlog_monitor_uncovered_channels{replica="0"}'),
+            "monitor_rss_mb": round(rss_kb / 1024),
+        }
+    finally:
+        if proc is not None and proc.poll() is None:
+            proc.send_signal(signal.SIGTERM)
+            try:
+                proc.wait(30)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+        admin = admin_client(s)
+        names = [
+            t for t in admin.list_topics(timeout=30).topics if t.startswith((f"bench{uid}.", f"{app_id}-"))
+        ]
+        for fut in admin.delete_topics(names, operation_timeout=30).values():
+            with contextlib.suppress(Exception):
+                fut.result()
+        for fut in admin.delete_consumer_groups([app_id], request_timeout=30).values():
+            with contextlib.suppress(Exception):
+                fut.result()
+    target = (out_dir or PROJECT_ROOT / "results") / "monitor.json"
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text(json.dumps(result, indent=2) + "\n")
+    result["written_to"] = str(target)
+    return result
+
+
+if __name__ == "__main__":
+    from core.settings import load
+
+    print(json.dumps(run(load(KafkaSettings)), indent=2))

@@ -1,0 +1,154 @@
+"""Whole-pipeline benchmarks: end-to-end latency at fixed rates, and scale to 100k channels."""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import time
+import urllib.request
+from pathlib import Path
+
+from prometheus_client.parser import text_string_to_metric_families
+
+from chatlog.demo.run import RunConfig, execute
+from chatlog.demo.supervisor import Supervisor
+from chatlog.stack.process import rss_mib
+from core.settings import PROJECT_ROOT, StackSettings
+
+RESULTS = PROJECT_ROOT / "results"
+
+
+def machine() -> dict[str, object]:
+    return {"cpus": os.cpu_count(), "platform": platform.platform(), "python": platform.python_version()}
+
+
+def e2e_latency(
+    settings: StackSettings, rates: list[float], duration: float, channels: int
+) -> dict[str, object]:
+    """IRC send → Cassandra row, at each fixed rate, through 2x2 ingesters and the sink."""
+    runs = []
+    for rate in rates:
+        rep = execute(
+            settings,
+            RunConfig(
+                name=f"bench-e2e-{int(rate)}",
+                channels=channels,
+                rate=rate,
+                duration=duration,
+                results_dir=None,
+            ),
+            console=None,
+        )
+        runs.append(
+            {"rate": rate, "sent": rep.sent, "lost": rep.lost, "latency_ms": rep.details["latency_ms"]}
+        )
+        print(json.dumps(runs[-1]), flush=True)
+    result = {
+        "bench": "e2e",
+        "duration_s": duration,
+        "channels": channels,
+        "runs": runs,
+        "machine": machine(),
+        "note": "latency = Cassandra writetime of the row - the simulator's send time (same clock)",
+    }
+    _plot_e2e(runs, RESULTS / "bench_e2e.png")
+    (RESULTS / "bench_e2e.json").write_text(json.dumps(result, indent=1))
+    return result
+
+
+def _plot_e2e(runs: list[dict[str, object]], path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(6, 3.5), dpi=80)
+    rates = [float(r["rate"]) for r in runs]  # type: ignore[arg-type]
+    for key in ("p50", "p99"):
+        ax.plot(rates, [r["latency_ms"].get(key, 0) / 1000 for r in runs], marker="o", label=key)  # type: ignore[attr-defined]
+    ax.set_xlabel("messages/s sent")
+    ax.set_ylabel("IRC → Cassandra latency (s)")
+    ax.legend()
+    ax.set_title("end-to-end latency")
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path)
+    plt.close(fig)
+
+
+def _confirmed(port: int) -> float:
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=2) as resp:
+            text = resp.read().decode()
+    except OSError:
+        return 0.0
+    return sum(
+        s.value
+        for fam in text_string_to_metric_families(text)
+        for s in fam.samples
+        if s.name == "chatlog_irc_channels_confirmed"
+    )
+
+
+def scale(
+    settings: StackSettings, sizes: list[int], workers: int, join_rate: int, timeout: float
+) -> dict[str, object]:
+    """Register N channels, start ``workers`` ingesters; time to confirm all and RSS per ingester."""
+    from core.kafka_admin import admin_client, ensure_topics
+
+    out = []
+    for n in sizes:
+        ns = f"bench-scale-{n}-{int(time.time())}"
+        s = settings.with_topics(ns)
+        ensure_topics(s)
+        run_dir = settings.state_dir / "runs" / ns
+        run_dir.mkdir(parents=True, exist_ok=True)
+        names = run_dir / "channels.txt"
+        names.write_text("\n".join(f"s{n}_{i}" for i in range(n)) + "\n")
+        env = {
+            **s.topic_env(),
+            "CHATLOG_IRC_JOIN_RATE": str(join_rate),
+            "CHATLOG_IRC_JOIN_WINDOW_S": "10",
+            "CHATLOG_IRC_FLAVOR": "ircv3",
+        }
+        with Supervisor(run_dir / "logs", env=env) as sup:
+            t_reg = time.monotonic()
+            if sup.start("add", ["channels", "add", "--file", str(names)]).proc.wait(timeout=600) != 0:
+                raise RuntimeError(f"registering {n} channels failed; see {run_dir / 'logs'}")
+            register_s = time.monotonic() - t_reg
+            ports = [19200 + i for i in range(workers)]
+            t0 = time.monotonic()
+            for i, port in enumerate(ports):
+                sup.start(
+                    f"w{i}",
+                    ["ingest", "--replica", "0", "--worker-id", f"sc{i}"],
+                    env={"CHATLOG_METRICS_PORT": str(port)},
+                )
+            confirmed, elapsed = 0.0, 0.0
+            while elapsed < timeout:
+                time.sleep(1.0)
+                elapsed = time.monotonic() - t0
+                confirmed = sum(_confirmed(p) for p in ports)
+                if confirmed >= n:
+                    break
+            rss = [rss_mib(sup.children[f"w{i}"].proc.pid) or 0.0 for i in range(workers)]
+        row = {
+            "channels": n,
+            "workers": workers,
+            "join_rate_per_10s_per_worker": join_rate,
+            "register_s": round(register_s, 1),
+            "confirm_all_s": round(elapsed, 1),
+            "confirmed": int(confirmed),
+            "bound_by_join_rate_s": round(n / workers / (join_rate / 10), 1),
+            "rss_mib_per_worker": [round(r) for r in rss],
+            "channels_per_worker": n // workers,
+            "rss_mib_max": round(max(rss)),
+        }
+        out.append(row)
+        print(json.dumps(row), flush=True)
+        admin_client(s).delete_topics(s.topic_names())
+    result: dict[str, object] = {"bench": "scale", "runs": out, "machine": machine()}
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    (RESULTS / "bench_scale.json").write_text(json.dumps(result, indent=1))
+    return result

@@ -1,0 +1,255 @@
+"""``chatlog bench sink``: throughput of the sink next to a raw driver insert, and end-to-end latency.
+
+Throughput: N synthetic Twitch-like events (10% of them produced twice, as a second replica would)
+go into a fresh topic; the sink drains it (available-now trigger) into a fresh keyspace, twice, in one
+Spark session: *cold* is the first query of a new JVM (class loading, code generation and the JIT
+compiling Spark's hot paths, which takes most of the first ~150k events), *warm* the next one on a new
+topic and keyspace, as a sink that has run for a while is. The same distinct events are then inserted
+without Spark by the same writer code in 1 and 2 processes (the sink has 2 Python workers), and per
+row without batching, into other fresh keyspaces.
+The CPU time of each part (the Spark JVM, the Python workers, Cassandra, Kafka) is reported per
+event for the warm run and the raw inserts (:mod:`bench.cpu`).
+Latency: events produced at a steady rate (by another process, as the ingesters are) with ``sent_at`` =
+produce time while the sink streams; latency = Cassandra write time of the row (``WRITETIME``, set by
+the driver when it sends the write) minus ``sent_at``. Results: ``results/bench_sink.json`` and
+``results/bench_sink.png``.
+"""
+
+from __future__ import annotations
+
+import json
+import multiprocessing
+import random
+import tempfile
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+from bench import cpu as bench_cpu
+from bench.sink_data import drop, fresh, produce, synthetic_events
+from bench.sink_latency import latency
+from core.settings import PROJECT_ROOT
+from schemas.chat_event import encode
+from sink.settings import SinkSettings
+
+RESULTS = PROJECT_ROOT / "results"
+
+
+def _raw_worker(args: tuple[SinkSettings, list[bytes]]) -> dict[str, Any]:
+    from sink.executor.partition import write_partition
+
+    settings, values = args
+    return write_partition(((v, None, None) for v in values), settings).to_dict()
+
+
+def _raw_insert(settings: SinkSettings, values: list[bytes], processes: int) -> dict[str, Any]:
+    """The same rows through the same writer, without Spark, in ``processes`` processes."""
+    from sink.driver.stream import ensure_schema
+    from sink.executor.partition import WriteStats
+
+    ensure_schema(settings)
+    parts = [values[i::processes] for i in range(processes)]
+    ctx = multiprocessing.get_context("spawn")
+    with ctx.Pool(processes) as pool:
+        pool.map(_raw_worker, [(settings, parts[i][:50]) for i in range(processes)])  # connect, prepare
+        cpu_before = bench_cpu.snapshot()
+        start = time.perf_counter()
+        results = pool.map(_raw_worker, [(settings, part) for part in parts])
+        seconds = time.perf_counter() - start
+        cpu_after = bench_cpu.snapshot()
+    total = WriteStats()
+    for r in results:
+        total.add(WriteStats.from_dict(r))
+    return {
+        "processes": processes,
+        "batching": settings.sink_batch_max_rows > 1,
+        "events": total.events,
+        "rows": total.rows_total,
+        "seconds": round(seconds, 2),
+        "events_per_s": round(total.events / seconds),
+        "rows_per_s": round(total.rows_total / seconds),
+        "cpu_us_per_event": bench_cpu.per_event(cpu_before, cpu_after, total.events),
+    }
+
+
+def _sink_run(
+    settings: SinkSettings, values: list[tuple[bytes, bytes]], work: Path, tag: str
+) -> dict[str, Any]:
+    """Drain ``values`` from a fresh topic into a fresh keyspace with the sink (available-now trigger)."""
+    from sink.driver import stream
+    from sink.driver.session import get_session
+
+    s = fresh(settings, tag, work)
+    produce_s = produce(s, values)
+    get_session(s)
+    cpu_before = bench_cpu.snapshot()
+    start = time.perf_counter()
+    totals = stream.run(s.model_copy(update={"sink_max_offsets_per_trigger": 50_000}), available_now=True)
+    seconds = time.perf_counter() - start
+    cpu_after = bench_cpu.snapshot()
+    drop(s, [s.cassandra_keyspace])
+    steady = [r for r in totals.reports[1:] if r.written.events]
+    steady_s = sum(r.duration_s for r in steady)
+    steady_events = sum(r.written.events for r in steady)
+    steady_rows = sum(r.written.rows_total for r in steady)
+    return {
+        "produce_seconds": round(produce_s, 2),
+        "steady_events_per_s": round(steady_events / steady_s) if steady_s else None,
+        "steady_rows_per_s": round(steady_rows / steady_s) if steady_s else None,
+        "events_in": totals.events_in,
+        "duplicates_dropped": totals.duplicates,
+        "events": totals.written.events,
+        "rows": totals.written.rows_total,
+        "rows_by_table": dict(totals.written.rows),
+        "batches": totals.batches,
+        "seconds": round(seconds, 2),
+        "events_per_s": round(totals.written.events / seconds),
+        "records_in_per_s": round(totals.events_in / seconds),
+        "rows_per_s": round(totals.written.rows_total / seconds),
+        "cpu_us_per_event": bench_cpu.per_event(cpu_before, cpu_after, totals.written.events),
+    }
+
+
+def _throughput(settings: SinkSettings, events: int, work: Path, tag: str) -> dict[str, Any]:
+    """The sink twice in one Spark session (cold: the first query of a new JVM; warm: the next one,
+    as a long-running sink is), then the raw insert of the same distinct events."""
+    distinct = synthetic_events(events)
+    rng = random.Random(3)
+    values = [(e.channel.encode(), encode(e)) for e in distinct]
+    copies = [v for v in values if rng.random() < 0.10]
+    cold = _sink_run(settings, values + copies, work, f"{tag}c")
+    warm = _sink_run(settings, values + copies, work, f"{tag}w")
+    s = fresh(settings, f"{tag}r", work)
+    raw_values = [v for _k, v in values]
+    raw: list[dict[str, Any]] = []
+    keyspaces = []
+    for processes in (1, 2):
+        ks = f"{s.cassandra_keyspace}{processes}"
+        keyspaces.append(ks)
+        raw.append(_raw_insert(s.model_copy(update={"cassandra_keyspace": ks}), raw_values, processes))
+    ks = f"{s.cassandra_keyspace}row"
+    keyspaces.append(ks)
+    per_row = s.model_copy(
+        update={"cassandra_keyspace": ks, "sink_batch_max_rows": 1, "sink_write_concurrency": 128}
+    )
+    raw.append(_raw_insert(per_row, raw_values[: min(len(raw_values), 30_000)], 2))
+    drop(s, keyspaces)
+    best = max(r["rows_per_s"] for r in raw if r["batching"])
+    return {
+        "events_distinct": events,
+        "records_produced": len(values) + len(copies),
+        "spark_cold": cold,
+        "spark_warm": warm,
+        "raw": raw,
+        "warm_vs_best_raw": round(warm["rows_per_s"] / best, 2),
+        "cold_vs_best_raw": round(cold["rows_per_s"] / best, 2),
+    }
+
+
+def _plot(result: dict[str, Any], path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, (left, right) = plt.subplots(1, 2, figsize=(10, 3.6), dpi=80)
+    thr = result.get("throughput")
+    if thr is None:
+        left.set_axis_off()
+    else:
+        labels = ["sink cold", "sink warm"] + [
+            f"raw {r['processes']}p{' per row' if not r['batching'] else ''}" for r in thr["raw"]
+        ]
+        values = [thr["spark_cold"]["rows_per_s"], thr["spark_warm"]["rows_per_s"]] + [
+            r["rows_per_s"] for r in thr["raw"]
+        ]
+        left.bar(labels, values, color=["#d62728", "#ff7f0e"] + ["#1f77b4"] * len(thr["raw"]))
+        left.set_ylabel("Cassandra rows/s")
+        left.set_title("Throughput (same rows)")
+        left.tick_params(axis="x", labelsize=7)
+    lat = result.get("latency")
+    if lat and lat["timeline"]:
+        xs, ys = zip(*lat["timeline"], strict=True)
+        right.plot(xs, ys, ".", markersize=2)
+        right.axhline(lat["p99_ms"], color="#d62728", linewidth=1, label=f"p99 {lat['p99_ms']:.0f} ms")
+        if lat.get("warmup_s"):
+            right.axvspan(0, lat["warmup_s"], color="#cccccc", alpha=0.4, label="warm-up (not measured)")
+        right.set_xlabel("s since start")
+        right.set_ylabel("produce -> row written (ms)")
+        right.set_title(f"Latency at {lat['rate_achieved']}/s, trigger {lat['trigger']}")
+        right.legend(loc="upper right", fontsize=8)
+    else:
+        right.set_axis_off()
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
+
+
+def run_bench(
+    settings: SinkSettings,
+    *,
+    events: int,
+    rate: int,
+    latency_s: float,
+    warmup_s: float = 30.0,
+    trigger: str | None = None,
+    name: str = "bench_sink",
+) -> str:
+    """Run the benchmarks (``events=0`` skips throughput, ``latency_s=0`` latency); write
+    results/<name>.json and .png; return a summary."""
+    tag = uuid.uuid4().hex[:6]
+    RESULTS.mkdir(exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix="bench-sink-") as tmp:
+        work = Path(tmp)
+        result: dict[str, Any] = {}
+        if events > 0:
+            result["throughput"] = _throughput(settings, events, work, f"{tag}t")
+        if latency_s > 0:
+            result["latency"] = latency(
+                settings,
+                rate,
+                latency_s,
+                trigger or settings.sink_trigger,
+                work,
+                f"{tag}l",
+                warmup_s=warmup_s,
+            )
+    (RESULTS / f"{name}.json").write_text(json.dumps(result, indent=1))
+    _plot(result, RESULTS / f"{name}.png")
+    lines = []
+    if "throughput" in result:
+        lines += _throughput_lines(result["throughput"])
+    if "latency" in result:
+        lat = result["latency"]
+        lines.append(
+            f"latency at {lat['rate_achieved']} events/s (after {lat['warmup_s']}s of it), "
+            f"trigger {lat['trigger']}: p50 {lat['p50_ms']} ms, "
+            f"p95 {lat['p95_ms']} ms, p99 {lat['p99_ms']} ms, max {lat['max_ms']} ms ({lat['events']} events)"
+        )
+    lines.append(f"results: {RESULTS / (name + '.json')}, {RESULTS / (name + '.png')}")
+    return "\n".join(lines)
+
+
+def _throughput_lines(thr: dict[str, Any]) -> list[str]:
+    def sink(run: dict[str, Any]) -> str:
+        return (
+            f"{run['events_per_s']} events/s = {run['rows_per_s']} rows/s ({run['events']} events, "
+            f"{run['duplicates_dropped']} duplicates dropped, {run['seconds']}s; after the first batch "
+            f"{run['steady_rows_per_s']} rows/s)"
+        )
+
+    def raw(r: dict[str, Any]) -> str:
+        return f"raw insert, {r['processes']} process(es){'' if r['batching'] else ', per row'}"
+
+    return [
+        f"sink, cold (first query of a new JVM): {sink(thr['spark_cold'])}",
+        f"sink, warm (next query, same JVM): {sink(thr['spark_warm'])}",
+        *[f"{raw(r)}: {r['events_per_s']} events/s = {r['rows_per_s']} rows/s" for r in thr["raw"]],
+        bench_cpu.line("sink, warm:", thr["spark_warm"]["cpu_us_per_event"]),
+        *[
+            bench_cpu.line(f"{raw(r)}:", r["cpu_us_per_event"], ("python_workers", "cassandra", "bench"))
+            for r in thr["raw"]
+        ],
+        f"sink / best raw (batched): {thr['warm_vs_best_raw']}x warm, {thr['cold_vs_best_raw']}x cold",
+    ]

@@ -1,0 +1,164 @@
+"""The latency half of ``chatlog bench sink``: a steady load from another process while the sink streams.
+
+Latency = Cassandra write time of the row (``WRITETIME``, set by the driver when it sends the write)
+minus ``sent_at`` (the produce time).
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import threading
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+import msgspec
+
+from bench.sink_data import drop, fresh, synthetic_events
+from schemas.chat_event import encode
+from sink.settings import SinkSettings
+
+LOAD_POOL_EVENTS = 100_000
+"""Distinct event shapes the steady load cycles through (each sent with a fresh message id)."""
+
+
+def steady_load(settings: SinkSettings, rate: int, seconds: float) -> tuple[int, float, int]:
+    """Produce synthetic events at ``rate`` per second for ``seconds``, each with ``sent_at`` = now;
+    returns (events sent, seconds taken, start time in epoch ms)."""
+    from confluent_kafka import Producer
+
+    from core.settings import KafkaSettings
+    from ingest.producer import producer_config
+    from ingest.settings import IngestSettings
+
+    # the ingesters' producer (batching, compression, partitioner): the records arrive as in production
+    kafka = settings.model_dump(include=set(KafkaSettings.model_fields))
+    producer = Producer(producer_config(IngestSettings(**kafka), "bench-sink-load"))
+    total = int(rate * seconds) + 1
+    # a pool of shapes, each produced with a new id: holding every event of 20 minutes at 5k/s grew
+    # past 11 GB
+    pool = synthetic_events(min(total, LOAD_POOL_EVENTS), seed=11)
+    tick = 0.01
+    per_tick = rate * tick
+    start = time.monotonic()
+    start_ms = int(time.time() * 1000)
+    sent = 0
+    while sent < total:
+        due = min(total, int((time.monotonic() - start) / tick * per_tick) + 1)
+        while sent < due:
+            now = int(time.time() * 1000)
+            shape = pool[sent % len(pool)]
+            mid = str(uuid.uuid4())
+            e = msgspec.structs.replace(
+                shape, message_id=mid, tags={**shape.tags, "id": mid}, sent_at=now, received_at=now
+            )
+            producer.produce(settings.topic_messages, encode(e), e.channel.encode())
+            sent += 1
+        producer.poll(0)
+        time.sleep(max(0.0, start + (sent / rate) - time.monotonic()))
+    producer.flush(30)
+    return sent, time.monotonic() - start, start_ms
+
+
+def latency(
+    settings: SinkSettings,
+    rate: int,
+    seconds: float,
+    trigger: str,
+    work: Path,
+    tag: str,
+    *,
+    warmup_s: float = 30.0,
+) -> dict[str, Any]:
+    """Latency of the events produced in ``seconds`` of steady load at ``rate``, after ``warmup_s``
+    seconds of the same load (the sink's first batches, its JIT warm-up) that are not measured."""
+    from confluent_kafka import Producer
+
+    from core.cql import connect
+    from sink.driver import stream
+    from sink.driver.progress import Metrics
+
+    s = fresh(settings, tag, work).model_copy(update={"sink_trigger": trigger})
+    stop = threading.Event()
+    metrics = Metrics(0)
+    failure: list[BaseException] = []
+
+    def sink() -> None:
+        try:
+            stream.run(s, stop=stop, metrics=metrics)
+        except BaseException as exc:
+            failure.append(exc)
+
+    thread = threading.Thread(target=sink, daemon=True)
+    thread.start()
+
+    def written() -> float:
+        return metrics.registry.get_sample_value("chatlog_sink_events_written_total") or 0.0
+
+    warm = synthetic_events(200, seed=99)
+    producer = Producer({**s.kafka_client_config(), "linger.ms": 2})
+    for e in warm:
+        producer.produce(s.topic_messages, encode(e), e.channel.encode())
+    producer.flush(30)
+    deadline = time.monotonic() + 180
+    while written() < len(warm) and time.monotonic() < deadline and not failure:
+        time.sleep(0.2)
+    # the load comes from another process, as the ingesters are: in this one it would contend with the
+    # sink's driver (the foreachBatch callback runs here) for the GIL and slow every batch
+    with multiprocessing.get_context("spawn").Pool(1) as pool:
+        sent, produce_s, load_start_ms = pool.apply(steady_load, (s, rate, warmup_s + seconds))
+    measured_from_ms = load_start_ms + int(warmup_s * 1000)
+    deadline = time.monotonic() + 300
+    while written() < len(warm) + sent and time.monotonic() < deadline and not failure:
+        time.sleep(0.2)
+    stop.set()
+    thread.join(120)
+    if failure:
+        raise failure[0]
+    cluster, session = connect(s, keyspace=s.cassandra_keyspace)
+    try:
+        latencies = []
+        timeline = []
+        warm_ids = {e.message_id for e in warm}
+        for row in session.execute(
+            "SELECT message_id, sent_at, WRITETIME(kind) AS wt FROM messages_by_channel"
+        ):
+            if row.message_id in warm_ids:
+                continue
+            sent_ms = int(row.sent_at.timestamp() * 1000) if row.sent_at.tzinfo else _naive_ms(row.sent_at)
+            latency = row.wt / 1000 - sent_ms
+            if sent_ms >= measured_from_ms:
+                latencies.append(latency)
+            timeline.append((sent_ms, latency))
+    finally:
+        cluster.shutdown()
+    drop(s, [s.cassandra_keyspace])
+    latencies.sort()
+    timeline.sort()
+    t0 = load_start_ms
+
+    def pct(p: float) -> float:
+        return round(latencies[min(len(latencies) - 1, int(p * len(latencies)))], 1) if latencies else 0.0
+
+    return {
+        "rate_target": rate,
+        "rate_achieved": round(sent / produce_s),
+        "seconds": seconds,
+        "warmup_s": warmup_s,
+        "trigger": trigger,
+        "events": len(latencies),
+        "p50_ms": pct(0.50),
+        "p95_ms": pct(0.95),
+        "p99_ms": pct(0.99),
+        "max_ms": round(latencies[-1], 1) if latencies else 0.0,
+        "timeline": [
+            (round((t - t0) / 1000, 2), round(v)) for t, v in timeline[:: max(1, len(timeline) // 2000)]
+        ],
+    }
+
+
+def _naive_ms(value: Any) -> int:
+    from serve.logs import _ms
+
+    return _ms(value)

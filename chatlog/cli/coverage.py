@@ -1,0 +1,98 @@
+"""``chatlog coverage CHANNEL``: when a channel was logged, by whom, and when it was not."""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import Annotated
+
+import typer
+
+from core.times import format_time
+from serve.coverage import Coverage
+
+
+def register(app: typer.Typer) -> None:
+    @app.command("coverage")
+    def coverage_command(
+        channel: Annotated[str, typer.Argument(help="Channel login (with or without #).")],
+        since: Annotated[
+            str | None, typer.Option(help="From this time: ISO-8601 or epoch ms (default: 24 hours ago).")
+        ] = None,
+        until: Annotated[str | None, typer.Option(help="Until this time (default: now).")] = None,
+        output_format: Annotated[str, typer.Option("--format", help="text or json.")] = "text",
+        keyspace: Annotated[str | None, typer.Option(help="Cassandra keyspace.")] = None,
+    ) -> None:
+        """A channel's coverage spans (per replica group and ingester) and gaps, from the ledger."""
+        from cassandra import DriverException, InvalidRequest
+
+        from core.cql import connect, connect_failure, quiet_driver_logs
+        from core.errors import ChatlogError
+        from core.settings import CassandraSettings, load
+        from core.times import parse_time
+        from serve.coverage import read_coverage
+
+        if output_format not in ("text", "json"):
+            raise ChatlogError(f"--format must be text or json, not {output_format[:40]!r}")
+        now = int(time.time() * 1000)
+        until_ms = parse_time(until, "--until") if until else now
+        since_ms = parse_time(since, "--since") if since else until_ms - 86_400_000
+        if until_ms <= since_ms:
+            raise ChatlogError("--until must be after --since")
+        settings = load(CassandraSettings, cassandra_keyspace=keyspace)
+        quiet_driver_logs()
+        try:
+            cluster, session = connect(settings)
+        except Exception as exc:  # the driver raises several kinds; one line names the setting
+            raise ChatlogError(connect_failure(settings, exc)) from None
+        try:
+            found = read_coverage(
+                session, settings.cassandra_keyspace, channel.lstrip("#").lower(), since_ms, until_ms
+            )
+        except InvalidRequest as exc:
+            reason = str(exc).split("message=")[-1].strip('"')
+            raise ChatlogError(
+                f"reading the coverage ledger in keyspace {settings.cassandra_keyspace}: {reason} "
+                "(`chatlog init` creates its tables)"
+            ) from None
+        except DriverException as exc:
+            raise ChatlogError(f"reading the coverage ledger: {' '.join(str(exc).split())[:200]}") from None
+        finally:
+            cluster.shutdown()
+        typer.echo(as_json(found) if output_format == "json" else as_text(found))
+
+
+def as_text(cov: Coverage) -> str:
+    lines = [f"#{cov.channel} {format_time(cov.since_ms)} .. {format_time(cov.until_ms)} (UTC)"]
+    if not cov.spans:
+        lines.append("no coverage recorded in this range")
+        return "\n".join(lines)
+    lines.append("spans:")
+    for s in cov.spans:
+        end = "now" if s.end_reason == "open" else f"{format_time(s.end)} ({s.end_reason})"
+        lines.append(f"  r{s.replica} {s.worker}: {format_time(s.start)} .. {end}")
+    lines.append(f"gaps: {len(cov.gaps)}" + (", none" if not cov.gaps else ""))
+    for g in cov.gaps:
+        lines.append(f"  {format_time(g.start)} .. {format_time(g.end)} ({g.seconds:.1f} s): {g.why}")
+    return "\n".join(lines)
+
+
+def as_json(cov: Coverage) -> str:
+    return json.dumps(
+        {
+            "channel": cov.channel,
+            "since": cov.since_ms,
+            "until": cov.until_ms,
+            "spans": [
+                {
+                    "replica": s.replica,
+                    "worker": s.worker,
+                    "start": s.start,
+                    "end": s.end,
+                    "end_reason": s.end_reason,
+                }
+                for s in cov.spans
+            ],
+            "gaps": [{"start": g.start, "end": g.end, "seconds": g.seconds, "why": g.why} for g in cov.gaps],
+        }
+    )

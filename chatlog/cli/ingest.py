@@ -1,0 +1,144 @@
+"""Commands of this package, registered on the main ``chatlog`` app by chatlog.cli.commands:
+``channels add/remove/list``, ``ingest``, ``status``, and the benchmarks ``ingest`` and ``rebalance``.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+if TYPE_CHECKING:
+    from ingest.registry import Registry
+
+channels_app = typer.Typer(help="The channel registry (the compacted channels topic).", no_args_is_help=True)
+
+_FILE_HELP = "File of channel names (whitespace or comma separated); '-' reads stdin."
+
+
+def _names(names: list[str] | None, file: Path | None) -> list[str]:
+    from core.errors import ChatlogError
+    from ingest.registry import names_from_text
+
+    out = list(names or [])
+    if file is not None:
+        try:
+            text = sys.stdin.read() if str(file) == "-" else file.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            raise ChatlogError(f"cannot read channel file {file}: {exc}") from None
+        out.extend(names_from_text(text))
+    if not out:
+        raise ChatlogError("no channel names given (pass NAME... or --file F)")
+    return out
+
+
+def _registry() -> Registry:
+    from core.kafka_probe import probe
+    from core.settings import load
+    from ingest.registry import Registry
+    from ingest.settings import RegistrySettings
+
+    settings = load(RegistrySettings)
+    probe(settings)  # one line, within seconds, when Kafka is not there
+    return Registry(settings, flavor=settings.irc_flavor)
+
+
+@channels_app.command("add")
+def channels_add(
+    names: Annotated[list[str] | None, typer.Argument(help="Channel names ('#' optional).")] = None,
+    file: Annotated[Path | None, typer.Option("--file", "-f", help=_FILE_HELP)] = None,
+) -> None:
+    """Register channels; ones already registered are left as they are."""
+    registry = _registry()
+    change = registry.add(_names(names, file))
+    typer.echo(f"added {len(change.changed)} channel(s); {len(change.unchanged)} already registered")
+
+
+@channels_app.command("remove")
+def channels_remove(
+    names: Annotated[list[str] | None, typer.Argument(help="Channel names ('#' optional).")] = None,
+    file: Annotated[Path | None, typer.Option("--file", "-f", help=_FILE_HELP)] = None,
+) -> None:
+    """Unregister channels (tombstones); unknown names are reported and ignored."""
+    registry = _registry()
+    change = registry.remove(_names(names, file))
+    typer.echo(f"removed {len(change.changed)} channel(s); {len(change.unchanged)} were not registered")
+
+
+@channels_app.command("list")
+def channels_list(
+    as_json: Annotated[bool, typer.Option("--json", help="One JSON record per line.")] = False,
+    count: Annotated[bool, typer.Option("--count", help="Only the number of channels.")] = False,
+) -> None:
+    """Every registered channel, sorted (the topic read to its end)."""
+    registry = _registry()
+    channels = registry.channels()
+    if count:
+        typer.echo(str(len(channels)))
+        return
+    out = sys.stdout
+    for login in sorted(channels):
+        record = channels[login]
+        if as_json:
+            out.write(json.dumps({"login": record.login, "added_at": record.added_at}) + "\n")
+        else:
+            out.write(login + "\n")
+
+
+def register(app: typer.Typer) -> None:
+    """Add this package's commands to ``app`` and its benchmarks to ``bench``."""
+    app.add_typer(channels_app, name="channels")
+
+    @app.command()
+    def ingest(
+        replica: Annotated[int | None, typer.Option(help="Replica (CHATLOG_INGEST_REPLICA).")] = None,
+        worker_id: Annotated[
+            str | None, typer.Option(help="Worker id (CHATLOG_INGEST_WORKER_ID); default <host>-<pid>.")
+        ] = None,
+    ) -> None:
+        """One ingester: joins the replica's consumer group and logs the channels of its buckets."""
+        from core.settings import load
+        from ingest.settings import IngestSettings
+        from ingest.worker import run
+
+        settings = load(IngestSettings, ingest_replica=replica, ingest_worker_id=worker_id)
+        raise typer.Exit(run(settings))
+
+    @app.command()
+    def status(
+        as_json: Annotated[bool, typer.Option("--json", help="Machine-readable report.")] = False,
+        replicas: Annotated[
+            int | None, typer.Option(help="Expect replicas 0..N-1 (default: the replicas seen).")
+        ] = None,
+        stale: Annotated[
+            float | None, typer.Option(help="Ignore heartbeats older than this, s (CHATLOG_STATUS_STALE_S).")
+        ] = None,
+    ) -> None:
+        """Coverage per replica: registered vs confirmed channels, bucket owners, uncovered channels.
+
+        Exit 1 when a registered channel is logged by nobody in some replica.
+        """
+        from core.kafka_probe import probe
+        from core.settings import load
+        from ingest import status as st
+        from ingest.registry import Registry
+        from ingest.settings import StatusSettings
+
+        settings = load(StatusSettings, status_stale_s=stale)
+        probe(settings)
+        registered = Registry(settings, flavor=settings.irc_flavor).channels()
+        now = st.now_ms()
+        since = now - int(settings.status_stale_s * 1000)
+        beats = st.fresh(
+            st.read_heartbeats(settings, since_ms=since), now_ms=now, stale_s=settings.status_stale_s
+        )
+        report = st.coverage(registered, beats, range(replicas) if replicas is not None else None)
+        if as_json:
+            typer.echo(json.dumps(st.report_json(report)))
+        else:
+            typer.echo(st.report_text(report))
+        if not all(c.ok for c in report):
+            raise typer.Exit(1)

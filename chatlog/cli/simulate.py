@@ -1,0 +1,109 @@
+"""``chatlog simulate``: run the chatter simulator as its own process, logging what it sent."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import signal
+import sys
+import time
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from chatlog.simulator import ChatSimulator, SentMessage
+from core.settings import IrcSettings, load
+
+
+def read_sent(path: Path) -> list[SentMessage]:
+    """The messages a ``chatlog simulate --out`` run recorded (one JSON object per line)."""
+    out = []
+    with path.open() as fh:
+        for line in fh:
+            if line.strip():
+                d = json.loads(line)
+                out.append(SentMessage(d["c"], d["t"], d["ts"]))
+    return out
+
+
+async def _run(
+    sim: ChatSimulator, duration: float, out: Path | None, burst: tuple[float, float, float]
+) -> None:
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, sim.stop)
+    await sim.start()
+    print(json.dumps({"event": "ready", "t": time.time()}), flush=True)
+    written = 0
+    fh = out.open("a") if out else None
+
+    async def report() -> None:
+        nonlocal written
+        while True:
+            await asyncio.sleep(1.0)
+            new = sim.sent[written:]
+            if fh is not None:
+                fh.write(
+                    "".join(
+                        json.dumps({"c": m.channel, "t": m.token, "ts": m.sent_at_ms}) + "\n" for m in new
+                    )
+                )
+                fh.flush()
+            written += len(new)
+            print(
+                json.dumps({"event": "progress", "t": time.time(), "sent": written, "failed": sim.failed}),
+                flush=True,
+            )
+
+    reporter = asyncio.create_task(report())
+    at, factor, length = burst
+    try:
+        if factor > 1 and 0 <= at < duration:
+            await sim.run(at)
+            await sim.run(min(length, duration - at), rate=sim.rate * factor)
+            await sim.run(max(0.0, duration - at - length))
+        else:
+            await sim.run(duration)
+    finally:
+        reporter.cancel()
+        new = sim.sent[written:]
+        if fh is not None:
+            fh.write(
+                "".join(json.dumps({"c": m.channel, "t": m.token, "ts": m.sent_at_ms}) + "\n" for m in new)
+            )
+            fh.close()
+        await sim.close()
+        print(
+            json.dumps({"event": "done", "t": time.time(), "sent": len(sim.sent), "failed": sim.failed}),
+            flush=True,
+        )
+
+
+def register(app: typer.Typer) -> None:
+    @app.command()
+    def simulate(
+        channels: Annotated[list[str] | None, typer.Argument(help="Channel logins.")] = None,
+        channels_file: Annotated[Path | None, typer.Option("--file", help="One channel per line.")] = None,
+        rate: Annotated[float, typer.Option(help="Messages per second in total.")] = 2000.0,
+        duration: Annotated[float, typer.Option(help="Seconds to send.")] = 60.0,
+        connections: Annotated[int, typer.Option(help="Client connections.")] = 16,
+        zipf: Annotated[float, typer.Option(help="Zipf exponent of the channel skew.")] = 1.1,
+        seed: Annotated[int, typer.Option()] = 0,
+        out: Annotated[Path | None, typer.Option(help="Append what was sent here as ndjson.")] = None,
+        burst_at: Annotated[float, typer.Option(help="Start a burst after this many seconds.")] = -1.0,
+        burst_factor: Annotated[float, typer.Option(help="Rate multiplier during the burst.")] = 1.0,
+        burst_seconds: Annotated[float, typer.Option(help="Length of the burst.")] = 5.0,
+    ) -> None:
+        """Simulated chatters sending real PRIVMSGs into the IRC server (progress as JSON lines)."""
+        names = list(channels or [])
+        if channels_file is not None:
+            names += [ln.strip() for ln in channels_file.read_text().splitlines() if ln.strip()]
+        if not names:
+            print("chatlog: error: simulate needs channels (arguments or --file)", file=sys.stderr)
+            raise typer.Exit(2)
+        irc = load(IrcSettings)
+        sim = ChatSimulator(
+            irc.irc_host, irc.irc_port, names, rate=rate, connections=connections, zipf_s=zipf, seed=seed
+        )
+        asyncio.run(_run(sim, duration, out, (burst_at, burst_factor, burst_seconds)))

@@ -1,0 +1,141 @@
+"""Cassandra sessions (cassandra-driver) and applying the schema of ``schemas/cassandra.cql``."""
+
+from __future__ import annotations
+
+import logging
+import ssl
+from typing import Any
+
+from core.errors import ChatlogError
+from core.settings import CassandraSettings, tls_context
+from schemas import cql
+
+
+def connect(
+    settings: CassandraSettings,
+    *,
+    keyspace: str | None = None,
+    timeout: float = 10.0,
+    protocol_version: int = 5,
+    **cluster_kwargs: Any,
+) -> tuple[Any, Any]:
+    """A token-aware, DC-aware (cluster, session) pair for ``settings``; raise on failure."""
+    from cassandra.auth import PlainTextAuthProvider
+    from cassandra.cluster import EXEC_PROFILE_DEFAULT, Cluster, ExecutionProfile
+    from cassandra.policies import DCAwareRoundRobinPolicy, TokenAwarePolicy
+
+    auth = None
+    if settings.cassandra_username and settings.cassandra_password is not None:
+        auth = PlainTextAuthProvider(
+            settings.cassandra_username, settings.cassandra_password.get_secret_value()
+        )
+    profile = ExecutionProfile(
+        load_balancing_policy=TokenAwarePolicy(DCAwareRoundRobinPolicy(local_dc=settings.cassandra_local_dc)),
+        request_timeout=timeout,
+    )
+    cluster = Cluster(
+        settings.contact_points,
+        port=settings.cassandra_port,
+        auth_provider=auth,
+        ssl_context=ssl_context(settings),
+        execution_profiles={EXEC_PROFILE_DEFAULT: profile},
+        connect_timeout=timeout,
+        protocol_version=protocol_version,
+        **cluster_kwargs,
+    )
+    try:
+        session = cluster.connect(keyspace)
+    except Exception as exc:
+        cluster.shutdown()
+        refused = login_refused(settings, exc)
+        if refused is not None:
+            raise CassandraLoginError(refused) from None
+        raise
+    return cluster, session
+
+
+class CassandraLoginError(ChatlogError):
+    """Cassandra refused the login (no, or wrong, user name and password); retrying will not help."""
+
+
+def ssl_context(settings: CassandraSettings) -> ssl.SSLContext | None:
+    """The TLS context of ``settings`` (None without TLS): the CA file, else the system's CAs."""
+    if not settings.cassandra_uses_tls:
+        return None
+    return tls_context(
+        settings.cassandra_ssl_ca_location,
+        check_hostname=settings.cassandra_ssl_check_hostname,
+        certificate=settings.cassandra_ssl_certificate_location,
+        key=settings.cassandra_ssl_key_location,
+    )
+
+
+def login_refused(settings: CassandraSettings, exc: BaseException) -> str | None:
+    """One line when ``exc`` (from ``Cluster.connect``) is Cassandra refusing the login, else None."""
+    from cassandra import AuthenticationFailed
+    from cassandra.cluster import NoHostAvailable
+
+    errors = (
+        list(exc.errors.values())
+        if isinstance(exc, NoHostAvailable) and isinstance(exc.errors, dict)
+        else [exc]
+    )
+    failed = [e for e in errors if isinstance(e, AuthenticationFailed)]
+    if not failed or len(failed) != len(errors):
+        return None
+    where = f"Cassandra at {settings.cassandra_hosts}:{settings.cassandra_port}"
+    if settings.cassandra_username is None or settings.cassandra_password is None:
+        return f"{where} requires a login: set CHATLOG_CASSANDRA_USERNAME and CHATLOG_CASSANDRA_PASSWORD"
+    reason = "bad credentials" if "credentials" in str(failed[0]).lower() else _one_line(failed[0])
+    return (
+        f"{where} refused the login of user {settings.cassandra_username!r} ({reason}): check "
+        "CHATLOG_CASSANDRA_USERNAME and CHATLOG_CASSANDRA_PASSWORD"
+    )
+
+
+def _one_line(exc: BaseException) -> str:
+    return " ".join(str(exc).split())[:200]
+
+
+def quiet_driver_logs() -> None:
+    """For one-shot commands: the driver logs each failed connection attempt with a traceback, and
+    server warnings, at WARNING; the command reports a failure itself, in one line."""
+    logging.getLogger("cassandra").setLevel(logging.CRITICAL)
+
+
+def connect_failure(settings: CassandraSettings, exc: BaseException) -> str:
+    """One line naming the settings for ``exc`` from :func:`connect` (a missing keyspace, or no host)."""
+    from cassandra import InvalidRequest
+    from cassandra.cluster import NoHostAvailable
+
+    where = f"Cassandra at {settings.cassandra_hosts}:{settings.cassandra_port}"
+    if isinstance(exc, InvalidRequest | NoHostAvailable) and (
+        "does not exist" in str(exc) or "using keyspace" in str(exc)
+    ):  # connect(keyspace) to a missing keyspace: NoHostAvailable("... using keyspace 'x'", [hosts])
+        return (
+            f"keyspace {settings.cassandra_keyspace} does not exist in {where} (CHATLOG_CASSANDRA_KEYSPACE; "
+            "`chatlog init` creates it)"
+        )
+    errors = [exc]
+    if isinstance(exc, NoHostAvailable) and isinstance(exc.errors, dict) and exc.errors:
+        errors = list(exc.errors.values())
+    reason = getattr(errors[0], "strerror", None) or " ".join(str(errors[0]).split())[:200]
+    return f"{where} is not reachable (CHATLOG_CASSANDRA_HOSTS, CHATLOG_CASSANDRA_PORT): {reason}"
+
+
+def apply_schema(settings: CassandraSettings, keyspace: str | None = None) -> int:
+    """Create the keyspace and tables if missing; returns how many statements ran."""
+    ks = keyspace or settings.cassandra_keyspace
+    try:
+        cluster, session = connect(settings, timeout=30)
+    except CassandraLoginError:
+        raise
+    except Exception as exc:
+        raise ChatlogError(connect_failure(settings, exc)) from None
+    try:
+        stmts = cql.statements(ks, settings.cassandra_replication)
+        for stmt in stmts:
+            session.execute(stmt, timeout=60)
+        return len(stmts)
+    finally:
+        cluster.shutdown()

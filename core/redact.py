@@ -1,0 +1,60 @@
+"""The last line of defence for secrets: their values are masked in every log line and error chatlog
+prints, whatever formatted them (settings keep them in ``SecretStr``; this catches what escapes that,
+e.g. a librdkafka config dict in an exception)."""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Iterable, Mapping
+from typing import Final
+
+MASK: Final = "**********"
+MIN_SECRET_LEN: Final = 4
+"""Shorter values are not masked: they would mask ordinary words (and are no secret anyway)."""
+
+
+def secret_values(environ: Mapping[str, str] | None = None) -> list[str]:
+    """The values of the secret ``CHATLOG_*`` variables set in ``environ``, longest first."""
+    from core.settings_env import secret_variables
+
+    env = os.environ if environ is None else environ
+    names = secret_variables()
+    values = {v for k, v in env.items() if k.upper() in names and len(v) >= MIN_SECRET_LEN}
+    return sorted(values, key=len, reverse=True)
+
+
+def redact(text: str, secrets: Iterable[str]) -> str:
+    for secret in secrets:
+        if secret in text:
+            text = text.replace(secret, MASK)
+    return text
+
+
+class SecretFilter(logging.Filter):
+    """Masks the secrets' values in a record's message and traceback (a handler filter)."""
+
+    def __init__(self, secrets: Iterable[str] | None = None) -> None:
+        super().__init__()
+        self.secrets = list(secret_values() if secrets is None else secrets)
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if not self.secrets:
+            return True
+        message = record.getMessage()
+        clean = redact(message, self.secrets)
+        if clean != message:
+            record.msg, record.args = clean, ()
+        if record.exc_info and not record.exc_text:
+            record.exc_text = logging.Formatter().formatException(record.exc_info)
+        if record.exc_text:
+            record.exc_text = redact(record.exc_text, self.secrets)
+        return True
+
+
+def install(secrets: Iterable[str] | None = None) -> SecretFilter:
+    """Add a :class:`SecretFilter` to every handler of the root logger; returns it."""
+    filt = SecretFilter(secrets)
+    for handler in logging.getLogger().handlers:
+        handler.addFilter(filt)
+    return filt

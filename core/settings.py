@@ -1,0 +1,299 @@
+"""Typed settings, one object per service, read from ``CHATLOG_*`` environment variables.
+
+Every key is documented here with its default. Flags on the command line override the environment.
+Secrets are ``SecretStr`` and never printed. A wrong value raises :class:`SettingsError` in one line.
+"""
+
+from __future__ import annotations
+
+import ssl
+from pathlib import Path
+from typing import Any, Literal, Self, TypeVar, get_args
+
+from pydantic import Field, SecretStr, ValidationError, field_validator, model_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from core.errors import SettingsError
+from core.settings_errors import describe
+from schemas.cql import normalize_replication
+
+PROJECT_ROOT = Path(__file__).resolve().parent.parent
+
+
+SETTINGS_CLASSES: list[type[BaseSettings]] = []
+"""Every settings class defined so far; each adds itself (core/settings_env.py imports them all)."""
+
+
+class _Base(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="CHATLOG_", extra="ignore", frozen=True)
+
+    @classmethod
+    def __pydantic_init_subclass__(cls, **kwargs: Any) -> None:
+        super().__pydantic_init_subclass__(**kwargs)
+        SETTINGS_CLASSES.append(cls)
+
+
+PASSWORD_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
+"""SASL mechanisms with a user and password: all chatlog clients (librdkafka, Spark, faust) speak them."""
+
+
+TOPIC_ROLES = ("channels", "messages", "deadletter", "status", "coverage")
+
+
+def tls_context(
+    ca: Path | None,
+    *,
+    check_hostname: bool,
+    certificate: Path | None = None,
+    key: Path | None = None,
+    key_password: SecretStr | None = None,
+) -> ssl.SSLContext:
+    """A client TLS context: the CA file (else the system's CAs), and a client certificate if given."""
+    context = ssl.create_default_context(cafile=str(ca) if ca is not None else None)
+    context.check_hostname = check_hostname
+    if certificate is not None:
+        context.load_cert_chain(
+            str(certificate),
+            str(key) if key is not None else None,
+            key_password.get_secret_value() if key_password is not None else None,
+        )
+    return context
+
+
+SecurityProtocol = Literal["PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"]
+SaslMechanism = Literal["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "GSSAPI", "OAUTHBEARER"]
+
+
+class KafkaSettings(_Base):
+    """Where Kafka is and what the topics are called."""
+
+    kafka_bootstrap_servers: str = Field(default="127.0.0.1:9092", description="Kafka bootstrap servers.")
+    kafka_security_protocol: SecurityProtocol = Field(
+        default="PLAINTEXT",
+        description="librdkafka security.protocol (any case): " + ", ".join(get_args(SecurityProtocol)),
+    )
+    kafka_sasl_mechanism: SaslMechanism | None = Field(
+        default=None,
+        description="librdkafka sasl.mechanism (any case): " + ", ".join(get_args(SaslMechanism)),
+    )
+    kafka_sasl_username: str | None = Field(default=None, description="SASL user name.")
+    kafka_sasl_password: SecretStr | None = Field(default=None, description="SASL password (secret).")
+    kafka_ssl_ca_location: Path | None = Field(
+        default=None,
+        description="PEM file of the CA(s) that signed the brokers' certificates (SSL, SASL_SSL); "
+        "default: none, the system's trusted CAs.",
+    )
+    kafka_ssl_certificate_location: Path | None = Field(
+        default=None, description="Client certificate (PEM) for brokers that require one; default: none."
+    )
+    kafka_ssl_key_location: Path | None = Field(
+        default=None, description="Private key (PEM) of the client certificate; default: none."
+    )
+    kafka_ssl_key_password: SecretStr | None = Field(
+        default=None, description="Password of an encrypted client key (secret); default: none."
+    )
+    kafka_ssl_check_hostname: bool = Field(
+        default=True, description="Check that the broker's certificate names the host connected to."
+    )
+    topic_channels: str = Field(default="chatlog.channels", description="Compacted channel registry topic.")
+    topic_messages: str = Field(default="chatlog.messages", description="Keyed chat event topic.")
+    topic_deadletter: str = Field(default="chatlog.deadletter", description="Records that could not be used.")
+    topic_status: str = Field(default="chatlog.status", description="Ingester heartbeats.")
+    topic_coverage: str = Field(
+        default="chatlog.coverage", description="Per-channel coverage events (hand-off, ledger)."
+    )
+    channel_buckets: int = Field(default=64, ge=1, le=10_000, description="Partitions of the channel topic.")
+    messages_partitions: int = Field(default=12, ge=1, description="Partitions of the message topic.")
+    topic_replication_factor: int = Field(
+        default=1, ge=1, description="Replication factor of created topics."
+    )
+    messages_retention_ms: int = Field(default=7 * 24 * 3600 * 1000, ge=60_000, description="Replay window.")
+
+    @field_validator("kafka_security_protocol", "kafka_sasl_mechanism", mode="before")
+    @classmethod
+    def _upper(cls, value: object) -> object:
+        """librdkafka takes these in any case; the settings hold the upper-case name."""
+        known = (*get_args(SecurityProtocol), *get_args(SaslMechanism))
+        return value.upper() if isinstance(value, str) and value.upper() in known else value
+
+    def with_topics(self, prefix: str, **update: Any) -> Self:
+        """A copy whose four topics are ``<prefix>.channels`` etc. (plus any other ``update``)."""
+        return self.model_copy(update={**{f"topic_{r}": f"{prefix}.{r}" for r in TOPIC_ROLES}, **update})
+
+    def topic_names(self) -> list[str]:
+        """Every topic's name, in the order of TOPIC_ROLES."""
+        return [str(getattr(self, f"topic_{r}")) for r in TOPIC_ROLES]
+
+    def topic_env(self) -> dict[str, str]:
+        """``CHATLOG_TOPIC_*`` for a child process that must use the same topics."""
+        return {f"CHATLOG_TOPIC_{r.upper()}": str(getattr(self, f"topic_{r}")) for r in TOPIC_ROLES}
+
+    def kafka_client_config(self) -> dict[str, Any]:
+        """The librdkafka keys shared by every client (dotted names, as librdkafka wants them).
+
+        Raises :class:`SettingsError` (one line) when a SASL protocol lacks its user name or password.
+        """
+        conf: dict[str, Any] = {
+            "bootstrap.servers": self.kafka_bootstrap_servers,
+            "security.protocol": self.kafka_security_protocol,
+        }
+        if self.kafka_sasl_mechanism:
+            conf["sasl.mechanism"] = self.kafka_sasl_mechanism
+        credentials = self.kafka_sasl_credentials()
+        if credentials is not None:
+            conf["sasl.username"], conf["sasl.password"] = credentials
+        if self.kafka_uses_tls:
+            if self.kafka_ssl_ca_location is not None:
+                conf["ssl.ca.location"] = str(self.kafka_ssl_ca_location)
+            if self.kafka_ssl_certificate_location is not None:
+                conf["ssl.certificate.location"] = str(self.kafka_ssl_certificate_location)
+            if self.kafka_ssl_key_location is not None:
+                conf["ssl.key.location"] = str(self.kafka_ssl_key_location)
+            if self.kafka_ssl_key_password is not None:
+                conf["ssl.key.password"] = self.kafka_ssl_key_password.get_secret_value()
+            if not self.kafka_ssl_check_hostname:
+                conf["ssl.endpoint.identification.algorithm"] = "none"
+        return conf
+
+    @property
+    def kafka_uses_tls(self) -> bool:
+        return self.kafka_security_protocol.upper() in ("SSL", "SASL_SSL")
+
+    def kafka_ssl_context(self) -> ssl.SSLContext | None:
+        """The TLS settings as a Python context (aiokafka, i.e. the monitor); None without TLS."""
+        if not self.kafka_uses_tls:
+            return None
+        return tls_context(
+            self.kafka_ssl_ca_location,
+            check_hostname=self.kafka_ssl_check_hostname,
+            certificate=self.kafka_ssl_certificate_location,
+            key=self.kafka_ssl_key_location,
+            key_password=self.kafka_ssl_key_password,
+        )
+
+    def kafka_sasl_credentials(self) -> tuple[str, str] | None:
+        """(user, password) for SASL, None when not both set; SettingsError when a SASL protocol lacks one."""
+        username, password = self.kafka_sasl_username, self.kafka_sasl_password
+        sasl = self.kafka_security_protocol.upper().startswith("SASL_")
+        mechanism = (self.kafka_sasl_mechanism or "").upper()
+        if sasl and mechanism in PASSWORD_MECHANISMS and (not username or password is None):
+            missing = "CHATLOG_KAFKA_SASL_PASSWORD" if username else "CHATLOG_KAFKA_SASL_USERNAME"
+            raise SettingsError(
+                f"setting kafka_security_protocol (CHATLOG_KAFKA_SECURITY_PROTOCOL): "
+                f"{self.kafka_security_protocol} needs {missing}"
+            )
+        if not username or password is None:
+            return None
+        return username, password.get_secret_value()
+
+
+class CassandraSettings(_Base):
+    """Where Cassandra is and which keyspace holds the logs."""
+
+    cassandra_hosts: str = Field(default="127.0.0.1", description="Comma-separated contact points.")
+    cassandra_port: int = Field(default=9042, ge=1, le=65535, description="CQL native port.")
+    cassandra_keyspace: str = Field(
+        default="chatlog", pattern=r"^[a-z][a-z0-9_]{0,47}$", description="Keyspace."
+    )
+    cassandra_local_dc: str = Field(default="datacenter1", description="Local data center for routing.")
+    cassandra_replication: str = Field(
+        default="{'class': 'SimpleStrategy', 'replication_factor': 1}",
+        description="Keyspace replication map used when the keyspace is created: a map literal of "
+        "names to names or counts whose 'class' is SimpleStrategy, NetworkTopologyStrategy or "
+        "org.apache.cassandra.locator.*, e.g. {'class': 'NetworkTopologyStrategy', 'dc1': 3}.",
+    )
+    cassandra_username: str | None = Field(default=None, description="CQL user name.")
+    cassandra_password: SecretStr | None = Field(default=None, description="CQL password (secret).")
+    cassandra_ssl: bool = Field(
+        default=False,
+        description="Connect with TLS (Cassandra's client_encryption_options); default off. Setting "
+        "CHATLOG_CASSANDRA_SSL_CA_LOCATION or a client certificate turns it on too.",
+    )
+    cassandra_ssl_ca_location: Path | None = Field(
+        default=None,
+        description="PEM file of the CA(s) that signed Cassandra's certificate; default: none, the "
+        "system's trusted CAs.",
+    )
+    cassandra_ssl_certificate_location: Path | None = Field(
+        default=None, description="Client certificate (PEM) when Cassandra requires one; default: none."
+    )
+    cassandra_ssl_key_location: Path | None = Field(
+        default=None, description="Private key (PEM) of the client certificate; default: none."
+    )
+    cassandra_ssl_check_hostname: bool = Field(
+        default=True, description="Check that Cassandra's certificate names the host connected to."
+    )
+    cassandra_ttl_s: int = Field(
+        default=0, ge=0, description="Row TTL in seconds for retention; 0 keeps forever."
+    )
+
+    @field_validator("cassandra_replication")
+    @classmethod
+    def _replication(cls, value: str) -> str:
+        """Parsed and rendered back: it goes into CQL, so nothing but a replication map may pass."""
+        return normalize_replication(value)
+
+    @property
+    def contact_points(self) -> list[str]:
+        return [h.strip() for h in self.cassandra_hosts.split(",") if h.strip()]
+
+    @property
+    def cassandra_uses_tls(self) -> bool:
+        files = (self.cassandra_ssl_ca_location, self.cassandra_ssl_certificate_location)
+        return self.cassandra_ssl or any(f is not None for f in files)
+
+
+class StackSettings(KafkaSettings, CassandraSettings):
+    """The local development stack (``chatlog stack``)."""
+
+    state_dir: Path = Field(default=PROJECT_ROOT / ".state", description="Data, logs and pid files.")
+    cache_dir: Path = Field(default=PROJECT_ROOT / ".cache", description="Maven artifacts.")
+    kafka_port: int = Field(default=9092, ge=1, le=65535, description="Kafka client port.")
+    kafka_controller_port: int = Field(default=9093, ge=1, le=65535, description="KRaft controller port.")
+    kafka_sasl_ssl_port: int = Field(
+        default=9095,
+        ge=0,
+        le=65535,
+        description="A second Kafka listener, SASL_SSL (SCRAM-SHA-512/256, the stack's own CA in "
+        "<state_dir>/kafka/tls), for clients that test TLS and SASL; 0: none. The PLAINTEXT port stays.",
+    )
+    kafka_heap: str = Field(default="768m", description="Kafka JVM heap.")
+    kafka_group_session_timeout_ms: int = Field(
+        default=4000, ge=1000, description="Broker default consumer-group session timeout (dev: short)."
+    )
+    cassandra_storage_port: int = Field(default=7000, ge=1, le=65535, description="Cassandra gossip port.")
+    cassandra_heap: str = Field(default="1200m", description="Cassandra JVM heap.")
+    irc_port: int = Field(default=6667, ge=1, le=65535, description="InspIRCd client port.")
+    start_timeout_s: float = Field(default=150.0, gt=0, description="How long `up` waits for each service.")
+
+    @model_validator(mode="after")
+    def _clients_follow_the_stack_port(self) -> StackSettings:
+        """Without an explicit bootstrap address, clients use the stack's own Kafka port."""
+        if "kafka_bootstrap_servers" not in self.model_fields_set:
+            object.__setattr__(self, "kafka_bootstrap_servers", f"127.0.0.1:{self.kafka_port}")
+        return self
+
+
+class IrcSettings(_Base):
+    """The IRC server the ingesters read from."""
+
+    irc_host: str = Field(default="127.0.0.1", description="IRC server host (Twitch: irc.chat.twitch.tv).")
+    irc_port: int = Field(default=6667, ge=1, le=65535, description="IRC port (Twitch TLS: 6697).")
+    irc_tls: bool = Field(default=False, description="Connect with TLS.")
+    irc_nick: str | None = Field(default=None, description="Nick; default anonymous justinfan<digits>.")
+    irc_oauth: SecretStr | None = Field(
+        default=None, description="OAuth token (Twitch), sent as PASS oauth:..."
+    )
+    irc_flavor: Literal["twitch", "ircv3"] = Field(default="ircv3", description="Server dialect.")
+
+
+S = TypeVar("S", bound=BaseSettings)
+
+
+def load(cls: type[S], **overrides: Any) -> S:
+    """Build settings from the environment plus explicit overrides; one-line error when invalid."""
+    clean = {k: v for k, v in overrides.items() if v is not None}
+    try:
+        return cls(**clean)
+    except ValidationError as exc:
+        raise SettingsError(describe(cls, exc)) from None

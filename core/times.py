@@ -1,0 +1,53 @@
+"""Points in time given on the command line: ISO-8601 or epoch milliseconds."""
+
+from __future__ import annotations
+
+import re
+from datetime import UTC, datetime
+from typing import Final
+
+from core.errors import ChatlogError
+
+MIN_MS: Final = 0
+"""1970-01-01T00:00:00Z: nothing was logged before."""
+MAX_MS: Final = 253_402_300_799_999
+"""9999-12-31T23:59:59.999Z, the last instant a Python datetime (and so the driver) can hold."""
+
+_EPOCH_MS = re.compile(r"-?[0-9]+")  # ASCII digits only: str.isdigit() also accepts '²' or '٣'
+_SHOWN = 40
+
+
+def _shown(text: str) -> str:
+    return repr(text if len(text) <= _SHOWN else text[: _SHOWN - 3] + "...")
+
+
+def parse_time(text: str, what: str = "time") -> int:
+    """Epoch ms of ``text``: digits are epoch ms, anything else ISO-8601 (UTC unless it says otherwise).
+
+    Raises :class:`ChatlogError` (one line naming ``what``, e.g. ``--since``) when ``text`` is not a
+    time or lies outside 1970-01-01 .. 9999-12-31.
+    """
+    value = text.strip()
+    if _EPOCH_MS.fullmatch(value):
+        ms = int(value) if len(value) <= 20 else MAX_MS + 1  # int() of 5000 digits raises ValueError
+    else:
+        try:
+            moment = datetime.fromisoformat(value[:-1] + "+00:00" if value.endswith("Z") else value)
+            if moment.tzinfo is None:
+                moment = moment.replace(tzinfo=UTC)
+            ms = int(moment.timestamp() * 1000)
+        except (ValueError, OverflowError):
+            raise ChatlogError(
+                f"{what}: {_shown(text)} is not a time (use ISO-8601 such as 2026-11-21T15:04:05Z, "
+                "or epoch milliseconds)"
+            ) from None
+    if not MIN_MS <= ms <= MAX_MS:
+        raise ChatlogError(
+            f"{what}: {_shown(text)} is out of range (1970-01-01 .. 9999-12-31, or epoch ms 0 .. {MAX_MS})"
+        )
+    return ms
+
+
+def format_time(ms: int) -> str:
+    """``2026-11-21 15:04:05`` (UTC) for epoch ms."""
+    return datetime.fromtimestamp(ms / 1000, UTC).strftime("%Y-%m-%d %H:%M:%S")

@@ -1,0 +1,38 @@
+"""The driver side of the write step: run the executors' partition task over a micro-batch or a backfill.
+
+The rows are handed over as bytes (:mod:`sink.driver.handover`); each partition is written by
+:func:`sink.executor.partition.partition_task`, and what each did is added up here.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from sink.executor.partition import WriteStats, partition_task
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
+
+    from sink.settings import SinkSettings
+
+
+def write_dataframe(rows: DataFrame, settings: SinkSettings) -> WriteStats:
+    """Run :func:`write_partition` over every partition of ``rows`` (columns value, partition, offset),
+    handed over as bytes (:mod:`sink.driver.handover`)."""
+    return write_dataframe_observed(rows, settings)[0]
+
+
+def write_dataframe_observed(
+    rows: DataFrame, settings: SinkSettings, observation: str | None = None, *, dead_letters: bool = True
+) -> tuple[WriteStats, dict[str, Any]]:
+    """:func:`write_dataframe`, plus the metrics ``rows`` observed under ``observation`` (a bounded
+    read: ``DataFrame.observe``). The write runs as an RDD action, which Spark's ``Observation``
+    does not wait for, so the values are read from the executed plan
+    (:func:`sink.driver.handover.observed`)."""
+    from sink.driver.handover import observed, records
+
+    framed, dataset = records(rows)
+    total = WriteStats()
+    for part in framed.mapPartitions(partition_task(settings, dead_letters)).collect():
+        total.add(WriteStats.from_dict(part))
+    return total, (observed(dataset, observation) if observation is not None else {})

@@ -1,0 +1,145 @@
+"""Which Cassandra rows a chat event becomes (pure; no driver, no Spark).
+
+The columns of each table are read from the live schema (``schemas/cassandra.cql``), never listed
+here: a column named like a :class:`~schemas.chat_event.ChatEvent` field takes that field, and the few
+derived columns (``bucket``, the moderation targets) have a function in :data:`DERIVED`. A column
+with neither is a schema change the sink does not understand yet, and is reported before any write.
+"""
+
+from __future__ import annotations
+
+import operator
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, cast
+
+from schemas.chat_event import FIELD_NAMES, ChatEvent
+from schemas.cql import bucket_of
+
+MODERATION_KINDS = frozenset({"CLEARCHAT", "CLEARMSG"})
+
+
+def _ban_duration(event: ChatEvent) -> int | None:
+    value = event.tags.get("ban-duration") if event.kind == "CLEARCHAT" else None
+    return int(value) if value is not None and value.isdigit() and len(value) < 10 else None
+
+
+def _target_user_login(event: ChatEvent) -> str | None:
+    if event.kind == "CLEARMSG":
+        return event.tags.get("login")
+    if event.kind == "CLEARCHAT":
+        return event.text or None
+    return None
+
+
+DERIVED: dict[str, Callable[[ChatEvent], Any]] = {
+    "bucket": lambda e: bucket_of(e.sent_at),
+    "target_user_login": _target_user_login,
+    "target_user_id": lambda e: e.tags.get("target-user-id"),
+    "target_message_id": lambda e: e.tags.get("target-msg-id") if e.kind == "CLEARMSG" else None,
+    "ban_duration_s": _ban_duration,
+}
+"""Columns computed from the event rather than copied from a field of the same name."""
+
+
+def _has_user(event: ChatEvent) -> bool:
+    return bool(event.user_login)
+
+
+TABLES: dict[str, tuple[Callable[[ChatEvent], bool], bool]] = {
+    "messages_by_channel": (lambda _e: True, False),
+    "channel_buckets": (lambda _e: True, True),
+    "messages_by_user": (_has_user, False),
+    "moderation_by_channel": (lambda e: e.kind in MODERATION_KINDS, False),
+}
+"""Table -> (which events it takes, whether it is an index whose rows repeat across events).
+
+A user's buckets need no index of their own: a user wrote in a bucket of a channel only if the
+channel's ``channel_buckets`` lists it, so readers take the candidates from there (a user index
+cost one more write for ~80% of the events, since most users say one thing per 5 minutes).
+"""
+
+
+class SchemaMismatch(ValueError):
+    """The keyspace's tables do not match what the sink writes."""
+
+
+def _check(table: str, column: str) -> None:
+    if column not in DERIVED and column not in FIELD_NAMES:
+        raise SchemaMismatch(
+            f"table {table} has a column {column!r} that is neither a chat event field nor derived "
+            "(sink/executor/rows.py DERIVED): update the sink, or use a keyspace created from "
+            "schemas/cassandra.cql"
+        )
+
+
+@dataclass(frozen=True)
+class TableRows:
+    """How one table's row is taken from the values of an event's columns (:class:`EventRows`)."""
+
+    table: str
+    columns: tuple[str, ...]
+    """The table's columns, in the order its insert binds them."""
+    accepts: Callable[[ChatEvent], bool]
+    is_index: bool
+    pick: Callable[[Sequence[Any]], tuple[Any, ...]]
+    """The table's values (in ``columns`` order) out of :meth:`EventRows.values` (or anything
+    computed from them element-wise, such as the serialized cells)."""
+
+
+class EventRows:
+    """Every table's row of an event, from one pass over the union of the tables' columns.
+
+    The two message tables share almost every column, so each value is read (and later serialized)
+    once per event, not once per row.
+    """
+
+    def __init__(self, tables: Mapping[str, Sequence[str]]) -> None:
+        """``tables``: table -> its live columns (any order); raises :class:`SchemaMismatch`."""
+        for table, columns in tables.items():
+            if table not in TABLES:
+                raise SchemaMismatch(f"the sink does not write table {table}")
+            for column in columns:
+                _check(table, column)
+        wanted = {c for columns in tables.values() for c in columns}
+        fields = tuple(f for f in FIELD_NAMES if f in wanted and f not in DERIVED)
+        derived = tuple(d for d in DERIVED if d in wanted)
+        self.columns: tuple[str, ...] = fields + derived
+        """Every column any table has: event fields first (read in one C call), then derived ones."""
+        self._fields = operator.attrgetter(*fields) if len(fields) > 1 else None
+        self._field_names = fields
+        self._derive = tuple(DERIVED[d] for d in derived)
+        index = {c: i for i, c in enumerate(self.columns)}
+        self.tables: tuple[TableRows, ...] = tuple(
+            self._table(name, tuple(c for c in self.columns if c in set(columns)), index)
+            for name, columns in tables.items()
+        )
+
+    @staticmethod
+    def _table(name: str, columns: tuple[str, ...], index: dict[str, int]) -> TableRows:
+        positions = [index[c] for c in columns]
+        pick: Callable[[Sequence[Any]], tuple[Any, ...]]
+        if len(positions) == 1:
+            only = positions[0]
+
+            def pick(values: Sequence[Any]) -> tuple[Any, ...]:
+                return (values[only],)
+
+        else:
+            pick = cast("Callable[[Sequence[Any]], tuple[Any, ...]]", operator.itemgetter(*positions))
+        accepts, is_index = TABLES[name]
+        return TableRows(name, columns, accepts, is_index, pick)
+
+    def values(self, event: ChatEvent) -> tuple[Any, ...]:
+        """The event's value of every column in :attr:`columns`."""
+        head: tuple[Any, ...] = (
+            self._fields(event)
+            if self._fields is not None
+            else tuple(getattr(event, f) for f in self._field_names)
+        )
+        return head + tuple(d(event) for d in self._derive)
+
+    def rows_of(self, event: ChatEvent) -> list[tuple[TableRows, tuple[Any, ...]]]:
+        """Every (table, row values) the event becomes."""
+        values = self.values(event)
+        return [(t, t.pick(values)) for t in self.tables if t.accepts(event)]

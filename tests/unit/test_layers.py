@@ -1,0 +1,82 @@
+"""The layers of the project, enforced: no import runs from a lower layer to a higher one, and no two
+packages of one layer import each other (README "Layout")."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+from typing import Final
+
+import pytest
+
+REPO: Final = Path(__file__).resolve().parents[2]
+LAYERS: Final[dict[str, int]] = {
+    "schemas": 0,  # contracts
+    "core": 1,  # settings, errors, clients, the Maven resolver
+    "ingest": 2,  # the services
+    "sink": 2,
+    "serve": 2,
+    "chatlog": 3,  # the operator's tools: CLI, local stack, demo, monitor
+    "bench": 4,  # benchmarks
+}
+PLOTTING_AND_PROFILING: Final = ("matplotlib", "psutil")
+PRODUCT: Final = ("schemas", "core", "ingest", "sink", "serve")
+
+
+def imports_of(path: Path) -> list[tuple[int, str]]:
+    """(line, absolute module) of every import in ``path``, lazy ones inside functions included."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
+        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            found.append((node.lineno, node.module))
+        elif isinstance(node, ast.Import):
+            found.extend((node.lineno, alias.name) for alias in node.names)
+    return found
+
+
+def violations(package: str, root: Path = REPO) -> list[str]:
+    """``file:line imports module`` for every import of ``package`` that breaks the layering."""
+    out = []
+    for path in sorted((root / package).rglob("*.py")):
+        for line, module in imports_of(path):
+            top = module.split(".")[0]
+            if top in LAYERS and top != package and LAYERS[top] >= LAYERS[package]:
+                out.append(f"{path.relative_to(root)}:{line} imports {module}")
+    return out
+
+
+@pytest.mark.parametrize("package", sorted(LAYERS))
+def test_no_import_goes_up_or_sideways(package: str) -> None:
+    assert violations(package) == []
+
+
+@pytest.mark.parametrize("package", PRODUCT)
+def test_product_packages_do_not_plot_or_profile(package: str) -> None:
+    hits = [
+        f"{path.relative_to(REPO)}:{line} imports {module}"
+        for path in sorted((REPO / package).rglob("*.py"))
+        for line, module in imports_of(path)
+        if module.split(".")[0] in PLOTTING_AND_PROFILING
+    ]
+    assert hits == []
+
+
+def test_benchmarks_live_in_bench_only() -> None:
+    misplaced = [
+        str(p.relative_to(REPO)) for top in LAYERS if top != "bench" for p in (REPO / top).rglob("bench*.py")
+    ]
+    assert misplaced == []
+
+
+def test_every_package_of_the_repository_has_a_layer() -> None:
+    packages = {p.parent.name for p in REPO.glob("*/__init__.py")} - {"tests"}
+    assert packages == set(LAYERS)
+
+
+def test_the_check_finds_an_import_that_goes_up(tmp_path: Path) -> None:
+    (tmp_path / "core").mkdir()
+    (tmp_path / "core" / "x.py").write_text("def f() -> None:\n    from sink.driver import job\n")
+    (tmp_path / "sink").mkdir()
+    (tmp_path / "sink" / "y.py").write_text("import serve.logs\nfrom core import x\n")
+    assert violations("core", tmp_path) == ["core/x.py:2 imports sink.driver"]
+    assert violations("sink", tmp_path) == ["sink/y.py:1 imports serve.logs"]
