@@ -12,7 +12,7 @@ from schemas.chat_event import encode
 from sink.executor.cassandra import close_sessions
 from sink.executor.partition import write_partition
 from sink.settings import SinkSettings
-from tests.integration.sink.conftest import make_events
+from tests.integration.serve.conftest import make_events
 
 pytestmark = pytest.mark.integration
 

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 from core.coverage_spans import Gap, Span, gaps, spans
-from schemas.coverage import CoverageEvent
+from schemas.coverage import CoverageEvent, State
 
 
 def ev(
-    state: str, at: int, *, replica: int = 0, worker: str = "a", session: int = 1, reason: str = ""
+    state: State, at: int, *, replica: int = 0, worker: str = "a", session: int = 1, reason: str = ""
 ) -> CoverageEvent:
     return CoverageEvent(
         replica=replica,
@@ -16,7 +16,7 @@ def ev(
         state=state,
         at=at,
         channel="c",
-        reason=reason,  # type: ignore[arg-type]
+        reason=reason,
     )
 
 
