@@ -66,22 +66,29 @@ def spans(
     return sorted(out, key=lambda s: (s.start, s.end))
 
 
-def gaps(found: list[Span], *, since_ms: int, until_ms: int) -> list[Gap]:
-    """Times in ``[since_ms, until_ms)`` covered by no span, from the first span's start on."""
-    if not found:
+def gaps(found: list[Span], *, since_ms: int, until_ms: int, covered_from: int | None = None) -> list[Gap]:
+    """Times in ``[since_ms, until_ms)`` covered by no span, from the first span's start on (from
+    ``covered_from`` when given: a replica group's gaps count from the channel's first coverage by any
+    group, and a group with no span at all is then uncovered throughout). Spans that ended before
+    ``since_ms`` count: a channel whose last span ended before the range is uncovered all through it."""
+    if not found and covered_from is None:
         return []
-    cursor = max(since_ms, min(s.start for s in found))
+    first = covered_from if covered_from is not None else min(s.start for s in found)
+    cursor = max(since_ms, first)
     out: list[Gap] = []
-    last_end: Span | None = None
-    for span in sorted(found, key=lambda s: s.start):
+    ordered = sorted(found, key=lambda s: s.start)
+    before = [s for s in ordered if s.end <= cursor]
+    last_end: Span | None = max(before, key=lambda s: s.end) if before else None
+    for span in ordered:
         if span.start > cursor and cursor < until_ms:
             why = f"r{last_end.replica} {last_end.worker}: {last_end.end_reason}" if last_end else "no logger"
             out.append(Gap(cursor, min(span.start, until_ms), why))
         if span.end > cursor:
             cursor = span.end
             last_end = span
-    if cursor < until_ms and last_end is not None and last_end.end_reason != "open":
-        out.append(Gap(cursor, until_ms, f"r{last_end.replica} {last_end.worker}: {last_end.end_reason}"))
+    if cursor < until_ms and (last_end is None or last_end.end_reason != "open"):
+        why = f"r{last_end.replica} {last_end.worker}: {last_end.end_reason}" if last_end else "no logger"
+        out.append(Gap(cursor, until_ms, why))
     return out
 
 

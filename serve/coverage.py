@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Collection
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 
@@ -36,46 +37,66 @@ class Coverage:
     gaps: list[Gap]
 
 
+EVENTS_CQL = (
+    "SELECT at, replica, worker, session, state, reason FROM {ks}.coverage_by_channel "
+    "WHERE channel = ? AND day = ? AND at >= ? AND at < ?"
+)
+_SEEN_CQL = "SELECT last_seen FROM {ks}.coverage_sessions WHERE replica = ? AND worker = ? AND session = ?"
+
+
 def read_coverage(
     session: Any, keyspace: str, channel: str, since_ms: int, until_ms: int, *, now_ms: int | None = None
 ) -> Coverage:
-    """Spans and gaps of ``channel`` in ``[since_ms, until_ms)`` from the ledger (a connected session)."""
+    """Spans and gaps of ``channel`` in ``[since_ms, until_ms)`` from the ledger (a connected session).
+
+    A span that ended before the range (within the look-back) shows no more, but the gap after it does."""
     now = now_ms if now_ms is not None else int(time.time() * 1000)
     until = min(until_ms, now)
-    first_day = (since_ms - LOOKBACK_MS) // DAY_MS
+    query = session.prepare(EVENTS_CQL.format(ks=keyspace))
     events: list[CoverageEvent] = []
-    query = session.prepare(
-        f"SELECT at, replica, worker, session, state, reason FROM {keyspace}.coverage_by_channel "
-        "WHERE channel = ? AND day = ? AND at >= ? AND at < ?"
-    )
-    for day in range(first_day, until // DAY_MS + 1):
+    for day in days_to_read(since_ms, until):
         for row in session.execute(query, (channel, day, since_ms - LOOKBACK_MS, until)):
-            at = _ms(row.at)
-            events.append(
-                CoverageEvent(
-                    replica=row.replica,
-                    worker=row.worker,
-                    session=row.session,
-                    state=row.state,
-                    at=at,
-                    channel=channel,
-                    reason=row.reason or "",
-                )
-            )
-    last_seen: dict[SessionKey, int] = {}
-    seen_query = session.prepare(
-        f"SELECT last_seen FROM {keyspace}.coverage_sessions WHERE replica = ? AND worker = ? AND session = ?"
+            events.append(event_from_row(channel, row))
+    last_seen = read_last_seen(session, keyspace, {(e.replica, e.worker, e.session) for e in events})
+    known = spans(events, last_seen, now_ms=now, silent_after_ms=SILENT_AFTER_MS)
+    found = [s for s in known if s.end > since_ms and s.start < until]
+    return Coverage(channel, since_ms, until, found, gaps(known, since_ms=since_ms, until_ms=until))
+
+
+def days_to_read(since_ms: int, until_ms: int) -> range:
+    """The day partitions to read for ``[since_ms, until_ms)`` and the look-back before it."""
+    return range((since_ms - LOOKBACK_MS) // DAY_MS, until_ms // DAY_MS + 1)
+
+
+def event_from_row(channel: str, row: Any) -> CoverageEvent:
+    return CoverageEvent(
+        replica=row.replica,
+        worker=row.worker,
+        session=row.session,
+        state=row.state,
+        at=_ms(row.at),
+        channel=channel,
+        reason=row.reason or "",
     )
-    for key in {(e.replica, e.worker, e.session) for e in events}:
-        row = session.execute(seen_query, key).one()
+
+
+def read_last_seen(
+    session: Any, keyspace: str, keys: Collection[SessionKey], concurrency: int = 32
+) -> dict[SessionKey, int]:
+    """The last sign of life of each worker run in ``keys``."""
+    from cassandra.concurrent import execute_concurrent_with_args
+
+    ordered = list(keys)
+    if not ordered:
+        return {}
+    query = session.prepare(_SEEN_CQL.format(ks=keyspace))
+    out: dict[SessionKey, int] = {}
+    results = execute_concurrent_with_args(session, query, ordered, concurrency=concurrency)
+    for key, (_ok, rows) in zip(ordered, results, strict=True):
+        row = rows.one()
         if row is not None and row.last_seen is not None:
-            last_seen[key] = _ms(row.last_seen)
-    found = [
-        s
-        for s in spans(events, last_seen, now_ms=now, silent_after_ms=SILENT_AFTER_MS)
-        if s.end > since_ms and s.start < until
-    ]
-    return Coverage(channel, since_ms, until, found, gaps(found, since_ms=since_ms, until_ms=until))
+            out[key] = _ms(row.last_seen)
+    return out
 
 
 def _ms(value: Any) -> int:

@@ -12,7 +12,10 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 if TYPE_CHECKING:
+    from collections.abc import Collection
+
     from ingest.registry import Registry
+    from serve.fleet_gaps import FleetGaps
 
 channels_app = typer.Typer(help="The channel registry (the compacted channels topic).", no_args_is_help=True)
 
@@ -44,6 +47,39 @@ def _registry() -> Registry:
     settings = load(RegistrySettings)
     probe(settings)  # one line, within seconds, when Kafka is not there
     return Registry(settings, flavor=settings.irc_flavor)
+
+
+def _fleet_gaps(channels: Collection[str], replicas: list[int], keyspace: str | None) -> FleetGaps | str:
+    """The last hour's gaps of ``channels`` from the ledger, or a note when the keyspace has none;
+    Cassandra not answering is a one-line error."""
+    from cassandra import DriverException, InvalidRequest
+    from cassandra.cluster import NoHostAvailable
+
+    from core.cql import connect, connect_failure, quiet_driver_logs
+    from core.errors import ChatlogError
+    from core.settings import CassandraSettings, load
+    from serve.fleet_gaps import read_fleet_gaps
+
+    settings = load(CassandraSettings, cassandra_keyspace=keyspace)
+    quiet_driver_logs()
+    try:
+        cluster, session = connect(settings)
+    except Exception as exc:  # the driver raises several kinds; one line names the setting
+        raise ChatlogError(connect_failure(settings, exc)) from None
+    try:
+        return read_fleet_gaps(session, settings.cassandra_keyspace, channels, replicas=replicas)
+    except InvalidRequest:  # no such table, or no such keyspace: made before the ledger existed
+        return (
+            f"gaps: keyspace {settings.cassandra_keyspace} has no coverage ledger "
+            "(`chatlog init` creates its tables; the sink writes it)"
+        )
+    except (DriverException, NoHostAvailable) as exc:
+        raise ChatlogError(
+            f"reading the coverage ledger from Cassandra at {settings.cassandra_hosts}:"
+            f"{settings.cassandra_port}: {type(exc).__name__}: {' '.join(str(exc).split())[:200]}"
+        ) from None
+    finally:
+        cluster.shutdown()
 
 
 @channels_app.command("add")
@@ -116,8 +152,16 @@ def register(app: typer.Typer) -> None:
         stale: Annotated[
             float | None, typer.Option(help="Ignore heartbeats older than this, s (CHATLOG_STATUS_STALE_S).")
         ] = None,
+        with_gaps: Annotated[
+            bool,
+            typer.Option(
+                "--gaps/--no-gaps", help="Report the last hour's gaps per replica from the coverage ledger."
+            ),
+        ] = True,
+        keyspace: Annotated[str | None, typer.Option(help="Cassandra keyspace of the ledger.")] = None,
     ) -> None:
-        """Coverage per replica: registered vs confirmed channels, bucket owners, uncovered channels.
+        """Coverage per replica: registered vs confirmed channels, bucket owners, uncovered channels, and
+        (from the coverage ledger in Cassandra) the channels with a gap in the last hour.
 
         Exit 1 when a registered channel is logged by nobody in some replica.
         """
@@ -126,6 +170,7 @@ def register(app: typer.Typer) -> None:
         from ingest import status as st
         from ingest.registry import Registry
         from ingest.settings import StatusSettings
+        from serve import fleet_gaps
 
         settings = load(StatusSettings, status_stale_s=stale)
         probe(settings)
@@ -136,9 +181,17 @@ def register(app: typer.Typer) -> None:
             st.read_heartbeats(settings, since_ms=since), now_ms=now, stale_s=settings.status_stale_s
         )
         report = st.coverage(registered, beats, range(replicas) if replicas is not None else None)
+        gaps = _fleet_gaps(registered, [c.replica for c in report], keyspace) if with_gaps else None
         if as_json:
-            typer.echo(json.dumps(st.report_json(report)))
+            doc = st.report_json(report)
+            if isinstance(gaps, str):
+                doc["gaps"], doc["gaps_note"] = None, gaps
+            elif gaps is not None:
+                doc["gaps"] = fleet_gaps.report_json(gaps)
+            typer.echo(json.dumps(doc))
         else:
             typer.echo(st.report_text(report))
+            if gaps is not None:
+                typer.echo(gaps if isinstance(gaps, str) else fleet_gaps.report_text(gaps))
         if not all(c.ok for c in report):
             raise typer.Exit(1)

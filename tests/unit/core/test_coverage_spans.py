@@ -81,3 +81,16 @@ def test_gap_marks_fall_between_the_lines_around_them() -> None:
     out = list(interleave(lines, [gap]))
     assert out == ["x", "-- not logged 00:01:00-00:02:05 (65 s): no logger (r0 a: silent) --", "y", "z"]
     assert next(iter(interleave([], [gap]))).startswith("-- not logged 00:01:00-00:02:05")
+
+
+def test_a_channel_whose_coverage_ended_before_the_range_is_uncovered_all_through_it() -> None:
+    ended = [Span(0, "a", 0, 100, "stopped"), Span(1, "x", 0, 80, "silent")]
+    assert gaps(ended, since_ms=200, until_ms=1000) == [Gap(200, 1000, "r0 a: stopped")]
+    assert gaps([Span(0, "a", 0, 100, "open")], since_ms=200, until_ms=1000) == []
+
+
+def test_a_groups_gaps_count_from_the_channels_first_coverage_by_any_group() -> None:
+    r1 = [Span(1, "x", 300, 1000, "open")]
+    assert gaps(r1, since_ms=0, until_ms=1000, covered_from=100) == [Gap(100, 300, "no logger")]
+    assert gaps([], since_ms=0, until_ms=1000, covered_from=100) == [Gap(100, 1000, "no logger")]
+    assert gaps([], since_ms=0, until_ms=1000) == []
