@@ -27,6 +27,11 @@ $(STAMPS)/venv: pyproject.toml
 	$(BIN)/pip install -q -e '.[dev]'
 	@touch $@
 
+# the bench extra (matplotlib, psutil): the plots and CPU times of `make bench` and `make demo`
+$(STAMPS)/bench-extra: $(STAMPS)/venv pyproject.toml
+	$(BIN)/pip install -q -e '.[bench]'
+	@touch $@
+
 $(STAMPS)/maven: $(STAMPS)/venv core/maven.py
 	$(BIN)/chatlog stack fetch
 	@touch $@
@@ -52,7 +57,7 @@ test: check ## the whole suite: lint, types, unit and integration tests against 
 chaos: setup ## fault injection on the whole pipeline (restarts stack services: run it alone)
 	$(BIN)/pytest tests/integration/chaos -m chaos -s
 
-bench: setup ## every benchmark on the local stack; JSON and PNG under results/
+bench: setup $(STAMPS)/bench-extra ## every benchmark on the local stack; JSON and PNG under results/
 	$(BIN)/chatlog stack up
 	$(BIN)/chatlog bench parse
 	$(BIN)/chatlog bench ingest
@@ -61,8 +66,9 @@ bench: setup ## every benchmark on the local stack; JSON and PNG under results/
 	$(BIN)/chatlog bench e2e
 	$(BIN)/chatlog bench scale
 	$(BIN)/chatlog bench monitor
+	$(BIN)/chatlog bench irc
 
-demo: setup ## the main job
+demo: setup $(STAMPS)/bench-extra ## the main job
 	$(BIN)/chatlog stack up
 	$(BIN)/chatlog demo
 

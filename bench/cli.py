@@ -155,10 +155,11 @@ def bench_irc(
     import json
 
     from bench.irc_read import run_read_bench
+    from chatlog.results import write_json
 
     result = run_read_bench(
         lines, compare_irc_package=irc_package_lines > 0, irc_package_lines=irc_package_lines
     )
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(result, indent=2) + "\n")
-    typer.echo(json.dumps(result, indent=2))
+    write_json(out, result)
+    typer.echo(json.dumps(result, indent=2, ensure_ascii=False))
+    typer.echo(f"wrote {out}")

@@ -14,6 +14,8 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable, Sequence
 
+from chatlog import extras
+
 COMPONENTS = ("spark_jvm", "python_workers", "cassandra", "kafka", "bench")
 """What a snapshot reports, in this order."""
 
@@ -39,6 +41,7 @@ def component(cmdline: Sequence[str]) -> str | None:
 
 def snapshot() -> dict[str, float]:
     """CPU seconds so far per component (this process counts as ``bench``)."""
+    extras.require_cpu_accounting()
     import psutil
 
     totals = dict.fromkeys(COMPONENTS, 0.0)

@@ -31,7 +31,6 @@ import json
 import multiprocessing
 import os
 import platform
-import re
 import shutil
 import signal
 import socket
@@ -39,16 +38,18 @@ import subprocess
 import sys
 import tempfile
 import time
-import urllib.request
 import uuid
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Final
 
 from confluent_kafka import Producer
-from confluent_kafka.admin import AdminClient
 
 from bench.parse import corpus
+from bench.scratch import scratch_topics
+from chatlog import extras
+from chatlog.results import figure, write_json
+from chatlog.scrape import scrape
 from core.errors import ChatlogError
 from core.kafka_admin import ensure_topics
 from core.settings import load
@@ -61,7 +62,6 @@ from schemas.chat_event import encode
 CORPUS_LINES: Final = 20_000
 _CODECS: Final = ("zstd", "lz4", "none")
 _RAW_REPEAT: Final = 2  # best of
-_DELIVERED = re.compile(r"^chatlog_ingest_events_delivered_total\{[^}]*\} (\S+)$", re.MULTILINE)
 
 
 # -- the fake IRC server (child process) -----------------------------------------------------------
@@ -167,12 +167,8 @@ def _free_port() -> int:
 
 
 def _delivered(port: int) -> float | None:
-    try:
-        text = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=2).read().decode()
-    except OSError:
-        return None
-    match = _DELIVERED.search(text)
-    return float(match.group(1)) if match else None
+    metrics = scrape(port)
+    return metrics.value("chatlog_ingest_events_delivered_total") if metrics is not None else None
 
 
 def _cpu_s(pid: int) -> float:
@@ -220,20 +216,14 @@ def _raw_rate(
 def run(
     *, lines: int, out: Path, profile: Path | None = None, repeat: int = 1, timeout: float = 300.0
 ) -> dict[str, Any]:
-    base = load(IngestSettings)
+    extras.require_plotting()
     uid = uuid.uuid4().hex[:8]
-    names = {f"topic_{r}": f"bench.{uid}.{r}" for r in ("channels", "messages", "deadletter", "status")}
-    settings = base.model_copy(update=names)
-    raw_topic = f"bench.{uid}.raw"
-    ensure_topics(settings)
-    ensure_topics(settings.model_copy(update={"topic_messages": raw_topic}))
-    admin = AdminClient(settings.kafka_client_config())
-    try:
+    with scratch_topics(load(IngestSettings), f"bench.{uid}") as settings:
+        raw_topic = f"bench.{uid}.raw"  # deleted with the others: same prefix
+        ensure_topics(settings.model_copy(update={"topic_messages": raw_topic}))
         return _run(
             settings, raw_topic, lines=lines, out=out, profile=profile, timeout=timeout, repeat=repeat
         )
-    finally:
-        admin.delete_topics([*names.values(), raw_topic], operation_timeout=30)
 
 
 def _run(
@@ -288,8 +278,7 @@ def _run(
         },
         "at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
     }
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(result, indent=2) + "\n")
+    write_json(out, result)
     _plot(result, out.with_suffix(".png"))
     return result
 
@@ -389,27 +378,19 @@ def _measure(
 
 
 def _plot(result: dict[str, Any], path: Path) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(9, 3.2), dpi=80)
-    series = result["ingest"]["series"]
-    rates = [(t1, (v1 - v0) / (t1 - t0)) for (t0, v0), (t1, v1) in itertools.pairwise(series) if t1 > t0]
-    ax1.plot([t for t, _ in rates], [r / 1000 for _, r in rates], lw=1)
-    ax1.set_xlabel("s since the blast started")
-    ax1.set_ylabel("k events acked / s")
-    ax1.set_title("ingester", fontsize=10)
-    labels = ["ingester", *(f"raw {r['codec']}" for r in result["raw_producer"])]
-    values = [result["ingest"]["events_per_s"], *(r["events_per_s"] for r in result["raw_producer"])]
-    ax2.bar(labels, [v / 1000 for v in values])
-    ax2.axhline(100, color="red", lw=0.8, ls="--")
-    ax2.set_ylabel("k events / s")
-    ax2.set_title("same records", fontsize=10)
-    fig.tight_layout()
-    fig.savefig(path)
-    plt.close(fig)
+    with figure(path, 1, 2, figsize=(9, 3.2), dpi=80) as (_fig, (ax1, ax2)):
+        series = result["ingest"]["series"]
+        rates = [(t1, (v1 - v0) / (t1 - t0)) for (t0, v0), (t1, v1) in itertools.pairwise(series) if t1 > t0]
+        ax1.plot([t for t, _ in rates], [r / 1000 for _, r in rates], lw=1)
+        ax1.set_xlabel("s since the blast started")
+        ax1.set_ylabel("k events acked / s")
+        ax1.set_title("ingester", fontsize=10)
+        labels = ["ingester", *(f"raw {r['codec']}" for r in result["raw_producer"])]
+        values = [result["ingest"]["events_per_s"], *(r["events_per_s"] for r in result["raw_producer"])]
+        ax2.bar(labels, [v / 1000 for v in values])
+        ax2.axhline(100, color="red", lw=0.8, ls="--")
+        ax2.set_ylabel("k events / s")
+        ax2.set_title("same records", fontsize=10)
 
 
 def summary(result: dict[str, Any]) -> str:

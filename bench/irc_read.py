@@ -3,7 +3,7 @@
 
 A thread plays the IRC server: it registers the client, echoes its JOIN, then blasts a fixed corpus of
 Twitch-like lines (``sendall`` of a big buffer, which runs without the GIL, so the event loop gets
-nearly the whole core). ``run_read_bench`` returns a dict; the lead wires it into ``chatlog bench``.
+nearly the whole core). ``chatlog bench irc`` runs it and writes ``results/bench_irc_read.json``.
 """
 
 from __future__ import annotations

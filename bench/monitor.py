@@ -15,7 +15,6 @@ Rates come from the monitor's own counter ``chatlog_monitor_records_total``, sam
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import signal
@@ -24,7 +23,6 @@ import subprocess
 import sys
 import tempfile
 import time
-import urllib.request
 import uuid
 from collections.abc import Callable
 from pathlib import Path
@@ -32,9 +30,11 @@ from typing import Any
 
 from confluent_kafka import Producer
 
+from bench.scratch import scratch_topics
+from chatlog.results import RESULTS_DIR, write_json
+from chatlog.scrape import Scrape, scrape
 from core.errors import ChatlogError
-from core.kafka_admin import admin_client, ensure_topics
-from core.settings import PROJECT_ROOT, KafkaSettings
+from core.settings import KafkaSettings
 from ingest import status
 from ingest.producer import IngestProducer
 from ingest.registry import PARTITIONER, encode_record
@@ -47,38 +47,32 @@ def _free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def _scrape(port: int) -> dict[str, float]:
-    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as resp:
-        text = resp.read().decode()
-    out = {}
-    for line in text.splitlines():
-        if line.startswith("chatlog_monitor_") and not line.startswith("#"):
-            name, value = line.rsplit(" ", 1)
-            out[name] = float(value)
-    return out
+def _folded(sample: Scrape, topic: str) -> float:
+    return sample.value("chatlog_monitor_records_total", outcome="folded", topic=topic) or 0.0
 
 
-def _folded(sample: dict[str, float], topic: str) -> float:
-    return sample.get(f'chatlog_monitor_records_total{{outcome="folded",topic="{topic}"}}', 0.0)
+def _or_nan(value: float | None) -> float:
+    return float("nan") if value is None else value
 
 
 def _rate_until(
     port: int,
     proc: subprocess.Popen[bytes],
-    done: Callable[[dict[str, float]], bool],
+    done: Callable[[Scrape], bool],
     topic: str,
     timeout: float,
-) -> tuple[float, dict[str, float]]:
+) -> tuple[float, Scrape]:
     """Records/s of ``topic`` between the first and the last change of its counter, until ``done``."""
     deadline = time.monotonic() + timeout
     first: tuple[float, float] | None = None
     last = (0.0, 0.0)
-    sample: dict[str, float] = {}
+    sample = Scrape(())
     while time.monotonic() < deadline:
         if proc.poll() is not None:
             raise ChatlogError(f"the monitor exited with {proc.returncode}")
-        with contextlib.suppress(OSError):
-            sample = _scrape(port)
+        answer = scrape(port, timeout=5)
+        if answer is not None:
+            sample = answer
             now, count = time.monotonic(), _folded(sample, topic)
             if first is None and count > 0:
                 first = (now, count)
@@ -88,7 +82,10 @@ def _rate_until(
                 break
         time.sleep(0.2)
     else:
-        raise ChatlogError(f"bench monitor: {topic} not folded within {timeout:.0f}s (last sample {sample})")
+        last_sample = {k: v for k, v in sample.totals().items() if k.startswith("chatlog_monitor_")}
+        raise ChatlogError(
+            f"bench monitor: {topic} not folded within {timeout:.0f}s (last sample {last_sample})"
+        )
     if first is None or last[0] <= first[0]:
         return float("nan"), sample
     return (last[1] - first[1]) / (last[0] - first[0]), sample
@@ -104,15 +101,20 @@ def run(
     timeout: float = 300.0,
 ) -> dict[str, Any]:
     uid = uuid.uuid4().hex[:8]
-    s = settings.model_copy(
-        update={
-            f"topic_{role}": f"bench{uid}.{role}" for role in ("channels", "messages", "deadletter", "status")
-        }
-    )
     app_id = f"bench{uid}-monitor"
-    ensure_topics(s)
-    proc: subprocess.Popen[bytes] | None = None
     log = Path(tempfile.gettempdir()) / f"{app_id}.log"
+    # the monitor's changelog topics and its consumer group go with the scratch topics
+    with scratch_topics(settings, f"bench{uid}", also=(f"{app_id}-",), groups=(app_id,)) as s:
+        result = _measure(s, app_id, log, channels=channels, workers=workers, beats=beats, timeout=timeout)
+    target = write_json((out_dir or RESULTS_DIR) / "monitor.json", result)
+    result["written_to"] = str(target)
+    return result
+
+
+def _measure(
+    s: KafkaSettings, app_id: str, log: Path, *, channels: int, workers: int, beats: int, timeout: float
+) -> dict[str, Any]:
+    proc: subprocess.Popen[bytes] | None = None
     try:
         logins = [f"bench_{i:06d}" for i in range(channels)]
         registry = Producer(
@@ -195,7 +197,7 @@ def run(
             metrics_port, proc, lambda m: _folded(m, "heartbeats") >= total, "heartbeats", timeout
         )
         time.sleep(2.5)  # one more evaluation over the complete tables
-        sample = _scrape(metrics_port)
+        sample = scrape(metrics_port, timeout=5) or sample
         rss_kb = next(
             int(line.split()[1])
             for line in Path(f"/proc/{proc.pid}/status").read_text().splitlines()
@@ -210,8 +212,8 @@ def run(
             "registry_folded_after_start_s": round(registry_folded_s, 2),
             "heartbeats_folded_per_s": round(beat_rate),
             "heartbeat_mb_folded_per_s": round(beat_rate * payload / total / 1e6, 2),
-            "evaluation_s": round(sample.get("chatlog_monitor_evaluation_seconds", float("nan")), 4),
-            "uncovered_reported": sample.get('chatlog_monitor_uncovered_channels{replica="0"}'),
+            "evaluation_s": round(_or_nan(sample.value("chatlog_monitor_evaluation_seconds")), 4),
+            "uncovered_reported": sample.value("chatlog_monitor_uncovered_channels", replica="0"),
             "monitor_rss_mb": round(rss_kb / 1024),
         }
     finally:
@@ -221,20 +223,6 @@ def run(
                 proc.wait(30)
             except subprocess.TimeoutExpired:
                 proc.kill()
-        admin = admin_client(s)
-        names = [
-            t for t in admin.list_topics(timeout=30).topics if t.startswith((f"bench{uid}.", f"{app_id}-"))
-        ]
-        for fut in admin.delete_topics(names, operation_timeout=30).values():
-            with contextlib.suppress(Exception):
-                fut.result()
-        for fut in admin.delete_consumer_groups([app_id], request_timeout=30).values():
-            with contextlib.suppress(Exception):
-                fut.result()
-    target = (out_dir or PROJECT_ROOT / "results") / "monitor.json"
-    target.parent.mkdir(parents=True, exist_ok=True)
-    target.write_text(json.dumps(result, indent=2) + "\n")
-    result["written_to"] = str(target)
     return result
 
 

@@ -19,7 +19,6 @@ against the parser; the wall-clock rates of the same runs are reported next to t
 
 from __future__ import annotations
 
-import json
 import os
 import platform
 import random
@@ -33,6 +32,8 @@ from typing import Any, Final
 
 from irc import client, events, message
 
+from chatlog import extras
+from chatlog.results import figure, write_json
 from ingest.parse import CHAT_COMMANDS, line_hash, parse_line
 from schemas.chat_event import ChatEvent, encode
 
@@ -236,6 +237,8 @@ def run(
     lines: int = 500_000, repeat: int = 3, out: Path | None = Path("results/bench_parse.json")
 ) -> dict[str, Any]:
     """Measure, write ``out`` (unless None) and return the result."""
+    if out is not None:
+        extras.require_plotting()
     data = corpus()
     events = [parse_line(line, received_at=_T0) for line in data]
     chat = [e for e in events if e is not None]
@@ -289,29 +292,20 @@ def run(
         },
     }
     if out is not None:
-        out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_text(json.dumps(result, indent=2, ensure_ascii=False) + "\n")
+        write_json(out, result)
         _plot(result, out.with_suffix(".png"))
     return result
 
 
 def _plot(result: dict[str, Any], path: Path) -> None:
     """A small bar chart of the rates against the goal."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
     rates = result["lines_per_s"]
-    fig, ax = plt.subplots(figsize=(6, 2.8), dpi=100)
-    ax.barh(list(rates), [v / 1000 for v in rates.values()], color=["#2a7", "#2a7", "#999", "#999"])
-    ax.axvline(result["goal_lines_per_s"] / 1000, color="#c33", linestyle="--", label="goal")
-    ax.invert_yaxis()
-    ax.set_xlabel(f"thousand lines per CPU-second (one process, best of {result['repeat']})")
-    ax.set_title(
-        f"IRC line parsing, Python {result['python']}, {result['machine']['cpu_count']} CPUs", fontsize=9
-    )
-    ax.legend(loc="lower right", fontsize=8)
-    fig.tight_layout()
-    fig.savefig(path)
-    plt.close(fig)
+    with figure(path, figsize=(6, 2.8), dpi=100) as (_fig, ax):
+        ax.barh(list(rates), [v / 1000 for v in rates.values()], color=["#2a7", "#2a7", "#999", "#999"])
+        ax.axvline(result["goal_lines_per_s"] / 1000, color="#c33", linestyle="--", label="goal")
+        ax.invert_yaxis()
+        ax.set_xlabel(f"thousand lines per CPU-second (one process, best of {result['repeat']})")
+        ax.set_title(
+            f"IRC line parsing, Python {result['python']}, {result['machine']['cpu_count']} CPUs", fontsize=9
+        )
+        ax.legend(loc="lower right", fontsize=8)

@@ -6,17 +6,17 @@ import json
 import os
 import platform
 import time
-import urllib.request
 from pathlib import Path
+from typing import Any
 
-from prometheus_client.parser import text_string_to_metric_families
-
+from bench.scratch import scratch_topics
+from chatlog import extras
 from chatlog.demo.run import RunConfig, execute
 from chatlog.demo.supervisor import Supervisor
+from chatlog.results import RESULTS_DIR, figure, write_json
+from chatlog.scrape import scrape
 from chatlog.stack.process import rss_mib
-from core.settings import PROJECT_ROOT, StackSettings
-
-RESULTS = PROJECT_ROOT / "results"
+from core.settings import StackSettings
 
 
 def machine() -> dict[str, object]:
@@ -27,7 +27,8 @@ def e2e_latency(
     settings: StackSettings, rates: list[float], duration: float, channels: int
 ) -> dict[str, object]:
     """IRC send → Cassandra row, at each fixed rate, through 2x2 ingesters and the sink."""
-    runs = []
+    extras.require_plotting()
+    runs: list[dict[str, Any]] = []
     for rate in rates:
         rep = execute(
             settings,
@@ -52,103 +53,85 @@ def e2e_latency(
         "machine": machine(),
         "note": "latency = Cassandra writetime of the row - the simulator's send time (same clock)",
     }
-    _plot_e2e(runs, RESULTS / "bench_e2e.png")
-    (RESULTS / "bench_e2e.json").write_text(json.dumps(result, indent=1))
+    _plot_e2e(runs, RESULTS_DIR / "bench_e2e.png")
+    write_json(RESULTS_DIR / "bench_e2e.json", result, indent=1)
     return result
 
 
-def _plot_e2e(runs: list[dict[str, object]], path: Path) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(6, 3.5), dpi=80)
-    rates = [float(r["rate"]) for r in runs]  # type: ignore[arg-type]
-    for key in ("p50", "p99"):
-        ax.plot(rates, [r["latency_ms"].get(key, 0) / 1000 for r in runs], marker="o", label=key)  # type: ignore[attr-defined]
-    ax.set_xlabel("messages/s sent")
-    ax.set_ylabel("IRC → Cassandra latency (s)")
-    ax.legend()
-    ax.set_title("end-to-end latency")
-    fig.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path)
-    plt.close(fig)
+def _plot_e2e(runs: list[dict[str, Any]], path: Path) -> None:
+    rates = [float(r["rate"]) for r in runs]
+    with figure(path, figsize=(6, 3.5), dpi=80) as (_fig, ax):
+        for key in ("p50", "p99"):
+            ax.plot(rates, [r["latency_ms"].get(key, 0) / 1000 for r in runs], marker="o", label=key)
+        ax.set_xlabel("messages/s sent")
+        ax.set_ylabel("IRC → Cassandra latency (s)")
+        ax.legend()
+        ax.set_title("end-to-end latency")
 
 
 def _confirmed(port: int) -> float:
-    try:
-        with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=2) as resp:
-            text = resp.read().decode()
-    except OSError:
-        return 0.0
-    return sum(
-        s.value
-        for fam in text_string_to_metric_families(text)
-        for s in fam.samples
-        if s.name == "chatlog_irc_channels_confirmed"
-    )
+    metrics = scrape(port)
+    return (metrics.value("chatlog_irc_channels_confirmed") or 0.0) if metrics is not None else 0.0
 
 
 def scale(
     settings: StackSettings, sizes: list[int], workers: int, join_rate: int, timeout: float
 ) -> dict[str, object]:
     """Register N channels, start ``workers`` ingesters; time to confirm all and RSS per ingester."""
-    from core.kafka_admin import admin_client, ensure_topics
-
     out = []
     for n in sizes:
         ns = f"bench-scale-{n}-{int(time.time())}"
-        s = settings.with_topics(ns)
-        ensure_topics(s)
-        run_dir = settings.state_dir / "runs" / ns
-        run_dir.mkdir(parents=True, exist_ok=True)
-        names = run_dir / "channels.txt"
-        names.write_text("\n".join(f"s{n}_{i}" for i in range(n)) + "\n")
-        env = {
-            **s.topic_env(),
-            "CHATLOG_IRC_JOIN_RATE": str(join_rate),
-            "CHATLOG_IRC_JOIN_WINDOW_S": "10",
-            "CHATLOG_IRC_FLAVOR": "ircv3",
-        }
-        with Supervisor(run_dir / "logs", env=env) as sup:
-            t_reg = time.monotonic()
-            if sup.start("add", ["channels", "add", "--file", str(names)]).proc.wait(timeout=600) != 0:
-                raise RuntimeError(f"registering {n} channels failed; see {run_dir / 'logs'}")
-            register_s = time.monotonic() - t_reg
-            ports = [19200 + i for i in range(workers)]
-            t0 = time.monotonic()
-            for i, port in enumerate(ports):
-                sup.start(
-                    f"w{i}",
-                    ["ingest", "--replica", "0", "--worker-id", f"sc{i}"],
-                    env={"CHATLOG_METRICS_PORT": str(port)},
-                )
-            confirmed, elapsed = 0.0, 0.0
-            while elapsed < timeout:
-                time.sleep(1.0)
-                elapsed = time.monotonic() - t0
-                confirmed = sum(_confirmed(p) for p in ports)
-                if confirmed >= n:
-                    break
-            rss = [rss_mib(sup.children[f"w{i}"].proc.pid) or 0.0 for i in range(workers)]
-        row = {
-            "channels": n,
-            "workers": workers,
-            "join_rate_per_10s_per_worker": join_rate,
-            "register_s": round(register_s, 1),
-            "confirm_all_s": round(elapsed, 1),
-            "confirmed": int(confirmed),
-            "bound_by_join_rate_s": round(n / workers / (join_rate / 10), 1),
-            "rss_mib_per_worker": [round(r) for r in rss],
-            "channels_per_worker": n // workers,
-            "rss_mib_max": round(max(rss)),
-        }
+        with scratch_topics(settings, ns) as s:
+            row = _scale_once(s, settings.state_dir / "runs" / ns, n, workers, join_rate, timeout)
         out.append(row)
         print(json.dumps(row), flush=True)
-        admin_client(s).delete_topics(s.topic_names())
     result: dict[str, object] = {"bench": "scale", "runs": out, "machine": machine()}
-    RESULTS.mkdir(parents=True, exist_ok=True)
-    (RESULTS / "bench_scale.json").write_text(json.dumps(result, indent=1))
+    write_json(RESULTS_DIR / "bench_scale.json", result, indent=1)
     return result
+
+
+def _scale_once(
+    s: StackSettings, run_dir: Path, n: int, workers: int, join_rate: int, timeout: float
+) -> dict[str, object]:
+    run_dir.mkdir(parents=True, exist_ok=True)
+    names = run_dir / "channels.txt"
+    names.write_text("\n".join(f"s{n}_{i}" for i in range(n)) + "\n")
+    env = {
+        **s.topic_env(),
+        "CHATLOG_IRC_JOIN_RATE": str(join_rate),
+        "CHATLOG_IRC_JOIN_WINDOW_S": "10",
+        "CHATLOG_IRC_FLAVOR": "ircv3",
+    }
+    with Supervisor(run_dir / "logs", env=env) as sup:
+        t_reg = time.monotonic()
+        if sup.start("add", ["channels", "add", "--file", str(names)]).proc.wait(timeout=600) != 0:
+            raise RuntimeError(f"registering {n} channels failed; see {run_dir / 'logs'}")
+        register_s = time.monotonic() - t_reg
+        ports = [19200 + i for i in range(workers)]
+        t0 = time.monotonic()
+        for i, port in enumerate(ports):
+            sup.start(
+                f"w{i}",
+                ["ingest", "--replica", "0", "--worker-id", f"sc{i}"],
+                env={"CHATLOG_METRICS_PORT": str(port)},
+            )
+        confirmed, elapsed = 0.0, 0.0
+        while elapsed < timeout:
+            time.sleep(1.0)
+            elapsed = time.monotonic() - t0
+            confirmed = sum(_confirmed(p) for p in ports)
+            if confirmed >= n:
+                break
+        rss = [rss_mib(sup.children[f"w{i}"].proc.pid) or 0.0 for i in range(workers)]
+    return {
+        "channels": n,
+        "workers": workers,
+        "join_rate_per_10s_per_worker": join_rate,
+        "register_s": round(register_s, 1),
+        "confirm_all_s": round(elapsed, 1),
+        "confirmed": int(confirmed),
+        "bound_by_join_rate_s": round(n / workers / (join_rate / 10), 1),
+        "rss_mib_per_worker": [round(r) for r in rss],
+        "channels_per_worker": n // workers,
+        "rss_mib_max": round(max(rss)),
+    }

@@ -16,35 +16,29 @@ Each round:
 from __future__ import annotations
 
 import asyncio
-import json
 import os
 import re
 import shutil
 import statistics
 import tempfile
 import time
-import urllib.request
 import uuid
 from pathlib import Path
 from typing import Any
 
-from confluent_kafka.admin import AdminClient
-
+from bench.scratch import scratch_topics
+from chatlog import extras
 from chatlog.demo.observer import NamesObserver, worker_of
 from chatlog.demo.supervisor import Supervisor
+from chatlog.results import figure, write_json
+from chatlog.scrape import Scrape, scrape
 from core.errors import ChatlogError
-from core.kafka_admin import ensure_topics
 from core.settings import load
 from ingest.registry import Registry
 from ingest.settings import IngestSettings
 
 _POLL_S = 0.3
 _PORT = re.compile(r"metrics on port (\d+)")
-
-
-def _gauge(text: str, name: str) -> float:
-    match = re.search(rf"^{name}\{{[^}}]*\}} (\S+)$", text, re.MULTILINE)
-    return float(match.group(1)) if match else 0.0
 
 
 class _Bench:
@@ -70,16 +64,10 @@ class _Bench:
         self.timeline.append((time.monotonic() - self.t0, sum(1 for ws in out.values() if ws)))
         return out
 
-    def metrics(self, worker: str) -> str | None:
+    def metrics(self, worker: str) -> Scrape | None:
+        """``worker``'s /metrics now (None until it logged its port, or while it does not answer)."""
         match = _PORT.search(self.sup.children[worker].log.read_text())
-        if not match:
-            return None
-        try:
-            with urllib.request.urlopen(f"http://127.0.0.1:{match.group(1)}/metrics", timeout=2) as resp:
-                text: str = resp.read().decode()
-                return text
-        except OSError:
-            return None
+        return scrape(int(match.group(1))) if match else None
 
     def check_alive(self) -> None:
         for w in self.live:
@@ -108,12 +96,12 @@ async def _scenario(bench: _Bench, workers: int, rounds: int, timeout: float) ->
             started = time.monotonic()
 
             def has_share(cov: dict[str, set[str]], w: str = newcomer) -> bool:
-                text = bench.metrics(w)
-                if text is None:
+                metrics = bench.metrics(w)
+                if metrics is None:
                     return False
-                owned = _gauge(text, "chatlog_ingest_buckets_owned")
-                loading = _gauge(text, "chatlog_ingest_buckets_loading")
-                wanted = _gauge(text, "chatlog_ingest_channels_wanted")
+                owned = metrics.value("chatlog_ingest_buckets_owned") or 0.0
+                loading = metrics.value("chatlog_ingest_buckets_loading") or 0.0
+                wanted = metrics.value("chatlog_ingest_channels_wanted") or 0.0
                 seen = sum(1 for ws in cov.values() if w in ws)
                 return owned >= buckets // workers and loading == 0 and wanted > 0 and seen >= wanted
 
@@ -151,16 +139,13 @@ async def _until(bench: _Bench, observer: NamesObserver, timeout: float, done: A
 def run(
     *, channels: int, workers: int, rounds: int, out: Path, join_rate: int = 1000, timeout: float = 120.0
 ) -> dict[str, Any]:
-    base = load(IngestSettings)
+    extras.require_plotting()
     uid = uuid.uuid4().hex[:6]
-    names = {f"topic_{r}": f"bench.{uid}.{r}" for r in ("channels", "messages", "deadletter", "status")}
-    settings = base.model_copy(update=names)
-    ensure_topics(settings)
     names_list = [f"rb{uid}_{i}" for i in range(channels)]
-    try:
+    with scratch_topics(load(IngestSettings), f"bench.{uid}") as settings:
         Registry(settings).add(names_list)
         env = {
-            **{f"CHATLOG_{k.upper()}": v for k, v in names.items()},
+            **settings.topic_env(),
             "CHATLOG_INGEST_GROUP_PREFIX": f"bench-rb-{uid}",
             "CHATLOG_IRC_HOST": "127.0.0.1",
             "CHATLOG_IRC_PORT": str(settings.irc_port),
@@ -173,8 +158,6 @@ def run(
             bench = _Bench(settings, sup, names_list, uid)
             rounds_out = asyncio.run(_scenario(bench, workers, rounds, timeout))
         shutil.rmtree(logs, ignore_errors=True)  # kept when the run failed: the error names the log
-    finally:
-        AdminClient(settings.kafka_client_config()).delete_topics(list(names.values()), operation_timeout=30)
     kills = [r["kill_to_all_confirmed_s"] for r in rounds_out]
     shares = [r["start_to_share_confirmed_s"] for r in rounds_out]
     result = {
@@ -192,26 +175,17 @@ def run(
         "machine": {"cpus": os.cpu_count(), "load_avg_1m": round(os.getloadavg()[0], 2)},
         "at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
     }
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(result, indent=2) + "\n")
+    write_json(out, result)
     _plot(bench.timeline, channels, out.with_suffix(".png"))
     return result
 
 
 def _plot(timeline: list[tuple[float, int]], channels: int, path: Path) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(8, 2.8), dpi=80)
-    ax.plot([t for t, _ in timeline], [100 * c / channels for _, c in timeline], lw=1)
-    ax.set_xlabel("s")
-    ax.set_ylabel("% channels with an ingester")
-    ax.set_ylim(0, 105)
-    fig.tight_layout()
-    fig.savefig(path)
-    plt.close(fig)
+    with figure(path, figsize=(8, 2.8), dpi=80) as (_fig, ax):
+        ax.plot([t for t, _ in timeline], [100 * c / channels for _, c in timeline], lw=1)
+        ax.set_xlabel("s")
+        ax.set_ylabel("% channels with an ingester")
+        ax.set_ylim(0, 105)
 
 
 def summary(result: dict[str, Any]) -> str:

@@ -3,10 +3,10 @@
 Throughput: N synthetic Twitch-like events (10% of them produced twice, as a second replica would)
 go into a fresh topic; the sink drains it (available-now trigger) into a fresh keyspace, twice, in one
 Spark session: *cold* is the first query of a new JVM (class loading, code generation and the JIT
-compiling Spark's hot paths, which takes most of the first ~150k events), *warm* the next one on a new
-topic and keyspace, as a sink that has run for a while is. The same distinct events are then inserted
-without Spark by the same writer code in 1 and 2 processes (the sink has 2 Python workers), and per
-row without batching, into other fresh keyspaces.
+compiling Spark's hot paths: ``spark_cold`` against ``spark_warm`` in the results shows what that costs),
+*warm* the next one on a new topic and keyspace, as a sink that has run for a while is. The same
+distinct events are then inserted without Spark by the same writer code in 1 and 2 processes (the sink
+has 2 Python workers), and per row without batching, into other fresh keyspaces.
 The CPU time of each part (the Spark JVM, the Python workers, Cassandra, Kafka) is reported per
 event for the warm run and the raw inserts (:mod:`bench.cpu`).
 Latency: events produced at a steady rate (by another process, as the ingesters are) with ``sent_at`` =
@@ -17,7 +17,6 @@ the driver when it sends the write) minus ``sent_at``. Results: ``results/bench_
 
 from __future__ import annotations
 
-import json
 import multiprocessing
 import random
 import tempfile
@@ -27,13 +26,13 @@ from pathlib import Path
 from typing import Any
 
 from bench import cpu as bench_cpu
-from bench.sink_data import drop, fresh, produce, synthetic_events
+from bench.scratch import scratch_keyspaces
+from bench.sink_data import fresh, produce, synthetic_events
 from bench.sink_latency import latency
-from core.settings import PROJECT_ROOT
+from chatlog import extras
+from chatlog.results import RESULTS_DIR, figure, write_json
 from schemas.chat_event import encode
 from sink.settings import SinkSettings
-
-RESULTS = PROJECT_ROOT / "results"
 
 
 def _raw_worker(args: tuple[SinkSettings, list[bytes]]) -> dict[str, Any]:
@@ -80,15 +79,14 @@ def _sink_run(
     from sink.driver import stream
     from sink.driver.session import get_session
 
-    s = fresh(settings, tag, work)
-    produce_s = produce(s, values)
-    get_session(s)
-    cpu_before = bench_cpu.snapshot()
-    start = time.perf_counter()
-    totals = stream.run(s.model_copy(update={"sink_max_offsets_per_trigger": 50_000}), available_now=True)
-    seconds = time.perf_counter() - start
-    cpu_after = bench_cpu.snapshot()
-    drop(s, [s.cassandra_keyspace])
+    with fresh(settings, tag, work) as s:
+        produce_s = produce(s, values)
+        get_session(s)
+        cpu_before = bench_cpu.snapshot()
+        start = time.perf_counter()
+        totals = stream.run(s.model_copy(update={"sink_max_offsets_per_trigger": 50_000}), available_now=True)
+        seconds = time.perf_counter() - start
+        cpu_after = bench_cpu.snapshot()
     steady = [r for r in totals.reports[1:] if r.written.events]
     steady_s = sum(r.duration_s for r in steady)
     steady_events = sum(r.written.events for r in steady)
@@ -120,21 +118,23 @@ def _throughput(settings: SinkSettings, events: int, work: Path, tag: str) -> di
     copies = [v for v in values if rng.random() < 0.10]
     cold = _sink_run(settings, values + copies, work, f"{tag}c")
     warm = _sink_run(settings, values + copies, work, f"{tag}w")
-    s = fresh(settings, f"{tag}r", work)
     raw_values = [v for _k, v in values]
     raw: list[dict[str, Any]] = []
-    keyspaces = []
-    for processes in (1, 2):
-        ks = f"{s.cassandra_keyspace}{processes}"
-        keyspaces.append(ks)
-        raw.append(_raw_insert(s.model_copy(update={"cassandra_keyspace": ks}), raw_values, processes))
-    ks = f"{s.cassandra_keyspace}row"
-    keyspaces.append(ks)
-    per_row = s.model_copy(
-        update={"cassandra_keyspace": ks, "sink_batch_max_rows": 1, "sink_write_concurrency": 128}
-    )
-    raw.append(_raw_insert(per_row, raw_values[: min(len(raw_values), 30_000)], 2))
-    drop(s, keyspaces)
+    with fresh(settings, f"{tag}r", work) as s:
+        one, two, per_row_ks = (f"{s.cassandra_keyspace}{suffix}" for suffix in ("1", "2", "row"))
+        with scratch_keyspaces(s, one, two, per_row_ks):
+            for processes, ks in ((1, one), (2, two)):
+                raw.append(
+                    _raw_insert(s.model_copy(update={"cassandra_keyspace": ks}), raw_values, processes)
+                )
+            per_row = s.model_copy(
+                update={
+                    "cassandra_keyspace": per_row_ks,
+                    "sink_batch_max_rows": 1,
+                    "sink_write_concurrency": 128,
+                }
+            )
+            raw.append(_raw_insert(per_row, raw_values[: min(len(raw_values), 30_000)], 2))
     best = max(r["rows_per_s"] for r in raw if r["batching"])
     return {
         "events_distinct": events,
@@ -148,42 +148,34 @@ def _throughput(settings: SinkSettings, events: int, work: Path, tag: str) -> di
 
 
 def _plot(result: dict[str, Any], path: Path) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, (left, right) = plt.subplots(1, 2, figsize=(10, 3.6), dpi=80)
-    thr = result.get("throughput")
-    if thr is None:
-        left.set_axis_off()
-    else:
-        labels = ["sink cold", "sink warm"] + [
-            f"raw {r['processes']}p{' per row' if not r['batching'] else ''}" for r in thr["raw"]
-        ]
-        values = [thr["spark_cold"]["rows_per_s"], thr["spark_warm"]["rows_per_s"]] + [
-            r["rows_per_s"] for r in thr["raw"]
-        ]
-        left.bar(labels, values, color=["#d62728", "#ff7f0e"] + ["#1f77b4"] * len(thr["raw"]))
-        left.set_ylabel("Cassandra rows/s")
-        left.set_title("Throughput (same rows)")
-        left.tick_params(axis="x", labelsize=7)
-    lat = result.get("latency")
-    if lat and lat["timeline"]:
-        xs, ys = zip(*lat["timeline"], strict=True)
-        right.plot(xs, ys, ".", markersize=2)
-        right.axhline(lat["p99_ms"], color="#d62728", linewidth=1, label=f"p99 {lat['p99_ms']:.0f} ms")
-        if lat.get("warmup_s"):
-            right.axvspan(0, lat["warmup_s"], color="#cccccc", alpha=0.4, label="warm-up (not measured)")
-        right.set_xlabel("s since start")
-        right.set_ylabel("produce -> row written (ms)")
-        right.set_title(f"Latency at {lat['rate_achieved']}/s, trigger {lat['trigger']}")
-        right.legend(loc="upper right", fontsize=8)
-    else:
-        right.set_axis_off()
-    fig.tight_layout()
-    fig.savefig(path)
-    plt.close(fig)
+    with figure(path, 1, 2, figsize=(10, 3.6), dpi=80) as (_fig, (left, right)):
+        thr = result.get("throughput")
+        if thr is None:
+            left.set_axis_off()
+        else:
+            labels = ["sink cold", "sink warm"] + [
+                f"raw {r['processes']}p{' per row' if not r['batching'] else ''}" for r in thr["raw"]
+            ]
+            values = [thr["spark_cold"]["rows_per_s"], thr["spark_warm"]["rows_per_s"]] + [
+                r["rows_per_s"] for r in thr["raw"]
+            ]
+            left.bar(labels, values, color=["#d62728", "#ff7f0e"] + ["#1f77b4"] * len(thr["raw"]))
+            left.set_ylabel("Cassandra rows/s")
+            left.set_title("Throughput (same rows)")
+            left.tick_params(axis="x", labelsize=7)
+        lat = result.get("latency")
+        if lat and lat["timeline"]:
+            xs, ys = zip(*lat["timeline"], strict=True)
+            right.plot(xs, ys, ".", markersize=2)
+            right.axhline(lat["p99_ms"], color="#d62728", linewidth=1, label=f"p99 {lat['p99_ms']:.0f} ms")
+            if lat.get("warmup_s"):
+                right.axvspan(0, lat["warmup_s"], color="#cccccc", alpha=0.4, label="warm-up (not measured)")
+            right.set_xlabel("s since start")
+            right.set_ylabel("produce -> row written (ms)")
+            right.set_title(f"Latency at {lat['rate_achieved']}/s, trigger {lat['trigger']}")
+            right.legend(loc="upper right", fontsize=8)
+        else:
+            right.set_axis_off()
 
 
 def run_bench(
@@ -198,8 +190,9 @@ def run_bench(
 ) -> str:
     """Run the benchmarks (``events=0`` skips throughput, ``latency_s=0`` latency); write
     results/<name>.json and .png; return a summary."""
+    extras.require_plotting()
+    extras.require_cpu_accounting()
     tag = uuid.uuid4().hex[:6]
-    RESULTS.mkdir(exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="bench-sink-") as tmp:
         work = Path(tmp)
         result: dict[str, Any] = {}
@@ -215,8 +208,8 @@ def run_bench(
                 f"{tag}l",
                 warmup_s=warmup_s,
             )
-    (RESULTS / f"{name}.json").write_text(json.dumps(result, indent=1))
-    _plot(result, RESULTS / f"{name}.png")
+    json_path = write_json(RESULTS_DIR / f"{name}.json", result, indent=1)
+    _plot(result, json_path.with_suffix(".png"))
     lines = []
     if "throughput" in result:
         lines += _throughput_lines(result["throughput"])
@@ -227,7 +220,7 @@ def run_bench(
             f"trigger {lat['trigger']}: p50 {lat['p50_ms']} ms, "
             f"p95 {lat['p95_ms']} ms, p99 {lat['p99_ms']} ms, max {lat['max_ms']} ms ({lat['events']} events)"
         )
-    lines.append(f"results: {RESULTS / (name + '.json')}, {RESULTS / (name + '.png')}")
+    lines.append(f"results: {json_path}, {json_path.with_suffix('.png')}")
     return "\n".join(lines)
 
 

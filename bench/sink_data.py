@@ -5,8 +5,11 @@ from __future__ import annotations
 import random
 import time
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
+from bench.scratch import scratch_keyspaces, scratch_topics
 from schemas.chat_event import ChatEvent
 from sink.settings import SinkSettings
 
@@ -98,36 +101,19 @@ def produce(settings: SinkSettings, values: list[tuple[bytes, bytes]]) -> float:
     return time.perf_counter() - start
 
 
-def fresh(settings: SinkSettings, tag: str, work: Path) -> SinkSettings:
-    from core.kafka_admin import ensure_topics
-
-    fresh = settings.with_topics(
-        f"bench{tag}",
-        channel_buckets=4,
-        cassandra_keyspace=f"bench{tag}",
-        sink_checkpoint=str(work / tag / "checkpoint"),
-        sink_metrics_port=0,
-        cassandra_ttl_s=0,
-    )
-    ensure_topics(fresh)
-    return fresh
-
-
-def drop(settings: SinkSettings, keyspaces: list[str]) -> None:
-    """Remove what a run created: its keyspaces and its topics."""
-    import contextlib
-
-    from core.cql import connect
-    from core.kafka_admin import admin_client
-
-    cluster, session = connect(settings)
-    try:
-        for ks in keyspaces:
-            session.execute(f"DROP KEYSPACE IF EXISTS {ks}", timeout=120)
-    finally:
-        cluster.shutdown()
-    s = settings
-    names = s.topic_names()
-    for future in admin_client(settings).delete_topics(names, operation_timeout=30).values():
-        with contextlib.suppress(Exception):
-            future.result(timeout=60)
+@contextmanager
+def fresh(settings: SinkSettings, tag: str, work: Path) -> Iterator[SinkSettings]:
+    """``settings`` on scratch topics and a scratch keyspace (``bench<tag>``), removed on the way out."""
+    with (
+        scratch_topics(
+            settings,
+            f"bench{tag}",
+            channel_buckets=4,
+            cassandra_keyspace=f"bench{tag}",
+            sink_checkpoint=str(work / tag / "checkpoint"),
+            sink_metrics_port=0,
+            cassandra_ttl_s=0,
+        ) as scratch,
+        scratch_keyspaces(scratch, scratch.cassandra_keyspace),
+    ):
+        yield scratch

@@ -15,7 +15,7 @@ from typing import Any
 
 import msgspec
 
-from bench.sink_data import drop, fresh, synthetic_events
+from bench.sink_data import fresh, synthetic_events
 from schemas.chat_event import encode
 from sink.settings import SinkSettings
 
@@ -73,13 +73,18 @@ def latency(
 ) -> dict[str, Any]:
     """Latency of the events produced in ``seconds`` of steady load at ``rate``, after ``warmup_s``
     seconds of the same load (the sink's first batches, its JIT warm-up) that are not measured."""
+    with fresh(settings, tag, work) as scratch:
+        return _measure(scratch.model_copy(update={"sink_trigger": trigger}), rate, seconds, warmup_s)
+
+
+def _measure(s: SinkSettings, rate: int, seconds: float, warmup_s: float) -> dict[str, Any]:
+    """The sink streaming on ``s`` in a thread of this process, the load from another; then the rows."""
     from confluent_kafka import Producer
 
     from core.cql import connect
     from sink.driver import stream
     from sink.driver.progress import Metrics
 
-    s = fresh(settings, tag, work).model_copy(update={"sink_trigger": trigger})
     stop = threading.Event()
     metrics = Metrics(0)
     failure: list[BaseException] = []
@@ -133,7 +138,6 @@ def latency(
             timeline.append((sent_ms, latency))
     finally:
         cluster.shutdown()
-    drop(s, [s.cassandra_keyspace])
     latencies.sort()
     timeline.sort()
     t0 = load_start_ms
@@ -146,7 +150,7 @@ def latency(
         "rate_achieved": round(sent / produce_s),
         "seconds": seconds,
         "warmup_s": warmup_s,
-        "trigger": trigger,
+        "trigger": s.sink_trigger,
         "events": len(latencies),
         "p50_ms": pct(0.50),
         "p95_ms": pct(0.95),

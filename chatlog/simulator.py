@@ -10,12 +10,14 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import itertools
+import json
 import logging
 import random
 import secrets
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 
 log = logging.getLogger(__name__)
 
@@ -61,6 +63,18 @@ class SentMessage:
     channel: str
     token: str
     sent_at_ms: int
+
+    @classmethod
+    def from_json(cls, line: str | bytes) -> SentMessage:
+        """One line of a ``chatlog simulate --out`` file: ``{"c": channel, "t": token, "ts": epoch ms}``."""
+        d = json.loads(line)
+        return cls(d["c"], d["t"], d["ts"])
+
+
+def read_sent(path: Path) -> list[SentMessage]:
+    """The messages a ``chatlog simulate --out`` run recorded (one JSON object per line)."""
+    with path.open() as fh:
+        return [SentMessage.from_json(line) for line in fh if line.strip()]
 
 
 @dataclass

@@ -105,8 +105,6 @@ class SentTail:
         self.path, self._offset = path, 0
 
     def read(self) -> list[SentMessage]:
-        import json
-
         try:
             with self.path.open("rb") as fh:
                 fh.seek(self._offset)
@@ -115,12 +113,7 @@ class SentTail:
             return []
         end = data.rfind(b"\n") + 1  # a line being written is read next time
         self._offset += end
-        out = []
-        for line in data[:end].splitlines():
-            if line.strip():
-                d = json.loads(line)
-                out.append(SentMessage(d["c"], d["t"], d["ts"]))
-        return out
+        return [SentMessage.from_json(line) for line in data[:end].splitlines() if line.strip()]
 
 
 @dataclass

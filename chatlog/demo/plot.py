@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from chatlog.results import figure
+
 
 def plot_run(
     path: Path,
@@ -18,46 +20,39 @@ def plot_run(
 ) -> Path:
     """Panels sharing the time axis: rates (msg/s) on top, coverage (channels), and, with ``latency``
     (name -> (send times, seconds)), IRC send -> row readable at the bottom."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
     with_latency = bool(latency) and any(len(ts) for ts, _v in (latency or {}).values())
     rows = 3 if with_latency else 2
-    fig, axes = plt.subplots(rows, 1, figsize=(8, 2.5 * rows), sharex=True, dpi=80)
-    top, middle = axes[0], axes[1]
-    for name, values in series.items():
-        top.plot(t, values, label=name, linewidth=1.2)
-    top.set_ylabel("messages/s")
-    top.legend(loc="upper left", fontsize=8)
-    for name, values in coverage.items():
-        middle.plot(t, values, label=name, linewidth=1.2)
-    middle.set_ylabel("channels confirmed")
-    middle.legend(loc="lower right", fontsize=8)
-    if with_latency and latency is not None:
-        bottom = axes[2]
-        for name, (ts, values) in latency.items():
-            bottom.plot(ts, values, label=name, linewidth=1.2, marker=".", markersize=3)
-        bottom.set_ylabel("IRC send → readable (s)")
-        bottom.set_ylim(bottom=0)
-        bottom.legend(loc="upper left", fontsize=8, title="sampled, per 5 s of send time", title_fontsize=7)
-    axes[-1].set_xlabel("seconds since start")
-    for label, at in events.items():
-        for ax in axes:
-            ax.axvline(at, color="grey", linestyle="--", linewidth=0.8)
-        top.annotate(
-            label,
-            (at, 1.0),
-            xycoords=("data", "axes fraction"),
-            fontsize=8,
-            rotation=90,
-            va="top",
-            ha="right",
-        )
-    fig.suptitle(title, fontsize=8, wrap=True)
-    fig.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path)
-    plt.close(fig)
+    with figure(path, rows, 1, figsize=(8, 2.5 * rows), sharex=True, dpi=80) as (fig, axes):
+        top, middle = axes[0], axes[1]
+        for name, values in series.items():
+            top.plot(t, values, label=name, linewidth=1.2)
+        top.set_ylabel("messages/s")
+        top.legend(loc="upper left", fontsize=8)
+        for name, values in coverage.items():
+            middle.plot(t, values, label=name, linewidth=1.2)
+        middle.set_ylabel("channels confirmed")
+        middle.legend(loc="lower right", fontsize=8)
+        if with_latency and latency is not None:
+            bottom = axes[2]
+            for name, (ts, values) in latency.items():
+                bottom.plot(ts, values, label=name, linewidth=1.2, marker=".", markersize=3)
+            bottom.set_ylabel("IRC send → readable (s)")
+            bottom.set_ylim(bottom=0)
+            bottom.legend(
+                loc="upper left", fontsize=8, title="sampled, per 5 s of send time", title_fontsize=7
+            )
+        axes[-1].set_xlabel("seconds since start")
+        for label, at in events.items():
+            for ax in axes:
+                ax.axvline(at, color="grey", linestyle="--", linewidth=0.8)
+            top.annotate(
+                label,
+                (at, 1.0),
+                xycoords=("data", "axes fraction"),
+                fontsize=8,
+                rotation=90,
+                va="top",
+                ha="right",
+            )
+        fig.suptitle(title, fontsize=8, wrap=True)
     return path

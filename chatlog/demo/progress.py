@@ -5,11 +5,10 @@ from __future__ import annotations
 import contextlib
 import json
 import time
-import urllib.request
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from prometheus_client.parser import text_string_to_metric_families
+from chatlog.scrape import scrape
 
 SINK_METRICS_PORT = 9181
 # names of the sink's metrics (sink/driver/progress.py)
@@ -56,18 +55,8 @@ def _simulator(log: Path) -> tuple[int, bool]:
 
 def sink_metrics(port: int = SINK_METRICS_PORT) -> dict[str, float]:
     """Sample values of the sink's metrics, summed over labels; empty if the endpoint is not up."""
-    try:
-        with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=2) as resp:
-            text = resp.read().decode()
-    except OSError:
-        return {}
-    out: dict[str, float] = {}
-    for fam in text_string_to_metric_families(text):
-        for sample in fam.samples:
-            if sample.name.endswith(("_created", "_bucket")):
-                continue
-            out[sample.name] = out.get(sample.name, 0.0) + sample.value
-    return out
+    metrics = scrape(port)
+    return metrics.totals() if metrics is not None else {}
 
 
 def pick(metrics: dict[str, float], name: str) -> float | None:

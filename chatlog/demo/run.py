@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import secrets
 import time
 from collections import Counter
@@ -22,6 +21,7 @@ from rich.console import Console
 from rich.live import Live
 from rich.table import Table
 
+from chatlog import extras
 from chatlog.demo import progress
 from chatlog.demo.e2e import ProbeStats, ReadProbe, sample_channels
 from chatlog.demo.faults import Fault, at, kill_ingester, start_ingester
@@ -40,9 +40,10 @@ from chatlog.demo.report import (
 )
 from chatlog.demo.supervisor import Supervisor
 from chatlog.demo.verify import TopicSize, scan_topic, stored_tokens
-from chatlog.simulator import SentMessage
+from chatlog.results import RESULTS_DIR, write_json
+from chatlog.simulator import SentMessage, read_sent
 from core.errors import ChatlogError
-from core.settings import PROJECT_ROOT, StackSettings
+from core.settings import StackSettings
 
 
 @dataclass
@@ -55,7 +56,7 @@ class RunConfig:
     faults: list[Fault] = field(default_factory=list)
     drain_timeout_s: float = 120.0
     burst: tuple[float, float, float] | None = None  # (at fraction, factor, seconds)
-    results_dir: Path | None = PROJECT_ROOT / "results"
+    results_dir: Path | None = RESULTS_DIR
     sim_connections: int = 16
     sim_seed: int = 0
     e2e_probe: bool = True  # poll a sample of channels' rows: IRC send -> row readable
@@ -300,7 +301,8 @@ class Run:
 
     def warm_up_sink(self, timeout: float = 180.0) -> None:
         """One event through the sink before traffic: its first batch pays for Python workers and
-        Cassandra sessions (~20 s here), which is start-up, not the latency being measured."""
+        Cassandra sessions (seconds to tens of seconds: the first batch line of the sink's log says how
+        long), which is start-up, not the latency being measured."""
         from confluent_kafka import Producer
 
         from schemas import chat_event
@@ -337,8 +339,6 @@ class Run:
                 raise ChatlogError(f"{name} exited early (code {child.proc.returncode}); see {child.log}")
 
     def report(self, sent_file: Path, sink_log: Path, *, sink_restarted: bool = False) -> RunReport:
-        from chatlog.cli.simulate import read_sent
-
         sent = read_sent(sent_file) if sent_file.exists() else []
         since = min((m.sent_at_ms for m in sent), default=int(self.t0 * 1000)) - 60_000
         until = max((m.sent_at_ms for m in sent), default=int(time.time() * 1000)) + 60_000
@@ -476,24 +476,21 @@ class Run:
         out = self.config.results_dir
         if out is None:
             return None
-        out.mkdir(parents=True, exist_ok=True)
         tl = self.timeline
-        js = out / f"{self.config.name}.json"
-        js.write_text(
-            json.dumps(
-                {
-                    **rep.as_dict(),
-                    "summary": rep.line(),
-                    "timeline": {
-                        "t": tl.t,
-                        "sent_rate": tl.sent_rate,
-                        "stored_rate": tl.stored_rate,
-                        "coverage": tl.coverage,
-                        "e2e_5s_bins": {"t": tl.e2e_t, "p50_s": tl.e2e_p50, "p99_s": tl.e2e_p99},
-                    },
+        js = write_json(
+            out / f"{self.config.name}.json",
+            {
+                **rep.as_dict(),
+                "summary": rep.line(),
+                "timeline": {
+                    "t": tl.t,
+                    "sent_rate": tl.sent_rate,
+                    "stored_rate": tl.stored_rate,
+                    "coverage": tl.coverage,
+                    "e2e_5s_bins": {"t": tl.e2e_t, "p50_s": tl.e2e_p50, "p99_s": tl.e2e_p99},
                 },
-                indent=1,
-            )
+            },
+            indent=1,
         )
         png = plot_run(
             out / f"{self.config.name}.png",
@@ -530,6 +527,8 @@ def rolling_mean(values: list[float], window: int) -> list[float]:
 
 def execute(settings: StackSettings, config: RunConfig, console: Console | None) -> RunReport:
     """Run ``config`` to the end; every process it started is stopped when it returns or fails."""
+    if config.results_dir is not None:
+        extras.require_plotting()  # now, not after the run
     run = Run(settings, config, console)
     with Supervisor(run.run_dir / "logs", env=run.env()) as sup:
         rep = asyncio.run(run.main(sup))
