@@ -33,6 +33,9 @@ class CoverageTracker:
         self.worker = worker
         self.session = session
         self.covered: set[str] = set()
+        self._handing_off: dict[str, bool] = {}
+        """Channels a confirmation released, still covered: are they unwanted yet (the pool's wanted set
+        lags the release by a poll or more)? Their LEFT event says ``handed-off``."""
 
     def _event(self, channel: str, state: str, at: int, reason: str = "") -> CoverageEvent:
         return CoverageEvent(
@@ -55,15 +58,28 @@ class CoverageTracker:
         """Events for the channels confirmed since the last call and those no longer confirmed.
 
         A channel that left while still wanted was lost (connection closed, kicked); one that is not
-        wanted any more was parted, or handed off when the new owner's confirmation released it."""
+        wanted any more was parted, or handed off when the new owner's confirmation released it (in this
+        call or an earlier one: the release may be reported before the pool has parted the channel)."""
+        self._track_releases(handed_off, wanted)
         if confirmed == self.covered:
             return []
         out = [self._event(ch, JOINED, now_ms) for ch in sorted(confirmed - self.covered)]
         for ch in sorted(self.covered - confirmed):
-            reason = "lost" if ch in wanted else "handed-off" if ch in handed_off else "parted"
+            reason = "lost" if ch in wanted else "handed-off" if ch in self._handing_off else "parted"
             out.append(self._event(ch, LEFT, now_ms, reason))
         self.covered = set(confirmed)
+        for ch in [ch for ch in self._handing_off if ch not in self.covered]:
+            del self._handing_off[ch]
         return out
+
+    def _track_releases(self, handed_off: AbstractSet[str], wanted: AbstractSet[str]) -> None:
+        for ch in handed_off:
+            self._handing_off[ch] = False
+        for ch, unwanted in list(self._handing_off.items()):
+            if ch not in wanted:
+                self._handing_off[ch] = True
+            elif unwanted:  # wanted again after the release took effect (its bucket came back)
+                del self._handing_off[ch]
 
     def refresh(self, now_ms: int) -> list[CoverageEvent]:
         """Every covered channel announced again, so a ledger reader needs look back only this far."""
@@ -73,6 +89,7 @@ class CoverageTracker:
         """Everything stops being covered (the worker is shutting down)."""
         out = [self._event(ch, LEFT, now_ms, reason) for ch in sorted(self.covered)]
         self.covered = set()
+        self._handing_off = {}
         return out
 
     def alive(self, now_ms: int) -> CoverageEvent:

@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, TopicPartition
+from confluent_kafka.admin import AdminClient
 
 log = logging.getLogger(__name__)
 
@@ -200,6 +201,10 @@ def consumer_config(
     return conf
 
 
+def _discard(_snap: Snapshot) -> None:
+    """Where snapshots go before :meth:`Membership.start`."""
+
+
 class RebalanceFailed(Exception):
     """A rebalance callback failed: librdkafka's assignment and the bucket table may now disagree."""
 
@@ -213,14 +218,13 @@ class Membership:
         topic: str,
         *,
         handoff_timeout_s: float,
-        publish: Callable[[Snapshot], None],
         clock: Callable[[], float] = time.monotonic,
         consumer_factory: Callable[[dict[str, Any]], Consumer] = Consumer,
     ) -> None:
         self._conf = conf
         self._consumer_factory = consumer_factory
         self._topic = topic
-        self._publish = publish
+        self._publish: Callable[[Snapshot], None] = _discard
         self._clock = clock
         self._lock = threading.Lock()
         self._table = BucketTable(handoff_timeout_s=handoff_timeout_s)
@@ -233,7 +237,9 @@ class Membership:
         self.member_id: str | None = None
 
     # -- lifecycle ---------------------------------------------------------------------------------
-    def start(self) -> None:
+    def start(self, publish: Callable[[Snapshot], None]) -> None:
+        """Join the group; every changed :class:`Snapshot` goes to ``publish``, called on the poll thread."""
+        self._publish = publish
         self._consumer = self._consumer_factory(self._conf)
         self._consumer.subscribe(
             [self._topic],
@@ -369,3 +375,25 @@ class Membership:
         self.stats.rebalances += 1
         self.stats.lost += len(buckets)
         log.warning("lost buckets %s (session expired): stopped logging them", buckets)
+
+
+class GroupAssignments:
+    """Asks the group coordinator what it means to give one member: an ingester that owns no bucket is
+    ready only when the group has none for it. The admin client is made at the first question."""
+
+    def __init__(self, conf: dict[str, Any], group_id: str) -> None:
+        self._conf = conf
+        self._group = group_id
+        self._admin: AdminClient | None = None
+
+    def nothing_for(self, member_id: str) -> bool:
+        """Whether the group's target assignment of ``member_id`` is empty (False: not a member now)."""
+        if self._admin is None:
+            self._admin = AdminClient(self._conf)
+        group = self._group
+        desc: Any = self._admin.describe_consumer_groups([group], request_timeout=5)[group].result()
+        for m in desc.members:
+            if m.member_id == member_id:
+                target = getattr(m, "target_assignment", None) or m.assignment
+                return not target.topic_partitions
+        return False

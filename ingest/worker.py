@@ -8,6 +8,9 @@ Coverage: every change of the confirmed set goes to ``chatlog.coverage`` as per-
 (ingest/coverage.py), and the confirmations of the other workers of the replica group, read from
 there, release the channels of revoked buckets (hand-off by confirmation, ingest/membership.py).
 
+Wiring: :class:`Worker` takes its collaborators as arguments (tests drive it with doubles);
+:func:`build_worker` makes the real ones.
+
 Shutdown on SIGTERM/SIGINT: leave the group first (the buckets move to the other members at once),
 keep logging each channel until its new owner confirms it (at most ``ingest_shutdown_drain_s``), then
 part the rest, flush the producer, send a ``stopped`` heartbeat and a tombstone, and exit 0.
@@ -22,10 +25,10 @@ import os
 import signal
 import socket
 import time
-from collections.abc import Iterable
-from typing import Any
+from collections.abc import Callable, Iterable
+from collections.abc import Set as AbstractSet
+from typing import Any, Protocol
 
-from confluent_kafka.admin import AdminClient
 from prometheus_client import REGISTRY, CollectorRegistry
 
 from core.errors import ChatlogError
@@ -33,7 +36,8 @@ from core.kafka_probe import PROBE_TIMEOUT_S, probe
 from ingest import status
 from ingest.coverage import ConfirmationWatch, CoverageTracker
 from ingest.irc.pool import IrcPool
-from ingest.membership import Membership, Snapshot, consumer_config
+from ingest.irc.stats import PoolStats
+from ingest.membership import GroupAssignments, Membership, Snapshot, consumer_config
 from ingest.metrics import FastHistogram, IngestCollector, MetricsServer, Sample
 from ingest.producer import IngestProducer
 from ingest.registry import QUIET
@@ -48,47 +52,84 @@ _READY_CACHE_S = 2.0
 _COVERAGE_S = 0.25
 
 
+class Pool(Protocol):
+    """What the worker asks of the IRC pool (ingest/irc/pool.py)."""
+
+    membership_version: int
+
+    @property
+    def wanted(self) -> AbstractSet[str]: ...
+    @property
+    def confirmed(self) -> AbstractSet[str]: ...
+    def set_wanted(self, channels: AbstractSet[str]) -> None: ...
+    async def run(self) -> None: ...
+    async def close(self, *, part: bool = True) -> None: ...
+    def pause_reading(self) -> None: ...
+    def resume_reading(self) -> None: ...
+    def stats(self) -> PoolStats: ...
+
+
+class Watch(Protocol):
+    """What the worker asks of the confirmation watch (ingest/coverage.py)."""
+
+    @property
+    def failure(self) -> BaseException | None: ...
+    def start(self, timeout: float = ...) -> None: ...
+    def close(self, timeout: float = ...) -> None: ...
+
+
+class MetricsEndpoint(Protocol):
+    port: int
+
+    def stop(self) -> None: ...
+
+
+ServeMetrics = Callable[[CollectorRegistry, Callable[[], bool]], MetricsEndpoint]
+"""Starts serving ``registry`` on /metrics and the readiness callback on /ready."""
+
+
 class Worker:
-    """Wires membership, the IRC pool, the producer, heartbeats and metrics of one ingester."""
+    """Runs membership, the IRC pool, the producer, heartbeats and metrics of one ingester together.
+
+    Every collaborator comes in as an argument (:func:`build_worker` makes the real ones): the producer,
+    the pool whose lines go to that producer, the group membership, the watch that feeds confirmations
+    to the membership, the coverage tracker (its replica, worker id and session, the start time in ms,
+    are this worker's),
+    ``nothing_assigned(member_id)`` (readiness without buckets) and ``serve_metrics``.
+    """
 
     metrics_port: int | None = None
     """Where /metrics and /ready listen, once started (sent in the heartbeats)."""
 
-    def __init__(self, settings: IngestSettings) -> None:
+    def __init__(
+        self,
+        settings: IngestSettings,
+        *,
+        producer: IngestProducer,
+        pool: Pool,
+        membership: Membership,
+        watch: Watch,
+        coverage: CoverageTracker,
+        nothing_assigned: Callable[[str], bool],
+        serve_metrics: ServeMetrics,
+    ) -> None:
         self.settings = settings
-        self.worker_id = settings.worker_id
-        self.replica = settings.ingest_replica
-        self.started_at = status.now_ms()
+        self.worker_id = coverage.worker
+        self.replica = coverage.replica
+        self.started_at = coverage.session
         self.host = socket.gethostname()
-        self.producer = IngestProducer(settings, self.worker_id)
-        self.pool = IrcPool(settings, self.producer.on_lines, worker_id=self.worker_id)
-        conf = consumer_config(
-            settings.kafka_client_config(),
-            group_id=settings.group_id,
-            protocol=settings.ingest_group_protocol,
-            session_timeout_ms=settings.ingest_session_timeout_ms,
-            client_id=f"chatlog-ingest-{self.worker_id}",
-        )
-        self.membership = Membership(
-            conf,
-            settings.topic_channels,
-            handoff_timeout_s=settings.ingest_handoff_timeout_s,
-            publish=self._published,
-        )
-        self.coverage = CoverageTracker(self.replica, self.worker_id, self.started_at)
-        self.watch = ConfirmationWatch(
-            {**settings.kafka_client_config(), **QUIET},
-            settings.topic_coverage,
-            replica=self.replica,
-            worker=self.worker_id,
-            on_confirmed=self.membership.confirm,
-        )
+        self.producer = producer
+        self.pool = pool
+        self.membership = membership
+        self.coverage = coverage
+        self.watch = watch
+        self._nothing_assigned = nothing_assigned
+        self._serve_metrics = serve_metrics
         self.snapshot = Snapshot(version=0, owned=(), loading=(), overlap=(), wanted=frozenset())
         self._loop: asyncio.AbstractEventLoop | None = None
         self._leaving = False
         self._rate_base: tuple[float, dict[str, int]] = (time.monotonic(), {})
         self._ready_cache: tuple[float, bool] = (0.0, False)
-        self._admin: AdminClient | None = None
 
     # -- membership -> pool ------------------------------------------------------------------------
     def _published(self, snap: Snapshot) -> None:
@@ -107,15 +148,17 @@ class Worker:
             self.pool.set_wanted(snap.wanted)
 
     # -- the process -------------------------------------------------------------------------------
-    async def run(self) -> int:
-        """Run until a signal (exit code 0) or a fatal failure (exit code 1)."""
+    async def run(self, stop: asyncio.Event | None = None) -> int:
+        """Run until ``stop`` is set (by default: SIGTERM or SIGINT; exit code 0) or a fatal failure
+        (exit code 1)."""
         self._loop = loop = asyncio.get_running_loop()
-        stop = asyncio.Event()
-        for sig in (signal.SIGTERM, signal.SIGINT):
-            loop.add_signal_handler(sig, stop.set)
+        if stop is None:
+            stop = asyncio.Event()
+            for sig in (signal.SIGTERM, signal.SIGINT):
+                loop.add_signal_handler(sig, stop.set)
         metrics = self._start_metrics()
         await loop.run_in_executor(None, self.watch.start)  # at the topic's end before any revocation
-        self.membership.start()
+        self.membership.start(self._published)
         log.info(
             "ingester %s (replica %d, group %s) started; metrics on port %d",
             self.worker_id, self.replica, self.settings.group_id, metrics.port,
@@ -313,19 +356,12 @@ class Worker:
         )
 
     # -- metrics and readiness ---------------------------------------------------------------------
-    def _start_metrics(self) -> MetricsServer:
+    def _start_metrics(self) -> MetricsEndpoint:
         registry = CollectorRegistry(auto_describe=False)
         labels = {"worker": self.worker_id, "replica": str(self.replica)}
         registry.register(IngestCollector(labels, self._samples, self._histograms))
         registry.register(REGISTRY)  # module-level: the pool's metrics (ingest/irc/metrics.py), process
-        server = MetricsServer(
-            registry,
-            self.ready,
-            self.settings.metrics_host,
-            self.settings.metrics_port,
-            fallback=not self.settings.metrics_port_chosen,  # the default port: several ingesters per host
-        )
-        server.start()
+        server = self._serve_metrics(registry, self.ready)
         self.metrics_port = server.port
         return server
 
@@ -376,23 +412,10 @@ class Worker:
         at, answer = self._ready_cache
         if now - at < _READY_CACHE_S:
             return answer
-        answer = self._group_has_nothing_for_me()
+        member = self.membership.member_id
+        answer = self._nothing_assigned(member) if member else False
         self._ready_cache = (now, answer)
         return answer
-
-    def _group_has_nothing_for_me(self) -> bool:
-        member = self.membership.member_id
-        if not member:
-            return False
-        if self._admin is None:
-            self._admin = AdminClient(self.settings.kafka_client_config())
-        group = self.settings.group_id
-        desc: Any = self._admin.describe_consumer_groups([group], request_timeout=5)[group].result()
-        for m in desc.members:
-            if m.member_id == member:
-                target = getattr(m, "target_assignment", None) or m.assignment
-                return not target.topic_partitions
-        return False
 
 
 def check_topics(settings: IngestSettings, timeout: float = PROBE_TIMEOUT_S) -> None:
@@ -403,7 +426,54 @@ def check_topics(settings: IngestSettings, timeout: float = PROBE_TIMEOUT_S) -> 
         raise ChatlogError(f"missing Kafka topic(s) {', '.join(missing)}; `chatlog stack up` creates them")
 
 
+def build_worker(settings: IngestSettings) -> Worker:
+    """The production wiring: a librdkafka producer, the IRC pool feeding it, the group membership, the
+    coverage watch feeding confirmations to the membership, and the HTTP metrics endpoint."""
+    worker_id = settings.worker_id
+    producer = IngestProducer(settings, worker_id)
+    membership = Membership(
+        consumer_config(
+            settings.kafka_client_config(),
+            group_id=settings.group_id,
+            protocol=settings.ingest_group_protocol,
+            session_timeout_ms=settings.ingest_session_timeout_ms,
+            client_id=f"chatlog-ingest-{worker_id}",
+        ),
+        settings.topic_channels,
+        handoff_timeout_s=settings.ingest_handoff_timeout_s,
+    )
+    watch = ConfirmationWatch(
+        {**settings.kafka_client_config(), **QUIET},
+        settings.topic_coverage,
+        replica=settings.ingest_replica,
+        worker=worker_id,
+        on_confirmed=membership.confirm,
+    )
+
+    def serve_metrics(registry: CollectorRegistry, ready: Callable[[], bool]) -> MetricsEndpoint:
+        server = MetricsServer(
+            registry,
+            ready,
+            settings.metrics_host,
+            settings.metrics_port,
+            fallback=not settings.metrics_port_chosen,  # the default port: several ingesters per host
+        )
+        server.start()
+        return server
+
+    return Worker(
+        settings,
+        producer=producer,
+        pool=IrcPool(settings, producer.on_lines, worker_id=worker_id),
+        membership=membership,
+        watch=watch,
+        coverage=CoverageTracker(settings.ingest_replica, worker_id, status.now_ms()),
+        nothing_assigned=GroupAssignments(settings.kafka_client_config(), settings.group_id).nothing_for,
+        serve_metrics=serve_metrics,
+    )
+
+
 def run(settings: IngestSettings) -> int:
     """``chatlog ingest``: run one ingester until a signal; returns the exit code."""
     check_topics(settings)
-    return asyncio.run(Worker(settings).run())
+    return asyncio.run(build_worker(settings).run())

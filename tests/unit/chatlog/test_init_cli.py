@@ -10,19 +10,7 @@ from typer.testing import CliRunner
 
 from chatlog.cli import init as init_cli
 from core.errors import ChatlogError
-
-
-class FakeClock:
-    def __init__(self) -> None:
-        self.now = 0.0
-        self.sleeps: list[float] = []
-
-    def __call__(self) -> float:
-        return self.now
-
-    def sleep(self, seconds: float) -> None:
-        self.sleeps.append(seconds)
-        self.now += seconds
+from core.testing import FakeClock
 
 
 def test_retry_until_returns_after_transient_failures() -> None:

@@ -23,6 +23,20 @@ def test_joins_and_leaves_with_the_reason_each_channel_stopped() -> None:
     assert all(e.session == 7 and e.worker == "a" and e.replica == 0 for e in first + later)
 
 
+def test_a_channel_released_before_the_pool_parts_it_still_leaves_as_handed_off() -> None:
+    """The confirmation that releases a channel can reach the worker a poll before the pool stops
+    wanting it; the label waits for the channel's LEFT, unless its bucket comes back meanwhile."""
+    t = CoverageTracker(0, "a", 7)
+    t.update({"x", "y", "z"}, {"x", "y", "z"}, 100)
+    assert t.update({"x", "y", "z"}, {"x", "y", "z"}, 150, handed_off={"y", "z"}) == []  # still wanted
+    assert t.update({"x", "y", "z"}, {"x"}, 160) == []  # unwanted now, not parted yet
+    assert t.update({"x", "y", "z"}, {"x", "z"}, 170) == []  # z's bucket came back: wanted again
+    later = t.update({"x"}, {"x"}, 200)
+    assert [(e.channel, e.reason) for e in later] == [("y", "handed-off"), ("z", "parted")]
+    t.update({"x", "y"}, {"x", "y"}, 300)
+    assert [(e.channel, e.reason) for e in t.update({"x"}, {"x"}, 400)] == [("y", "parted")]  # forgotten
+
+
 def test_refresh_and_stop_cover_every_channel_once() -> None:
     t = CoverageTracker(1, "b", 1)
     t.update({"x", "y"}, {"x", "y"}, 0)

@@ -15,37 +15,16 @@ from typing import Any, cast
 import pytest
 from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 
+from core.testing import FakeConsumer
 from ingest.membership import Membership, RebalanceFailed
 from ingest.worker import Worker
 
 
-class FailingAssignConsumer:
-    """A consumer double: the first consume() runs on_assign, whose incremental_assign fails."""
-
-    def __init__(self, conf: dict[str, Any]) -> None:
-        self.conf = conf
-        self.polls = 0
-        self.closed = False
-        self.callbacks: dict[str, Any] = {}
-
-    def subscribe(self, topics: list[str], **callbacks: Any) -> None:
-        self.callbacks = callbacks
-
-    def consume(self, num_messages: int, timeout: float) -> list[Any]:
-        self.polls += 1
-        if self.polls == 1:
-            self.callbacks["on_assign"](self, [TopicPartition("chan", 3), TopicPartition("chan", 7)])
-        time.sleep(0.005)
-        return []
+class FailingAssignConsumer(FakeConsumer):
+    """A consumer whose incremental_assign fails (librdkafka's "Erroneous state")."""
 
     def incremental_assign(self, partitions: list[TopicPartition]) -> None:
         raise KafkaException(KafkaError(KafkaError._STATE, "Erroneous state"))
-
-    def memberid(self) -> str:
-        return "member-1"
-
-    def close(self) -> None:
-        self.closed = True
 
 
 def _wait_until_dead(member: Membership, timeout: float = 5.0) -> None:
@@ -59,12 +38,11 @@ def test_a_failed_incremental_assign_stops_the_member_with_the_reason() -> None:
 
     def factory(conf: dict[str, Any]) -> Consumer:
         consumers.append(FailingAssignConsumer(conf))
+        consumers[-1].assign("chan", [3, 7])  # the first consume() runs on_assign
         return cast(Consumer, consumers[-1])
 
-    member = Membership(
-        {}, "chan", handoff_timeout_s=10, publish=lambda _snap: None, consumer_factory=factory
-    )
-    member.start()
+    member = Membership({}, "chan", handoff_timeout_s=10, consumer_factory=factory)
+    member.start(lambda _snap: None)
     _wait_until_dead(member)
     assert not member.alive, "the member must stop, not go on polling with buckets it does not log"
     assert isinstance(member.failure, RebalanceFailed)

@@ -3,85 +3,17 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
 from confluent_kafka import KafkaError
 
+from core.testing import FakeMessage, FakeProducer
 from ingest.producer import IngestProducer
 from ingest.settings import IngestSettings
 from schemas import chat_event
 
 PRIVMSG = "@id=m{n};tmi-sent-ts=1700000000000 :u!u@u PRIVMSG #chan{c} :hello {n}"
-Callback = Callable[[KafkaError | None, Any], None]
-
-
-@dataclass
-class FakeMessage:
-    _topic: str
-    _value: bytes | None
-    _key: bytes | None
-    _headers: list[tuple[str, bytes]] | None
-
-    def topic(self) -> str:
-        return self._topic
-
-    def value(self) -> bytes | None:
-        return self._value
-
-    def key(self) -> bytes | None:
-        return self._key
-
-    def headers(self) -> list[tuple[str, bytes]] | None:
-        return self._headers
-
-    def latency(self) -> float:
-        return 0.003
-
-
-@dataclass
-class FakeProducer:
-    """Queues produce() calls; poll() delivers them through ``outcome`` (None = success)."""
-
-    capacity: int = 1_000_000
-    outcome: Callable[[FakeMessage, int], KafkaError | None] = lambda m, n: None
-    default_cb: Callback | None = None
-    queue: list[tuple[FakeMessage, Callback | None]] = field(default_factory=list)
-    produced: list[FakeMessage] = field(default_factory=list)
-    delivered: list[FakeMessage] = field(default_factory=list)
-    polls: int = 0
-
-    def produce(
-        self, topic: str, value: bytes | None = None, key: str | bytes | None = None,
-        headers: list[tuple[str, bytes]] | None = None, on_delivery: Callback | None = None,
-    ) -> None:  # fmt: skip
-        if len(self.queue) >= self.capacity:
-            raise BufferError("Local: Queue full")
-        k = key.encode() if isinstance(key, str) else key
-        msg = FakeMessage(topic, value, k, headers)
-        self.produced.append(msg)
-        self.queue.append((msg, on_delivery))
-
-    def poll(self, timeout: float = 0.0) -> int:
-        self.polls += 1
-        batch, self.queue = self.queue, []
-        for msg, cb in batch:
-            err = self.outcome(msg, len(self.produced))
-            if err is None:
-                self.delivered.append(msg)
-            callback = cb or self.default_cb
-            assert callback is not None
-            callback(err, msg)
-        return len(batch)
-
-    def flush(self, timeout: float = 0.0) -> int:
-        self.poll()
-        return len(self.queue)
-
-    def __len__(self) -> int:
-        return len(self.queue)
 
 
 def _make(fake: FakeProducer, **overrides: Any) -> IngestProducer:

@@ -6,19 +6,12 @@ import random
 
 import pytest
 
+from core.testing import FakeClock
 from ingest.irc.ratelimit import Backoff, SlidingWindowLimiter
 
 
-class FakeClock:
-    def __init__(self) -> None:
-        self.now = 1000.0
-
-    def __call__(self) -> float:
-        return self.now
-
-
 def test_at_most_limit_per_window_then_refills_when_the_window_slides() -> None:
-    clock = FakeClock()
+    clock = FakeClock(1000.0)
     limiter = SlidingWindowLimiter(20, 10.0, clock)
     assert limiter.try_acquire(25) == 20
     assert limiter.available() == 0
@@ -31,7 +24,7 @@ def test_at_most_limit_per_window_then_refills_when_the_window_slides() -> None:
 
 
 def test_slots_free_one_by_one_as_old_joins_leave_the_window() -> None:
-    clock = FakeClock()
+    clock = FakeClock(1000.0)
     limiter = SlidingWindowLimiter(3, 10.0, clock)
     for _ in range(3):
         assert limiter.try_acquire() == 1
@@ -44,7 +37,7 @@ def test_slots_free_one_by_one_as_old_joins_leave_the_window() -> None:
 
 def test_no_window_ever_holds_more_than_the_limit_under_random_demand() -> None:
     """Unlike a token bucket of the same size, which would let ~2x through within one window."""
-    clock = FakeClock()
+    clock = FakeClock(1000.0)
     limiter = SlidingWindowLimiter(20, 10.0, clock)
     rng = random.Random(7)
     stamps: list[float] = []

@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from core.settings import StackSettings, load
+from core.testing import eventually
 from ingest.irc import IrcPool, PoolSettings
 
 pytestmark = pytest.mark.integration
@@ -71,14 +72,6 @@ class Observer:
         if self._writer is not None:
             self.send("QUIT :bye")
             self._writer.close()
-
-
-async def eventually(predicate: Callable[[], bool], timeout: float, what: str) -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        await asyncio.sleep(0.05)
 
 
 def pool_nicks(members: list[str], worker: str) -> list[str]:

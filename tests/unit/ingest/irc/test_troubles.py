@@ -2,15 +2,8 @@
 
 from __future__ import annotations
 
+from core.testing import FakeClock
 from ingest.irc.troubles import JoinTroubles
-
-
-class FakeClock:
-    def __init__(self) -> None:
-        self.now = 0.0
-
-    def __call__(self) -> float:
-        return self.now
 
 
 def test_a_channel_moves_once_then_is_blocked_with_doubling_backoff() -> None:

@@ -1,0 +1,259 @@
+"""Test doubles shared by the tests of every package: a clock, and the librdkafka producer, consumer and
+message that the project's Kafka code drives. Pure and in-process (no Kafka, no sockets, no sleeping
+clock); each double records what it was asked to do so a test can assert on it. :func:`eventually`
+waits, on an event loop, for what another task or thread does.
+
+Doubles of one service's own protocols live next to it (``ingest/irc/testing.py`` is an IRC server).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+from collections import deque
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from confluent_kafka import KafkaError, TopicPartition
+
+DeliveryCallback = Callable[[KafkaError | None, Any], None]
+"""librdkafka's ``on_delivery(err, msg)``."""
+RebalanceCallback = Callable[[Any, list[TopicPartition]], None]
+"""librdkafka's ``on_assign`` / ``on_revoke`` / ``on_lost(consumer, partitions)``."""
+
+
+class FakeClock:
+    """A clock that moves only when told: ``clock()`` reads it, ``clock.sleep(s)`` advances it and records
+    the sleep. Pass ``clock`` where code takes ``Callable[[], float]`` and ``clock.sleep`` for a sleep."""
+
+    def __init__(self, now: float = 0.0) -> None:
+        self.now = now
+        self.sleeps: list[float] = []
+
+    def __call__(self) -> float:
+        return self.now
+
+    def advance(self, seconds: float) -> None:
+        self.now += seconds
+
+    def sleep(self, seconds: float) -> None:
+        self.sleeps.append(seconds)
+        self.now += seconds
+
+
+class FakeMessage:
+    """A ``confluent_kafka.Message``: the accessors the project calls, over fixed values."""
+
+    def __init__(
+        self,
+        topic: str,
+        value: bytes | None = None,
+        key: bytes | None = None,
+        headers: list[tuple[str, bytes]] | None = None,
+        *,
+        partition: int = 0,
+        offset: int = -1,
+        error: KafkaError | None = None,
+        latency: float = 0.003,
+    ) -> None:
+        self._topic = topic
+        self._value = value
+        self._key = key
+        self._headers = headers
+        self._partition = partition
+        self._offset = offset
+        self._error = error
+        self._latency = latency
+
+    @classmethod
+    def end_of_partition(cls, topic: str, partition: int) -> FakeMessage:
+        """What a consumer with ``enable.partition.eof`` returns once it has read a partition to its end."""
+        return cls(topic, partition=partition, error=KafkaError(KafkaError._PARTITION_EOF))
+
+    def topic(self) -> str:
+        return self._topic
+
+    def value(self) -> bytes | None:
+        return self._value
+
+    def key(self) -> bytes | None:
+        return self._key
+
+    def headers(self) -> list[tuple[str, bytes]] | None:
+        return self._headers
+
+    def partition(self) -> int:
+        return self._partition
+
+    def offset(self) -> int:
+        return self._offset
+
+    def error(self) -> KafkaError | None:
+        return self._error
+
+    def latency(self) -> float:
+        return self._latency
+
+    def __repr__(self) -> str:
+        return f"FakeMessage({self._topic!r}, key={self._key!r}, partition={self._partition})"
+
+
+def _deliver_all(_msg: FakeMessage, _n: int) -> KafkaError | None:
+    return None
+
+
+@dataclass
+class FakeProducer:
+    """A ``confluent_kafka.Producer``: queues produce() calls (``BufferError`` past ``capacity``, as
+    librdkafka's full local queue); poll() and flush() deliver them, calling back with ``outcome(msg, n)``
+    (None = acknowledged; ``n`` = records produced so far). ``default_cb`` stands for the ``on_delivery``
+    of the producer's configuration."""
+
+    capacity: int = 1_000_000
+    outcome: Callable[[FakeMessage, int], KafkaError | None] = _deliver_all
+    default_cb: DeliveryCallback | None = None
+    queue: list[tuple[FakeMessage, DeliveryCallback | None]] = field(default_factory=list)
+    produced: list[FakeMessage] = field(default_factory=list)
+    delivered: list[FakeMessage] = field(default_factory=list)
+    polls: int = 0
+
+    def produce(
+        self, topic: str, value: bytes | None = None, key: str | bytes | None = None,
+        headers: list[tuple[str, bytes]] | None = None, on_delivery: DeliveryCallback | None = None,
+    ) -> None:  # fmt: skip
+        if len(self.queue) >= self.capacity:
+            raise BufferError("Local: Queue full")
+        msg = FakeMessage(topic, value, key.encode() if isinstance(key, str) else key, headers)
+        self.produced.append(msg)
+        self.queue.append((msg, on_delivery))
+
+    def poll(self, timeout: float = 0.0) -> int:
+        self.polls += 1
+        batch, self.queue = self.queue, []
+        for msg, cb in batch:
+            err = self.outcome(msg, len(self.produced))
+            if err is None:
+                self.delivered.append(msg)
+            callback = cb or self.default_cb
+            if callback is None:
+                raise AssertionError("FakeProducer: no on_delivery callback (set default_cb)")
+            callback(err, msg)
+        return len(batch)
+
+    def flush(self, timeout: float = 0.0) -> int:
+        self.poll()
+        return len(self.queue)
+
+    def __len__(self) -> int:
+        return len(self.queue)
+
+    def sent_to(self, topic: str) -> list[FakeMessage]:
+        """The records produced to ``topic``, in order."""
+        return [m for m in self.produced if m.topic() == topic]
+
+
+class FakeConsumer:
+    """A subscribing ``confluent_kafka.Consumer``: the test scripts what the group does, in order —
+    :meth:`assign`, :meth:`revoke` and :meth:`lose` queue a rebalance whose callback runs inside the next
+    consume() (on the consuming thread, as librdkafka does), :meth:`feed` queues records that consume()
+    returns. close() revokes what is still assigned (leaving the group). Thread-safe: a test feeds it
+    while a member's thread consumes; an empty consume() waits up to its timeout for a step."""
+
+    def __init__(self, conf: dict[str, Any] | None = None, *, member_id: str = "member-1") -> None:
+        self.conf = dict(conf or {})
+        self.topics: list[str] = []
+        self.assignment: set[tuple[str, int]] = set()
+        self.polls = 0
+        self.closed = False
+        self._member_id = member_id
+        self._callbacks: dict[str, RebalanceCallback] = {}
+        self._steps: deque[tuple[str, list[TopicPartition] | list[FakeMessage]]] = deque()
+        self._changed = threading.Condition()
+
+    # -- what the test scripts -----------------------------------------------------------------------
+    def assign(self, topic: str, partitions: Iterable[int]) -> None:
+        self._step("on_assign", [TopicPartition(topic, p) for p in partitions])
+
+    def revoke(self, topic: str, partitions: Iterable[int]) -> None:
+        self._step("on_revoke", [TopicPartition(topic, p) for p in partitions])
+
+    def lose(self, topic: str, partitions: Iterable[int]) -> None:
+        self._step("on_lost", [TopicPartition(topic, p) for p in partitions])
+
+    def feed(self, *messages: FakeMessage) -> None:
+        self._step("messages", list(messages))
+
+    def pending(self) -> int:
+        """Scripted steps not consumed yet."""
+        with self._changed:
+            return len(self._steps)
+
+    def _step(self, kind: str, items: list[TopicPartition] | list[FakeMessage]) -> None:
+        with self._changed:
+            self._steps.append((kind, items))
+            self._changed.notify_all()
+
+    # -- the Consumer API ------------------------------------------------------------------------------
+    def subscribe(
+        self,
+        topics: list[str],
+        *,
+        on_assign: RebalanceCallback | None = None,
+        on_revoke: RebalanceCallback | None = None,
+        on_lost: RebalanceCallback | None = None,
+    ) -> None:
+        self.topics = list(topics)
+        named = {"on_assign": on_assign, "on_revoke": on_revoke, "on_lost": on_lost}
+        self._callbacks = {name: cb for name, cb in named.items() if cb is not None}
+
+    def consume(self, num_messages: int = 1, timeout: float = -1) -> list[FakeMessage]:
+        """Runs the queued rebalances up to the next batch of records and returns that batch (whole)."""
+        self.polls += 1
+        with self._changed:
+            if not self._steps and timeout != 0:
+                self._changed.wait(None if timeout < 0 else timeout)
+        while True:
+            with self._changed:
+                if not self._steps:
+                    return []
+                kind, items = self._steps.popleft()
+            if kind == "messages":
+                return [m for m in items if isinstance(m, FakeMessage)]
+            self._rebalance(kind, [p for p in items if isinstance(p, TopicPartition)])
+
+    def _rebalance(self, kind: str, partitions: list[TopicPartition]) -> None:
+        callback = self._callbacks.get(kind)
+        if callback is not None:
+            callback(self, partitions)
+        # confluent-kafka (un)assigns by itself when the callback did not
+        keys = {(p.topic, p.partition) for p in partitions}
+        if kind == "on_assign":
+            self.assignment |= keys
+        else:
+            self.assignment -= keys
+
+    def incremental_assign(self, partitions: list[TopicPartition]) -> None:
+        self.assignment |= {(p.topic, p.partition) for p in partitions}
+
+    def incremental_unassign(self, partitions: list[TopicPartition]) -> None:
+        self.assignment -= {(p.topic, p.partition) for p in partitions}
+
+    def memberid(self) -> str:
+        return self._member_id
+
+    def close(self) -> None:
+        if self.assignment:
+            self._rebalance("on_revoke", [TopicPartition(t, p) for t, p in sorted(self.assignment)])
+        self.closed = True
+
+
+async def eventually(predicate: Callable[[], bool], timeout: float, what: str) -> None:
+    """Return once ``predicate()`` holds, checking every 10 ms; AssertionError naming ``what`` after
+    ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout:g}s waiting for {what}")
+        await asyncio.sleep(0.01)
