@@ -1,14 +1,20 @@
-"""Typed settings, one object per service, read from ``CHATLOG_*`` environment variables.
+"""Typed settings read from ``CHATLOG_*`` environment variables: the base classes every service builds on.
 
-Every key is documented here with its default. Flags on the command line override the environment.
-Secrets are ``SecretStr`` and never printed. A wrong value raises :class:`SettingsError` in one line.
+Kafka, Cassandra, the IRC server and the local stack are defined here; each service adds its own class
+on top (``ingest/settings.py``, ``ingest/irc/settings.py``, ``sink/settings.py``,
+``chatlog/monitor/settings.py``). Every key has a description next to its default, and
+``docs/settings.md``, generated from all the classes (``chatlog schema settings``), lists them in one
+place. Flags on the command line override the environment. Secrets are ``SecretStr`` and never printed.
+A wrong value raises :class:`SettingsError` in one line.
 """
 
 from __future__ import annotations
 
+import os
 import ssl
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Literal, Self, TypeVar, get_args
+from typing import Any, Final, Literal, Self, TypeVar, get_args
 
 from pydantic import Field, SecretStr, ValidationError, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -17,11 +23,26 @@ from core.errors import SettingsError
 from core.settings_errors import describe
 from schemas.cql import normalize_replication
 
-PROJECT_ROOT = Path(__file__).resolve().parent.parent
+HOME_VARIABLE: Final = "CHATLOG_HOME"
+
+
+def home_dir(environ: Mapping[str, str] = os.environ) -> Path:
+    """``CHATLOG_HOME`` (``~`` expanded, made absolute), else the current working directory."""
+    value = environ.get(HOME_VARIABLE, "").strip()
+    return Path(value).expanduser().absolute() if value else Path.cwd()
+
+
+CHATLOG_HOME: Final = home_dir()
+"""Where relative defaults live (``.state/``, ``.cache/``, ``results/``), fixed when chatlog starts:
+``CHATLOG_HOME``, else the working directory (``make`` runs in the checkout), never the installed code."""
+
+PROJECT_ROOT: Final = CHATLOG_HOME
+"""The same directory, under the name the services, the demo and the benchmarks import."""
 
 
 SETTINGS_CLASSES: list[type[BaseSettings]] = []
-"""Every settings class defined so far; each adds itself (core/settings_env.py imports them all)."""
+"""Every settings class imported so far; each adds itself. The operator layer imports every settings
+module (``chatlog/cli/schema.py``), so there this is all of them."""
 
 
 class _Base(BaseSettings):
@@ -246,9 +267,15 @@ class CassandraSettings(_Base):
 class StackSettings(KafkaSettings, CassandraSettings):
     """The local development stack (``chatlog stack``)."""
 
-    state_dir: Path = Field(default=PROJECT_ROOT / ".state", description="Data, logs and pid files.")
-    cache_dir: Path = Field(default=PROJECT_ROOT / ".cache", description="Maven artifacts.")
-    kafka_port: int = Field(default=9092, ge=1, le=65535, description="Kafka client port.")
+    state_dir: Path = Field(default=CHATLOG_HOME / ".state", description="Data, logs and pid files.")
+    cache_dir: Path = Field(default=CHATLOG_HOME / ".cache", description="Maven artifacts.")
+    kafka_port: int = Field(
+        default=9092,
+        ge=1,
+        le=65535,
+        description="Kafka client port; the stack's clients use it unless CHATLOG_KAFKA_BOOTSTRAP_SERVERS "
+        "is set.",
+    )
     kafka_controller_port: int = Field(default=9093, ge=1, le=65535, description="KRaft controller port.")
     kafka_sasl_ssl_port: int = Field(
         default=9095,

@@ -6,10 +6,14 @@ import contextlib
 import os
 import uuid
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 import pytest
 
 from core.settings import StackSettings
+
+if TYPE_CHECKING:
+    from chatlog.stack.security import TlsFiles
 
 
 @pytest.fixture(scope="session")
@@ -27,6 +31,14 @@ def stack() -> Iterator[StackSettings]:
     yield settings
     if not already and os.environ.get("CHATLOG_TEST_KEEP_STACK") != "1":
         manager.down(settings, report=lambda _msg: None)
+
+
+@pytest.fixture(scope="session")
+def stack_tls(tmp_path_factory: pytest.TempPathFactory) -> TlsFiles:
+    """A CA, a server keystore and a SCRAM password as ``chatlog stack`` makes them, in a temporary dir."""
+    from chatlog.stack.security import ensure_tls
+
+    return ensure_tls(tmp_path_factory.mktemp("tls"))
 
 
 @pytest.fixture

@@ -14,14 +14,17 @@ from pathlib import Path
 
 import pytest
 
+from chatlog.cli.schema import settings_classes
 from core import redact
 from core.settings import KafkaSettings, load
-from core.settings_env import secret_variables, settings_classes
+from core.settings_env import secret_variables
 from core.settings_errors import describe
 from ingest.settings import IngestSettings
 from tests.unit.cli_runs import DOWN, Run, chatlog, free_port
 
-SECRETS = {name: f"FAKE-{name[8:].lower()}-s3cr3t-4417" for name in sorted(secret_variables())}
+SECRETS = {
+    name: f"FAKE-{name[8:].lower()}-s3cr3t-4417" for name in sorted(secret_variables(settings_classes()))
+}
 
 
 def test_the_fake_secrets_cover_every_secret_setting() -> None:

@@ -8,7 +8,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-import yaml
+import yaml  # type: ignore[import-untyped]
 
 from tests.unit.deploy import tooling
 

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import yaml
+import yaml  # type: ignore[import-untyped]
 
 REPO = Path(__file__).resolve().parents[3]
 CACHE = REPO / ".cache"
@@ -104,7 +104,7 @@ def kustomize_build(kustomize: Path, directory: Path) -> list[Resource]:
 
 def validate_core(resource: Resource, version: str) -> str | None:
     """None when ``resource`` is valid for Kubernetes ``version`` (strict: unknown fields fail), else why."""
-    import kubernetes_validate
+    import kubernetes_validate  # type: ignore[import-untyped]
 
     name = f"{resource.get('kind')}/{resource.get('metadata', {}).get('name')}"
     try:
@@ -138,7 +138,7 @@ def validate_strimzi(resources: list[Resource], node_modules: Path) -> list[str 
 
 def validate_spark_application(resource: Resource, version: str = KUBERNETES_VERSIONS[-1]) -> str | None:
     """None when ``resource`` fits the SparkApplication structural schema, else why."""
-    import jsonschema
+    import jsonschema  # type: ignore[import-untyped]
     import kubernetes_validate
     from referencing import Registry
     from referencing import Resource as RefResource

@@ -1,4 +1,4 @@
-"""The KRaft cluster id we format Kafka storage with must never look like a command-line option."""
+"""chatlog/stack/services.py: the KRaft cluster id we format Kafka storage with never looks like an option."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ def test_an_id_that_would_start_with_a_dash_is_drawn_again(monkeypatch: pytest.M
     plain = uuid.UUID(bytes=b"\x10" * 16)
     assert base64.urlsafe_b64encode(dashed.bytes).startswith(b"-")
     draws = iter([dashed, plain])
-    monkeypatch.setattr(services.uuid, "uuid4", lambda: next(draws))
+    monkeypatch.setattr(uuid, "uuid4", lambda: next(draws))  # the module services draws from
 
     cluster_id = services.new_cluster_id()
 

@@ -1,38 +1,30 @@
-"""Unknown CHATLOG_* variables are reported, not silently ignored (issue 13, item 4)."""
+"""core/settings_env.py: unknown CHATLOG_* variables are reported, not silently ignored (issue 13, item 4).
+
+The classes come from the operator layer's catalog (chatlog/cli/schema.py); core never imports above it."""
 
 from __future__ import annotations
 
-import importlib
-import inspect
 import re
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
-from pydantic_settings import BaseSettings
 
+from chatlog.cli.schema import settings_classes
 from core import settings_env
 from core.errors import SettingsError
-from core.settings import SETTINGS_CLASSES
-from tests.unit.cli_runs import chatlog
+from core.settings import SETTINGS_CLASSES, KafkaSettings
 
 REPO = Path(__file__).resolve().parents[3]
 
 
-def test_every_settings_class_of_every_settings_module_is_known() -> None:
-    classes = set(settings_env.settings_classes())
-    modules = settings_env.settings_modules()
-    assert {"core.settings", "ingest.settings", "ingest.irc.settings", "sink.settings"} <= set(modules)
-    assert "chatlog.monitor.settings" in modules
-    for name in modules:
-        for _, cls in inspect.getmembers(importlib.import_module(name), inspect.isclass):
-            if issubclass(cls, BaseSettings) and cls.__module__ == name and not cls.__name__.startswith("_"):
-                assert cls in classes, f"{name}.{cls.__name__} is not registered"
+def known() -> frozenset[str]:
+    return settings_env.known_variables(settings_classes())
 
 
 def test_known_names_come_from_every_package() -> None:
-    known = settings_env.known_variables()
+    known = settings_env.known_variables(settings_classes())
     assert {
         "CHATLOG_KAFKA_BOOTSTRAP_SERVERS",
         "CHATLOG_CASSANDRA_HOSTS",
@@ -57,7 +49,7 @@ _DIRECT_READ = re.compile(
 
 def test_every_variable_read_directly_from_the_environment_is_known() -> None:
     """A new direct read of a CHATLOG_* variable must be added to DIRECT_VARIABLES (or be a setting)."""
-    known = settings_env.known_variables()
+    known = settings_env.known_variables(settings_classes())
     found: dict[str, str] = {}
     for package in ("schemas", "core", "ingest", "sink", "serve", "chatlog", "bench", "tests"):
         for path in (REPO / package).rglob("*.py"):
@@ -68,7 +60,7 @@ def test_every_variable_read_directly_from_the_environment_is_known() -> None:
 
 
 def test_unknown_variables_get_the_closest_known_name() -> None:
-    known = settings_env.known_variables()
+    known = settings_env.known_variables(settings_classes())
     env = {
         "CHATLOG_KAFKA_BOOTSTRAP_SERVER": "x:9092",
         "CHATLOG_CASANDRA_HOSTS": "db",
@@ -85,38 +77,46 @@ def test_unknown_variables_get_the_closest_known_name() -> None:
 
 def test_strict_turns_the_warning_into_an_error() -> None:
     env = {"CHATLOG_CASANDRA_HOSTS": "db"}
-    assert settings_env.check_environment(env) == [
+    classes = settings_classes()
+    assert settings_env.check_environment(env, classes) == [
         "unknown setting CHATLOG_CASANDRA_HOSTS (did you mean CHATLOG_CASSANDRA_HOSTS?): it is ignored"
     ]
     with pytest.raises(SettingsError, match=r"CHATLOG_CASANDRA_HOSTS.*CHATLOG_STRICT_SETTINGS"):
-        settings_env.check_environment({**env, "CHATLOG_STRICT_SETTINGS": "true"})
-    assert settings_env.check_environment({"CHATLOG_STRICT_SETTINGS": "1"}) == []
+        settings_env.check_environment({**env, "CHATLOG_STRICT_SETTINGS": "true"}, classes)
+    assert settings_env.check_environment({"CHATLOG_STRICT_SETTINGS": "1"}, classes) == []
     with pytest.raises(SettingsError, match="CHATLOG_STRICT_SETTINGS"):
-        settings_env.check_environment({"CHATLOG_STRICT_SETTINGS": "maybe"})
+        settings_env.check_environment({"CHATLOG_STRICT_SETTINGS": "maybe"}, classes)
 
 
-def test_the_command_line_warns_in_one_line_and_strict_exits_2() -> None:
-    typo = {"CHATLOG_KAFKA_BOOTSTRAP_SERVER": "127.0.0.1:1"}
-    warned = chatlog(["logs", "x", "--since", "²"], typo)
-    assert warned.code == 2 and warned.stderr_lines == [
-        "chatlog: warning: unknown setting CHATLOG_KAFKA_BOOTSTRAP_SERVER "
-        "(did you mean CHATLOG_KAFKA_BOOTSTRAP_SERVERS?): it is ignored",
-        warned.stderr_lines[1],
-    ]
-    assert warned.stderr_lines[1].startswith("chatlog: error: --since")
-    strict = chatlog(["--help"], {**typo, "CHATLOG_STRICT_SETTINGS": "true"})
-    assert strict.code == 2 and len(strict.stderr_lines) == 1
-    assert "CHATLOG_KAFKA_BOOTSTRAP_SERVERS?" in strict.stderr_lines[0]
+def test_the_given_classes_are_the_ones_checked() -> None:
+    from ingest.settings import IngestSettings
+
+    env = {"CHATLOG_INGEST_REPLICA": "1"}
+    assert settings_env.check_environment(env, [IngestSettings]) == []
+    [line] = settings_env.check_environment(env, [KafkaSettings])
+    assert line.startswith("unknown setting CHATLOG_INGEST_REPLICA") and line.endswith(": it is ignored")
+    assert settings_env.secret_variables([KafkaSettings]) == {
+        "CHATLOG_KAFKA_SASL_PASSWORD",
+        "CHATLOG_KAFKA_SSL_KEY_PASSWORD",
+    }
 
 
-def test_the_base_settings_import_neither_ingest_nor_sink() -> None:
+def test_the_base_layer_imports_nothing_above_it_to_check_the_environment() -> None:
+    """Without a catalog, the check knows the classes imported so far: core's own."""
     code = (
-        "import sys, core.settings, core.settings_env, schemas.cql\n"
-        "bad = sorted(m for m in sys.modules if m.split('.')[0] in ('ingest', 'sink'))\n"
+        "import sys, core.settings_env as env, core.redact\n"
+        "lines = env.check_environment({'CHATLOG_KAFKA_BOOTSTRAP_SERVER': 'x', 'CHATLOG_HOME': '/x'})\n"
+        "assert lines == ['unknown setting CHATLOG_KAFKA_BOOTSTRAP_SERVER (did you mean "
+        "CHATLOG_KAFKA_BOOTSTRAP_SERVERS?): it is ignored'], lines\n"
+        "core.redact.secret_values({})\n"
+        "above = ('ingest', 'sink', 'serve', 'chatlog', 'bench')\n"
+        "bad = sorted(m for m in sys.modules if m.split('.')[0] in above)\n"
         "assert not bad, bad\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True, cwd=REPO)
-    assert all(
-        cls.__module__.split(".")[0] in ("core", "ingest", "sink", "serve", "chatlog")
-        for cls in SETTINGS_CLASSES
-    )
+
+
+def test_by_default_the_classes_are_the_registered_ones() -> None:
+    settings_classes()  # the catalog imports every settings module
+    assert settings_env.registered_classes() == SETTINGS_CLASSES
+    assert settings_env.known_variables() == settings_env.known_variables(SETTINGS_CLASSES)

@@ -1,0 +1,47 @@
+"""core/cql.py: the Cassandra driver's TLS context and the one-line refusals of a login."""
+
+from __future__ import annotations
+
+import ssl
+from typing import Any
+
+from chatlog.stack.security import TlsFiles
+from core.settings import CassandraSettings, load
+from tests.unit.core.tls_settings import SECRET
+
+
+def cassandra(files: TlsFiles | None = None, **kw: Any) -> CassandraSettings:
+    ca = {"cassandra_ssl_ca_location": str(files.ca)} if files is not None else {}
+    return load(CassandraSettings, **ca, **kw)
+
+
+def test_cassandra_tls_context(stack_tls: TlsFiles) -> None:
+    from core.cql import ssl_context
+
+    assert ssl_context(cassandra()) is None
+    context = ssl_context(cassandra(stack_tls))
+    assert context is not None and context.check_hostname and context.get_ca_certs()
+    system = ssl_context(cassandra(cassandra_ssl=True))
+    assert system is not None and system.verify_mode == ssl.CERT_REQUIRED
+    unchecked = ssl_context(cassandra(stack_tls, cassandra_ssl_check_hostname=False))
+    assert unchecked is not None and unchecked.check_hostname is False
+
+
+def test_cassandra_login_refusals_are_one_line() -> None:
+    from cassandra import AuthenticationFailed
+    from cassandra.cluster import NoHostAvailable
+
+    from core.cql import login_refused
+
+    required = NoHostAvailable(
+        "x", {"127.0.0.1:9042": AuthenticationFailed("Remote end requires authentication")}
+    )
+    line = login_refused(cassandra(), required)
+    assert line is not None and "CHATLOG_CASSANDRA_USERNAME" in line
+    bad = AuthenticationFailed('Failed: code=0100 [Bad credentials] message="Provided username cassandra..."')
+    line = login_refused(cassandra(cassandra_username="cassandra", cassandra_password=SECRET), bad)
+    assert line is not None and "bad credentials" in line and SECRET not in line and "\n" not in line
+    assert (
+        login_refused(cassandra(), NoHostAvailable("x", {"h": ConnectionRefusedError(111, "refused")}))
+        is None
+    )

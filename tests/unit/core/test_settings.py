@@ -1,0 +1,92 @@
+"""core/settings.py: the Kafka client settings (librdkafka's config, Python's TLS context, one-line errors
+without secrets) and CHATLOG_HOME, under which the relative defaults live."""
+
+from __future__ import annotations
+
+import ssl
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from chatlog.stack.security import TlsFiles
+from core import settings
+from core.errors import SettingsError
+from core.settings import StackSettings, home_dir, load
+from tests.unit.core.tls_settings import SECRET, kafka, sasl_ssl
+
+
+def test_librdkafka_config_carries_sasl_and_tls(stack_tls: TlsFiles) -> None:
+    conf = sasl_ssl(stack_tls.ca).kafka_client_config()
+    assert conf["security.protocol"] == "SASL_SSL"
+    assert conf["sasl.mechanism"] == "SCRAM-SHA-512"
+    assert (conf["sasl.username"], conf["sasl.password"]) == ("chatlog", SECRET)
+    assert conf["ssl.ca.location"] == str(stack_tls.ca)
+    assert "ssl.endpoint.identification.algorithm" not in conf  # librdkafka's default: verify the host
+    client = sasl_ssl(
+        stack_tls.ca,
+        kafka_ssl_certificate_location="/c.pem",
+        kafka_ssl_key_location="/k.pem",
+        kafka_ssl_key_password="kp",
+        kafka_ssl_check_hostname=False,
+    ).kafka_client_config()
+    assert client["ssl.certificate.location"] == "/c.pem" and client["ssl.key.location"] == "/k.pem"
+    assert client["ssl.key.password"] == "kp"
+    assert client["ssl.endpoint.identification.algorithm"] == "none"
+
+
+def test_plaintext_config_has_no_tls_keys(stack_tls: TlsFiles) -> None:
+    conf = kafka(kafka_ssl_ca_location=str(stack_tls.ca)).kafka_client_config()
+    assert conf == {"bootstrap.servers": "127.0.0.1:9092", "security.protocol": "PLAINTEXT"}
+
+
+@pytest.mark.parametrize("missing", ["kafka_sasl_username", "kafka_sasl_password"])
+def test_sasl_without_user_or_password_is_one_line_without_secrets(stack_tls: TlsFiles, missing: str) -> None:
+    settings = sasl_ssl(stack_tls.ca).model_copy(update={missing: None})
+    with pytest.raises(SettingsError) as info:
+        settings.kafka_client_config()
+    text = str(info.value)
+    assert f"CHATLOG_{missing.upper()}" in text and "\n" not in text and SECRET not in text
+
+
+def test_python_ssl_context_trusts_the_ca_and_checks_the_host(stack_tls: TlsFiles) -> None:
+    context = sasl_ssl(stack_tls.ca).kafka_ssl_context()
+    assert context is not None and context.check_hostname and context.verify_mode == ssl.CERT_REQUIRED
+    assert [c["subject"] for c in context.get_ca_certs()] == [
+        ((("organizationName", "chatlog local stack"),), (("commonName", "chatlog dev CA"),))
+    ]
+    assert kafka().kafka_ssl_context() is None
+    unchecked = sasl_ssl(stack_tls.ca, kafka_ssl_check_hostname=False).kafka_ssl_context()
+    assert unchecked is not None and unchecked.check_hostname is False
+
+
+def test_home_is_chatlog_home_else_the_working_directory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    assert home_dir({}) == tmp_path
+    assert home_dir({"CHATLOG_HOME": "  "}) == tmp_path
+    assert home_dir({"CHATLOG_HOME": "data"}) == tmp_path / "data"
+    assert home_dir({"CHATLOG_HOME": "/srv/chatlog"}) == Path("/srv/chatlog")
+    assert home_dir({"CHATLOG_HOME": "~/x"}) == Path.home() / "x"
+
+
+def test_the_stack_defaults_live_under_the_home() -> None:
+    stack = load(StackSettings)
+    assert stack.state_dir == settings.CHATLOG_HOME / ".state"
+    assert stack.cache_dir == settings.CHATLOG_HOME / ".cache"
+    assert settings.PROJECT_ROOT == settings.CHATLOG_HOME
+
+
+@pytest.mark.parametrize(("home", "state"), [(None, ".state"), ("h", "h/.state")])
+def test_the_home_is_fixed_when_chatlog_starts_never_the_installed_code(
+    tmp_path: Path, home: str | None, state: str
+) -> None:
+    code = "from core.settings import StackSettings; print(StackSettings().state_dir)"
+    env = {"PATH": "/usr/bin:/bin", **({"CHATLOG_HOME": home} if home else {})}
+    out = subprocess.run(
+        [sys.executable, "-c", code], check=False, cwd=tmp_path, env=env, capture_output=True, text=True
+    )
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == str(tmp_path / state)
