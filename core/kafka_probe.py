@@ -1,7 +1,7 @@
 """Is Kafka there? A bounded probe that answers in one line instead of pages of librdkafka logs.
 
 A client pointed at a broker that is down logs every failed connection attempt (librdkafka's ``FAIL``
-lines, ~20 a second) and a metadata request waits out its whole timeout. The probe silences those
+lines, many a second) and a metadata request waits out its whole timeout. The probe silences those
 lines, collects the errors through ``error_cb`` instead, and gives up as soon as they are decisive
 (every broker down, the login or the TLS handshake refused) or after ``timeout``.
 """

@@ -1,6 +1,7 @@
 """TLS and SASL of the local stack: a dev CA, a server certificate for 127.0.0.1, SCRAM credentials.
 
-Everything is generated locally with :pypi:`cryptography` (EC P-256 keys: milliseconds) and kept under
+Everything is generated locally with :pypi:`cryptography` (EC P-256 keys; what it costs at start-up is
+in the README, "Transport security and logins") and kept under
 ``<state_dir>/kafka/tls``: ``ca.pem`` (what clients trust: ``CHATLOG_KAFKA_SSL_CA_LOCATION``,
 ``CHATLOG_CASSANDRA_SSL_CA_LOCATION``), ``server.p12`` (the servers' key and certificate chain, PKCS#12,
 which Kafka and Cassandra read alike) and the random passwords of that keystore and of the SCRAM user.
