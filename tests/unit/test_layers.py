@@ -50,6 +50,33 @@ def test_no_import_goes_up_or_sideways(package: str) -> None:
     assert violations(package) == []
 
 
+def dynamic_imports(package: str, root: Path = REPO) -> list[str]:
+    """``file:line`` of every ``importlib.import_module(...)`` or ``__import__(...)`` call in ``package``."""
+    out = []
+    for path in sorted((root / package).rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
+            if isinstance(node, ast.Call):
+                func = node.func
+                name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+                if name in ("import_module", "__import__"):
+                    out.append(f"{path.relative_to(root)}:{node.lineno}")
+    return out
+
+
+@pytest.mark.parametrize("package", PRODUCT)
+def test_product_packages_import_nothing_by_name_at_run_time(package: str) -> None:
+    """An import by name hides a dependency from the check above (core once imported every settings.py)."""
+    assert dynamic_imports(package) == []
+
+
+def test_the_check_finds_an_import_by_name(tmp_path: Path) -> None:
+    (tmp_path / "core").mkdir()
+    (tmp_path / "core" / "x.py").write_text(
+        "import importlib\n\n\ndef f() -> None:\n    importlib.import_module('sink')\n"
+    )
+    assert dynamic_imports("core", tmp_path) == ["core/x.py:5"]
+
+
 @pytest.mark.parametrize("package", PRODUCT)
 def test_product_packages_do_not_plot_or_profile(package: str) -> None:
     hits = [
