@@ -79,6 +79,8 @@ class Watch(Protocol):
 
 
 class MetricsEndpoint(Protocol):
+    """The running /metrics and /ready endpoint (ingest/metrics.py)."""
+
     port: int
 
     def stop(self) -> None: ...
@@ -94,8 +96,8 @@ class Worker:
     Every collaborator comes in as an argument (:func:`build_worker` makes the real ones): the producer,
     the pool whose lines go to that producer, the group membership, the watch that feeds confirmations
     to the membership, the coverage tracker (its replica, worker id and session, the start time in ms,
-    are this worker's),
-    ``nothing_assigned(member_id)`` (readiness without buckets) and ``serve_metrics``.
+    are this worker's), ``nothing_assigned(member_id)`` (readiness without buckets) and
+    ``serve_metrics``.
     """
 
     metrics_port: int | None = None
