@@ -141,6 +141,12 @@ class SinkSettings(KafkaSettings, CassandraSettings):
         9101, ge=0, le=65535, description="Prometheus metrics HTTP port of the sink (0 = off)."
     )
     sink_apply_schema: bool = Field(True, description="Create the keyspace and tables at start if missing.")
+    sink_spark_private_api: bool = Field(
+        True,
+        description="Use the private Spark APIs fenced in sink/spark_private.py (raw-bytes hand-over, "
+        "progress read from the JVM, the FileSystem checkpoint manager, the workers' zip-import patch); "
+        "checked at start. false: public APIs only, slower but independent of Spark's internals.",
+    )
     sink_ledger: bool = Field(
         True,
         description="Write the coverage ledger (chatlog.coverage -> Cassandra) beside the streaming sink; "

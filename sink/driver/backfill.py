@@ -16,10 +16,11 @@ from typing import TYPE_CHECKING
 
 from core.errors import ChatlogError
 from core.times import format_time
+from sink import spark_private
 from sink.driver import offsets, transform
 from sink.driver.session import get_session, kafka_options
 from sink.driver.stream import ensure_schema, failure_message
-from sink.driver.write import write_dataframe_observed
+from sink.driver.write import write_dataframe, write_dataframe_observed
 from sink.executor.partition import WriteStats
 
 OBSERVED = "backfill"
@@ -69,19 +70,28 @@ def run(
         result.seconds = time.monotonic() - started
         return result
     spark = get_session(settings)
-    reader = (
+    private = settings.sink_spark_private_api
+    if private:
+        spark_private.check(spark)
+    kafka = (
         spark.read.format("kafka")
         .options(**kafka_options(settings))
         .options(**span.spark_options())
         .option("failOnDataLoss", "false")
+        .load()
     )
-    rows = transform.sink_rows(reader.load(), settings.watermark_ms, observation=OBSERVED)
+    rows = transform.sink_rows(kafka, settings.watermark_ms, observation=OBSERVED if private else None)
     try:
-        written, counts = write_dataframe_observed(rows, settings, OBSERVED, dead_letters=deadletter)
+        if private:
+            written, counts = write_dataframe_observed(rows, settings, OBSERVED, dead_letters=deadletter)
+            read = int(counts.get("read", 0))
+        else:  # public APIs only: what the write's read observed is private, so the range is read twice
+            read = kafka.count()
+            written = write_dataframe(rows, settings, dead_letters=deadletter)
     except Exception as exc:
         raise ChatlogError(f"backfill failed: {failure_message(exc, settings)}") from None
     result.written = written
-    result.read = int(counts.get("read", 0))
+    result.read = read
     result.invalid = written.deadletters
     result.duplicates = result.read - written.events - written.deadletters
     result.seconds = time.monotonic() - started

@@ -1,22 +1,26 @@
 """Handing the rows of a micro-batch from Spark's JVM to the Python writers, as raw bytes.
 
 ``DataFrame.rdd`` pickles every row in the JVM (Pyrolite, with its schema) and the Python worker
-unpickles it and builds a ``Row`` from it: about 11 µs of CPU per record, JVM and Python together,
-for records of ~1 KB. Here each row becomes one binary value in the JVM (``framed``)::
+unpickles it and builds a ``Row`` from it. Here each row becomes one binary value in the JVM
+(``framed``)::
 
     b"<partition> <offset> <v|n>\\n" + value        (n: the Kafka record had no value)
 
 and Spark hands byte arrays to Python as they are (length-prefixed, no pickling), so the worker only
-splits the header off (:func:`sink.executor.unframe.unframe`): about 6.5 µs per record (100k cached
-records of ~1 KB through both paths in one session, 4 alternating rounds: 10.3-12.0 against 6.2-7.1 µs).
+splits the header off (:func:`sink.executor.unframe.unframe`): about half the CPU per record of the
+pickled path (``chatlog bench sink`` measures the sink's CPU per event, results/bench_sink*.json).
 The bytes of ``value`` are untouched, so a record that is not UTF-8 reaches the dead-letter
-topic as Kafka held it.
+topic as Kafka held it. Handing bytes over takes private Spark APIs (:mod:`sink.spark_private`); with
+``sink_spark_private_api`` false the same framed column goes through the public, pickled
+``DataFrame.rdd``.
 """
 
 from __future__ import annotations
 
+from operator import itemgetter
 from typing import TYPE_CHECKING, Any
 
+from sink import spark_private
 from sink.executor.unframe import NO_VALUE
 
 if TYPE_CHECKING:
@@ -34,34 +38,14 @@ def framed(rows: DataFrame) -> DataFrame:
     return rows.select(F.concat(F.encode(head, "UTF-8"), value).alias("record"))
 
 
-def records(rows: DataFrame) -> tuple[RDD[bytes], Any]:
-    """The framed ``rows`` as an RDD of ``bytes``, and the JVM Dataset it runs (for :func:`observed`)."""
-    from pyspark.rdd import RDD
-    from pyspark.serializers import NoOpSerializer
-
-    spark = rows.sparkSession
-    binary = spark._jvm.org.apache.spark.sql.Encoders.BINARY()  # type: ignore[union-attr]
-    dataset = getattr(framed(rows)._jdf, "as")(binary)
-    return RDD(dataset.javaRDD(), spark.sparkContext, NoOpSerializer()), dataset
+def records(rows: DataFrame, *, private: bool = True) -> tuple[RDD[Any], Any]:
+    """The framed ``rows`` as an RDD of byte strings, and the JVM Dataset it runs (for :func:`observed`;
+    None with ``private`` false: the public ``DataFrame.rdd``, whose records are ``bytearray``)."""
+    if private:
+        return spark_private.bytes_rdd(framed(rows))
+    return framed(rows).rdd.map(itemgetter(0)), None
 
 
 def observed(dataset: Any, name: str) -> dict[str, Any]:
-    """The metrics the run of ``dataset``'s RDD (:func:`records`) observed under ``name``.
-
-    ``Dataset.rdd`` executes the plan through a query execution of its own, kept in the private
-    ``rddQueryExecution`` (Spark 3.x and 4.x); the Dataset's public ``queryExecution`` never runs.
-    ``tests/unit/sink/test_handover.py`` fails if a Spark version moves it.
-    """
-    import json
-
-    from pyspark import SparkContext
-
-    sc = SparkContext._active_spark_context
-    if sc is None or sc._gateway is None or sc._jvm is None:
-        raise RuntimeError("no active Spark context")
-    no_types = sc._gateway.new_array(sc._jvm.java.lang.Class, 0)
-    no_args = sc._gateway.new_array(sc._jvm.java.lang.Object, 0)
-    method = dataset.getClass().getDeclaredMethod("rddQueryExecution", no_types)
-    method.setAccessible(True)
-    found = method.invoke(dataset, no_args).observedMetrics().get(name)
-    return json.loads(found.get().json()) if found.isDefined() else {}
+    """The metrics the run of ``dataset``'s RDD (:func:`records`, private) observed under ``name``."""
+    return spark_private.rdd_observed_metrics(dataset, name)

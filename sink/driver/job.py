@@ -1,27 +1,33 @@
-"""The sink as one entry file, for ``spark-submit`` on a cluster (``chatlog sink`` runs the same code).
+"""The sink's command line, defined once: the entry file of ``spark-submit`` and ``chatlog sink``.
 
     spark-submit --master spark://host:7077 --packages org.apache.spark:spark-sql-kafka-0-10_2.13:4.2.0 \\
         sink/driver/job.py [--available-now] [--keyspace K]
     spark-submit ... sink/driver/job.py --backfill --from 2026-11-21T00:00:00Z [--to T] [--keyspace K]
 
-Settings come from ``CHATLOG_*`` variables (see sink/settings.py). On a non-local master the chatlog
-packages are shipped to the executors (their Python needs cassandra-driver, confluent-kafka, msgspec
-and pydantic-settings installed).
+:func:`command` is the typer command; ``chatlog sink`` registers it as it is (chatlog/cli/sink.py) and
+:func:`main` runs it for ``spark-submit``, so both take the same options. Settings come from
+``CHATLOG_*`` variables (see sink/settings.py); an option overrides its variable. On a non-local master
+the chatlog packages are shipped to the executors (their Python needs cassandra-driver,
+confluent-kafka, msgspec and pydantic-settings installed).
 """
 
 from __future__ import annotations
 
-import argparse
 import logging
 import sys
 from pathlib import Path
+from typing import Annotated
 
 if __package__ in (None, ""):  # run as a file by spark-submit: make the chatlog packages importable
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent.parent))
+
+import typer
 
 from core.errors import ChatlogError
 from core.settings import load
 from sink.settings import SinkSettings
+
+PROG = "sink/driver/job.py"
 
 
 def run_sink(
@@ -53,31 +59,73 @@ def run_sink(
     )
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="sink/driver/job.py", description="chatlog sink (Spark job)")
-    parser.add_argument("--backfill", action="store_true", help="bounded replay of a time range")
-    parser.add_argument("--from", dest="start", help="backfill start: ISO-8601 or epoch ms")
-    parser.add_argument("--to", dest="end", help="backfill end (exclusive); default now")
-    parser.add_argument("--keyspace", help="Cassandra keyspace (default CHATLOG_CASSANDRA_KEYSPACE)")
-    parser.add_argument("--available-now", action="store_true", help="stream what Kafka holds, then stop")
-    parser.add_argument(
-        "--deadletter", action="store_true", help="backfill: dead-letter invalid records again"
+def command(
+    backfill: Annotated[bool, typer.Option("--backfill", help="Bounded replay of a time range.")] = False,
+    start: Annotated[
+        str | None,
+        typer.Option("--from", help="Backfill start (Kafka record time): ISO-8601 or epoch ms."),
+    ] = None,
+    end: Annotated[str | None, typer.Option("--to", help="Backfill end, exclusive (default: now).")] = None,
+    keyspace: Annotated[
+        str | None,
+        typer.Option(help="Cassandra keyspace, created if missing (CHATLOG_CASSANDRA_KEYSPACE)."),
+    ] = None,
+    available_now: Annotated[
+        bool, typer.Option("--available-now", help="Stream what Kafka holds now, then stop.")
+    ] = False,
+    deadletter: Annotated[
+        bool,
+        typer.Option("--deadletter", help="Backfill: send invalid records to the dead-letter topic again."),
+    ] = False,
+    master: Annotated[str | None, typer.Option(help="Spark master (CHATLOG_SPARK_MASTER).")] = None,
+    checkpoint: Annotated[
+        str | None,
+        typer.Option(help="Checkpoint location, path or Hadoop URI (CHATLOG_SINK_CHECKPOINT)."),
+    ] = None,
+    metrics_port: Annotated[
+        int | None, typer.Option(help="Prometheus port, 0 = off (CHATLOG_SINK_METRICS_PORT).")
+    ] = None,
+) -> None:
+    """The Spark job: chat events from Kafka into Cassandra, one row per event; or a backfill."""
+    if backfill and start is None:
+        raise ChatlogError("--backfill needs --from T")
+    if start is not None and not backfill:
+        raise ChatlogError("--from needs --backfill")
+    settings = load(
+        SinkSettings,
+        cassandra_keyspace=keyspace,
+        spark_master=master,
+        sink_checkpoint=checkpoint,
+        sink_metrics_port=metrics_port,
     )
-    args = parser.parse_args(argv)
+    typer.echo(
+        run_sink(
+            settings,
+            backfill_from=start,
+            backfill_to=end,
+            available_now=available_now,
+            deadletter=deadletter,
+        )
+    )
+
+
+def app() -> typer.Typer:
+    """:func:`command` as a one-command typer app (the spark-submit entry)."""
+    one = typer.Typer(add_completion=False, pretty_exceptions_enable=False)
+    one.command()(command)
+    return one
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run :func:`command` with ``argv`` (default: the process' arguments); returns the exit code.
+
+    A usage mistake exits 2 with click's message; a :class:`ChatlogError` is one line on stderr, exit 2.
+    """
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     try:
-        if args.backfill and not args.start:
-            raise ChatlogError("--backfill needs --from T")
-        settings = load(SinkSettings, cassandra_keyspace=args.keyspace)
-        print(
-            run_sink(
-                settings,
-                backfill_from=args.start if args.backfill else None,
-                backfill_to=args.end,
-                available_now=args.available_now,
-                deadletter=args.deadletter,
-            )
-        )
+        app()(args=argv, prog_name=PROG)
+    except SystemExit as exc:
+        return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
     except ChatlogError as exc:
         print(f"chatlog sink: error: {exc}", file=sys.stderr)
         return 2

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from core.errors import ChatlogError, SettingsError
-from sink.driver.spark_private import checkpoint_manager_class
+from sink.spark_private import CHECKPOINT_MANAGER_CONF, checkpoint_manager_class
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -69,18 +69,19 @@ def session_conf(settings: SinkSettings) -> dict[str, str]:
         ),
         "spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled": "true",
         # a read before every write, only to count the state's rows (progress' numRowsTotal, which the
-        # sink does not use): 36.5 vs 38-42 us of JVM CPU per event, warm (200k events, no writes)
+        # sink does not use): JVM CPU per event for nothing (`chatlog bench sink`, spark_jvm)
         "spark.sql.streaming.stateStore.rocksdb.trackTotalNumberOfRows": "false",
         "spark.python.worker.reuse": "true",
         # the Kafka source's credentials (JAAS line, client key) never show in plans, the UI or errors
         "spark.sql.redaction.options.regex": REDACTED_OPTIONS,
     }
-    if local_checkpoint(settings.checkpoint_location):
+    if settings.sink_spark_private_api and local_checkpoint(settings.checkpoint_location):
         # Spark's default manager renames through Hadoop's FileContext, which on the local file system
         # starts a `readlink` process per rename (FileUtil.readLink): ~16 processes per micro-batch
-        # (offset log, commit log, state changelogs), 36 + 57 ms of walCommit + commitOffsets on a
-        # 500-event batch. The FileSystem-based manager renames in Java: 14 + 18 ms.
-        conf["spark.sql.streaming.checkpointFileManagerClass"] = FILESYSTEM_CHECKPOINTS
+        # (offset log, commit log, state changelogs). The FileSystem-based manager (a private class,
+        # sink/spark_private.py) renames in Java: a shorter walCommit + commitOffsets per batch (the
+        # durations of Spark's progress; `chatlog bench sink` measures the batches' latency).
+        conf[CHECKPOINT_MANAGER_CONF] = FILESYSTEM_CHECKPOINTS
     if not submit or "CHATLOG_SPARK_MASTER" in os.environ:
         conf["spark.master"] = settings.spark_master
     if not submit:

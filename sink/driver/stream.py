@@ -14,9 +14,11 @@ import logging
 import re
 import signal
 import threading
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from core.errors import ChatlogError
+from sink import spark_private
 from sink.driver import transform
 from sink.driver.ledger import LedgerWriter
 from sink.driver.progress import BatchTracker, Metrics, Totals
@@ -103,21 +105,34 @@ def start_query(
 class ProgressFeed:
     """The progress updates of a query that were not read yet, oldest first, as the JSON Spark reports.
 
-    Reads the JVM's progress objects directly, newest first, stopping at the first one already read:
-    one ``json()`` call per new update. pyspark's ``recentProgress`` converts every retained update
-    (up to 100) field by field, ~60 Py4J round trips and a class lookup each; polled every second, that
-    took a quarter of the Spark JVM's CPU while the sink was busy.
+    Reads the updates newest first, stopping at the first one already read. With the private API
+    (:func:`sink.spark_private.recent_progress`) it reads the JVM's progress objects directly: one
+    ``json()`` call per new update. pyspark's public ``recentProgress`` converts every retained update
+    (up to 100) field by field, ~60 Py4J round trips and a class lookup each, every poll (every second):
+    while the sink was busy that took a large share of the Spark JVM's CPU (``chatlog bench sink``
+    reports the JVM's CPU per event; compare a run with ``CHATLOG_SINK_SPARK_PRIVATE_API=false``).
     """
 
-    def __init__(self, query: StreamingQuery) -> None:
+    def __init__(self, query: StreamingQuery, *, private: bool = True) -> None:
+        if private:
+            spark_private.check_query(query)
         self.query = query
+        self.private = private
         self._newest = ""  # the timestamp of the newest update read (ISO-8601 UTC, sorts as text)
 
+    def _recent(self) -> tuple[int, Callable[[int], str]]:
+        """How many updates Spark retains, and the JSON of the i-th (oldest first)."""
+        if self.private:
+            jvm_updates = spark_private.recent_progress(self.query)
+            return len(jvm_updates), lambda i: str(jvm_updates[i].json())
+        updates = self.query.recentProgress
+        return len(updates), lambda i: updates[i].json
+
     def new(self) -> list[dict[str, Any]]:
-        recent = self.query._jsq.recentProgress()  # the sink runs on a classic (Py4J) session
+        count, text = self._recent()
         found: list[dict[str, Any]] = []
-        for index in range(len(recent) - 1, -1, -1):
-            progress = json.loads(recent[index].json())
+        for index in range(count - 1, -1, -1):
+            progress = json.loads(text(index))
             if str(progress.get("timestamp", "")) <= self._newest:
                 break
             found.append(progress)
@@ -141,6 +156,9 @@ def run(
     if settings.sink_apply_schema:
         ensure_schema(settings)
     spark = get_session(settings)
+    private = settings.sink_spark_private_api
+    if private:
+        spark_private.check(spark)
     own_metrics = metrics is None
     if metrics is None:
         try:
@@ -162,8 +180,8 @@ def run(
         "available-now" if available_now else settings.sink_trigger,
         settings.sink_watermark,
     )
-    feed = ProgressFeed(query)
     try:
+        feed = ProgressFeed(query, private=private)
         while query.isActive and not stop.is_set():
             query.awaitTermination(1)
             tracker.consume(feed.new())
@@ -177,6 +195,8 @@ def run(
         tracker.consume(feed.new())
         raise ChatlogError(f"sink query failed: {failure_message(exc, settings)}") from None
     finally:
+        if query.isActive:  # stopped early: a private API missing on the started query, an interrupt
+            query.stop()
         restore()
         if ledger is not None:
             ledger.close()

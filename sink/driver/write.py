@@ -16,10 +16,10 @@ if TYPE_CHECKING:
     from sink.settings import SinkSettings
 
 
-def write_dataframe(rows: DataFrame, settings: SinkSettings) -> WriteStats:
-    """Run :func:`write_partition` over every partition of ``rows`` (columns value, partition, offset),
+def write_dataframe(rows: DataFrame, settings: SinkSettings, *, dead_letters: bool = True) -> WriteStats:
+    """Run the partition task over every partition of ``rows`` (columns value, partition, offset),
     handed over as bytes (:mod:`sink.driver.handover`)."""
-    return write_dataframe_observed(rows, settings)[0]
+    return write_dataframe_observed(rows, settings, dead_letters=dead_letters)[0]
 
 
 def write_dataframe_observed(
@@ -28,10 +28,14 @@ def write_dataframe_observed(
     """:func:`write_dataframe`, plus the metrics ``rows`` observed under ``observation`` (a bounded
     read: ``DataFrame.observe``). The write runs as an RDD action, which Spark's ``Observation``
     does not wait for, so the values are read from the executed plan
-    (:func:`sink.driver.handover.observed`)."""
+    (:func:`sink.driver.handover.observed`): a private Spark API, so ``observation`` needs
+    ``sink_spark_private_api``."""
     from sink.driver.handover import observed, records
 
-    framed, dataset = records(rows)
+    private = settings.sink_spark_private_api
+    if observation is not None and not private:
+        raise ValueError("the metrics observed by an RDD run are read through a private Spark API")
+    framed, dataset = records(rows, private=private)
     total = WriteStats()
     for part in framed.mapPartitions(partition_task(settings, dead_letters)).collect():
         total.add(WriteStats.from_dict(part))

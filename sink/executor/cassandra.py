@@ -1,5 +1,6 @@
 """Writing rows to Cassandra with cassandra-driver, from a Spark Python worker (or any process).
 
+* One entry point, :func:`writer`: a :class:`CassandraWriter` for one task.
 * One session per Python worker (:func:`worker_session`), reused by every task the worker runs.
 * Prepared ``INSERT ... USING TTL ?`` per table, columns taken from the live table metadata.
 * Token-aware unlogged batches (:func:`plan_batches`): statements are grouped by the replicas that own
@@ -60,7 +61,8 @@ class Item:
     payload ``size``, and the ``origin`` it came from (what to dead-letter if Cassandra rejects it).
 
     A slotted, not frozen, dataclass: a frozen one sets each field through ``object.__setattr__``,
-    and the writer builds two or three of these per event (0.25 against 0.87 µs per instance here).
+    which makes each instance several times dearer to build, and the writer builds two or three of these
+    per event (``chatlog bench sink``'s raw insert measures the writer's CPU per event).
     """
 
     replicas: Hashable
@@ -387,10 +389,81 @@ class WorkerSession:
 
 def _connect(settings: SinkSettings, **kwargs: Any) -> tuple[Any, Any]:
     """:func:`core.cql.connect` with native protocol v4: v5 checksums every frame with CRC32, which
-    costs the writer ~8% of its CPU for nothing TCP does not already check on a LAN."""
+    costs the writer CPU for nothing TCP does not already check on a LAN (``chatlog bench sink``'s raw
+    insert measures the writer's CPU per event)."""
     from core.cql import connect
 
     return connect(settings, timeout=settings.sink_cassandra_timeout_s, protocol_version=4, **kwargs)
+
+
+class CassandraWriter:
+    """The partition task's one way into Cassandra (made by :func:`writer`): one task's inserts into
+    the keyspace of ``settings`` through a :class:`WorkerSession`.
+
+    The caller turns events into items (:meth:`cells`, :attr:`tables`' ``bind``, :meth:`replicas`),
+    hands them over in chunks (:meth:`submit`: token-aware batches, a bounded window of concurrent
+    requests), then :meth:`finish` waits for them and retries what failed.
+    """
+
+    def __init__(self, session: WorkerSession, settings: SinkSettings) -> None:
+        self.keyspace = settings.cassandra_keyspace
+        self._session = session
+        self._prepared = session.keyspace(
+            self.keyspace, settings.sink_write_consistency, settings.sink_cassandra_retry_s
+        )
+        self.tables: tuple[PreparedTable, ...] = self._prepared.tables
+        self._executor = ConcurrentExecutor(
+            session.session, settings.sink_write_concurrency, settings.sink_cassandra_timeout_s
+        )
+        self._limits = BatchLimits(
+            settings.sink_batch_max_rows, settings.sink_batch_max_partitions, settings.sink_batch_max_bytes
+        )
+        self._retry_s = settings.sink_cassandra_retry_s
+
+    def cells(self, event: ChatEvent) -> list[Any]:
+        """Every column of ``event`` serialized once (:meth:`PreparedKeyspace.cells`)."""
+        return self._prepared.cells(event)
+
+    def ttl(self, seconds: int) -> bytes:
+        """The cell of a ``USING TTL ?`` value (0: no expiry)."""
+        return self._prepared.ttl(seconds)
+
+    def replicas(self, routing_key: bytes) -> Hashable:
+        """The replicas owning the partition of ``routing_key`` (what batches are grouped by)."""
+        return self._session.replicas(self.keyspace, routing_key)
+
+    def submit(self, chunk: Sequence[Item]) -> None:
+        """Send ``chunk``: as unlogged batches per replica set (:func:`plan_batches`), or one by one."""
+        executor = self._executor
+        if self._limits.max_rows == 1:
+            for item in chunk:
+                executor.submit(item.statement, (item,))
+            return
+        from cassandra.query import BatchStatement, BatchType
+
+        for batch in plan_batches(chunk, self._limits):
+            if len(batch) == 1:
+                executor.submit(batch[0].statement, batch)
+                continue
+            statement = BatchStatement(
+                batch_type=BatchType.UNLOGGED, consistency_level=self._prepared.consistency_level
+            )
+            for item in batch:
+                statement.add(item.statement)
+            statement.is_idempotent = True
+            executor.submit(statement, batch)
+
+    def finish(self, reject: Reject) -> tuple[int, int]:
+        """Wait for every write, retry the failed ones (:func:`retry_failed`; what Cassandra rejects as
+        invalid goes to ``reject``); returns (re-tries, requests sent)."""
+        retries = retry_failed(self._executor, self._executor.drain(), self._retry_s, reject=reject)
+        return retries, self._executor.requests
+
+
+def writer(settings: SinkSettings) -> CassandraWriter:
+    """The entry point of the write path: a :class:`CassandraWriter` for one task, on this process's
+    session for the cluster of ``settings`` (:func:`worker_session`, created on first use)."""
+    return CassandraWriter(worker_session(settings), settings)
 
 
 _SESSIONS: dict[Hashable, WorkerSession] = {}

@@ -25,25 +25,31 @@ def headers(reason: str, source: str) -> list[tuple[str, str | bytes | None]]:
 
 
 class DeadLetters:
-    """A Kafka producer of dead letters; one per Python worker, reused across tasks."""
+    """A Kafka producer of dead letters; one per Python worker (:func:`dead_letters_for`), reused across
+    tasks. The producer is created on the first dead letter: most partitions have none."""
 
     def __init__(self, settings: SinkSettings) -> None:
-        from confluent_kafka import Producer
-
         self._topic = settings.topic_deadletter
         self._timeout_s = settings.sink_cassandra_retry_s
-        self._producer = Producer(
-            {
-                **settings.kafka_client_config(),
-                "enable.idempotence": True,
-                "acks": "all",
-                "linger.ms": 20,
-                "message.timeout.ms": int(self._timeout_s * 1000),
-            }
-        )
+        self._config = {
+            **settings.kafka_client_config(),
+            "enable.idempotence": True,
+            "acks": "all",
+            "linger.ms": 20,
+            "message.timeout.ms": int(self._timeout_s * 1000),
+        }
+        self._producer_: Any = None
         self._lock = threading.Lock()
         self._errors: list[str] = []
         self.sent = 0
+
+    @property
+    def _producer(self) -> Any:
+        if self._producer_ is None:
+            from confluent_kafka import Producer
+
+            self._producer_ = Producer(self._config)
+        return self._producer_
 
     def _on_delivery(self, err: Any, _msg: Any) -> None:
         if err is not None:
@@ -65,9 +71,24 @@ class DeadLetters:
 
     def flush(self) -> None:
         """Wait until every queued dead letter is acknowledged; raise if one could not be delivered."""
+        if self._producer_ is None:
+            return
         left = self._producer.flush(self._timeout_s + 5)
         with self._lock:
             errors, self._errors = self._errors, []
         if left or errors:
             detail = errors[0] if errors else f"{left} still queued after {self._timeout_s:.0f}s"
             raise DeadLetterError(f"dead letters to {self._topic} not delivered: {detail}")
+
+
+_PROCESS: dict[str, DeadLetters] = {}
+_PROCESS_LOCK = threading.Lock()
+
+
+def dead_letters_for(settings: SinkSettings) -> DeadLetters:
+    """This process's dead-letter producer for the cluster and topic of ``settings``."""
+    key = f"{settings.kafka_bootstrap_servers}|{settings.topic_deadletter}"
+    with _PROCESS_LOCK:
+        if key not in _PROCESS:
+            _PROCESS[key] = DeadLetters(settings)
+        return _PROCESS[key]

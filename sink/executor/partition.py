@@ -1,47 +1,40 @@
 """The executor side of the write step: one partition of a micro-batch into Cassandra and the dead letters.
 
 :func:`write_partition` runs in a Spark Python worker (or in any process, e.g. the benchmark's raw
-insert): valid events become table rows (:mod:`sink.executor.rows`) written through
-:mod:`sink.executor.cassandra`;
-records that fail the contract's validation (:mod:`schemas.chat_event`, every field bounded) become
-dead letters, and so do the records whose write Cassandra rejects as invalid (never retried: the same
-record would fail again after every restart). :func:`sink.driver.write.write_dataframe` runs
-:func:`partition_task` over every partition of a micro-batch (or of a backfill) and adds up what each
-partition did. Nothing is acknowledged before every write of the partition succeeded or was
-dead-lettered, so a failure fails the batch, and the batch is re-run.
+insert): valid events become table rows (:mod:`sink.executor.rows`) written through the Cassandra
+writer (:func:`sink.executor.cassandra.writer`); records that fail the contract's validation
+(:mod:`schemas.chat_event`, every field bounded) become dead letters, and so do the records whose write
+Cassandra rejects as invalid (never retried: the same record would fail again after every restart).
+The writer and the dead-letter sink are passed in (:class:`Collaborators`); :func:`production` makes
+the real ones, and :func:`partition_task`, the function Spark runs on each partition, is where they
+are wired. :func:`sink.driver.write.write_dataframe` runs the partition task over every partition of a
+micro-batch (or of a backfill) and adds up what each partition did. Nothing is acknowledged before
+every write of the partition succeeded or was dead-lettered, so a failure fails the batch, and the
+batch is re-run.
 """
 
 from __future__ import annotations
 
 import struct
-import threading
 import time
 from collections import Counter
 from collections.abc import Hashable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from schemas.chat_event import InvalidEvent, decode
-from sink.executor.cassandra import (
-    BatchLimits,
-    ConcurrentExecutor,
-    Item,
-    one_line,
-    plan_batches,
-    retry_failed,
-    worker_session,
-)
-from sink.executor.worker_setup import freeze_heap
+from sink.executor.cassandra import Item, Reject, one_line
 
 if TYPE_CHECKING:
-    from sink.executor.deadletter import DeadLetters
+    from schemas.chat_event import ChatEvent
+    from sink.executor.rows import TableRows
     from sink.settings import SinkSettings
 
 CHUNK_ROWS = 4000
+"""Statements planned into batches at a time (bounds the memory of a task)."""
 UNWRITABLE = (struct.error, OverflowError, ValueError)
 """What serializing a record's cells or routing key raises for a value Cassandra cannot hold (a key part
 past 64 KiB, a timestamp past 64 bits...): that record is dead-lettered, the others are written."""
-"""Statements planned into batches at a time (bounds the memory of a task)."""
 INDEX_ROW_BYTES = 64
 
 
@@ -86,18 +79,68 @@ class WriteStats:
         )
 
 
-_DEADLETTERS: dict[str, DeadLetters] = {}
-_DEADLETTERS_LOCK = threading.Lock()
+class TableTarget(Protocol):
+    """One table of the writer: how its row is taken from an event, and its bound insert."""
+
+    @property
+    def rows(self) -> TableRows: ...
+
+    def bind(self, cells: Sequence[Any], ttl: bytes) -> Any:
+        """A statement inserting ``cells`` (with a ``routing_key``)."""
+        ...
 
 
-def _dead_letters(settings: SinkSettings) -> DeadLetters:
-    from sink.executor.deadletter import DeadLetters
+class CassandraTarget(Protocol):
+    """What :func:`write_partition` needs of the Cassandra writer
+    (:class:`sink.executor.cassandra.CassandraWriter`)."""
 
-    key = f"{settings.kafka_bootstrap_servers}|{settings.topic_deadletter}"
-    with _DEADLETTERS_LOCK:
-        if key not in _DEADLETTERS:
-            _DEADLETTERS[key] = DeadLetters(settings)
-        return _DEADLETTERS[key]
+    keyspace: str
+
+    @property
+    def tables(self) -> Sequence[TableTarget]: ...
+
+    def cells(self, event: ChatEvent) -> list[Any]: ...
+
+    def ttl(self, seconds: int) -> bytes: ...
+
+    def replicas(self, routing_key: bytes) -> Hashable: ...
+
+    def submit(self, chunk: Sequence[Item]) -> None: ...
+
+    def finish(self, reject: Reject) -> tuple[int, int]:
+        """Wait for every write, retry what failed; returns (re-tries, requests)."""
+        ...
+
+
+class DeadLetterSink(Protocol):
+    """Where dead letters go (:class:`sink.executor.deadletter.DeadLetters`)."""
+
+    def send(self, value: bytes | None, reason: str, source: str) -> None: ...
+
+    def flush(self) -> None:
+        """Wait until every dead letter sent is acknowledged; raise if one was not."""
+        ...
+
+
+@dataclass(frozen=True)
+class Collaborators:
+    """What a partition is written with: the Cassandra writer, and the dead-letter sink (None: invalid
+    records are only counted, as a backfill does unless told to send them again)."""
+
+    cassandra: CassandraTarget
+    dead_letters: DeadLetterSink | None
+
+
+def production(settings: SinkSettings, *, dead_letters: bool = True) -> Collaborators:
+    """The real collaborators, wired here only: this process's Cassandra session writing to the keyspace
+    of ``settings`` (connected and prepared on first use), and its dead-letter producer."""
+    from sink.executor.cassandra import writer
+    from sink.executor.deadletter import dead_letters_for
+    from sink.executor.worker_setup import freeze_heap
+
+    cassandra = writer(settings)
+    freeze_heap()  # the long-lived state (modules, session, prepared statements) now exists
+    return Collaborators(cassandra, dead_letters_for(settings) if dead_letters else None)
 
 
 class IndexCache:
@@ -133,60 +176,36 @@ INDEX_CACHE = IndexCache()
 def write_partition(
     records: Iterable[Any],
     settings: SinkSettings,
+    collaborators: Collaborators | None = None,
     *,
-    dead_letters: bool = True,
     index_cache: IndexCache = INDEX_CACHE,
 ) -> WriteStats:
     """Write ``records`` (value, Kafka partition, offset) and return what was done; raise if it could not.
 
     Every value is validated with the contract's decoder; an invalid one is sent to the dead-letter
-    topic with the reason and its Kafka position (only counted with ``dead_letters=False``).
+    sink with the reason and its Kafka position (only counted without a sink). ``collaborators``: the
+    Cassandra writer and the dead-letter sink; default :func:`production`'s.
     """
+    wiring = collaborators if collaborators is not None else production(settings)
+    cassandra, letters = wiring.cassandra, wiring.dead_letters
     stats = WriteStats()
-    session = worker_session(settings)
-    keyspace = settings.cassandra_keyspace
-    prepared = session.keyspace(keyspace, settings.sink_write_consistency, settings.sink_cassandra_retry_s)
-    freeze_heap()
-    executor = ConcurrentExecutor(
-        session.session, settings.sink_write_concurrency, settings.sink_cassandra_timeout_s
-    )
-    limits = BatchLimits(
-        settings.sink_batch_max_rows, settings.sink_batch_max_partitions, settings.sink_batch_max_bytes
-    )
-    data_ttl = prepared.ttl(settings.cassandra_ttl_s)
-    index_ttl = prepared.ttl(index_cache.ttl(settings.cassandra_ttl_s))
+    keyspace = cassandra.keyspace
+    tables = cassandra.tables
+    cells_of, replicas, submit = cassandra.cells, cassandra.replicas, cassandra.submit
+    data_ttl = cassandra.ttl(settings.cassandra_ttl_s)
+    index_ttl = cassandra.ttl(index_cache.ttl(settings.cassandra_ttl_s))
     started = time.monotonic()
-    dead: DeadLetters | None = None
+    sent = False
     new_index: dict[Hashable, None] = {}
     items: list[Item] = []
 
-    def submit(chunk: list[Item]) -> None:
-        if limits.max_rows == 1:
-            for item in chunk:
-                executor.submit(item.statement, (item,))
-            return
-        from cassandra.query import BatchStatement, BatchType
-
-        for batch in plan_batches(chunk, limits):
-            if len(batch) == 1:
-                executor.submit(batch[0].statement, batch)
-                continue
-            statement = BatchStatement(
-                batch_type=BatchType.UNLOGGED, consistency_level=prepared.consistency_level
-            )
-            for item in batch:
-                statement.add(item.statement)
-            statement.is_idempotent = True
-            executor.submit(statement, batch)
-
     def dead_letter(value: Any, partition: Any, offset: Any, reason: str) -> None:
-        nonlocal dead
+        nonlocal sent
         stats.deadletters += 1
-        if dead_letters:
-            if dead is None:
-                dead = _dead_letters(settings)
+        if letters is not None:
             source = f"{settings.topic_messages}/{partition}/{offset}" if partition is not None else "unknown"
-            dead.send(None if value is None else bytes(value), reason, source)
+            letters.send(None if value is None else bytes(value), reason, source)
+            sent = True
 
     rejected: dict[int, tuple[Any, str]] = {}
 
@@ -208,8 +227,8 @@ def write_partition(
             continue
         mark = len(items)
         try:
-            cells = prepared.cells(event)
-            for table in prepared.tables:
+            cells = cells_of(event)
+            for table in tables:
                 rows = table.rows
                 if not rows.accepts(event):
                     continue
@@ -227,7 +246,7 @@ def write_partition(
                 routing_key = bound.routing_key  # the driver packs each key part in 16 bits
                 items.append(
                     Item(
-                        session.replicas(keyspace, routing_key),
+                        replicas(routing_key),
                         (rows.table, routing_key),
                         size,
                         bound,
@@ -246,26 +265,28 @@ def write_partition(
             submit(items)
             items = []
     submit(items)
-    stats.retries = retry_failed(executor, executor.drain(), settings.sink_cassandra_retry_s, reject=reject)
-    stats.requests = executor.requests
+    stats.retries, stats.requests = cassandra.finish(reject)
     for (value, partition, offset), reason in rejected.values():
         stats.events -= 1  # the rows Cassandra did take stay (idempotent), the record is a dead letter
         dead_letter(value, partition, offset, reason)
-    if dead is not None:
-        dead.flush()
+    if sent and letters is not None:
+        letters.flush()
     index_cache.add(new_index, started)
     return stats
 
 
 def partition_task(settings: SinkSettings, dead_letters: bool) -> Any:
     """The function Spark runs on each partition of framed records (:mod:`sink.executor.unframe`): the
-    executor side's one entry point, called on the driver to build it."""
+    executor side's one entry point, called on the driver to build it, and where the production
+    collaborators are wired (:func:`production`)."""
+    private = settings.sink_spark_private_api
 
     def task(records: Iterator[bytes]) -> Iterator[dict[str, Any]]:
         from sink.executor.unframe import unframe
         from sink.executor.worker_setup import prepare
 
-        prepare()
-        yield write_partition(map(unframe, records), settings, dead_letters=dead_letters).to_dict()
+        prepare(private)
+        wiring = production(settings, dead_letters=dead_letters)
+        yield write_partition(map(unframe, records), settings, wiring).to_dict()
 
     return task

@@ -29,7 +29,7 @@ def free_port() -> int:
 def sink_settings(fresh_topics: StackSettings, fresh_keyspace: StackSettings, tmp_path: Path) -> SinkSettings:
     """Sink settings on this test's own topics, keyspace and checkpoint; small and quick."""
     names = ("topic_messages", "topic_deadletter", "topic_channels", "topic_status", "messages_partitions")
-    return SinkSettings(  # type: ignore[call-arg]
+    return SinkSettings(
         **{n: getattr(fresh_topics, n) for n in names},
         cassandra_keyspace=fresh_keyspace.cassandra_keyspace,
         sink_checkpoint=str(tmp_path / "checkpoint"),
@@ -101,19 +101,19 @@ def produce(
         assert err is None, err
         bad_positions.append(msg)
 
-    extra = {"timestamp": timestamp_ms} if timestamp_ms is not None else {}
+    stamp = timestamp_ms if timestamp_ms is not None else 0  # 0: the producer's clock
     for i, event in enumerate(events):
         value = encode(event)
-        producer.produce(settings.topic_messages, value, event.channel.encode(), **extra)
+        producer.produce(settings.topic_messages, value, event.channel.encode(), timestamp=stamp)
         produced.events[event.message_id] = event
         produced.records += 1
         if i % duplicate_every == 1:
-            producer.produce(settings.topic_messages, value, event.channel.encode(), **extra)
+            producer.produce(settings.topic_messages, value, event.channel.encode(), timestamp=stamp)
             produced.records += 1
             produced.duplicates += 1
         if i % bad_every == 7:
             bad = BAD_VALUES[(i // bad_every) % len(BAD_VALUES)]
-            producer.produce(settings.topic_messages, bad, b"junk", on_delivery=on_bad, **extra)
+            producer.produce(settings.topic_messages, bad, b"junk", on_delivery=on_bad, timestamp=stamp)
             produced.records += 1
         producer.poll(0)
     assert producer.flush(30) == 0
@@ -162,7 +162,8 @@ def dead_letters(settings: SinkSettings, timeout: float = 20) -> list[tuple[byte
     while len(out) < want and time.monotonic() < deadline:
         msg = consumer.poll(0.5)
         if msg is not None and msg.error() is None:
-            out.append((msg.value(), {k: v.decode() for k, v in (msg.headers() or [])}))
+            headers: Any = msg.headers() or []
+            out.append((msg.value(), {k: bytes(v).decode() for k, v in headers}))
     consumer.close()
     return out
 
@@ -173,6 +174,5 @@ def spark_session() -> Iterator[Any]:
     from sink.driver.session import get_session
     from sink.settings import SinkSettings
 
-    yield get_session(
-        SinkSettings(spark_master="local[2]", spark_shuffle_partitions=2, spark_log_level="ERROR")
-    )  # type: ignore[call-arg]
+    settings = SinkSettings(spark_master="local[2]", spark_shuffle_partitions=2, spark_log_level="ERROR")  # type: ignore[call-arg]
+    yield get_session(settings)

@@ -1,20 +1,32 @@
-"""The private Spark classes and methods the sink uses exist in the installed Spark's jars.
+"""The private Spark APIs of the sink, fenced in sink/spark_private.py: they exist in the installed Spark
+(its jars, its JVM), the start-up check names what is missing in one line, and the zip-import patch.
 
 A Spark upgrade that moves one fails here, in one line naming it, instead of in a running sink."""
 
 from __future__ import annotations
 
+import importlib
+import sys
 import zipfile
+import zipimport
 from pathlib import Path
+from typing import Any
 
 import pyspark
 import pytest
 
+from sink import spark_private
 from sink.driver.session import HDFS_PROVIDER, ROCKSDB_PROVIDER
-from sink.driver.spark_private import (
+from sink.spark_private import (
+    CHECKPOINT_MANAGER_CONF,
     DATASET_CLASSES,
     RDD_QUERY_EXECUTION,
+    SETTING,
+    PrivateApiMissing,
+    check,
+    check_query,
     checkpoint_manager_class,
+    lazy_zip_invalidation,
     spark_version,
 )
 
@@ -48,3 +60,113 @@ def test_the_checkpoint_manager_moved_in_spark_4_1() -> None:
         "streaming.checkpointing.FileSystemBasedCheckpointFileManager"
     )
     assert spark_version() >= (4, 0)
+
+
+# -- the start-up check ----------------------------------------------------------------------------------
+
+
+def test_a_missing_api_is_one_line_naming_the_setting() -> None:
+    message = str(spark_private.missing("Dataset.rddQueryExecution"))
+    assert "\n" not in message
+    assert (
+        f"lacks Dataset.rddQueryExecution, a private Spark API the sink uses; set {SETTING}=false" in message
+    )
+    assert SETTING == "CHATLOG_SINK_SPARK_PRIVATE_API"
+
+
+def test_a_session_without_a_jvm_fails_the_check() -> None:
+    class Connect:  # a Spark Connect session has no Py4J gateway
+        pass
+
+    with pytest.raises(PrivateApiMissing, match=r"lacks SparkSession\._jvm"):
+        check(Connect())  # type: ignore[arg-type]
+
+
+def test_a_query_without_its_jvm_query_fails_the_check() -> None:
+    with pytest.raises(PrivateApiMissing, match=r"lacks StreamingQuery\._jsq"):
+        check_query(object())  # type: ignore[arg-type]
+
+
+@pytest.mark.spark
+def test_the_installed_spark_passes_the_check(spark: Any) -> None:
+    check(spark)
+    assert spark.conf.get(CHECKPOINT_MANAGER_CONF) == checkpoint_manager_class()  # checked, not just unset
+
+
+@pytest.mark.spark
+def test_a_method_spark_lacks_fails_the_check_with_its_name(
+    spark: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(spark_private, "RDD_QUERY_EXECUTION", "rddQueryExecutionGone")
+    with pytest.raises(PrivateApiMissing, match=r"lacks Dataset\.rddQueryExecutionGone"):
+        check(spark)
+
+
+@pytest.mark.spark
+def test_a_checkpoint_manager_spark_lacks_fails_the_check_with_its_name(spark: Any) -> None:
+    before = spark.conf.get(CHECKPOINT_MANAGER_CONF, None)
+    spark.conf.set(CHECKPOINT_MANAGER_CONF, "org.apache.spark.sql.execution.streaming.GoneManager")
+    try:
+        with pytest.raises(PrivateApiMissing, match=r"lacks the checkpoint manager .*GoneManager"):
+            check(spark)
+    finally:
+        if before is None:
+            spark.conf.unset(CHECKPOINT_MANAGER_CONF)
+        else:
+            spark.conf.set(CHECKPOINT_MANAGER_CONF, before)
+
+
+# -- the zip-import patch of the Python workers -------------------------------------------------------------
+
+zip_cpython_311 = pytest.mark.skipif(sys.version_info >= (3, 12), reason="CPython 3.12+ invalidates lazily")
+
+
+def _zip(path: Path, modules: dict[str, str]) -> None:
+    with zipfile.ZipFile(path, "w") as archive:
+        for name, source in modules.items():
+            archive.writestr(f"{name}.py", source)
+
+
+@zip_cpython_311
+def test_unchanged_archive_is_not_read_again_and_a_changed_one_is(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "lib.zip"
+    _zip(path, {"alpha": "X = 1\n"})
+    importer = zipimport.zipimporter(str(path))
+    reads: list[str] = []
+    real_read = zipimport._read_directory  # type: ignore[attr-defined]
+
+    def counting_read(archive: str) -> object:
+        reads.append(archive)
+        return real_read(archive)
+
+    monkeypatch.setattr(zipimport, "_read_directory", counting_read)
+    monkeypatch.setattr(zipimport.zipimporter, "invalidate_caches", zipimport.zipimporter.invalidate_caches)
+    lazy_zip_invalidation()
+    lazy_zip_invalidation()  # idempotent: wrapped once
+    for _ in range(5):
+        importer.invalidate_caches()
+    assert reads == [str(path)]  # the first invalidation reads, the next four do not
+
+    _zip(path, {"alpha": "X = 1\n", "beta_mod": "Y = 2\n"})
+    importer.invalidate_caches()
+    assert len(reads) == 2
+    assert importer.find_spec("beta_mod") is not None
+
+
+@zip_cpython_311
+def test_imports_from_a_zip_still_work_after_invalidation(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "pkgs.zip"
+    _zip(path, {"chatlog_zip_probe": "VALUE = 41\n"})
+    monkeypatch.setattr(zipimport.zipimporter, "invalidate_caches", zipimport.zipimporter.invalidate_caches)
+    monkeypatch.syspath_prepend(str(path))
+    lazy_zip_invalidation()
+    importlib.invalidate_caches()
+    module = importlib.import_module("chatlog_zip_probe")
+    try:
+        assert module.VALUE == 41
+    finally:
+        sys.modules.pop("chatlog_zip_probe", None)

@@ -78,7 +78,7 @@ def test_spark_reads_only_the_dedup_fields_of_the_contract_schema(spark: Any) ->
 
 
 def test_unkeyed_records_get_keys_that_never_collide(spark: Any) -> None:
-    values = [json.dumps(GOOD).encode(), b"junk", b"junk"]
+    values: list[bytes | None] = [json.dumps(GOOD).encode(), b"junk", b"junk"]
     keys = [r.message_id for r in transform.keyed(_kafka_df(spark, values)).collect()]
     assert keys[0] == "m1"
     assert keys[1] != keys[2] and all(k.startswith(transform.INVALID_KEY_PREFIX) for k in keys[1:])

@@ -17,7 +17,7 @@ from sink.settings import SinkSettings
 @pytest.fixture
 def settings(monkeypatch: pytest.MonkeyPatch) -> SinkSettings:
     monkeypatch.delenv("PYSPARK_GATEWAY_PORT", raising=False)
-    return SinkSettings(spark_jars="/opt/jars/a.jar,/opt/jars/b.jar", spark_shuffle_partitions=3)
+    return SinkSettings(spark_jars="/opt/jars/a.jar,/opt/jars/b.jar", spark_shuffle_partitions=3)  # type: ignore[call-arg]
 
 
 def test_state_store_is_rocksdb_with_changelog_and_no_row_counting(settings: SinkSettings) -> None:
@@ -62,3 +62,10 @@ def test_local_checkpoints_use_the_filesystem_manager_and_remote_ones_spark_defa
     assert default["spark.sql.streaming.checkpointFileManagerClass"] == FILESYSTEM_CHECKPOINTS
     remote = session_conf(settings.model_copy(update={"sink_checkpoint": "s3a://bucket/cp"}))
     assert "spark.sql.streaming.checkpointFileManagerClass" not in remote
+
+
+def test_without_the_private_apis_spark_s_default_checkpoint_manager_is_kept(settings: SinkSettings) -> None:
+    public = session_conf(
+        settings.model_copy(update={"sink_checkpoint": "/tmp/cp", "sink_spark_private_api": False})
+    )
+    assert "spark.sql.streaming.checkpointFileManagerClass" not in public

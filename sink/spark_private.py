@@ -1,0 +1,180 @@
+"""Every private Spark API the sink uses, fenced in this one module, and the switch to public ones.
+
+With ``sink_spark_private_api`` (``CHATLOG_SINK_SPARK_PRIVATE_API``, default true) the sink uses:
+
+- the FileSystem-based checkpoint manager for a local checkpoint (renames in Java, where the default
+  FileContext one starts a ``readlink`` process per file): ``org.apache.spark.sql.execution.streaming``
+  up to Spark 4.0, its ``checkpointing`` sub-package since 4.1 (sink/driver/session.py);
+- ``SparkSession._jvm`` and ``DataFrame._jdf``: a ``Dataset[Array[Byte]]`` handed to the Python workers
+  as raw bytes, without pickling (:func:`bytes_rdd`, sink/driver/handover.py);
+- ``Dataset.rddQueryExecution`` through Py4J reflection (``SparkContext._gateway`` / ``_jvm``): the
+  metrics a bounded read observed while its RDD ran (:func:`rdd_observed_metrics`);
+- ``StreamingQuery._jsq.recentProgress()``: the JVM's progress updates, read one ``json()`` each
+  (:func:`recent_progress`, sink/driver/stream.py);
+- a patch of CPython's ``zipimporter.invalidate_caches`` in Spark's Python workers, which pyspark's
+  worker invalidates before every task (:func:`lazy_zip_invalidation`, sink/executor/worker_setup.py).
+
+:func:`check` verifies them once when a stream or a backfill starts and fails in one line naming what
+is missing. With the setting false the sink uses public APIs only: ``DataFrame.rdd`` (every row
+pickled), ``query.recentProgress``, Spark's default checkpoint manager, no zip patch, and a backfill
+counts what it read with a second read: slower, but independent of Spark's internals.
+
+This module imports only the standard library at import time: the executors import it too.
+tests/unit/sink/test_spark_private.py fails when a Spark release moves one of these.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import zipimport
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, Final
+
+from core.errors import ChatlogError
+
+if TYPE_CHECKING:
+    from pyspark.rdd import RDD
+    from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql.streaming.query import StreamingQuery
+
+SETTING: Final = "CHATLOG_SINK_SPARK_PRIVATE_API"
+CHECKPOINT_MANAGER_CONF: Final = "spark.sql.streaming.checkpointFileManagerClass"
+_CHECKPOINT_MANAGER: Final = "FileSystemBasedCheckpointFileManager"
+_CHECKPOINT_PACKAGES: Final = (
+    ((4, 1), "org.apache.spark.sql.execution.streaming.checkpointing"),
+    ((0, 0), "org.apache.spark.sql.execution.streaming"),
+)
+DATASET_CLASSES: Final = ("org.apache.spark.sql.classic.Dataset", "org.apache.spark.sql.Dataset")
+RDD_QUERY_EXECUTION: Final = "rddQueryExecution"
+_ZIP_MARK: Final = "_chatlog_lazy"
+
+
+class PrivateApiMissing(ChatlogError):
+    """The installed Spark (or Python) lacks a private API the sink was told to use."""
+
+
+def spark_version() -> tuple[int, int]:
+    import pyspark
+
+    major, minor = str(pyspark.__version__).split(".")[:2]
+    return int(major), int(minor)
+
+
+def missing(what: str) -> PrivateApiMissing:
+    """The one-line error for a private API this Spark lacks, naming the setting that avoids it."""
+    import pyspark
+
+    return PrivateApiMissing(
+        f"Spark {pyspark.__version__} lacks {what}, a private Spark API the sink uses; "
+        f"set {SETTING}=false to use public APIs only (slower)"
+    )
+
+
+def checkpoint_manager_class(version: tuple[int, int] | None = None) -> str:
+    """The FileSystem-based checkpoint manager's class name in Spark ``version`` (default: installed)."""
+    v = version or spark_version()
+    package = next(p for since, p in _CHECKPOINT_PACKAGES if v >= since)
+    return f"{package}.{_CHECKPOINT_MANAGER}"
+
+
+def check(spark: SparkSession) -> None:
+    """Fail now, in one line (:func:`missing`), if ``spark`` lacks a private API the sink would use.
+
+    Called once when a stream or a backfill starts, after the session is made (``_jsq`` is checked on
+    the started query, by :func:`recent_progress`'s first call, see :func:`check_query`).
+    """
+    jvm = getattr(spark, "_jvm", None)  # None or absent on a Spark Connect session
+    if jvm is None:
+        raise missing("SparkSession._jvm (a classic Py4J session)")
+    try:
+        jdf = spark.range(1)._jdf
+    except AttributeError:
+        raise missing("DataFrame._jdf") from None
+    try:
+        _declared_method(jdf, RDD_QUERY_EXECUTION)
+    except Exception:  # Py4JJavaError (NoSuchMethodException) or Py4JError
+        raise missing(f"Dataset.{RDD_QUERY_EXECUTION}") from None
+    manager = spark.conf.get(CHECKPOINT_MANAGER_CONF, None)
+    if manager:
+        try:
+            jvm.java.lang.Class.forName(manager)
+        except Exception:
+            raise missing(f"the checkpoint manager {manager}") from None
+    if sys.version_info < (3, 12) and not callable(getattr(zipimport.zipimporter, "invalidate_caches", None)):
+        raise missing("zipimport.zipimporter.invalidate_caches (Python's, patched in the workers)")
+
+
+def check_query(query: StreamingQuery) -> None:
+    """Fail in one line if ``query`` has no JVM query (``_jsq``) to read the progress from."""
+    if getattr(query, "_jsq", None) is None:
+        raise missing("StreamingQuery._jsq")
+
+
+# -- the private APIs themselves -------------------------------------------------------------------------
+
+
+def bytes_rdd(binary: DataFrame) -> tuple[RDD[bytes], Any]:
+    """``binary`` (one binary column) as an RDD of its values handed to Python as raw bytes (no
+    pickling), and the JVM Dataset it runs (for :func:`rdd_observed_metrics`)."""
+    from pyspark.rdd import RDD
+    from pyspark.serializers import NoOpSerializer
+
+    spark = binary.sparkSession
+    encoder = spark._jvm.org.apache.spark.sql.Encoders.BINARY()  # type: ignore[union-attr]
+    dataset = getattr(binary._jdf, "as")(encoder)
+    return RDD(dataset.javaRDD(), spark.sparkContext, NoOpSerializer()), dataset
+
+
+def rdd_observed_metrics(dataset: Any, name: str) -> dict[str, Any]:
+    """The metrics the run of ``dataset``'s RDD (:func:`bytes_rdd`) observed under ``name``.
+
+    ``Dataset.rdd`` executes the plan through a query execution of its own, kept in the private
+    ``rddQueryExecution`` (Spark 3.x and 4.x); the Dataset's public ``queryExecution`` never runs.
+    """
+    import json
+
+    found = _declared_method(dataset, RDD_QUERY_EXECUTION)().observedMetrics().get(name)
+    return json.loads(found.get().json()) if found.isDefined() else {}
+
+
+def _declared_method(target: Any, name: str) -> Any:
+    """``target``'s (a JVM object) declared, possibly private, no-argument method ``name``, callable."""
+    from pyspark import SparkContext
+
+    sc = SparkContext._active_spark_context
+    if sc is None or sc._gateway is None or sc._jvm is None:
+        raise RuntimeError("no active Spark context")
+    gateway, jvm = sc._gateway, sc._jvm
+    method = target.getClass().getDeclaredMethod(name, gateway.new_array(jvm.java.lang.Class, 0))
+    method.setAccessible(True)
+    return lambda: method.invoke(target, gateway.new_array(jvm.java.lang.Object, 0))
+
+
+def recent_progress(query: StreamingQuery) -> Sequence[Any]:
+    """The JVM's retained progress updates of ``query``, oldest first; each one's ``json()`` is one
+    Py4J round trip (pyspark's ``recentProgress`` converts every field of every update)."""
+    return query._jsq.recentProgress()  # type: ignore[no-any-return]
+
+
+def lazy_zip_invalidation() -> None:
+    """Make every ``zipimporter`` re-read its archive's directory only when the file changed (size or
+    modification time), in this process (idempotent; nothing to do on CPython 3.12+, which reads it
+    lazily). See sink/executor/worker_setup.py for why."""
+    original = zipimport.zipimporter.invalidate_caches
+    if sys.version_info >= (3, 12) or getattr(original, _ZIP_MARK, False):
+        return
+
+    def invalidate_caches(self: Any) -> None:
+        try:
+            st = os.stat(self.archive)
+        except (OSError, AttributeError):
+            original(self)
+            return
+        stamp = (st.st_mtime_ns, st.st_size)
+        if getattr(self, "_chatlog_stamp", None) != stamp:
+            original(self)
+            self._chatlog_stamp = stamp
+
+    setattr(invalidate_caches, _ZIP_MARK, True)
+    zipimport.zipimporter.invalidate_caches = invalidate_caches  # type: ignore[method-assign]
