@@ -82,16 +82,18 @@ def settings(
         typer.Option("--output", "-o", help="Write the reference to this file (docs/settings.md)."),
     ] = None,
     check: Annotated[
-        bool, typer.Option("--check", help="Do not write: exit 1 when --output's file is out of date.")
+        bool,
+        typer.Option(
+            "--check", help="Do not write: exit 1 when the file (default docs/settings.md) is out of date."
+        ),
     ] = False,
 ) -> None:
     """The settings reference: every CHATLOG_* variable of every settings class, in Markdown."""
     text = settings_reference_text()
-    if output is None:
-        if check:
-            raise typer.BadParameter("--check needs --output FILE")
+    if output is None and not check:
         sys.stdout.write(text)
         return
+    output = output or REFERENCE
     if check:
         current = output.read_text(encoding="utf-8") if output.is_file() else ""
         if current != text:

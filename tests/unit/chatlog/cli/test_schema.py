@@ -66,3 +66,4 @@ def test_the_command_prints_writes_and_checks(tmp_path: Path) -> None:
     assert wrote.code == 0 and target.read_text(encoding="utf-8") == printed.stdout
     fresh = chatlog(["schema", "settings", "--output", str(target), "--check"], {})
     assert fresh.code == 0
+    assert chatlog(["schema", "settings", "--check"], {}).code == 0  # docs/settings.md of the checkout
