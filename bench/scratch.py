@@ -1,18 +1,20 @@
 """Throw-away Kafka topics and Cassandra keyspaces for one benchmark run, removed when the run ends
 (whether it succeeded or not).
 
-Scratch names carry a random part (``uuid4``), so deleting "every topic that starts with the prefix" only
-ever reaches what this run made.
+A scratch prefix is the run's own (a random or time-stamped part), so deleting "every topic that starts
+with the prefix" only ever reaches what this run made.
 """
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import re
+import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any, TypeVar
+
+from confluent_kafka import KafkaError, KafkaException
 
 from core.kafka_admin import admin_client, ensure_topics
 from core.settings import CassandraSettings, KafkaSettings
@@ -28,10 +30,9 @@ _KEYSPACE = re.compile(r"[a-z][a-z0-9_]{0,47}")
 def scratch_topics(
     settings: K, prefix: str, *, also: Sequence[str] = (), groups: Sequence[str] = (), **update: Any
 ) -> Iterator[K]:
-    """``settings`` with its four topics named ``<prefix>.<role>`` (and any other ``update``), created
-    now. On the way out every topic whose name starts with ``<prefix>.`` or one of ``also`` (topics the
-    run made besides the four: a raw producer's, faust's changelogs) is deleted, and the consumer
-    ``groups``."""
+    """``settings`` with its topics named ``<prefix>.<role>`` (and any other ``update``), created now.
+    On the way out every topic whose name starts with ``<prefix>.`` or one of ``also`` (topics the run
+    made besides its own: a raw producer's, faust's changelogs) is deleted, and the consumer ``groups``."""
     scratch = settings.with_topics(prefix, **update)
     try:
         ensure_topics(scratch)
@@ -54,13 +55,26 @@ def delete_topics(settings: KafkaSettings, prefixes: Sequence[str]) -> list[str]
     return names
 
 
-def delete_groups(settings: KafkaSettings, groups: Sequence[str]) -> None:
-    """Delete the consumer ``groups`` (those that do not exist are no error)."""
-    if not groups:
-        return
-    for future in admin_client(settings).delete_consumer_groups(list(groups), request_timeout=30).values():
-        with contextlib.suppress(Exception):  # never created, or already gone
-            future.result(timeout=_TIMEOUT_S)
+def delete_groups(settings: KafkaSettings, groups: Sequence[str], wait_s: float = 60.0) -> None:
+    """Delete the consumer ``groups`` (those that never existed are no error). A group whose members
+    just stopped stays "not empty" until the broker lets them go: that is retried for up to ``wait_s``."""
+    admin = admin_client(settings)
+    pending = list(groups)
+    deadline = time.monotonic() + wait_s
+    while pending:
+        busy = []
+        for name, future in admin.delete_consumer_groups(pending, request_timeout=30).items():
+            try:
+                future.result(timeout=_TIMEOUT_S)
+            except KafkaException as exc:
+                code = exc.args[0].code() if exc.args and isinstance(exc.args[0], KafkaError) else None
+                if code == KafkaError.NON_EMPTY_GROUP and time.monotonic() < deadline:
+                    busy.append(name)
+                elif code != KafkaError.GROUP_ID_NOT_FOUND:
+                    log.warning("scratch consumer group %s not deleted: %s", name, exc)
+        pending = busy
+        if pending:
+            time.sleep(1.0)
 
 
 @contextmanager

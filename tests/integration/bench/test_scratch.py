@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 
 import pytest
+from confluent_kafka import Consumer, TopicPartition
 
 from bench.scratch import scratch_keyspaces, scratch_topics
 from core.cql import apply_schema, connect
@@ -75,3 +76,28 @@ def test_a_keyspace_name_is_never_spliced_into_cql_unchecked(stack: StackSetting
         scratch_keyspaces(stack, "x; DROP KEYSPACE chatlog"),
     ):
         pass
+
+
+def test_scratch_consumer_groups_are_deleted_and_missing_ones_are_no_error(
+    stack: StackSettings, unique: str
+) -> None:
+    group, never = f"scr{unique}-app", f"scr{unique}-never"
+    with scratch_topics(stack, f"scr{unique}", groups=(group, never)) as s:
+        consumer = Consumer({**s.kafka_client_config(), "group.id": group, "auto.offset.reset": "earliest"})
+        try:
+            consumer.subscribe([s.topic_channels])
+            deadline = time.monotonic() + 60
+            while not consumer.assignment() and time.monotonic() < deadline:
+                consumer.poll(0.5)
+            assert consumer.assignment(), "the consumer never joined its group"
+            consumer.commit(offsets=[TopicPartition(s.topic_channels, 0, 0)], asynchronous=False)  # kept
+        finally:
+            consumer.close()
+        assert group in groups(stack)
+    assert not {group, never} & groups(stack)
+
+
+def groups(settings: StackSettings) -> set[str]:
+    admin = admin_client(settings)  # held until the answer is in: a freed client fails its futures
+    listed = admin.list_consumer_groups(request_timeout=30).result(timeout=60)
+    return {g.group_id for g in listed.valid}
