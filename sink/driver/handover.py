@@ -7,8 +7,9 @@ unpickles it and builds a ``Row`` from it. Here each row becomes one binary valu
     b"<partition> <offset> <v|n>\\n" + value        (n: the Kafka record had no value)
 
 and Spark hands byte arrays to Python as they are (length-prefixed, no pickling), so the worker only
-splits the header off (:func:`sink.executor.unframe.unframe`): about half the CPU per record of the
-pickled path (``chatlog bench sink`` measures the sink's CPU per event, results/bench_sink*.json).
+splits the header off (:func:`sink.executor.unframe.unframe`): less CPU per record, in the JVM and in
+Python, than the pickled path (``chatlog bench sink`` reports both per event, results/bench_sink*.json;
+``CHATLOG_SINK_SPARK_PRIVATE_API=false chatlog bench sink`` measures the pickled path).
 The bytes of ``value`` are untouched, so a record that is not UTF-8 reaches the dead-letter
 topic as Kafka held it. Handing bytes over takes private Spark APIs (:mod:`sink.spark_private`); with
 ``sink_spark_private_api`` false the same framed column goes through the public, pickled

@@ -13,10 +13,10 @@ validates every record it is handed with the contract's own validator (msgspec,
 :func:`schemas.chat_event.decode`) before it builds a row from it, so there is one validator and one set
 of reasons; what fails goes to the dead-letter topic with the reason and its Kafka position. A record
 Spark cannot key (not JSON, no id, no integer time) gets a key of its own, so it is never taken for a
-copy of anything and always reaches the writer. Validating in Spark as well cost ~85 µs of JVM CPU per
-record (a VARIANT parse and per-field type checks), the single largest cost of the sink; the copies of a
-message are the same code's parse of the same IRC line by other ingesters, so either every copy is valid
-or none is.
+copy of anything and always reaches the writer. Validating in Spark as well was the single largest JVM
+CPU cost per record of the sink (a VARIANT parse and per-field type checks; ``chatlog bench sink``
+reports the JVM's CPU per event, results/bench_sink*.json ``spark_jvm``); the copies of a message are
+the same code's parse of the same IRC line by other ingesters, so either every copy is valid or none is.
 
 Event time. The watermark runs on ``sent_at``, clamped into ``[batch time - watermark/2, batch time]``
 (the batch time is Spark's ``current_timestamp()``, fixed per micro-batch and recorded in the
@@ -48,8 +48,9 @@ def coalesced(kafka: DataFrame, tasks: int) -> DataFrame:
     """``kafka`` read by at most ``tasks`` tasks (0: unchanged, one task per Kafka partition).
 
     A narrow coalesce: no shuffle, each task reads several Kafka partitions in turn. Every task costs
-    the same few milliseconds of scheduling and consumer set-up whatever it reads, every micro-batch:
-    12 partitions on 2 cores took 113 ms of stage wall time for a 500-event batch, 2 tasks 49 ms.
+    the same few milliseconds of scheduling and consumer set-up whatever it reads, every micro-batch,
+    so a small live batch read by one task per Kafka partition takes longer than one read by a task per
+    core (``chatlog bench sink``'s latency run measures the batches, results/bench_sink*.json).
     """
     if tasks <= 0:
         return kafka

@@ -1,11 +1,12 @@
 """Serializing Python values into CQL cells (native protocol bytes), fast.
 
 The writer binds every column of every row; with cassandra-driver's generic ``serialize`` that was the
-largest single cost of the sink's Python workers (a ``frozen<map<text, text>>`` of 14 tags took 5.5 µs,
-a ``timestamp`` given as epoch ms 0.9 µs). For the few CQL types the sink writes this module has
+largest single cost of the sink's Python workers (a ``frozen<map<text, text>>`` of tags most of all;
+``chatlog bench sink``'s raw insert reports the workers' CPU per event, results/bench_sink*.json
+``python_workers``). For the few CQL types the sink writes this module has
 encoders that produce the same bytes for the values a chat event holds (int ms, str, bool, dict of str)
 at a fraction of the cost; any other type, or a value of another Python type, goes to the driver's own
-``serialize``. ``tests/unit/sink/test_cql_cells.py`` checks byte equality with the driver.
+``serialize``. ``tests/unit/sink/executor/test_cql_cells.py`` checks byte equality with the driver.
 """
 
 from __future__ import annotations

@@ -162,3 +162,40 @@ def test_backfill_of_a_missing_topic_is_one_line(sink_settings: SinkSettings) ->
     missing = sink_settings.model_copy(update={"topic_messages": "no.such.topic.anywhere"})
     with pytest.raises(ChatlogError, match=r"^topic no\.such\.topic\.anywhere does not exist"):
         backfill.run(missing, 0)
+
+
+def test_with_public_spark_apis_only_the_stream_and_a_backfill_give_the_same_result(
+    sink_settings: SinkSettings, spark_session: Any, unique: str
+) -> None:
+    """CHATLOG_SINK_SPARK_PRIVATE_API=false: pickled hand-over, pyspark's recentProgress, Spark's default
+    checkpoint manager, a second read for the backfill's count; the same rows, dead letters and counts."""
+    from core.cql import connect
+
+    public = sink_settings.model_copy(update={"sink_spark_private_api": False})
+    t0 = int(time.time() * 1000) - 600_000
+    produced = produce(public, make_events(600), timestamp_ms=t0)
+
+    totals = stream.run(public, available_now=True)
+
+    assert sorted(message_ids(public)) == sorted(produced.events)
+    assert {h["source"]: v for v, h in dead_letters(public)} == produced.bad
+    assert (totals.events_in, totals.invalid, totals.duplicates) == (
+        produced.records,
+        len(produced.bad),
+        produced.duplicates,
+    )
+    assert totals.written.events == len(produced.events)
+
+    fresh = public.model_copy(update={"cassandra_keyspace": f"p{unique}"})
+    try:
+        result = backfill.run(fresh, t0)
+        assert sorted(message_ids(fresh)) == sorted(produced.events)
+        assert (result.read, result.invalid, result.duplicates) == (
+            produced.records,
+            len(produced.bad),
+            produced.duplicates,
+        )
+    finally:
+        cluster, session = connect(sink_settings)
+        session.execute(f"DROP KEYSPACE IF EXISTS p{unique}", timeout=120)
+        cluster.shutdown()
