@@ -1,0 +1,28 @@
+"""A demo run without the bench extra stops before it starts anything, in one line."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+from chatlog.demo import run as demo_run
+from chatlog.extras import MissingExtra
+from core.settings import StackSettings
+
+
+def test_a_run_that_plots_needs_matplotlib_before_it_starts(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setitem(sys.modules, "matplotlib", None)  # as if the bench extra were not installed
+
+    def never(*_args: object, **_kwargs: object) -> None:
+        raise AssertionError("the run was started")
+
+    monkeypatch.setattr(demo_run, "Run", never)
+    config = demo_run.demo_config(channels=10, rate=10.0, duration=1.0)
+    config.results_dir = tmp_path
+    with pytest.raises(MissingExtra, match=r"plotting needs the bench extra .*pip install -e '\.\[bench\]'"):
+        demo_run.execute(StackSettings(state_dir=tmp_path), config, console=None)
+    assert list(tmp_path.iterdir()) == []
