@@ -29,7 +29,12 @@ _INSERT_EVENT = (
     "INSERT INTO {ks}.coverage_by_channel (channel, day, at, replica, worker, session, state, reason) "
     "VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
 )
-_SEEN = "UPDATE {ks}.coverage_sessions SET last_seen = ? WHERE replica = ? AND worker = ? AND session = ?"
+_SEEN = (
+    "UPDATE {ks}.coverage_sessions USING TIMESTAMP ? SET last_seen = ? "
+    "WHERE replica = ? AND worker = ? AND session = ?"
+)
+"""The write timestamp is the event's time (µs): a batch holding older events of a worker run (its events
+come through several partitions of the topic) never moves ``last_seen`` back."""
 
 
 class LedgerWriter:
@@ -84,7 +89,7 @@ class LedgerWriter:
             execute_concurrent_with_args(
                 self._session,
                 self._seen,
-                [(at, r, w, s) for (r, w, s), at in seen.items()],
+                [(at * 1000, at, r, w, s) for (r, w, s), at in seen.items()],
                 concurrency=32,
                 raise_on_first_error=True,
             )

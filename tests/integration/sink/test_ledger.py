@@ -8,11 +8,12 @@ from __future__ import annotations
 import asyncio
 import json
 import time
+from datetime import UTC
 from pathlib import Path
 
 import pytest
 import typer
-from confluent_kafka import Consumer, TopicPartition
+from confluent_kafka import Consumer, Producer, TopicPartition
 from typer.testing import CliRunner
 
 from chatlog.demo.observer import NamesObserver, worker_of
@@ -313,3 +314,43 @@ def test_the_messages_sent_inside_a_gap_are_absent_and_explained(
             if inner[0] < e["sent_at"] < inner[1]
         ]
         assert not odd, (odd, gap)
+
+
+def test_a_later_batch_of_older_events_never_moves_last_seen_back(
+    fresh_topics: StackSettings, fresh_keyspace: StackSettings, unique: str
+) -> None:
+    """A worker run's events reach the ledger through several partitions, so a later batch can hold older
+    events than an earlier one: the newest sign of life must still win."""
+    from schemas.coverage import CoverageEvent, encode
+
+    settings = fresh_topics.model_copy(update={"cassandra_keyspace": fresh_keyspace.cassandra_keyspace})
+    now = int(time.time() * 1000)
+    session = now - 3_600_000
+    alive = CoverageEvent(replica=0, worker="w", session=session, state="alive", at=now)
+    joined = CoverageEvent(
+        replica=0, worker="w", session=session, state="joined", at=session + 1000, channel=f"c{unique}"
+    )
+    producer = Producer(settings.kafka_client_config())
+    ledger = LedgerWriter(settings, settings, group=f"seen-{unique}")
+    try:
+        for event in (alive, joined):  # the newest first, the older in a later batch
+            producer.produce(settings.topic_coverage, encode(event), event.key.encode())
+            assert producer.flush(30) == 0
+            deadline = time.monotonic() + 30
+            while not ledger.step(1.0) and event is joined:
+                assert time.monotonic() < deadline, "the ledger never wrote the join"
+            if event is alive:
+                ledger.step(2.0)
+    finally:
+        ledger.close()
+    cluster, cql = connect(settings)
+    try:
+        row = cql.execute(
+            f"SELECT last_seen FROM {settings.cassandra_keyspace}.coverage_sessions "
+            "WHERE replica = 0 AND worker = 'w' AND session = %s",
+            (session,),
+        ).one()
+    finally:
+        cluster.shutdown()
+    assert row is not None
+    assert int(row.last_seen.replace(tzinfo=UTC).timestamp() * 1000) == now
