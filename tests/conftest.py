@@ -55,7 +55,8 @@ def fresh_topics(stack: StackSettings, unique: str) -> Iterator[StackSettings]:
     settings = stack.with_topics(f"t{unique}", channel_buckets=16, messages_partitions=4)
     ensure_topics(settings)
     yield settings
-    for fut in admin_client(settings).delete_topics(settings.topic_names(), operation_timeout=30).values():
+    admin = admin_client(settings)  # kept alive until its futures resolve (a freed client fails them)
+    for fut in admin.delete_topics(settings.topic_names(), operation_timeout=30).values():
         with contextlib.suppress(Exception):
             fut.result(timeout=60)
 
