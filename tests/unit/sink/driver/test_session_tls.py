@@ -1,7 +1,5 @@
 """The Kafka TLS and SASL settings as Spark's Kafka source takes them (sink/driver/session.py): a PEM
 truststore, an escaped JAAS line, the client certificate inline, redacted options, one-line failures.
-
-These test the sink's translation of core's settings; they belong with tests/unit/sink/driver/test_session.py.
 """
 
 from __future__ import annotations
