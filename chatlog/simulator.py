@@ -70,6 +70,10 @@ class SentMessage:
         d = json.loads(line)
         return cls(d["c"], d["t"], d["ts"])
 
+    def to_json(self) -> str:
+        """The line :meth:`from_json` reads back (without the newline)."""
+        return json.dumps({"c": self.channel, "t": self.token, "ts": self.sent_at_ms})
+
 
 def read_sent(path: Path) -> list[SentMessage]:
     """The messages a ``chatlog simulate --out`` run recorded (one JSON object per line)."""

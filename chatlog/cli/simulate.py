@@ -12,19 +12,8 @@ from typing import Annotated
 
 import typer
 
-from chatlog.simulator import ChatSimulator, SentMessage
+from chatlog.simulator import ChatSimulator
 from core.settings import IrcSettings, load
-
-
-def read_sent(path: Path) -> list[SentMessage]:
-    """The messages a ``chatlog simulate --out`` run recorded (one JSON object per line)."""
-    out = []
-    with path.open() as fh:
-        for line in fh:
-            if line.strip():
-                d = json.loads(line)
-                out.append(SentMessage(d["c"], d["t"], d["ts"]))
-    return out
 
 
 async def _run(
@@ -44,11 +33,7 @@ async def _run(
             await asyncio.sleep(1.0)
             new = sim.sent[written:]
             if fh is not None:
-                fh.write(
-                    "".join(
-                        json.dumps({"c": m.channel, "t": m.token, "ts": m.sent_at_ms}) + "\n" for m in new
-                    )
-                )
+                fh.write("".join(m.to_json() + "\n" for m in new))
                 fh.flush()
             written += len(new)
             print(
@@ -69,9 +54,7 @@ async def _run(
         reporter.cancel()
         new = sim.sent[written:]
         if fh is not None:
-            fh.write(
-                "".join(json.dumps({"c": m.channel, "t": m.token, "ts": m.sent_at_ms}) + "\n" for m in new)
-            )
+            fh.write("".join(m.to_json() + "\n" for m in new))
             fh.close()
         await sim.close()
         print(
