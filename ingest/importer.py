@@ -1,6 +1,12 @@
-"""``chatlog import``: a file of raw IRC lines (as other loggers export them) into ``chatlog.messages``.
+"""``chatlog import``: files of raw IRC lines (as other loggers keep them) into ``chatlog.messages``.
 
-Each line of the file is one IRC line as received (``\\n`` or ``\\r\\n`` terminated, UTF-8). A line may
+What is read: the files, ``.gz`` files (gunzipped as they are read), directories and justlog trees that
+:mod:`ingest.import_tree` lists, one after the other, into one producer. A file that cannot be opened or
+whose gzip data is corrupt or cut short is reported in one line (``PATH: skipped ...: reason``) and the
+import goes on with the next one; the lines read from it before the damage are imported (a truncated
+``.gz`` loses only its tail), and the summary counts it as unreadable or corrupt.
+
+Each line of a file is one IRC line as received (``\\n`` or ``\\r\\n`` terminated, UTF-8). A line may
 start with a logger's timestamp in brackets, ``[2026-11-21 15:04:05] `` (optionally ``.fff`` and a ``Z``
 or ``+hh:mm`` offset; without an offset it is read as UTC). That is unambiguous because an IRC line
 starts with ``@``, ``:`` or a command, never with ``[``; a ``[`` that is not such a timestamp makes the
@@ -13,7 +19,8 @@ import. ``ingester`` is ``"import"``. Records get the broker's CreateTime (now),
 
 Every line is accounted for: a chat event (printed or produced), a non-chat IRC line (PING, JOIN, ...:
 skipped, no error), a blank line (skipped), or a problem (not UTF-8, not IRC, a malformed chat line,
-a line past the contract's bounds), which is reported as ``FILE:LINENO: reason`` and, in a real run,
+a line past the contract's bounds), which is reported as ``FILE:LINENO: reason`` (the first
+:data:`MAX_REPORTED` of the whole import, then a count) and, in a real run,
 sent to the dead-letter topic with the raw line as value and ``reason``/``source`` headers. Records
 are never dropped on a full producer queue (``BufferError``: poll and retry); each failed delivery is
 counted and reported.
@@ -23,18 +30,25 @@ A UTF-8 byte order mark at the start of the file is not part of line 1. Lines ar
 holds its first ``MAX_IMPORT_LINE_BYTES`` bytes, and the rest of it is skipped without being held, so
 a file with a 1 GB line needs no more memory than any other.
 
+Importing the same files again stores nothing new: every event's ``message_id`` comes from the line
+alone (Twitch's ``id`` tag, IRCv3 ``msgid``, else the hash of the line: :func:`ingest.parse.line_hash`),
+and the tables are keyed by it. The topic holds the records twice; the sink writes each row once.
+
 Outcome (``chatlog import``'s exit code): 0 when something was imported, or when no line was a problem
-(a file of PINGs and JOINs imports nothing, correctly), with the one-line summary counting the problems
-and dead letters; 1 when nothing could be read (a missing or empty file) or when every line with
-content was a problem (a wrong file, not a bad line in a good one); 3 when records were not delivered.
+(a file of PINGs and JOINs imports nothing, correctly), with the one-line summary counting the files,
+problems and dead letters; 1 when nothing could be read (a missing path, empty or unreadable files) or
+when every line with content was a problem (a wrong file, not a bad line in a good one); 3 when records
+were not delivered.
 """
 
 from __future__ import annotations
 
+import gzip
 import re
 import sys
 import time
-from collections.abc import Callable, Iterable, Iterator
+import zlib
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -42,11 +56,14 @@ from typing import IO, Any, Final, Protocol
 
 from core.errors import ChatlogError
 from core.settings import KafkaSettings
+from ingest.import_tree import STDIN, ImportFile, PlanFailed, plan_import
 from ingest.parse import MalformedLine, command_of, parse_line
 from schemas.chat_event import MAX_LINE_CHARS, MAX_TIME_MS, ChatEvent, encode
 
 INGESTER: Final = "import"
 MAX_REPORTED: Final = 20
+PROGRESS_EVERY: Final = 8192
+"""Lines between two calls of :meth:`ImportProgress.lines` (each call costs a little on the hot path)."""
 MAX_IMPORT_LINE_BYTES: Final = 4 * MAX_LINE_CHARS + 64
 """Longest line read whole: the contract's longest line in UTF-8 (4 bytes a character at most) and a
 logger's bracket timestamp. Lines up to it that the contract still rejects are the parser's problems."""
@@ -75,6 +92,14 @@ def _kafka_reason(exc: Exception) -> str:
     return str(err.str()) if hasattr(err, "str") else str(exc)
 
 
+class LineStream(Protocol):
+    """What lines are read from: a file, a gzip file, stdin."""
+
+    def readline(self, size: int = -1, /) -> bytes: ...
+
+    def close(self) -> None: ...
+
+
 class ImportFailed(ChatlogError):
     """The import could not start or could not read anything."""
 
@@ -92,17 +117,53 @@ class ImportStats:
     dead_lettered: int = 0
     failed: int = 0
     queue_full_waits: int = 0  # times the producer queue was full and the import waited (BufferError)
+    files: int = 0  # files opened or tried, the bad ones included
+    bad_files: int = 0  # files that could not be opened, or whose gzip data is corrupt or cut short
 
     @property
     def skipped(self) -> int:
         return self.not_chat + self.blank + self.problems
 
     def summary(self, source: str) -> str:
+        """One line; the file counts only when there was more (or less) than one good file."""
+        files = (
+            f"files {self.files} ({self.bad_files} unreadable or corrupt), "
+            if self.files != 1 or self.bad_files
+            else ""
+        )
         return (
-            f"import {source}: read {self.read}, events {self.events}, skipped {self.skipped} "
+            f"import {source}: {files}read {self.read}, events {self.events}, skipped {self.skipped} "
             f"({self.not_chat} not chat, {self.problems} problems, {self.blank} blank), "
             f"produced {self.produced}, dead-lettered {self.dead_lettered}, failed {self.failed}"
         )
+
+
+class ImportProgress(Protocol):
+    """Told how far an import is (the command line draws a progress bar from it)."""
+
+    def start(self, files: int) -> None: ...
+
+    def file(self, path: str) -> None:
+        """Reading ``path`` starts."""
+
+    def lines(self, count: int) -> None:
+        """``count`` more lines were read (every :data:`PROGRESS_EVERY` lines, and at a file's end)."""
+
+    def file_done(self) -> None: ...
+
+
+class NoProgress:
+    def start(self, files: int) -> None:
+        del files
+
+    def file(self, path: str) -> None:
+        del path
+
+    def lines(self, count: int) -> None:
+        del count
+
+    def file_done(self) -> None:
+        pass
 
 
 class EventSink(Protocol):
@@ -227,7 +288,7 @@ def bracket_timestamp(line: str) -> tuple[int | None, str]:
     return ms, line[match.end() :]
 
 
-def bounded_lines(stream: IO[bytes], limit: int = MAX_IMPORT_LINE_BYTES) -> Iterator[bytes]:
+def bounded_lines(stream: LineStream, limit: int = MAX_IMPORT_LINE_BYTES) -> Iterator[bytes]:
     """The lines of ``stream``, terminators included, read at most ``limit`` + 2 bytes at a time (a
     line of ``limit`` bytes and its CR LF). A longer line comes out as its first ``limit`` + 1 bytes
     with no terminator, so that it is seen to be too long, and the rest of it is read and dropped
@@ -248,74 +309,205 @@ def _is_command(token: str | None) -> bool:
     return (token.isalpha() and token.isupper()) or (len(token) == 3 and token.isdigit())
 
 
+def _now_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+class _Run:
+    """One import: one sink and one :class:`ImportStats` over every file it reads."""
+
+    def __init__(
+        self,
+        sink: EventSink,
+        report: Callable[[str], None],
+        clock: Callable[[], int] = _now_ms,
+        progress: ImportProgress | None = None,
+    ) -> None:
+        self.stats = ImportStats()
+        self._sink = sink
+        self._report = report
+        self._clock = clock
+        self._progress = progress or NoProgress()
+
+    def _problem(self, source: str, lineno: int, raw: bytes, reason: str) -> None:
+        self.stats.problems += 1
+        if self.stats.problems <= MAX_REPORTED:
+            self._report(f"{source}:{lineno}: {reason}")
+        self._sink.dead_letter(raw, reason, f"import:{source}:{lineno}")
+
+    def read_lines(self, lines: Iterable[bytes], source: str) -> None:
+        """Parse ``lines`` (raw file lines, terminator included or not) into the sink; count everything.
+        Errors of ``lines`` itself (a read error, corrupt gzip) are the caller's."""
+        stats, sink, clock = self.stats, self._sink, self._clock
+        lineno = 0
+        try:
+            for lineno, raw_line in enumerate(lines, start=1):
+                stats.read += 1
+                if not lineno % PROGRESS_EVERY:
+                    self._progress.lines(PROGRESS_EVERY)
+                raw = raw_line.rstrip(b"\n").removesuffix(b"\r")
+                if lineno == 1:
+                    raw = raw.removeprefix(_BOM)
+                if len(raw) > MAX_IMPORT_LINE_BYTES:
+                    limit = MAX_IMPORT_LINE_BYTES
+                    reason = f"line longer than {limit} bytes (the dead letter holds the first)"
+                    self._problem(source, lineno, raw[:limit], reason)
+                    continue
+                if not raw or raw.isspace():
+                    stats.blank += 1
+                    continue
+                try:
+                    text = raw.decode("utf-8")
+                except UnicodeDecodeError as exc:
+                    reason = f"not UTF-8 (byte 0x{raw[exc.start]:02x} at column {exc.start + 1})"
+                    self._problem(source, lineno, raw, reason)
+                    continue
+                try:
+                    stamp, line = bracket_timestamp(text)
+                    event = parse_line(
+                        line, received_at=stamp if stamp is not None else clock(), ingester=INGESTER
+                    )
+                except MalformedLine as exc:
+                    self._problem(source, lineno, raw, str(exc))
+                    continue
+                if event is None:
+                    if _is_command(command_of(line)):
+                        stats.not_chat += 1
+                    else:
+                        reason = "not an IRC line (expected '@tags', ':prefix' or a command first)"
+                        self._problem(source, lineno, raw, reason)
+                    continue
+                event.received_at = event.sent_at  # the line's own time when it has one, else the placeholder
+                stats.events += 1
+                sink.event(event)
+        finally:
+            self._progress.lines(lineno % PROGRESS_EVERY)
+
+    def read_file(self, item: ImportFile) -> None:
+        """Read one file; one line to the report (and on to the next file) if it cannot be read through."""
+        self.stats.files += 1
+        self._progress.file(item.path)
+        before = self.stats.read
+        try:
+            stream = _open(item)
+        except OSError as exc:
+            self._bad_file(item.path, 0, exc.strerror or str(exc))
+            return
+        try:
+            self.read_lines(bounded_lines(stream), item.path)
+        except (OSError, EOFError, zlib.error) as exc:
+            self._bad_file(item.path, self.stats.read - before, _read_error(exc))
+        finally:
+            if stream is not sys.stdin.buffer:
+                stream.close()
+            self._progress.file_done()
+
+    def _bad_file(self, path: str, lines_read: int, reason: str) -> None:
+        self.stats.bad_files += 1
+        if lines_read:
+            self._report(f"{path}: skipped after line {lines_read} (lines 1-{lines_read} imported): {reason}")
+        else:
+            self._report(f"{path}: skipped: {reason}")
+
+    def finish(self, label: str) -> ImportStats:
+        """Wait for the sink; report the problems that were not shown."""
+        try:
+            if self.stats.problems > MAX_REPORTED:
+                self._report(f"{label}: {self.stats.problems - MAX_REPORTED} more problems not shown")
+        finally:
+            self._sink.finish(self.stats)
+        return self.stats
+
+
+def _read_error(exc: BaseException) -> str:
+    """Why a file could not be read through, in a few words."""
+    if isinstance(exc, EOFError):
+        return "corrupt gzip: cut short (no end-of-stream marker)"
+    if isinstance(exc, zlib.error | gzip.BadGzipFile):
+        return f"corrupt gzip: {exc}"
+    if isinstance(exc, OSError) and exc.strerror:
+        return exc.strerror
+    return str(exc)
+
+
 def import_lines(
     lines: Iterable[bytes],
     *,
     source: str,
     sink: EventSink,
     report: Callable[[str], None],
-    clock: Callable[[], int] = lambda: time.time_ns() // 1_000_000,
+    clock: Callable[[], int] = _now_ms,
 ) -> ImportStats:
     """Parse ``lines`` (raw file lines, terminator included or not) into ``sink``; count everything."""
-    stats = ImportStats()
-
-    def problem(lineno: int, raw: bytes, reason: str) -> None:
-        stats.problems += 1
-        if stats.problems <= MAX_REPORTED:
-            report(f"{source}:{lineno}: {reason}")
-        sink.dead_letter(raw, reason, f"import:{source}:{lineno}")
-
-    try:
-        for lineno, raw_line in enumerate(lines, start=1):
-            stats.read += 1
-            raw = raw_line.rstrip(b"\n").removesuffix(b"\r")
-            if lineno == 1:
-                raw = raw.removeprefix(_BOM)
-            if len(raw) > MAX_IMPORT_LINE_BYTES:
-                limit = MAX_IMPORT_LINE_BYTES
-                problem(
-                    lineno, raw[:limit], f"line longer than {limit} bytes (the dead letter holds the first)"
-                )
-                continue
-            if not raw or raw.isspace():
-                stats.blank += 1
-                continue
-            try:
-                text = raw.decode("utf-8")
-            except UnicodeDecodeError as exc:
-                problem(lineno, raw, f"not UTF-8 (byte 0x{raw[exc.start]:02x} at column {exc.start + 1})")
-                continue
-            try:
-                stamp, line = bracket_timestamp(text)
-                event = parse_line(
-                    line, received_at=stamp if stamp is not None else clock(), ingester=INGESTER
-                )
-            except MalformedLine as exc:
-                problem(lineno, raw, str(exc))
-                continue
-            if event is None:
-                if _is_command(command_of(line)):
-                    stats.not_chat += 1
-                else:
-                    problem(lineno, raw, "not an IRC line (expected '@tags', ':prefix' or a command first)")
-                continue
-            event.received_at = event.sent_at  # the line's own time when it has one, else the placeholder
-            stats.events += 1
-            sink.event(event)
-        if stats.problems > MAX_REPORTED:
-            report(f"{source}: {stats.problems - MAX_REPORTED} more problems not shown")
-    finally:  # also on Ctrl-C or a read error: what is already queued still gets delivered
-        sink.finish(stats)
-    return stats
+    run = _Run(sink, report, clock)
+    try:  # also on Ctrl-C or a read error: what is already queued still gets delivered
+        run.read_lines(lines, source)
+    finally:
+        run.finish(source)
+    return run.stats
 
 
-def _open(path: str) -> IO[bytes]:
-    if path == "-":
+def _open(item: ImportFile) -> LineStream:
+    if item.path == STDIN:
         return sys.stdin.buffer
+    if item.gz:
+        return gzip.open(item.path, "rb")
+    return Path(item.path).open("rb")
+
+
+def paths_label(paths: Sequence[str]) -> str:
+    """How reports name the paths of one import: the path, or the first and a count."""
+    return paths[0] if len(paths) == 1 else f"{paths[0]} and {len(paths) - 1} more"
+
+
+def import_paths(
+    paths: Sequence[str],
+    *,
+    dry_run: bool,
+    settings: KafkaSettings,
+    out: IO[bytes],
+    report: Callable[[str], None],
+    justlog: bool | None = None,
+    progress: ImportProgress | None = None,
+    producer_config: dict[str, Any] | None = None,
+) -> ImportStats:
+    """Import every file ``paths`` stand for (:func:`ingest.import_tree.plan_import`; ``-`` is stdin)
+    into one sink. Raises :class:`ImportFailed` before reading anything if a path is missing, and after
+    the import if nothing could be read or every line with content was a problem (after sending their
+    dead letters)."""
+    if not paths:
+        raise ImportFailed("nothing to import: no path given")
     try:
-        return Path(path).open("rb")
-    except OSError as exc:
-        raise ImportFailed(f"cannot read {path}: {exc.strerror or exc}") from None
+        plan = plan_import(paths, justlog=justlog)
+    except PlanFailed as exc:
+        raise ImportFailed(str(exc)) from None
+    for line in (*plan.notes, *plan.problems):
+        report(line)
+    label = paths_label(paths)
+    sink: EventSink = (
+        NdjsonSink(out) if dry_run else KafkaImportSink(settings, report=report, overrides=producer_config)
+    )
+    run = _Run(sink, report, progress=progress)
+    run.stats.bad_files = len(plan.problems)  # directories that could not be listed
+    (progress or NoProgress()).start(len(plan.files))
+    try:
+        for item in plan.files:
+            run.read_file(item)
+    finally:
+        stats = run.finish(label)
+    if stats.read == 0:
+        if stats.bad_files:
+            raise ImportFailed(f"nothing imported from {label}: nothing could be read (listed above)")
+        if not plan.files:
+            raise ImportFailed(f"nothing to import: no files in {label}")
+        raise ImportFailed(f"nothing to import: {label} is empty")
+    if stats.problems and not stats.events and not stats.not_chat:
+        sent = "dry run: none sent" if dry_run else f"{stats.dead_lettered} dead-lettered"
+        raise ImportFailed(
+            f"nothing imported from {label}: every line with content was a problem "
+            f"({stats.problems}; {sent}; the first are listed above)"
+        )
+    return stats
 
 
 def import_file(
@@ -327,28 +519,7 @@ def import_file(
     report: Callable[[str], None],
     producer_config: dict[str, Any] | None = None,
 ) -> ImportStats:
-    """Import ``path`` (``-`` is stdin); raises :class:`ImportFailed` if nothing could be read, or if
-    every line with content was a problem (after sending their dead letters)."""
-    stream = _open(path)
-    try:
-        sink: EventSink
-        if dry_run:
-            sink = NdjsonSink(out)
-        else:
-            sink = KafkaImportSink(settings, report=report, overrides=producer_config)
-        try:
-            stats = import_lines(bounded_lines(stream), source=path, sink=sink, report=report)
-        except OSError as exc:
-            raise ImportFailed(f"reading {path} failed: {exc.strerror or exc}") from None
-    finally:
-        if stream is not sys.stdin.buffer:
-            stream.close()
-    if stats.read == 0:
-        raise ImportFailed(f"nothing to import: {path} is empty")
-    if stats.problems and not stats.events and not stats.not_chat:
-        sent = "dry run: none sent" if dry_run else f"{stats.dead_lettered} dead-lettered"
-        raise ImportFailed(
-            f"nothing imported from {path}: every line with content was a problem "
-            f"({stats.problems}; {sent}; the first are listed above)"
-        )
-    return stats
+    """:func:`import_paths` of one path."""
+    return import_paths(
+        [path], dry_run=dry_run, settings=settings, out=out, report=report, producer_config=producer_config
+    )

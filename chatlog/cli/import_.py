@@ -1,51 +1,152 @@
-"""``chatlog import`` and ``chatlog bench parse`` (owned with the parser)."""
+"""``chatlog import``: files, ``.gz`` files, directories and justlog trees of raw IRC lines into Kafka."""
 
 from __future__ import annotations
 
 import sys
-from typing import Annotated
+import time
+from typing import TYPE_CHECKING, Annotated
 
 import typer
+
+if TYPE_CHECKING:
+    from rich.progress import Progress, TaskID
 
 EXIT_NOTHING_READ = 1
 """Nothing read, nothing imported (every line a problem), or no Kafka/topics."""
 EXIT_UNDELIVERED = 3
 
 
+class BarProgress:
+    """A rich progress bar on stderr: files done / total, lines read, lines/s, the file being read."""
+
+    def __init__(self) -> None:
+        from rich.console import Console
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+        self.progress: Progress = Progress(
+            BarColumn(),
+            MofNCompleteColumn(),
+            TextColumn("files"),
+            TextColumn("{task.fields[lines]:>12,} lines {task.fields[rate]:>9,.0f} lines/s"),
+            TimeElapsedColumn(),
+            TextColumn("{task.description}"),
+            console=Console(stderr=True),
+            redirect_stdout=False,
+            redirect_stderr=False,
+        )
+        self._task: TaskID | None = None
+        self._lines = 0
+        self._started = time.monotonic()
+
+    def report(self, message: str) -> None:
+        """A one-line report, printed above the bar."""
+        self.progress.console.print(message, markup=False, highlight=False, soft_wrap=True)
+
+    def start(self, files: int) -> None:
+        self._started = time.monotonic()
+        self._task = self.progress.add_task("", total=files, lines=0, rate=0.0)
+
+    def file(self, path: str) -> None:
+        if self._task is not None:
+            self.progress.update(self._task, description=path[-60:])
+
+    def lines(self, count: int) -> None:
+        self._lines += count
+        if self._task is not None:
+            rate = self._lines / max(time.monotonic() - self._started, 1e-9)
+            self.progress.update(self._task, lines=self._lines, rate=rate)
+
+    def file_done(self) -> None:
+        if self._task is not None:
+            self.progress.advance(self._task)
+
+
 def register(app: typer.Typer) -> None:
-    """Add the import command to ``app`` and the parse benchmark to ``bench``."""
+    """Add the import command to ``app``."""
 
     @app.command("import")
     def import_(
-        file: Annotated[str, typer.Argument(help="File of raw IRC lines, one per line; '-' reads stdin.")],
+        paths: Annotated[
+            list[str],
+            typer.Argument(
+                help="Files of raw IRC lines ('.gz' ones are gunzipped), directories (justlog trees "
+                "among them) or '-' for stdin.",
+                show_default=False,
+            ),
+        ],
         dry_run: Annotated[
             bool, typer.Option("--dry-run", help="Print the chat events as ndjson; send nothing.")
         ] = False,
+        justlog: Annotated[
+            bool | None,
+            typer.Option(
+                "--justlog/--no-justlog",
+                help="Read directories as justlog trees (only {channel_id}/{year}/{month}/{day}/"
+                "channel.txt[.gz]), or read every file of them. Default: detected per directory.",
+                show_default=False,
+            ),
+        ] = None,
+        progress: Annotated[
+            bool | None,
+            typer.Option(
+                "--progress/--no-progress",
+                help="Progress bar on stderr. Default: if stderr is a terminal and a dry run's stdout isn't.",
+                show_default=False,
+            ),
+        ] = None,
         bootstrap_servers: Annotated[
             str | None, typer.Option(help="Kafka bootstrap servers (CHATLOG_KAFKA_BOOTSTRAP_SERVERS).")
         ] = None,
     ) -> None:
         """Raw IRC lines into the messages topic; problems to stderr and the dead-letter topic.
 
-        Lines may start with a '[YYYY-MM-DD HH:MM:SS] ' timestamp (UTC unless it has an offset). A UTF-8
-        byte order mark is ignored. Exit 0 when the lines were imported, also if some were problems (the
-        summary counts them and their dead letters); 1 if nothing could be read, every line with content
-        was a problem, or Kafka/topics are missing; 3 if some records were not delivered.
+        Directories are read in name order (numbers as numbers). A justlog tree is read channel by channel,
+        day by day, from its channel files only: its user files hold the same lines again. Importing the
+        same lines twice stores them once (ids come from the lines). Lines may start with a
+        '[YYYY-MM-DD HH:MM:SS] ' timestamp (UTC unless it has an offset). A UTF-8 byte order mark is
+        ignored. A file that cannot be read or whose gzip data is corrupt is reported in one line and
+        skipped. Exit 0 when lines were imported, also if some were problems (the summary counts them,
+        their dead letters and the skipped files); 1 if nothing could be read, every line with content was
+        a problem, a path is missing, or Kafka/topics are missing; 3 if some records were not delivered.
         """
         from core.settings import KafkaSettings, load
-        from ingest.importer import ImportFailed, import_file
+        from ingest.importer import ImportFailed, import_paths, paths_label
+
+        if progress is None:
+            progress = sys.stderr.isatty() and not (dry_run and sys.stdout.isatty())
+        bar = BarProgress() if progress else None
 
         def report(message: str) -> None:
-            print(message, file=sys.stderr, flush=True)
+            if bar is not None:
+                bar.report(message)
+            else:
+                print(message, file=sys.stderr, flush=True)
 
         settings = load(KafkaSettings, kafka_bootstrap_servers=bootstrap_servers)
         try:
-            stats = import_file(
-                file, dry_run=dry_run, settings=settings, out=sys.stdout.buffer, report=report
-            )
+            if bar is not None:
+                with bar.progress:
+                    stats = import_paths(
+                        paths,
+                        dry_run=dry_run,
+                        settings=settings,
+                        out=sys.stdout.buffer,
+                        report=report,
+                        justlog=justlog,
+                        progress=bar,
+                    )
+            else:
+                stats = import_paths(
+                    paths,
+                    dry_run=dry_run,
+                    settings=settings,
+                    out=sys.stdout.buffer,
+                    report=report,
+                    justlog=justlog,
+                )
         except ImportFailed as exc:
-            report(f"chatlog: error: {exc}")
+            print(f"chatlog: error: {exc}", file=sys.stderr, flush=True)
             raise typer.Exit(EXIT_NOTHING_READ) from None
-        report(stats.summary(file))
+        print(stats.summary(paths_label(paths)), file=sys.stderr, flush=True)
         if stats.failed:
             raise typer.Exit(EXIT_UNDELIVERED)
