@@ -35,7 +35,8 @@ def _ms(value: datetime) -> int:
     return (value - _EPOCH) // _MS
 
 
-def _event(row: Any) -> ChatEvent:
+def row_event(row: Any) -> ChatEvent:
+    """The event of a ``messages_by_channel`` or ``messages_by_user`` row of every column of the event."""
     values: dict[str, Any] = {}
     for name in FIELD_NAMES:
         value = getattr(row, name)
@@ -105,7 +106,7 @@ def read_events(
             page = ahead.popleft().result()
             fetch_next()
             for row in page:
-                yield _event(row)
+                yield row_event(row)
     except (DriverException, NoHostAvailable) as exc:
         where = f"Cassandra at {settings.cassandra_hosts}:{settings.cassandra_port}"
         reason = " ".join(str(exc).split())[:200]

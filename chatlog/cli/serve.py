@@ -1,0 +1,40 @@
+"""``chatlog serve``: the justlog/rustlog HTTP API on the logs in Cassandra (:mod:`serve.api`)."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``serve`` to ``app``."""
+
+    @app.command("serve")
+    def serve_command(
+        host: Annotated[str | None, typer.Option(help="Listen address (CHATLOG_SERVE_HOST).")] = None,
+        port: Annotated[int | None, typer.Option(help="Listen port (CHATLOG_SERVE_PORT).")] = None,
+        keyspace: Annotated[str | None, typer.Option(help="Cassandra keyspace.")] = None,
+    ) -> None:
+        """Serve the logs over HTTP (justlog/rustlog API, /docs, /metrics, /health) until stopped."""
+        import uvicorn
+
+        from core.cql import quiet_driver_logs
+        from core.settings import load
+        from serve.api.app import create_app, open_store
+        from serve.settings import ServeSettings
+
+        settings = load(ServeSettings, serve_host=host, serve_port=port, cassandra_keyspace=keyspace)
+        quiet_driver_logs()  # a failure to connect is reported in one line, not as the driver's tracebacks
+        cluster, store = open_store(settings)
+        try:
+            uvicorn.run(
+                create_app(settings, store),
+                host=settings.serve_host,
+                port=settings.serve_port,
+                log_level=settings.serve_log_level,
+                proxy_headers=True,
+                timeout_graceful_shutdown=30,
+            )
+        finally:
+            cluster.shutdown()

@@ -1,0 +1,1 @@
+"""``chatlog serve``: the justlog/rustlog HTTP API over a :class:`~serve.store.LogStore` (FastAPI)."""

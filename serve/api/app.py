@@ -1,0 +1,125 @@
+"""The ASGI app of ``chatlog serve``: routes, CORS, path normalisation, metrics, health and docs.
+
+``/docs`` is Swagger UI served from the ``swagger-ui-bundle`` package's files under ``/docs/assets`` (no
+CDN at run time); ``/openapi.json`` is FastAPI's. The Cassandra session is opened when the app starts
+and closed when it stops (uvicorn stops on SIGTERM/SIGINT after the responses in flight end).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.middleware.cors import CORSMiddleware
+from fastapi.openapi.docs import get_swagger_ui_html
+from fastapi.responses import HTMLResponse, JSONResponse, Response
+from fastapi.staticfiles import StaticFiles
+from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from serve.api.errors import ApiError, on_api_error, on_http_error, on_validation_error
+from serve.api.metrics import MetricsMiddleware, ServeMetrics
+from serve.api.middleware import NormalizePath
+from serve.api.routes import router
+from serve.settings import ServeSettings
+from serve.store import LogStore
+
+DESCRIPTION = (
+    "Chat logs from Cassandra through the justlog/rustlog HTTP API. Formats: text (default), `?json`, "
+    "`?jsonBasic`, `?raw`, `?ndjson`; `?reverse`, `?limit`, `?offset`; `?from`/`?to` as unix seconds or "
+    "RFC 3339. `{ct}` is `channel` or `channelid`, `{ut}` is `user` or `userid`."
+)
+
+
+def open_store(settings: ServeSettings) -> tuple[Any, LogStore]:
+    from core.cql import connect, connect_failure
+    from core.errors import ChatlogError
+    from serve.cassandra_store import CassandraStore
+
+    try:
+        cluster, session = connect(
+            settings, keyspace=settings.cassandra_keyspace, timeout=settings.serve_request_timeout_s
+        )
+    except ChatlogError:
+        raise
+    except Exception as exc:
+        raise ChatlogError(connect_failure(settings, exc)) from None
+    store = CassandraStore(
+        session,
+        fetch_size=settings.serve_fetch_size,
+        read_ahead=settings.serve_read_ahead,
+        probe_batch=settings.serve_probe_batch,
+        channels_ttl_s=settings.serve_channels_ttl_s,
+    )
+    return cluster, store
+
+
+def create_app(settings: ServeSettings, store: LogStore | None = None) -> FastAPI:
+    """The app; without ``store`` it connects to Cassandra (``settings``) when it starts."""
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        cluster = None
+        if store is None:
+            cluster, app.state.store = await asyncio.to_thread(open_store, settings)
+        try:
+            yield
+        finally:
+            if cluster is not None:
+                await asyncio.to_thread(cluster.shutdown)
+
+    app = FastAPI(
+        title="chatlog",
+        description=DESCRIPTION,
+        version="1",
+        lifespan=lifespan,
+        docs_url=None,
+        redoc_url=None,
+    )
+    metrics = ServeMetrics()
+    app.state.metrics = metrics
+    if store is not None:
+        app.state.store = store
+    app.add_exception_handler(ApiError, on_api_error)
+    app.add_exception_handler(StarletteHTTPException, on_http_error)
+    app.add_exception_handler(RequestValidationError, on_validation_error)
+
+    @app.get("/health", summary="200 when the log storage answers, else 503", tags=["service"])
+    async def health(request: Request) -> JSONResponse:
+        try:
+            await asyncio.wait_for(request.app.state.store.ping(), settings.serve_request_timeout_s)
+        except Exception as exc:
+            reason = f"{type(exc).__name__}: {' '.join(str(exc).split())[:200]}"
+            return JSONResponse({"status": "unavailable", "reason": reason}, status_code=503)
+        return JSONResponse({"status": "ok"})
+
+    @app.get("/metrics", summary="Prometheus metrics", tags=["service"])
+    async def prometheus() -> Response:
+        return Response(generate_latest(metrics.registry), media_type=CONTENT_TYPE_LATEST)
+
+    _add_docs(app)
+    app.include_router(router, tags=["logs"])
+    app.add_middleware(MetricsMiddleware, metrics=metrics)
+    app.add_middleware(CORSMiddleware, allow_origins=["*"], allow_methods=["GET"], allow_headers=["*"])
+    app.add_middleware(NormalizePath)  # outermost: routing and metrics see the normalised path
+    return app
+
+
+def _add_docs(app: FastAPI) -> None:
+    import swagger_ui_bundle  # type: ignore[import-untyped]
+
+    app.mount("/docs/assets", StaticFiles(directory=swagger_ui_bundle.swagger_ui_path), name="docs-assets")
+
+    @app.get("/docs", include_in_schema=False)
+    async def docs() -> HTMLResponse:
+        return get_swagger_ui_html(
+            openapi_url="/openapi.json",
+            title="chatlog: API",
+            swagger_js_url="/docs/assets/swagger-ui-bundle.js",
+            swagger_css_url="/docs/assets/swagger-ui.css",
+            swagger_favicon_url="/docs/assets/favicon-32x32.png",
+        )

@@ -1,0 +1,47 @@
+"""Errors answered as JSON: ``{"status": 404, "message": "..."}`` (justlog's ``ErrorResponse`` is
+``{"message"}``), one line, never a traceback for what the client sent."""
+
+from __future__ import annotations
+
+from fastapi import Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+
+class ApiError(Exception):
+    """An answer other than 2xx/3xx, with the reason the client reads."""
+
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+        self.message = message
+
+
+def bad_request(message: str) -> ApiError:
+    return ApiError(400, message)
+
+
+def not_found(message: str) -> ApiError:
+    return ApiError(404, message)
+
+
+def error_response(status: int, message: str) -> JSONResponse:
+    return JSONResponse({"status": status, "message": message}, status_code=status)
+
+
+async def on_api_error(request: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, ApiError)
+    return error_response(exc.status, exc.message)
+
+
+async def on_http_error(request: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, StarletteHTTPException)
+    message = "no such route" if exc.status_code == 404 else str(exc.detail)
+    return error_response(exc.status_code, message)
+
+
+async def on_validation_error(request: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, RequestValidationError)
+    names = sorted({str(err.get("loc", ("", "?"))[-1]) for err in exc.errors()})
+    return error_response(400, f"invalid parameter: {', '.join(names)}")

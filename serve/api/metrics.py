@@ -1,0 +1,58 @@
+"""Prometheus metrics of the HTTP service (``/metrics``), in a registry of the app's own."""
+
+from __future__ import annotations
+
+import time
+
+from prometheus_client import CollectorRegistry, Counter, Histogram
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+
+class ServeMetrics:
+    def __init__(self) -> None:
+        self.registry = CollectorRegistry()
+        self.requests = Counter(
+            "chatlog_serve_requests",
+            "HTTP requests answered, by route template and status.",
+            ["route", "status"],
+            registry=self.registry,
+        )
+        self.latency = Histogram(
+            "chatlog_serve_response_start_seconds",
+            "Time from the request to the start of the response, by route template.",
+            ["route"],
+            registry=self.registry,
+            buckets=(0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10),
+        )
+        self.lines = Counter(
+            "chatlog_serve_lines", "Log lines streamed, by format.", ["format"], registry=self.registry
+        )
+
+
+class MetricsMiddleware:
+    """Counts every request by the template of the route that answered it (not by its path)."""
+
+    def __init__(self, app: ASGIApp, metrics: ServeMetrics) -> None:
+        self.app = app
+        self.metrics = metrics
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        started = time.perf_counter()
+        status = 500
+
+        async def sending(message: Message) -> None:
+            nonlocal status
+            if message["type"] == "http.response.start":
+                status = message["status"]
+                route = getattr(scope.get("route"), "path", "other")
+                self.metrics.latency.labels(route).observe(time.perf_counter() - started)
+            await send(message)
+
+        try:
+            await self.app(scope, receive, sending)
+        finally:
+            route = getattr(scope.get("route"), "path", "other")
+            self.metrics.requests.labels(route, str(status)).inc()

@@ -1,0 +1,139 @@
+"""The query parameters and path dates of the log routes, parsed with a 400 that names what is wrong.
+
+Formats are flags, as in justlog and rustlog (present, whatever the value): ``raw`` > ``jsonBasic`` >
+``json`` > ``ndjson`` > text, and justlog's ``type=json|raw``. ``from``/``to`` are unix seconds (justlog)
+or RFC 3339 (rustlog).
+"""
+
+from __future__ import annotations
+
+import calendar
+import re
+from dataclasses import dataclass
+from datetime import UTC, date, datetime
+from enum import StrEnum
+from typing import Final
+
+from starlette.datastructures import QueryParams
+
+from serve.api.errors import bad_request
+
+MAX_MS: Final = 253_402_300_799_999
+_DIGITS: Final = re.compile(r"[0-9]{1,16}")
+_SHOWN: Final = 40
+
+
+class Format(StrEnum):
+    TEXT = "text"
+    RAW = "raw"
+    JSON = "json"
+    JSON_BASIC = "jsonBasic"
+    NDJSON = "ndjson"
+
+
+@dataclass(frozen=True, slots=True)
+class LogQuery:
+    format: Format
+    reverse: bool
+    limit: int | None
+    offset: int
+    since_ms: int | None
+    until_ms: int | None
+
+
+def _shown(text: str) -> str:
+    return repr(text if len(text) <= _SHOWN else text[: _SHOWN - 3] + "...")
+
+
+def output_format(query: QueryParams) -> Format:
+    kind = query.get("type")
+    if "raw" in query or kind == "raw":
+        return Format.RAW
+    if "jsonBasic" in query:
+        return Format.JSON_BASIC
+    if "json" in query or kind == "json":
+        return Format.JSON
+    if "ndjson" in query:
+        return Format.NDJSON
+    return Format.TEXT
+
+
+def count(query: QueryParams, name: str) -> int | None:
+    value = query.get(name)
+    if value is None or value == "":
+        return None
+    if not _DIGITS.fullmatch(value):
+        raise bad_request(f"invalid {name}: {_shown(value)} is not a whole number >= 0")
+    return int(value)
+
+
+def moment(query: QueryParams, name: str, *, end: bool = False) -> int | None:
+    """Epoch ms of ``from``/``to``: unix seconds, or RFC 3339 (UTC unless it says otherwise). ``end``:
+    unix seconds name their whole second (its last millisecond), as justlog compares seconds."""
+    value = query.get(name)
+    if value is None or value == "":
+        return None
+    value = value.strip()
+    if re.fullmatch(r"-?[0-9]{1,15}", value):
+        ms = int(value) * 1000 + (999 if end else 0)
+    else:
+        try:
+            parsed = datetime.fromisoformat(value[:-1] + "+00:00" if value[-1:] in "zZ" and value else value)
+        except ValueError:
+            raise bad_request(
+                f"invalid {name}: {_shown(value)} is neither unix seconds nor RFC 3339 "
+                "(e.g. 2024-01-02T15:04:05Z)"
+            ) from None
+        if parsed.tzinfo is None:
+            parsed = parsed.replace(tzinfo=UTC)
+        ms = int(parsed.timestamp() * 1000)
+    if not 0 <= ms <= MAX_MS:
+        raise bad_request(f"invalid {name}: {_shown(value)} is out of range (1970 .. 9999)")
+    return ms
+
+
+def log_query(query: QueryParams) -> LogQuery:
+    return LogQuery(
+        format=output_format(query),
+        reverse="reverse" in query,
+        limit=count(query, "limit"),
+        offset=count(query, "offset") or 0,
+        since_ms=moment(query, "from"),
+        until_ms=moment(query, "to", end=True),
+    )
+
+
+def _number(text: str, what: str, lo: int, hi: int) -> int:
+    if not re.fullmatch(r"[0-9]{1,4}", text) or not lo <= int(text) <= hi:
+        raise bad_request(f"invalid {what}: {_shown(text)} (expected {lo} .. {hi})")
+    return int(text)
+
+
+def day_range(year: str, month: str, day: str) -> tuple[int, int]:
+    """Epoch ms of the UTC day ``year/month/day`` and of the next day."""
+    y = _number(year, "year", 1970, 9999)
+    m = _number(month, "month", 1, 12)
+    d = _number(day, "day", 1, calendar.monthrange(y, m)[1])
+    start = _ms(date(y, m, d))
+    return start, start + 86_400_000
+
+
+def month_range(year: str, month: str) -> tuple[int, int]:
+    """Epoch ms of the first instant of the UTC month ``year/month`` and of the next month."""
+    y = _number(year, "year", 1970, 9999)
+    m = _number(month, "month", 1, 12)
+    start = _ms(date(y, m, 1))
+    return start, start + calendar.monthrange(y, m)[1] * 86_400_000
+
+
+def _ms(day: date) -> int:
+    return calendar.timegm(day.timetuple()) * 1000
+
+
+def narrowed(lo: int, hi: int, query: LogQuery) -> tuple[int, int]:
+    """The range ``[lo, hi)`` narrowed by ``from``/``to`` (``to`` included: up to its next millisecond)."""
+    if query.since_ms is not None:
+        lo = max(lo, query.since_ms)
+    if query.until_ms is not None:
+        hi = min(hi, query.until_ms + 1)
+    return lo, hi

@@ -1,0 +1,242 @@
+"""The justlog/rustlog routes (``{ct}`` = ``channel`` | ``channelid``, ``{ut}`` = ``user`` | ``userid``).
+
+* ``GET /channels``: ``{"channels": [{"name", "userID"}]}``.
+* ``GET /list?channel=|channelid=[&user=|userid=]``: ``{"availableLogs": [{"year", "month"[, "day"]}]}``,
+  newest first, numbers as strings without zero padding (rustlog); 404 when there is none.
+* ``GET /{ct}/{c}``: 302 to the newest day (``/{ct}/{c}/{y}/{m}/{d}``, query kept), or, with ``from``
+  or ``to``, that range's logs.
+* ``GET /{ct}/{c}/{y}/{m}/{d}``: a UTC day of the channel.
+* ``GET /{ct}/{c}/{ut}/{u}``: 302 to the newest month of the user, or, with ``from``/``to``, that range.
+* ``GET /{ct}/{c}/{ut}/{u}/{y}/{m}``: a UTC month of a user in the channel.
+
+``from``/``to`` on a day or month narrow it. An unknown channel or user, or nothing in the range, is a
+404 with a JSON message; a bad parameter a 400 that names it.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Annotated, Any, Final
+
+from fastapi import APIRouter, Query, Request
+from fastapi.responses import JSONResponse, RedirectResponse, Response
+
+from serve.api.errors import ApiError, bad_request, not_found
+from serve.api.params import LogQuery, day_range, log_query, month_range, narrowed
+from serve.api.stream import stream_events
+from serve.store import LogStore, LookupUnsupported
+
+router = APIRouter()
+
+CHANNEL_KINDS: Final = ("channel", "channelid")
+USER_KINDS: Final = ("user", "userid")
+_NOW_SLACK_MS: Final = 60_000
+
+FormatFlag = Annotated[str | None, Query(description="Flag: present selects the format.")]
+
+
+def _store(request: Request) -> LogStore:
+    store: LogStore = request.app.state.store
+    return store
+
+
+def _name(value: str) -> str:
+    return value.strip().lstrip("#").lower()
+
+
+async def _channel(request: Request, kind: str, value: str) -> str:
+    """The channel login of ``/{kind}/{value}``; 404 when it is not logged."""
+    store = _store(request)
+    if kind not in CHANNEL_KINDS:
+        raise not_found("no such route (expected /channel/<login> or /channelid/<id>)")
+    if kind == "channelid":
+        login = await store.channel_by_id(value.strip())
+        if login is None:
+            raise not_found(f"no logged channel has the id {value[:40]!r}")
+        return login
+    login = _name(value)
+    if not login or await store.latest_day(login) is None:
+        raise not_found(f"channel {login[:200]!r} is not logged")
+    return login
+
+
+async def _user(request: Request, channel: str, kind: str, value: str) -> str:
+    if kind not in USER_KINDS:
+        raise not_found("no such route (expected /user/<login> or /userid/<id>)")
+    if kind == "userid":
+        try:
+            login = await _store(request).user_by_id(channel, value.strip())
+        except LookupUnsupported as exc:
+            raise not_found(str(exc)) from None
+        if login is None:
+            raise not_found(f"no user with the id {value[:40]!r} in #{channel}")
+        return login
+    login = _name(value)
+    if not login:
+        raise not_found("empty user name")
+    return login
+
+
+def _count(request: Request, query: LogQuery) -> Any:
+    lines = request.app.state.metrics.lines.labels(query.format.value)
+    return lines.inc
+
+
+def _cache_headers(hi: int) -> dict[str, str]:
+    """Past ranges do not change (one day's cache), the current one does."""
+    if hi + _NOW_SLACK_MS < time.time() * 1000:
+        return {"Cache-Control": "public, max-age=86400"}
+    return {"Cache-Control": "no-cache"}
+
+
+def _redirect(request: Request, path: str) -> RedirectResponse:
+    query = request.url.query
+    return RedirectResponse(path + (f"?{query}" if query else ""), status_code=302)
+
+
+async def _channel_range(request: Request, channel: str, lo: int, hi: int, query: LogQuery) -> Response:
+    if lo >= hi:
+        raise bad_request("invalid range: from is after to")
+    events = _store(request).channel_events(channel, lo, hi, reverse=query.reverse)
+    return await stream_events(
+        events,
+        query,
+        empty=f"nothing stored for #{channel} in that time range",
+        count=_count(request, query),
+        headers=_cache_headers(hi),
+    )
+
+
+async def _user_range(
+    request: Request, channel: str, user: str, lo: int, hi: int, query: LogQuery
+) -> Response:
+    if lo >= hi:
+        raise bad_request("invalid range: from is after to")
+    events = _store(request).user_events(channel, user, lo, hi, reverse=query.reverse)
+    return await stream_events(
+        events,
+        query,
+        empty=f"nothing stored for {user} in #{channel} in that time range",
+        count=_count(request, query),
+        headers=_cache_headers(hi),
+    )
+
+
+@router.get("/channels", summary="The logged channels: {channels: [{name, userID}]}")
+async def channels(request: Request) -> JSONResponse:
+    found = await _store(request).channels()
+    body = {"channels": [{"name": c.login, "userID": c.channel_id or ""} for c in found]}
+    return JSONResponse(body, headers={"Cache-Control": "public, max-age=60"})
+
+
+@router.get("/list", summary="The days (of a channel) or months (of a user in it) with logs, newest first")
+async def list_logs(
+    request: Request,
+    channel: str | None = None,
+    channelid: str | None = None,
+    user: str | None = None,
+    userid: str | None = None,
+) -> JSONResponse:
+    if channelid:
+        login = await _channel(request, "channelid", channelid)
+    elif channel:
+        login = await _channel(request, "channel", channel)
+    else:
+        raise bad_request("missing parameter: channel or channelid")
+    store = _store(request)
+    if user or userid:
+        who = await _user(request, login, "userid" if userid else "user", userid or user or "")
+        months = await store.user_months(login, who)
+        if not months:
+            raise not_found(f"nothing stored for {who} in #{login}")
+        logs: list[dict[str, str]] = [{"year": str(y), "month": str(m)} for y, m in months]
+    else:
+        days = await store.channel_days(login)
+        logs = [{"year": str(d.year), "month": str(d.month), "day": str(d.day)} for d in days]
+    return JSONResponse({"availableLogs": logs}, headers={"Cache-Control": "public, max-age=60"})
+
+
+@router.get("/{ct}/{c}", summary="Redirect to the channel's newest day (or, with from/to, that range)")
+async def channel_latest(
+    request: Request,
+    ct: str,
+    c: str,
+    from_: Annotated[str | None, Query(alias="from", description="Unix seconds or RFC 3339.")] = None,
+    to: Annotated[str | None, Query(description="Unix seconds or RFC 3339 (included).")] = None,
+) -> Response:
+    channel = await _channel(request, ct, c)
+    query = log_query(request.query_params)
+    if query.since_ms is not None or query.until_ms is not None:
+        lo, hi = narrowed(0, int(time.time() * 1000) + 1, query)
+        return await _channel_range(request, channel, lo, hi, query)
+    day = await _store(request).latest_day(channel)
+    if day is None:
+        raise not_found(f"channel {channel!r} is not logged")
+    return _redirect(request, f"/{ct}/{c}/{day.year}/{day.month}/{day.day}")
+
+
+@router.get("/{ct}/{c}/{y}/{m}/{d}", summary="A UTC day of the channel's logs")
+async def channel_day(
+    request: Request,
+    ct: str,
+    c: str,
+    y: str,
+    m: str,
+    d: str,
+    json: FormatFlag = None,
+    jsonBasic: FormatFlag = None,  # noqa: N803 - the API's name
+    raw: FormatFlag = None,
+    ndjson: FormatFlag = None,
+    reverse: FormatFlag = None,
+    limit: Annotated[str | None, Query(description="At most this many lines.")] = None,
+    offset: Annotated[str | None, Query(description="Skip this many lines first.")] = None,
+) -> Response:
+    if ct in CHANNEL_KINDS and y in USER_KINDS:
+        raise not_found("no such route (random, search and stats are not served yet)")
+    channel = await _channel(request, ct, c)
+    query = log_query(request.query_params)
+    lo, hi = narrowed(*day_range(y, m, d), query)
+    return await _channel_range(request, channel, lo, hi, query)
+
+
+@router.get(
+    "/{ct}/{c}/{ut}/{u}", summary="Redirect to the user's newest month (or, with from/to, that range)"
+)
+async def user_latest(request: Request, ct: str, c: str, ut: str, u: str) -> Response:
+    channel = await _channel(request, ct, c)
+    user = await _user(request, channel, ut, u)
+    query = log_query(request.query_params)
+    if query.since_ms is not None or query.until_ms is not None:
+        lo, hi = narrowed(0, int(time.time() * 1000) + 1, query)
+        return await _user_range(request, channel, user, lo, hi, query)
+    month = await _store(request).latest_user_month(channel, user)
+    if month is None:
+        raise not_found(f"nothing stored for {user} in #{channel}")
+    return _redirect(request, f"/{ct}/{c}/{ut}/{u}/{month[0]}/{month[1]}")
+
+
+@router.get("/{ct}/{c}/{ut}/{u}/{y}/{m}", summary="A UTC month of a user's logs in the channel")
+async def user_month(
+    request: Request,
+    ct: str,
+    c: str,
+    ut: str,
+    u: str,
+    y: str,
+    m: str,
+    json: FormatFlag = None,
+    jsonBasic: FormatFlag = None,  # noqa: N803 - the API's name
+    raw: FormatFlag = None,
+    ndjson: FormatFlag = None,
+    reverse: FormatFlag = None,
+    limit: Annotated[str | None, Query(description="At most this many lines.")] = None,
+    offset: Annotated[str | None, Query(description="Skip this many lines first.")] = None,
+) -> Response:
+    channel = await _channel(request, ct, c)
+    user = await _user(request, channel, ut, u)
+    query = log_query(request.query_params)
+    lo, hi = narrowed(*month_range(y, m), query)
+    return await _user_range(request, channel, user, lo, hi, query)
+
+
+__all__ = ["ApiError", "router"]

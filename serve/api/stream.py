@@ -1,0 +1,118 @@
+"""Streaming a log response: events to bytes in the asked format, ``offset``/``limit`` applied on the way.
+
+The first event is read before the response starts, so a storage failure (or an empty range) is still an
+ordinary error answer; after that the body is written chunk by chunk as pages arrive (about
+:data:`CHUNK_LINES` lines or the end of a page per chunk), never the whole range in memory.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator, Callable
+from typing import Final
+
+from fastapi.responses import StreamingResponse
+
+from schemas.chat_event import ChatEvent
+from serve.api.errors import ApiError, not_found
+from serve.api.params import Format, LogQuery
+from serve.formats import basic_message, encode_json, full_message, text_line
+
+CHUNK_LINES: Final = 500
+MEDIA_TYPES: Final = {
+    Format.TEXT: "text/plain; charset=utf-8",
+    Format.RAW: "text/plain; charset=utf-8",
+    Format.JSON: "application/json",
+    Format.JSON_BASIC: "application/json",
+    Format.NDJSON: "application/x-ndjson",
+}
+log = logging.getLogger("chatlog.serve")
+
+
+def _encoder(fmt: Format) -> Callable[[ChatEvent], bytes]:
+    if fmt is Format.TEXT:
+        return lambda e: text_line(e).encode() + b"\n"
+    if fmt is Format.RAW:
+        return lambda e: e.raw.encode() + b"\n"
+    if fmt is Format.JSON_BASIC:
+        return lambda e: encode_json(basic_message(e))
+    if fmt is Format.JSON:
+        return lambda e: encode_json(full_message(e))
+    return lambda e: encode_json(full_message(e)) + b"\n"
+
+
+async def _limited(
+    first: ChatEvent, events: AsyncIterator[ChatEvent], query: LogQuery
+) -> AsyncIterator[ChatEvent]:
+    skip = query.offset
+    left = query.limit
+
+    async def everything() -> AsyncIterator[ChatEvent]:
+        yield first
+        async for event in events:
+            yield event
+
+    async for event in everything():
+        if skip:
+            skip -= 1
+            continue
+        if left is not None:
+            if left <= 0:
+                return
+            left -= 1
+        yield event
+
+
+async def _body(
+    first: ChatEvent, events: AsyncIterator[ChatEvent], query: LogQuery, count: Callable[[int], None]
+) -> AsyncIterator[bytes]:
+    encode_one = _encoder(query.format)
+    is_array = query.format in (Format.JSON, Format.JSON_BASIC)
+    if is_array:
+        yield b'{"messages":['
+    chunk: list[bytes] = []
+    lines = 0
+    try:
+        async for event in _limited(first, events, query):
+            if is_array and lines:
+                chunk.append(b",")
+            chunk.append(encode_one(event))
+            lines += 1
+            if len(chunk) >= CHUNK_LINES:
+                yield b"".join(chunk)
+                chunk.clear()
+    except Exception as exc:  # the status line is sent: the body ends early, the log says why
+        log.warning("response cut short after %d lines: %s: %s", lines, type(exc).__name__, str(exc)[:200])
+        return
+    finally:
+        count(lines)
+        close = getattr(events, "aclose", None)
+        if close is not None:
+            await close()
+    if chunk:
+        yield b"".join(chunk)
+    if is_array:
+        yield b"]}"
+
+
+async def stream_events(
+    events: AsyncIterator[ChatEvent],
+    query: LogQuery,
+    *,
+    empty: str,
+    count: Callable[[int], None],
+    headers: dict[str, str] | None = None,
+) -> StreamingResponse:
+    """The response for ``events``; a 404 with ``empty`` when there is none, a 503 when storage fails."""
+    try:
+        first = await anext(events, None)
+    except ApiError:
+        raise
+    except Exception as exc:
+        log.warning("reading the logs failed: %s: %s", type(exc).__name__, str(exc)[:200])
+        raise ApiError(503, "the log storage did not answer; try again") from None
+    if first is None:
+        raise not_found(empty)
+    return StreamingResponse(
+        _body(first, events, query, count), media_type=MEDIA_TYPES[query.format], headers=headers
+    )

@@ -1,0 +1,136 @@
+"""The response formats of justlog and rustlog, event by event.
+
+Read from their sources (gempir/justlog ``api/server.go``; boring-nick/rustlog ``src/web/responders`` and
+``src/logs/schema``), not copied:
+
+* **text** (the default): ``[2024-01-02 15:04:05] #channel username: text``, or ``[...] #channel text``
+  for an event without a user (a ban, a cleared chat), one line each, UTC. The date is zero-padded as
+  rustlog writes it (justlog wrote ``2024-01-2``). Lines end with ``\\n`` (rustlog: ``\\r\\n``; both split
+  the same way). Control characters in the text are shown as escapes (:mod:`serve.terminal`) so a line
+  stays one line.
+* **raw**: the IRC line as received.
+* **json** (``{"messages": [...]}``) and **ndjson** (one per line): the full message, rustlog's
+  ``FullMessage`` (``text``, ``displayName``, ``timestamp``, ``id``, ``tags``, ``username``, ``channel``,
+  ``raw``, ``type``) plus justlog's ``systemText``; **jsonBasic**: ``text``, ``displayName``,
+  ``timestamp``, ``id``, ``tags``.
+* ``type`` is go-twitch-irc's message type number (rustlog's ``MessageType``): PRIVMSG 1, CLEARCHAT 2,
+  USERNOTICE 4, ... -1 for a command it does not know.
+* ``timestamp`` is RFC 3339 in UTC, milliseconds shown when there are any (``2024-01-02T15:04:05.123Z``).
+* ``text`` is the "user friendly" text: a CLEARCHAT reads ``<login> has been banned`` /
+  ``<login> has been timed out for <n> seconds`` / ``Chat has been cleared``; a USERNOTICE its
+  ``system-msg`` then the user's message.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any, Final
+
+import msgspec
+
+from schemas.chat_event import ChatEvent
+from serve.terminal import escape_controls
+
+MESSAGE_TYPES: Final[dict[str, int]] = {
+    "WHISPER": 0,
+    "PRIVMSG": 1,
+    "CLEARCHAT": 2,
+    "ROOMSTATE": 3,
+    "USERNOTICE": 4,
+    "USERSTATE": 5,
+    "NOTICE": 6,
+    "JOIN": 7,
+    "PART": 8,
+    "RECONNECT": 9,
+    "353": 10,
+    "PING": 11,
+    "PONG": 12,
+    "CLEARMSG": 13,
+    "GLOBALUSERSTATE": 14,
+}
+UNKNOWN_TYPE: Final = -1
+
+_encoder = msgspec.json.Encoder()
+
+
+def message_type(event: ChatEvent) -> int:
+    """go-twitch-irc's number of the event's IRC command (-1: not one it knows)."""
+    return MESSAGE_TYPES.get(event.kind.upper(), UNKNOWN_TYPE)
+
+
+def system_text(event: ChatEvent) -> str:
+    """justlog's ``systemText``: the ban text of a CLEARCHAT, the ``system-msg`` of a USERNOTICE."""
+    if event.kind == "CLEARCHAT":
+        return _clearchat_text(event)
+    if event.kind == "USERNOTICE":
+        return event.tags.get("system-msg", "")
+    return ""
+
+
+def _clearchat_text(event: ChatEvent) -> str:
+    target = event.text or ""
+    if not target:
+        return "Chat has been cleared"
+    duration = event.tags.get("ban-duration")
+    if duration:
+        return f"{target} has been timed out for {duration} seconds"
+    return f"{target} has been banned"
+
+
+def friendly_text(event: ChatEvent) -> str:
+    """The text shown for the event (rustlog's ``user_friendly_text``)."""
+    text = event.text or ""
+    if event.kind == "CLEARCHAT":
+        return _clearchat_text(event)
+    if event.kind == "USERNOTICE":
+        system = event.tags.get("system-msg", "")
+        if system and text:
+            return f"{system} {text}"
+        return system or text
+    return text
+
+
+def timestamp(ms: int) -> str:
+    """RFC 3339 in UTC: ``2024-01-02T15:04:05Z``, with ``.123`` when the milliseconds are not zero."""
+    moment = datetime.fromtimestamp(ms // 1000, UTC)
+    head = moment.strftime("%Y-%m-%dT%H:%M:%S")
+    return f"{head}.{ms % 1000:03d}Z" if ms % 1000 else f"{head}Z"
+
+
+def text_line(event: ChatEvent) -> str:
+    """The justlog/rustlog text line of the event, without its line end."""
+    moment = datetime.fromtimestamp(event.sent_at // 1000, UTC).strftime("%Y-%m-%d %H:%M:%S")
+    user = event.user_login or ""
+    text = friendly_text(event)
+    if user:
+        return escape_controls(f"[{moment}] #{event.channel} {user}: {text}")
+    return escape_controls(f"[{moment}] #{event.channel} {text}")
+
+
+def basic_message(event: ChatEvent) -> dict[str, Any]:
+    """rustlog's ``BasicMessage``."""
+    return {
+        "text": friendly_text(event),
+        "displayName": event.display_name or event.user_login or "",
+        "timestamp": timestamp(event.sent_at),
+        "id": event.tags.get("id", "") or (event.message_id if event.kind == "PRIVMSG" else ""),
+        "tags": event.tags,
+    }
+
+
+def full_message(event: ChatEvent) -> dict[str, Any]:
+    """rustlog's ``FullMessage`` plus justlog's ``systemText``."""
+    message = basic_message(event)
+    message.update(
+        username=event.user_login or "",
+        channel=event.channel,
+        raw=event.raw,
+        type=message_type(event),
+        systemText=system_text(event),
+    )
+    return message
+
+
+def encode_json(value: Any) -> bytes:
+    """Compact JSON."""
+    return _encoder.encode(value)

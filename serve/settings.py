@@ -1,0 +1,40 @@
+"""Settings of the HTTP service (``chatlog serve``).
+
+Every key is a ``CHATLOG_*`` environment variable documented here with its default; ``--host`` and
+``--port`` override the first two. Cassandra keys come from :class:`core.settings.CassandraSettings`.
+"""
+
+from __future__ import annotations
+
+from pydantic import Field
+
+from core.settings import CassandraSettings
+
+
+class ServeSettings(CassandraSettings):
+    """``chatlog serve``: the justlog/rustlog HTTP API on the logs in Cassandra."""
+
+    serve_host: str = Field("127.0.0.1", description="Address the HTTP service listens on.")
+    serve_port: int = Field(8025, ge=0, le=65535, description="Port the HTTP service listens on (0: any).")
+    serve_fetch_size: int = Field(
+        1000, ge=10, le=100_000, description="Rows per Cassandra page while streaming a response."
+    )
+    serve_read_ahead: int = Field(
+        16,
+        ge=1,
+        le=256,
+        description="5-minute buckets whose first page is requested ahead of the one being streamed.",
+    )
+    serve_probe_batch: int = Field(
+        200,
+        ge=1,
+        le=1000,
+        description="Buckets asked at once (one IN query) when finding where a user wrote.",
+    )
+    serve_channels_ttl_s: float = Field(
+        60.0, ge=0, description="Seconds the channel list (and its id to login map) is cached."
+    )
+    serve_request_timeout_s: float = Field(
+        10.0, gt=0, description="Timeout of one Cassandra request made by the service."
+    )
+    serve_log_level: str = Field("info", description="uvicorn's log level (critical .. trace).")

@@ -1,0 +1,278 @@
+"""`chatlog serve` over a real socket: every route and format of the justlog/rustlog API, on events the
+sink's writer stored in a fresh keyspace."""
+
+from __future__ import annotations
+
+import json
+import socket
+import threading
+import time
+import uuid
+from collections.abc import Iterator
+from datetime import UTC, datetime
+
+import httpx
+import pytest
+import uvicorn
+
+from core.cql import apply_schema, connect
+from core.settings import StackSettings
+from schemas.chat_event import ChatEvent, encode
+from serve.api.app import create_app
+from serve.settings import ServeSettings
+from sink.executor.cassandra import close_sessions
+from sink.executor.partition import write_partition
+from sink.settings import SinkSettings
+
+pytestmark = pytest.mark.integration
+
+JAN2 = int(datetime(2024, 1, 2, tzinfo=UTC).timestamp() * 1000)
+FEB3 = int(datetime(2024, 2, 3, tzinfo=UTC).timestamp() * 1000)
+BIG_DAY = int(datetime(2023, 12, 30, tzinfo=UTC).timestamp() * 1000)
+BIG = 3000
+
+
+def _event(
+    channel: str, at: int, user: str | None, text: str, *, kind: str = "PRIVMSG", **kw: object
+) -> ChatEvent:
+    tags: dict[str, str] = {"room-id": "1001" if channel == "alpha" else "1002"}
+    tags.update(kw.pop("tags", {}))  # type: ignore[call-overload]
+    return ChatEvent(
+        message_id=str(uuid.uuid4()),
+        kind=kind,
+        channel=channel,
+        channel_id=tags["room-id"],
+        user_login=user,
+        user_id={"bob": "42", "carol": "43"}.get(user or ""),
+        display_name=user.capitalize() if user else None,
+        text=text,
+        sent_at=at,
+        received_at=at + 3,
+        tags=tags,
+        raw=f"@room-id={tags['room-id']} :{user or 'tmi.twitch.tv'} {kind} #{channel} :{text}",
+        ingester="r1",
+        is_action=bool(kw.get("is_action", False)),
+    )
+
+
+def _events() -> list[ChatEvent]:
+    jan = [
+        _event("alpha", JAN2 + 1_000, "bob", "hello there"),
+        _event("alpha", JAN2 + 61_500, "carol", "hi bob"),
+        _event("alpha", JAN2 + 3_600_000, None, "bob", kind="CLEARCHAT", tags={"ban-duration": "600"}),
+        _event(
+            "alpha",
+            JAN2 + 7_200_000,
+            "carol",
+            "great stream",
+            kind="USERNOTICE",
+            tags={"system-msg": "carol subscribed at Tier 1.", "id": "sub-1"},
+        ),
+        _event("alpha", JAN2 + 86_399_000, "bob", "dances", is_action=True),
+    ]
+    feb = [_event("alpha", FEB3 + 5_000, "bob", "february"), _event("beta", FEB3, "dave", "beta line")]
+    big = [_event("alpha", BIG_DAY + i * 28_000, f"u{i % 50}", f"line {i}") for i in range(BIG)]
+    return jan + feb + big
+
+
+class Server:
+    def __init__(self, base: str, events: list[ChatEvent]) -> None:
+        self.base = base
+        self.events = events
+
+    def get(self, path: str, **kw: object) -> httpx.Response:
+        return httpx.get(self.base + path, follow_redirects=False, timeout=60, **kw)  # type: ignore[arg-type]
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+@pytest.fixture(scope="module")
+def server(stack: StackSettings, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    keyspace = f"t{uuid.uuid4().hex[:10]}"
+    settings = stack.model_copy(update={"cassandra_keyspace": keyspace})
+    apply_schema(settings)
+    events = _events()
+    sink = SinkSettings(
+        cassandra_keyspace=keyspace, sink_checkpoint=str(tmp_path_factory.mktemp("cp")), sink_metrics_port=0
+    )
+    stats = write_partition(((encode(e), None, None) for e in events), sink)
+    close_sessions()
+    assert stats.events == len(events)
+    port = _free_port()
+    app = create_app(ServeSettings(cassandra_keyspace=keyspace, serve_port=port, serve_channels_ttl_s=0))
+    config = uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="on")
+    uv = uvicorn.Server(config)
+    thread = threading.Thread(target=uv.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 30
+    while not uv.started:
+        assert time.monotonic() < deadline and thread.is_alive(), "uvicorn did not start"
+        time.sleep(0.05)
+    try:
+        yield Server(f"http://127.0.0.1:{port}", events)
+    finally:
+        uv.should_exit = True
+        thread.join(30)
+        cluster, session = connect(settings)
+        try:
+            session.execute(f"DROP KEYSPACE IF EXISTS {keyspace}", timeout=60)
+        finally:
+            cluster.shutdown()
+
+
+def test_channels_and_list(server: Server) -> None:
+    assert server.get("/channels").json() == {
+        "channels": [{"name": "alpha", "userID": "1001"}, {"name": "beta", "userID": "1002"}]
+    }
+    days = [{"year": "2024", "month": "2", "day": "3"}, {"year": "2024", "month": "1", "day": "2"}]
+    days.append({"year": "2023", "month": "12", "day": "30"})
+    assert server.get("/list?channel=alpha").json() == {"availableLogs": days}
+    assert server.get("/list?channelid=1001").json() == {"availableLogs": days}
+    months = [{"year": "2024", "month": "2"}, {"year": "2024", "month": "1"}]
+    assert server.get("/list?channel=alpha&user=bob").json() == {"availableLogs": months}
+    assert server.get("/list?channel=alpha&user=carol").json() == {"availableLogs": months[1:]}
+    nobody = server.get("/list?channel=alpha&user=nobody")
+    assert nobody.status_code == 404 and "nobody" in nobody.json()["message"]
+    missing = server.get("/list")
+    assert missing.status_code == 400 and "channel" in missing.json()["message"]
+    by_id = server.get("/list?channel=alpha&userid=42")
+    assert by_id.status_code == 404 and "id-keyed tables" in by_id.json()["message"]
+
+
+def test_day_text_is_justlogs_format(server: Server) -> None:
+    response = server.get("/channel/alpha/2024/1/2")
+    assert response.status_code == 200
+    assert response.headers["content-type"].startswith("text/plain")
+    assert response.headers["cache-control"] == "public, max-age=86400"
+    assert response.text.splitlines() == [
+        "[2024-01-02 00:00:01] #alpha bob: hello there",
+        "[2024-01-02 00:01:01] #alpha carol: hi bob",
+        "[2024-01-02 01:00:00] #alpha bob has been timed out for 600 seconds",
+        "[2024-01-02 02:00:00] #alpha carol: carol subscribed at Tier 1. great stream",
+        "[2024-01-02 23:59:59] #alpha bob: dances",
+    ]
+    assert server.get("/channelid/1001/2024/01/02").text == response.text
+    assert server.get("/channel/alpha/2024/1/2/").text == response.text  # a trailing slash is ignored
+
+
+def test_day_json_formats(server: Server) -> None:
+    body = server.get("/channel/alpha/2024/1/2?json").json()
+    messages = body["messages"]
+    assert len(messages) == 5 and set(body) == {"messages"}
+    first = messages[0]
+    assert set(first) == {
+        "text", "displayName", "timestamp", "id", "tags", "username", "channel", "raw", "type", "systemText",
+    }  # fmt: skip
+    assert first["timestamp"] == "2024-01-02T00:00:01Z" and first["type"] == 1
+    assert (first["username"], first["displayName"], first["channel"]) == ("bob", "Bob", "alpha")
+    assert messages[1]["timestamp"] == "2024-01-02T00:01:01.500Z"
+    assert messages[2]["type"] == 2 and messages[2]["systemText"] == "bob has been timed out for 600 seconds"
+    assert messages[3]["type"] == 4 and messages[3]["id"] == "sub-1"
+    basic = server.get("/channel/alpha/2024/1/2?jsonBasic").json()["messages"]
+    assert set(basic[0]) == {"text", "displayName", "timestamp", "id", "tags"}
+    assert [m["text"] for m in basic] == [m["text"] for m in messages]
+    nd = server.get("/channel/alpha/2024/1/2?ndjson")
+    assert nd.headers["content-type"].startswith("application/x-ndjson")
+    assert [json.loads(line) for line in nd.text.splitlines()] == messages
+    raw = server.get("/channel/alpha/2024/1/2?raw").text.splitlines()
+    assert raw[0] == "@room-id=1001 :bob PRIVMSG #alpha :hello there" and len(raw) == 5
+
+
+def test_reverse_limit_offset_and_ranges(server: Server) -> None:
+    lines = server.get("/channel/alpha/2024/1/2").text.splitlines()
+    assert server.get("/channel/alpha/2024/1/2?reverse").text.splitlines() == lines[::-1]
+    assert server.get("/channel/alpha/2024/1/2?limit=2&offset=1").text.splitlines() == lines[1:3]
+    assert server.get("/channel/alpha/2024/1/2?reverse&limit=1").text.splitlines() == lines[-1:]
+    lo, hi = (JAN2 + 61_000) // 1000, (JAN2 + 3_600_000) // 1000
+    ranged = server.get(f"/channel/alpha?from={lo}&to={hi}")
+    assert ranged.status_code == 200 and ranged.text.splitlines() == lines[1:3]
+    rfc = server.get("/channel/alpha?from=2024-01-02T00:01:00Z&to=2024-01-02T01:00:00%2B00:00")
+    assert rfc.text.splitlines() == lines[1:3]
+    narrowed = server.get("/channel/alpha/2024/1/2?from=2024-01-02T01:00:00Z")
+    assert narrowed.text.splitlines() == lines[2:]
+
+
+def test_redirects(server: Server) -> None:
+    latest = server.get("/channel/alpha?json")
+    assert latest.status_code == 302 and latest.headers["location"] == "/channel/alpha/2024/2/3?json"
+    user = server.get("/channel/alpha/user/bob")
+    assert user.status_code == 302 and user.headers["location"] == "/channel/alpha/user/bob/2024/2"
+    assert server.get("/channel/alpha/user/carol").headers["location"] == "/channel/alpha/user/carol/2024/1"
+    upper = server.get("/Channel/ALPHA/2024/1/2?JSON")
+    assert upper.status_code == 302 and upper.headers["location"] == "/channel/alpha/2024/1/2?JSON"
+    followed = httpx.get(server.base + "/channel/Alpha/user/BOB", follow_redirects=True)
+    assert followed.status_code == 200 and followed.url.path == "/channel/alpha/user/bob/2024/2"
+    assert followed.text == "[2024-02-03 00:00:05] #alpha bob: february\n"
+
+
+def test_user_month(server: Server) -> None:
+    text = server.get("/channel/alpha/user/bob/2024/1").text.splitlines()
+    assert text == [
+        "[2024-01-02 00:00:01] #alpha bob: hello there",
+        "[2024-01-02 23:59:59] #alpha bob: dances",
+    ]
+    carol = server.get("/channelid/1001/user/carol/2024/1?json").json()["messages"]
+    assert [m["text"] for m in carol] == ["hi bob", "carol subscribed at Tier 1. great stream"]
+    assert server.get("/channel/alpha/user/bob/2024/1?reverse").text.splitlines() == text[::-1]
+
+
+def test_not_found_and_bad_requests(server: Server) -> None:
+    cases = {
+        "/channel/nochan/2024/1/2": (404, "nochan"),
+        "/channelid/999/2024/1/2": (404, "999"),
+        "/channel/alpha/2024/3/1": (404, "nothing stored"),
+        "/channel/alpha/user/nobody/2024/1": (404, "nobody"),
+        "/channel/alpha/userid/42/2024/1": (404, "id-keyed tables"),
+        "/chanel/alpha/2024/1/2": (404, "no such route"),
+        "/channel/alpha/2024/13/1": (400, "month"),
+        "/channel/alpha/2024/2/30": (400, "day"),
+        "/channel/alpha/x/1/1": (400, "year"),
+        "/channel/alpha/2024/1/2?limit=abc": (400, "limit"),
+        "/channel/alpha/2024/1/2?offset=-1": (400, "offset"),
+        "/channel/alpha?from=yesterday": (400, "from"),
+        "/channel/alpha?from=2024-01-03T00:00:00Z&to=2024-01-02T00:00:00Z": (400, "from"),
+        "/list?channel=alpha&user=bob&x=%ff": (200, ""),
+    }
+    for path, (status, word) in cases.items():
+        response = server.get(path)
+        assert response.status_code == status, (path, response.text)
+        if status != 200:
+            assert response.headers["content-type"] == "application/json", path
+            assert word in response.json()["message"], (path, response.json())
+
+
+def test_large_day_streams_in_order(server: Server) -> None:
+    with httpx.stream("GET", server.base + "/channel/alpha/2023/12/30?ndjson", timeout=60) as response:
+        assert response.status_code == 200
+        assert "content-length" not in response.headers  # streamed (chunked), not built in memory
+        stamps = [json.loads(line)["timestamp"] for line in response.iter_lines() if line]
+    assert len(stamps) == BIG
+    assert stamps == sorted(stamps) and stamps[0] == "2023-12-30T00:00:00Z"
+
+
+def test_cors_health_metrics_openapi_docs(server: Server) -> None:
+    cors = server.get("/channel/alpha/2024/1/2", headers={"Origin": "https://logs.example"})
+    assert cors.headers["access-control-allow-origin"] == "*"
+    preflight = httpx.options(
+        server.base + "/channels",
+        headers={"Origin": "https://logs.example", "Access-Control-Request-Method": "GET"},
+    )
+    assert preflight.status_code == 200 and "GET" in preflight.headers["access-control-allow-methods"]
+    assert server.get("/health").json() == {"status": "ok"}
+    metrics = server.get("/metrics").text
+    assert 'chatlog_serve_requests_total{route="/{ct}/{c}/{y}/{m}/{d}",status="200"}' in metrics
+    assert "chatlog_serve_lines_total" in metrics
+    spec = server.get("/openapi.json").json()
+    assert {"/channels", "/list", "/{ct}/{c}", "/{ct}/{c}/{y}/{m}/{d}", "/{ct}/{c}/{ut}/{u}/{y}/{m}"} <= set(
+        spec["paths"]
+    )
+    docs = server.get("/docs")
+    assert docs.status_code == 200 and "/docs/assets/swagger-ui-bundle.js" in docs.text
+    assert "cdn" not in docs.text.lower()
+    asset = server.get("/docs/assets/swagger-ui-bundle.js")
+    assert asset.status_code == 200 and len(asset.content) > 100_000
