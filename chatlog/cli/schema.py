@@ -21,6 +21,7 @@ import chatlog.monitor.settings
 import core.settings
 import ingest.irc.settings
 import ingest.settings
+import serve.settings
 import sink.settings
 from core import settings_reference
 from core.settings import KafkaSettings, load
@@ -33,6 +34,7 @@ SETTINGS_MODULES: Final[tuple[ModuleType, ...]] = (
     ingest.irc.settings,
     ingest.settings,
     sink.settings,
+    serve.settings,
     chatlog.monitor.settings,
 )
 """Every settings module of the project, in the order of the reference (a test checks none is missing)."""

@@ -10,6 +10,7 @@ import time
 import uuid
 from collections.abc import Iterator
 from datetime import UTC, datetime
+from typing import Any
 
 import httpx
 import pytest
@@ -97,14 +98,18 @@ def server(stack: StackSettings, tmp_path_factory: pytest.TempPathFactory) -> It
     settings = stack.model_copy(update={"cassandra_keyspace": keyspace})
     apply_schema(settings)
     events = _events()
-    sink = SinkSettings(
-        cassandra_keyspace=keyspace, sink_checkpoint=str(tmp_path_factory.mktemp("cp")), sink_metrics_port=0
-    )
+    sink_values: dict[str, Any] = {"cassandra_keyspace": keyspace, "sink_metrics_port": 0}
+    sink = SinkSettings(**sink_values, sink_checkpoint=str(tmp_path_factory.mktemp("cp")))
     stats = write_partition(((encode(e), None, None) for e in events), sink)
     close_sessions()
     assert stats.events == len(events)
     port = _free_port()
-    app = create_app(ServeSettings(cassandra_keyspace=keyspace, serve_port=port, serve_channels_ttl_s=0))
+    serve_values: dict[str, Any] = {
+        "cassandra_keyspace": keyspace,
+        "serve_port": port,
+        "serve_channels_ttl_s": 0,
+    }
+    app = create_app(ServeSettings(**serve_values))
     config = uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="on")
     uv = uvicorn.Server(config)
     thread = threading.Thread(target=uv.run, daemon=True)
