@@ -40,7 +40,7 @@ from core.errors import ChatlogError
 STDIN: Final = "-"
 CHANNEL_FILE: Final = "channel.txt"
 CHANNEL_FILE_GZ: Final = "channel.txt.gz"
-_USER_FILE: Final = re.compile(r"\d+\.txt(\.gz)?")
+_USER_FILE: Final = re.compile(r"[0-9]+\.txt(\.gz)?")
 _DIGITS: Final = re.compile(r"(\d+)")
 
 

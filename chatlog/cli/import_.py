@@ -22,19 +22,20 @@ class BarProgress:
     def __init__(self) -> None:
         from rich.console import Console
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+        from rich.table import Column
 
         self.progress: Progress = Progress(
-            BarColumn(),
+            BarColumn(bar_width=16),
             MofNCompleteColumn(),
-            TextColumn("files"),
-            TextColumn("{task.fields[lines]:>12,} lines {task.fields[rate]:>9,.0f} lines/s"),
+            TextColumn("files {task.fields[lines]:>11,} lines {task.fields[rate]:>9,.0f} lines/s"),
             TimeElapsedColumn(),
-            TextColumn("{task.description}"),
+            TextColumn("{task.description}", table_column=Column(ratio=1, no_wrap=True, overflow="ellipsis")),
             console=Console(stderr=True),
             redirect_stdout=False,
             redirect_stderr=False,
         )
         self._task: TaskID | None = None
+        self._room = 0  # columns left for the name of the file being read
         self._lines = 0
         self._started = time.monotonic()
 
@@ -45,10 +46,12 @@ class BarProgress:
     def start(self, files: int) -> None:
         self._started = time.monotonic()
         self._task = self.progress.add_task("", total=files, lines=0, rate=0.0)
+        # the other columns take 68 characters and "done/total": a longer line would make rich drop columns
+        self._room = self.progress.console.width - 69 - 2 * len(str(files))
 
     def file(self, path: str) -> None:
         if self._task is not None:
-            self.progress.update(self._task, description=path[-60:])
+            self.progress.update(self._task, description=path[-self._room :] if self._room >= 10 else "")
 
     def lines(self, count: int) -> None:
         self._lines += count

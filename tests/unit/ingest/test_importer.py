@@ -301,3 +301,24 @@ def test_a_file_with_a_byte_order_mark_imports_through_the_command_line(
     result = CliRunner().invoke(cli, ["import", str(path), "--dry-run"])
     assert result.exit_code == 0, result.output
     assert decode(result.stdout_bytes.strip()).raw == PRIVMSG
+
+
+def test_the_first_problems_of_the_whole_import_are_printed_not_of_each_file(
+    cli: typer.Typer, tmp_path: Path
+) -> None:
+    for name in ("a.log", "b.log"):
+        (tmp_path / name).write_bytes(b"not irc\n" * MAX_REPORTED + PLAIN.encode() + b"\n")
+    result = CliRunner().invoke(cli, ["import", str(tmp_path), "--dry-run"])
+    assert result.exit_code == 0, result.output
+    err = result.stderr.splitlines()
+    assert err[0] == f"{tmp_path}: 2 files"
+    assert err[1 : MAX_REPORTED + 1] == [
+        f"{tmp_path / 'a.log'}:{n}: not an IRC line (expected '@tags', ':prefix' or a command first)"
+        for n in range(1, MAX_REPORTED + 1)
+    ]
+    assert err[MAX_REPORTED + 1 :] == [
+        f"{tmp_path}: {MAX_REPORTED} more problems not shown",
+        f"import {tmp_path}: files 2 (0 unreadable or corrupt), read {2 * MAX_REPORTED + 2}, events 2, "
+        f"skipped {2 * MAX_REPORTED} (0 not chat, {2 * MAX_REPORTED} problems, 0 blank), produced 0, "
+        "dead-lettered 0, failed 0",
+    ]
