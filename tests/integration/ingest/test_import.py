@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import gzip
 import io
 import os
 import time
@@ -225,3 +226,59 @@ def test_a_file_of_only_bad_lines_is_dead_lettered_and_exits_1(
         (f"import:{path}:2", limit, f"line longer than {limit} bytes (the dead letter holds the first)"),
         (f"import:{path}:4", 25, "PRIVMSG target 'nobody' is not a #channel"),
     ]
+
+
+def _justlog_tree(root: Path) -> list[str]:
+    """A justlog tree of corpus lines (plain and .gz days, lines without tags, a user file, a corrupt
+    .gz); returns the chat lines of its channel files, each with an id no other line has."""
+    lines, ids = [], set()
+    for line in corpus(2400):
+        event = parse_line(line, received_at=0)
+        if event is not None and event.message_id not in ids:  # identical NOTICEs share an id: keep one
+            ids.add(event.message_id)
+            lines.append(line)
+    plain = [f":user{i}!u@h PRIVMSG #plainchan :no tags here {i}" for i in range(300)]
+    days = [lines[:600], lines[600:1200], lines[1200:], plain]
+
+    def write(path: Path, day: list[str], *, gz: bool) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        data = "".join(f"{line}\n" for line in day).encode()
+        path.write_bytes(gzip.compress(data) if gz else data)
+
+    for n, day in enumerate(days, start=1):
+        gz = n % 2 == 1
+        write(root / "1337" / "2024" / "3" / str(n) / ("channel.txt.gz" if gz else "channel.txt"), day, gz=gz)
+    write(root / "1337" / "2024" / "3" / "4242.txt.gz", lines[:100], gz=True)  # a user file: not read
+    corrupt = root / "1337" / "2024" / "4" / "1" / "channel.txt.gz"
+    corrupt.parent.mkdir(parents=True)
+    corrupt.write_bytes(gzip.compress(b"PING :x\n")[:-12])  # cut short
+    return [*lines, *plain]
+
+
+def test_a_justlog_tree_imported_twice_holds_each_message_id_once_per_import(
+    fresh_topics: StackSettings, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    expected = _justlog_tree(tmp_path / "logs")
+    expected_ids = set()
+    for line in expected:
+        event = parse_line(line, received_at=0)
+        assert event is not None
+        expected_ids.add(event.message_id)
+    assert len(expected_ids) == len(expected)
+    app = _cli(fresh_topics, monkeypatch)
+
+    summaries = []
+    for _ in range(2):
+        result = CliRunner().invoke(app, ["import", str(tmp_path / "logs")])
+        assert result.exit_code == 0, result.output
+        summaries.append(result.stderr.splitlines()[-1])
+
+    assert "not read: 1 user file" in result.stderr
+    chat = len(expected)
+    assert summaries[0] == summaries[1]
+    assert summaries[0].startswith(f"import {tmp_path / 'logs'}: files 5 (1 unreadable or corrupt), ")
+    assert summaries[0].endswith(f"produced {chat}, dead-lettered 0, failed 0")
+    records = read_all(fresh_topics, fresh_topics.topic_messages, 2 * chat)  # the topic holds both imports
+    ids = [decode(msg.value() or b"").message_id for msg in records]
+    assert set(ids) == expected_ids  # the sink, keyed by message id, stores each line once
+    assert sorted(ids) == sorted([*expected_ids, *expected_ids])
