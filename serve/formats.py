@@ -113,7 +113,7 @@ def basic_message(event: ChatEvent) -> dict[str, Any]:
         "text": friendly_text(event),
         "displayName": event.display_name or event.user_login or "",
         "timestamp": timestamp(event.sent_at),
-        "id": event.tags.get("id", "") or (event.message_id if event.kind == "PRIVMSG" else ""),
+        "id": event.tags.get("id", ""),  # Twitch's message id; "" without one (rustlog)
         "tags": event.tags,
     }
 

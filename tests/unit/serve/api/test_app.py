@@ -1,0 +1,118 @@
+"""The app on an in-memory store: storage failures are 503s or a cut body, never a 500 or a traceback."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from datetime import date
+from typing import Any
+
+import httpx
+
+from core.settings import load
+from schemas.chat_event import ChatEvent
+from serve.api.app import create_app
+from serve.settings import ServeSettings
+from serve.store import Channel, LookupUnsupported
+
+DAY = 1_704_153_600_000  # 2024-01-02
+
+
+def _event(i: int) -> ChatEvent:
+    return ChatEvent(
+        message_id=f"m{i}", kind="PRIVMSG", channel="alpha", user_login="bob", text=f"line {i}",
+        sent_at=DAY + i * 1000, received_at=DAY + i * 1000, raw=f"raw {i}",
+    )  # fmt: skip
+
+
+class FakeStore:
+    def __init__(self, *, fail_at: int | None = None, down: bool = False) -> None:
+        self.fail_at = fail_at
+        self.down = down
+
+    async def channels(self) -> list[Channel]:
+        return [Channel("alpha", "1")]
+
+    async def channel_by_id(self, channel_id: str) -> str | None:
+        return "alpha" if channel_id == "1" else None
+
+    async def user_by_id(self, channel: str, user_id: str) -> str | None:
+        raise LookupUnsupported("no ids here")
+
+    async def channel_days(self, channel: str) -> list[date]:
+        return [date(2024, 1, 2)]
+
+    async def latest_day(self, channel: str) -> date | None:
+        return date(2024, 1, 2) if channel == "alpha" else None
+
+    async def user_months(self, channel: str, user: str) -> list[tuple[int, int]]:
+        return [(2024, 1)]
+
+    async def latest_user_month(self, channel: str, user: str) -> tuple[int, int] | None:
+        return (2024, 1)
+
+    async def _events(self) -> AsyncIterator[ChatEvent]:
+        for i in range(5):
+            if self.fail_at == i:
+                raise RuntimeError("Cassandra timed out")
+            yield _event(i)
+
+    def channel_events(
+        self, channel: str, lo: int, hi: int, *, reverse: bool = False
+    ) -> AsyncIterator[ChatEvent]:
+        return self._events()
+
+    def user_events(
+        self, channel: str, user: str, lo: int, hi: int, *, reverse: bool = False
+    ) -> AsyncIterator[ChatEvent]:
+        return self._events()
+
+    async def ping(self) -> None:
+        if self.down:
+            raise RuntimeError("no host available")
+
+
+def _get(store: FakeStore, path: str) -> httpx.Response:
+    async def go() -> httpx.Response:
+        app = create_app(load(ServeSettings), store)
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://test") as client:
+            return await client.get(path)
+
+    return asyncio.run(go())
+
+
+def test_storage_failure_before_the_first_line_is_a_503() -> None:
+    response = _get(FakeStore(fail_at=0), "/channel/alpha/2024/1/2")
+    assert response.status_code == 503
+    assert response.json() == {"status": 503, "message": "the log storage did not answer; try again"}
+
+
+def test_storage_failure_mid_stream_cuts_the_body() -> None:
+    response = _get(FakeStore(fail_at=3), "/channel/alpha/2024/1/2?json")
+    assert response.status_code == 200
+    assert response.text.startswith('{"messages":[') and not response.text.endswith("]}")
+    complete = _get(FakeStore(), "/channel/alpha/2024/1/2?json")
+    assert complete.text.endswith("]}") and len(complete.json()["messages"]) == 5
+
+
+def test_health() -> None:
+    assert _get(FakeStore(), "/health").json() == {"status": "ok"}
+    down = _get(FakeStore(down=True), "/health")
+    assert down.status_code == 503 and down.json()["reason"] == "RuntimeError: no host available"
+
+
+def test_limit_and_offset_over_the_stream() -> None:
+    text = _get(FakeStore(), "/channel/alpha/2024/1/2?offset=3&limit=10").text
+    assert text.splitlines() == [
+        "[2024-01-02 00:00:03] #alpha bob: line 3",
+        "[2024-01-02 00:00:04] #alpha bob: line 4",
+    ]
+
+
+def test_unknown_routes_are_json_404s() -> None:
+    for path in ("/nothing", "/channel/alpha/user/bob/random", "/channel/alpha/userid/7/2024/1"):
+        response = _get(FakeStore(), path)
+        assert response.status_code == 404, path
+        body: dict[str, Any] = response.json()
+        assert body["status"] == 404 and body["message"], path

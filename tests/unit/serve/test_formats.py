@@ -1,0 +1,107 @@
+"""Contract: the justlog/rustlog formats, against examples written from their sources and tests
+(rustlog src/logs/schema/message/full.rs and basic.rs, justlog api/server.go)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from schemas.chat_event import ChatEvent
+from serve.formats import basic_message, full_message, message_type, text_line, timestamp
+
+# rustlog's parse_old_message example: a PRIVMSG of Snusbot in #forsen at 1489263601000.
+SNUSBOT_RAW = (
+    "@badges=;color=;display-name=Snusbot;emotes=;mod=0;room-id=22484632;subscriber=0;"
+    "tmi-sent-ts=1489263601000;turbo=0;user-id=62541963;user-type= :snusbot!snusbot@snusbot.tmi.twitch.tv "
+    "PRIVMSG #forsen :prasoc won 10 points in roulette and now has 2838 points! forsenPls"
+)
+SNUSBOT_TAGS = {
+    "badges": "", "color": "", "display-name": "Snusbot", "emotes": "", "mod": "0", "room-id": "22484632",
+    "subscriber": "0", "tmi-sent-ts": "1489263601000", "turbo": "0", "user-id": "62541963", "user-type": "",
+}  # fmt: skip
+SNUSBOT_FULL: dict[str, Any] = {
+    "text": "prasoc won 10 points in roulette and now has 2838 points! forsenPls",
+    "displayName": "Snusbot",
+    "timestamp": "2017-03-11T20:20:01Z",
+    "id": "",
+    "tags": SNUSBOT_TAGS,
+    "username": "snusbot",
+    "channel": "forsen",
+    "raw": SNUSBOT_RAW,
+    "type": 1,
+    "systemText": "",
+}
+SNUSBOT_TEXT = "[2017-03-11 20:20:01] #forsen snusbot: " + SNUSBOT_FULL["text"]
+
+
+def _event(**kw: Any) -> ChatEvent:
+    values: dict[str, Any] = {
+        "message_id": "h" * 32, "kind": "PRIVMSG", "channel": "forsen", "sent_at": 1489263601000,
+        "received_at": 1489263601005, "raw": "", "tags": {},
+    }  # fmt: skip
+    values.update(kw)
+    return ChatEvent(**values)
+
+
+def _snusbot() -> ChatEvent:
+    return _event(
+        channel_id="22484632",
+        user_login="snusbot",
+        user_id="62541963",
+        display_name="Snusbot",
+        text=SNUSBOT_FULL["text"],
+        tags=SNUSBOT_TAGS,
+        raw=SNUSBOT_RAW,
+    )
+
+
+def test_full_and_basic_message_shapes() -> None:
+    assert full_message(_snusbot()) == SNUSBOT_FULL
+    basic = {k: SNUSBOT_FULL[k] for k in ("text", "displayName", "timestamp", "id", "tags")}
+    assert basic_message(_snusbot()) == basic
+
+
+def test_text_line() -> None:
+    assert text_line(_snusbot()) == SNUSBOT_TEXT
+    assert text_line(_event(user_login="a", text="x\r\n[fake] line")) == (
+        "[2017-03-11 20:20:01] #forsen a: x\\r\\n[fake] line"
+    )
+
+
+def test_usernotice_is_system_message_then_text() -> None:
+    # rustlog's avoid_escaping_tags example (daney___ resub in #forsen)
+    system = "daney___ subscribed at Tier 1. They've subscribed for 19 months!"
+    event = _event(
+        kind="USERNOTICE",
+        user_login="daney___",
+        display_name="daney___",
+        text="Still here? LULE",
+        tags={"system-msg": system, "id": "0a4b7b50-052e-473e-99ee-441f05ce52a7", "msg-id": "resub"},
+    )
+    full = full_message(event)
+    assert full["text"] == f"{system} Still here? LULE"
+    assert (full["type"], full["systemText"], full["id"]) == (
+        4,
+        system,
+        "0a4b7b50-052e-473e-99ee-441f05ce52a7",
+    )
+    assert text_line(event) == f"[2017-03-11 20:20:01] #forsen daney___: {system} Still here? LULE"
+    assert full_message(_event(kind="USERNOTICE", tags={"system-msg": system}))["text"] == system
+
+
+def test_clearchat_texts() -> None:
+    timeout = _event(kind="CLEARCHAT", text="bob", tags={"ban-duration": "600"})
+    assert text_line(timeout) == "[2017-03-11 20:20:01] #forsen bob has been timed out for 600 seconds"
+    assert full_message(timeout)["type"] == 2
+    assert full_message(_event(kind="CLEARCHAT", text="bob"))["text"] == "bob has been banned"
+    assert text_line(_event(kind="CLEARCHAT")) == "[2017-03-11 20:20:01] #forsen Chat has been cleared"
+
+
+def test_message_types_and_timestamps() -> None:
+    assert [message_type(_event(kind=k)) for k in ("PRIVMSG", "CLEARMSG", "NOTICE", "WALLOPS")] == [
+        1,
+        13,
+        6,
+        -1,
+    ]
+    assert timestamp(1686947117960) == "2023-06-16T20:25:17.960Z"
+    assert timestamp(0) == "1970-01-01T00:00:00Z"

@@ -1,0 +1,94 @@
+"""serve/names.py without Cassandra: one partition read per lookup, oldest first, ids found both ways."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from types import SimpleNamespace
+from typing import Any
+
+from serve.names import (
+    IdSeen,
+    NameSeen,
+    channel_ids_for_login,
+    identities,
+    name_history,
+    user_ids_for_login,
+)
+
+T1 = datetime(2026, 1, 1, 10, 0, 0)  # naive UTC, as the driver returns timestamps
+T2 = datetime(2026, 2, 1, 10, 0, 0)
+MS1, MS2 = 1_767_261_600_000, 1_769_940_000_000
+
+
+class _Session:
+    """Answers each prepared query from ``tables`` (table -> partition key -> rows); records reads."""
+
+    def __init__(self, tables: dict[str, dict[str, list[dict[str, Any]]]]) -> None:
+        self.tables = tables
+        self.reads: list[tuple[str, str]] = []
+
+    def prepare(self, cql: str) -> str:
+        return cql
+
+    def execute(self, cql: str, args: tuple[str]) -> list[SimpleNamespace]:
+        table = cql.split(" FROM ks.")[1].split(maxsplit=1)[0]
+        self.reads.append((table, args[0]))
+        return [SimpleNamespace(**row) for row in self.tables.get(table, {}).get(args[0], [])]
+
+
+def _user(login: str, display: str, first: datetime | None, last: datetime) -> dict[str, Any]:
+    return {"user_login": login, "display_name": display, "first_seen": first, "last_seen": last}
+
+
+SESSION_TABLES: dict[str, dict[str, list[dict[str, Any]]]] = {
+    "user_names": {
+        "42": [_user("newname", "NewName", T2, T2), _user("oldname", "", T1, T1)],
+        "77": [_user("oldname", "OldName", T2, T2)],
+    },
+    "user_ids_by_login": {
+        "oldname": [
+            {"user_id": "77", "first_seen": T2, "last_seen": T2},
+            {"user_id": "42", "first_seen": T1, "last_seen": T1},
+        ],
+    },
+    "channel_ids_by_login": {"forsen": [{"channel_id": "22484632", "first_seen": None, "last_seen": T2}]},
+}
+
+
+def test_a_history_is_one_read_oldest_first_and_an_empty_display_name_is_none() -> None:
+    session = _Session(SESSION_TABLES)
+    assert name_history(session, "ks", "42") == [
+        NameSeen("oldname", None, MS1, MS1),
+        NameSeen("newname", "NewName", MS2, MS2),
+    ]
+    assert session.reads == [("user_names", "42")]
+
+
+def test_a_login_lookup_is_normalized_and_lists_every_id_oldest_first() -> None:
+    session = _Session(SESSION_TABLES)
+    assert user_ids_for_login(session, "ks", " OldName ") == [IdSeen("42", MS1, MS1), IdSeen("77", MS2, MS2)]
+    assert channel_ids_for_login(session, "ks", "#Forsen") == [IdSeen("22484632", None, MS2)]
+    assert session.reads == [("user_ids_by_login", "oldname"), ("channel_ids_by_login", "forsen")]
+
+
+def test_an_empty_login_is_not_sent_to_cassandra() -> None:
+    session = _Session(SESSION_TABLES)
+    assert user_ids_for_login(session, "ks", " # ") == []
+    assert session.reads == []
+
+
+def test_identities_by_login_give_each_id_with_its_whole_history() -> None:
+    found = identities(_Session(SESSION_TABLES), "ks", "oldname")
+    assert [(i.id, [n.login for n in i.names]) for i in found] == [
+        ("42", ["oldname", "newname"]),
+        ("77", ["oldname"]),
+    ]
+
+
+def test_a_number_is_looked_up_as_an_id_and_as_a_login_and_unknown_ids_are_left_out() -> None:
+    session = _Session(SESSION_TABLES)
+    found = identities(session, "ks", "42")
+    assert [i.id for i in found] == ["42"]
+    assert ("user_ids_by_login", "42") in session.reads
+    assert identities(_Session(SESSION_TABLES), "ks", "123") == []
+    assert identities(_Session(SESSION_TABLES), "ks", "nobody") == []
