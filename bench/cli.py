@@ -163,3 +163,24 @@ def bench_irc(
     write_json(out, result)
     typer.echo(json.dumps(result, indent=2, ensure_ascii=False))
     typer.echo(f"wrote {out}")
+
+
+@app.command("storage")
+def bench_storage(
+    messages: Annotated[
+        int, typer.Option(min=1000, help="Lines of the corpus written into each layout.")
+    ] = 100_000,
+    days: Annotated[float, typer.Option(min=0.01, help="Time the corpus spans.")] = 1.0,
+    layouts: Annotated[
+        str, typer.Option(help="Comma-separated candidate layouts (see bench/storage.py).")
+    ] = "A,B,C16,C64,D16,D64,E64,E64s",
+    out: Annotated[Path, typer.Option(help="Result JSON.")] = Path("results/bench_storage.json"),
+) -> None:
+    """Bytes on disk, rows/s and Cassandra CPU per message of candidate storage layouts (issue 17)."""
+    from bench import storage as b
+    from core.settings import StackSettings, load
+
+    names = [n.strip() for n in layouts.split(",") if n.strip()]
+    result = b.run(load(StackSettings), messages=messages, days=days, names=names, out=out)
+    typer.echo(b.summary(result))
+    typer.echo(f"wrote {out} and {out.with_suffix('.png')}")
