@@ -22,6 +22,7 @@ from chatlog.cli import (
     logs,
     monitor,
     schema,
+    serve,
     simulate,
     sink,
     smoke,
@@ -35,7 +36,7 @@ app = typer.Typer(
     no_args_is_help=True,
     pretty_exceptions_enable=False,
 )
-COMMANDS = (stack, schema, init, ingest, import_, sink, logs, coverage, simulate, monitor, demo, smoke)
+COMMANDS = (stack, schema, init, ingest, import_, sink, logs, coverage, serve, simulate, monitor, demo, smoke)
 PLUGIN_GROUP = "chatlog.commands"
 
 
