@@ -103,14 +103,18 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Raw IRC lines into the messages topic; problems to stderr and the dead-letter topic.
 
-        Directories are read in name order (numbers as numbers). A justlog tree is read channel by channel,
-        day by day, from its channel files only: its user files hold the same lines again. Importing the
-        same lines twice stores them once (ids come from the lines). Lines may start with a
-        '[YYYY-MM-DD HH:MM:SS] ' timestamp (UTC unless it has an offset). A UTF-8 byte order mark is
-        ignored. A file that cannot be read or whose gzip data is corrupt is reported in one line and
-        skipped. Exit 0 when lines were imported, also if some were problems (the summary counts them,
-        their dead letters and the skipped files); 1 if nothing could be read, every line with content was
-        a problem, a path is missing, or Kafka/topics are missing; 3 if some records were not delivered.
+        Directories are read in name order (numbers as numbers). A justlog tree is
+        read channel by channel, day by day, from its channel files only: its user
+        files hold the same lines again. Importing the same lines twice stores them
+        once (ids come from the lines). Lines may start with a '[YYYY-MM-DD HH:MM:SS] '
+        timestamp (UTC unless it has an offset). A UTF-8 byte order mark is ignored.
+        A file that cannot be read or whose gzip data is corrupt is reported in one
+        line and skipped.
+
+        Exit 0 when lines were imported, also if some were problems (the summary
+        counts them, their dead letters and the skipped files); 1 if nothing could
+        be read, every line with content was a problem, a path is missing, or
+        Kafka/topics are missing; 3 if some records were not delivered.
         """
         from core.settings import KafkaSettings, load
         from ingest.importer import ImportFailed, import_paths, paths_label
