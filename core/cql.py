@@ -103,6 +103,17 @@ def quiet_driver_logs() -> None:
     logging.getLogger("cassandra").setLevel(logging.CRITICAL)
 
 
+def open_session(settings: CassandraSettings, **kwargs: Any) -> tuple[Any, Any]:
+    """:func:`connect` for a command or a service: any failure becomes one :class:`ChatlogError` line
+    naming the settings (:func:`connect_failure`), never a driver traceback."""
+    try:
+        return connect(settings, **kwargs)
+    except ChatlogError:
+        raise
+    except Exception as exc:  # the driver raises several kinds
+        raise ChatlogError(connect_failure(settings, exc)) from None
+
+
 def connect_failure(settings: CassandraSettings, exc: BaseException) -> str:
     """One line naming the settings for ``exc`` from :func:`connect` (a missing keyspace, or no host)."""
     from cassandra import InvalidRequest

@@ -62,17 +62,12 @@ def read_events(
     from cassandra import DriverException
     from cassandra.cluster import NoHostAvailable
 
-    from core.cql import connect, connect_failure
+    from core.cql import open_session
 
     channel = channel.lstrip("#").lower()
     lo = since_ms if since_ms is not None else 0
     hi = until_ms if until_ms is not None else MAX_MS
-    try:
-        cluster, session = connect(settings, keyspace=settings.cassandra_keyspace)
-    except ChatlogError:
-        raise
-    except Exception as exc:
-        raise ChatlogError(connect_failure(settings, exc)) from None
+    cluster, session = open_session(settings, keyspace=settings.cassandra_keyspace)
     columns = ", ".join(FIELD_NAMES)
     buckets_cql = "SELECT bucket FROM channel_buckets WHERE channel = ? AND bucket >= ? AND bucket < ?"
     try:

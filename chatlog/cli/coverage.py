@@ -26,7 +26,7 @@ def register(app: typer.Typer) -> None:
         """A channel's coverage spans (per replica group and ingester) and gaps, from the ledger."""
         from cassandra import DriverException, InvalidRequest
 
-        from core.cql import connect, connect_failure, quiet_driver_logs
+        from core.cql import open_session, quiet_driver_logs
         from core.errors import ChatlogError
         from core.settings import CassandraSettings, load
         from core.times import parse_time
@@ -41,10 +41,7 @@ def register(app: typer.Typer) -> None:
             raise ChatlogError("--until must be after --since")
         settings = load(CassandraSettings, cassandra_keyspace=keyspace)
         quiet_driver_logs()
-        try:
-            cluster, session = connect(settings)
-        except Exception as exc:  # the driver raises several kinds; one line names the setting
-            raise ChatlogError(connect_failure(settings, exc)) from None
+        cluster, session = open_session(settings)
         try:
             found = read_coverage(
                 session, settings.cassandra_keyspace, channel.lstrip("#").lower(), since_ms, until_ms

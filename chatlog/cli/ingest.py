@@ -55,17 +55,14 @@ def _fleet_gaps(channels: Collection[str], replicas: list[int], keyspace: str | 
     from cassandra import DriverException, InvalidRequest
     from cassandra.cluster import NoHostAvailable
 
-    from core.cql import connect, connect_failure, quiet_driver_logs
+    from core.cql import open_session, quiet_driver_logs
     from core.errors import ChatlogError
     from core.settings import CassandraSettings, load
     from serve.fleet_gaps import read_fleet_gaps
 
     settings = load(CassandraSettings, cassandra_keyspace=keyspace)
     quiet_driver_logs()
-    try:
-        cluster, session = connect(settings)
-    except Exception as exc:  # the driver raises several kinds; one line names the setting
-        raise ChatlogError(connect_failure(settings, exc)) from None
+    cluster, session = open_session(settings)
     try:
         return read_fleet_gaps(session, settings.cassandra_keyspace, channels, replicas=replicas)
     except InvalidRequest:  # no such table, or no such keyspace: made before the ledger existed

@@ -36,18 +36,12 @@ DESCRIPTION = (
 
 
 def open_store(settings: ServeSettings) -> tuple[Any, LogStore]:
-    from core.cql import connect, connect_failure
-    from core.errors import ChatlogError
+    from core.cql import open_session
     from serve.cassandra_store import CassandraStore
 
-    try:
-        cluster, session = connect(
-            settings, keyspace=settings.cassandra_keyspace, timeout=settings.serve_request_timeout_s
-        )
-    except ChatlogError:
-        raise
-    except Exception as exc:
-        raise ChatlogError(connect_failure(settings, exc)) from None
+    cluster, session = open_session(
+        settings, keyspace=settings.cassandra_keyspace, timeout=settings.serve_request_timeout_s
+    )
     store = CassandraStore(
         session,
         fetch_size=settings.serve_fetch_size,
