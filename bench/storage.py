@@ -619,8 +619,22 @@ _MAJOR_COMPACTION: Final = (
 compaction without nodetool."""
 
 
+def _wait_flushed(layout: Layout, keyspace: str, data_dir: Path, deadline: float) -> None:
+    while time.monotonic() < deadline:
+        dirs = [_table_dir(data_dir, keyspace, t.name) for t in layout.tables]
+        if all(d is not None and sstables(d) for d in dirs):
+            return
+        time.sleep(0.5)
+    raise ChatlogError(f"{keyspace}: the tables were not flushed in time")
+
+
 def _flush_and_compact(
-    session: Any, keyspace: str, layout: Layout, data_dir: Path, timeout_s: float
+    session: Any,
+    keyspace: str,
+    layout: Layout,
+    data_dir: Path,
+    timeout_s: float,
+    again: Sequence[tuple[Any, tuple[Any, ...]]],
 ) -> float:
     """Flush every table of ``layout`` and compact each to one SSTable; returns the seconds it took."""
     t0 = time.monotonic()
@@ -631,6 +645,12 @@ def _flush_and_compact(
         session.execute(
             f"ALTER TABLE {keyspace}.{table.name} WITH memtable_flush_period_in_ms = 1000", timeout=120
         )
+    _wait_flushed(layout, keyspace, data_dir, t0 + timeout_s)
+    # Flushes write LZ4 whatever the table's compressor (cassandra.yaml flush_compression: fast), so a
+    # table that flushed once would keep an LZ4 SSTable: one row written again (the same cells, so
+    # nothing more once compacted) makes a second SSTable, and the compaction writes the table's own.
+    for prepared, params in again:
+        session.execute(prepared, params, timeout=60)
     stable_since, last = time.monotonic(), None
     while time.monotonic() - t0 < timeout_s:
         state = []
@@ -696,6 +716,7 @@ def measure_layout(
         timeout=120,
     )
     stmts: list[tuple[Any, tuple[Any, ...]]] = []
+    again: list[tuple[Any, tuple[Any, ...]]] = []
     per_table: dict[str, dict[str, Any]] = {}
     for table in layout.tables:
         session.execute(table.ddl.replace("{ks}", keyspace), timeout=120)
@@ -712,6 +733,7 @@ def measure_layout(
                 seen.setdefault(k, p)
             params = list(seen.values())
         stmts.extend((prepared, p) for p in params)
+        again.append((prepared, params[-1]))
         per_table[table.name] = {
             "rows": len(params),
             "partitions": len(set(keys)),
@@ -723,7 +745,7 @@ def measure_layout(
     cpu1 = cpu_seconds(cassandra_pid)
     if not all(r.success for r in results):
         raise ChatlogError(f"layout {layout.name}: some writes failed")
-    compact_s = _flush_and_compact(session, keyspace, layout, data_dir, compact_timeout_s)
+    compact_s = _flush_and_compact(session, keyspace, layout, data_dir, compact_timeout_s, again)
     cpu2 = cpu_seconds(cassandra_pid)
     n = len(rows)
     on_disk = uncompressed = 0
@@ -740,6 +762,8 @@ def measure_layout(
         stats.update(
             {
                 "sstables": len(data),
+                "compressor": sorted({i["compressor"] for i in infos}),
+                "chunk_bytes": sorted({i["chunk"] for i in infos}),
                 "data_db_bytes": size,
                 "uncompressed_bytes": raw_len,
                 "compression_ratio": round(size / raw_len, 3) if raw_len else None,
