@@ -66,6 +66,7 @@ bench: setup $(STAMPS)/bench-extra ## every benchmark on the local stack; JSON a
 	$(BIN)/chatlog bench e2e
 	$(BIN)/chatlog bench scale
 	$(BIN)/chatlog bench monitor
+	$(BIN)/chatlog bench storage
 	$(BIN)/chatlog bench irc
 
 demo: setup $(STAMPS)/bench-extra ## the main job
