@@ -13,19 +13,25 @@
 * A user id cannot be resolved without scanning: these tables hold ``user_id`` only as a column of rows
   keyed by login. :meth:`CassandraStore.user_by_id` raises :class:`~serve.store.LookupUnsupported`; the
   id-keyed tables will answer it.
+* Counts: a user's, server-side (``COUNT(*)`` over :attr:`probe_batch` user partitions per query); by
+  sender over a channel range, two small columns of every row streamed (:meth:`CassandraStore.senders`).
+* Random picks: a random bucket of the channel, then the first event at or after (else before) a random
+  instant in it; a user's: buckets probed in random order, a random event of the first bucket that holds
+  any. Cheap, but not uniform over events (an event in a quiet bucket is likelier).
 """
 
 from __future__ import annotations
 
 import asyncio
+import random
 import time
 from collections import deque
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from datetime import UTC, date, datetime, timedelta
-from typing import Any, Final
+from typing import Any, Final, TypeVar
 
 from schemas.chat_event import FIELD_NAMES, ChatEvent
-from schemas.cql import bucket_of
+from schemas.cql import BUCKET_MS, bucket_of
 from serve.aiocql import PagedQuery
 from serve.logs import row_event
 from serve.store import Channel, LookupUnsupported
@@ -34,6 +40,8 @@ _COLUMNS: Final = ", ".join(FIELD_NAMES)
 _EPOCH: Final = datetime(1970, 1, 1)
 _MS_DELTA: Final = timedelta(milliseconds=1)
 _CONCURRENT_LOOKUPS: Final = 16
+_RANDOM_TRIES: Final = 8
+T = TypeVar("T")
 
 
 def _ms(value: datetime) -> int:
@@ -99,6 +107,25 @@ class CassandraStore:
             "user_probe": prepare(
                 "SELECT bucket FROM messages_by_user WHERE channel = ? AND user_login = ? AND bucket IN ? "
                 "PER PARTITION LIMIT 1"
+            ),
+            "channel_from": prepare(
+                f"SELECT {_COLUMNS} FROM messages_by_channel WHERE channel = ? AND bucket = ? "
+                "AND sent_at >= ? LIMIT 1"
+            ),
+            "channel_before": prepare(
+                f"SELECT {_COLUMNS} FROM messages_by_channel WHERE channel = ? AND bucket = ? "
+                "AND sent_at < ? ORDER BY sent_at DESC, message_id DESC LIMIT 1"
+            ),
+            "user_bucket": prepare(
+                f"SELECT {_COLUMNS} FROM messages_by_user WHERE channel = ? AND user_login = ? AND bucket = ?"
+            ),
+            "user_count": prepare(
+                "SELECT COUNT(*) AS n, MAX(user_id) AS user_id FROM messages_by_user WHERE channel = ? "
+                f"AND user_login = ? AND bucket IN ? {window}"
+            ),
+            "senders": prepare(
+                "SELECT user_login, user_id FROM messages_by_channel WHERE channel = ? AND bucket = ? "
+                f"{window}"
             ),
             "ping": prepare("SELECT release_version FROM system.local"),
         }
@@ -197,7 +224,12 @@ class CassandraStore:
 
     # -- events --------------------------------------------------------------------------------------------
 
-    async def _stream(self, queries: AsyncIterator[PagedQuery]) -> AsyncIterator[ChatEvent]:
+    def _stream(self, queries: AsyncIterator[PagedQuery]) -> AsyncIterator[ChatEvent]:
+        return self._rows(queries, row_event)
+
+    async def _rows(
+        self, queries: AsyncIterator[PagedQuery], convert: Callable[[Any], T]
+    ) -> AsyncIterator[T]:
         """The rows of ``queries`` in order, the next :attr:`read_ahead` of them already started."""
         ahead: deque[PagedQuery] = deque()
         source = aiter(queries)
@@ -218,7 +250,7 @@ class CassandraStore:
             await fill()
             async for page in query.pages():
                 for row in page:
-                    yield row_event(row)
+                    yield convert(row)
 
     def channel_events(
         self, channel: str, lo: int, hi: int, *, reverse: bool = False
@@ -246,6 +278,53 @@ class CassandraStore:
                         yield self._query(rows, channel, user, _dt(start), _dt(lo), _dt(hi))
 
         return self._stream(queries())
+
+    def senders(self, channel: str, lo: int, hi: int) -> AsyncIterator[tuple[str | None, str | None]]:
+        async def queries() -> AsyncIterator[PagedQuery]:
+            async for start in self._bucket_starts(channel, lo, hi, reverse=False):
+                yield self._query("senders", channel, _dt(start), _dt(lo), _dt(hi))
+
+        return self._rows(queries(), lambda row: (row.user_login, row.user_id))
+
+    # -- counts and random picks ---------------------------------------------------------------------------
+
+    async def user_count(self, channel: str, user: str, lo: int, hi: int) -> tuple[int, str | None]:
+        gate = asyncio.Semaphore(_CONCURRENT_LOOKUPS)
+
+        async def count(batch: list[int]) -> tuple[int, str | None]:
+            async with gate:
+                starts = [_dt(start) for start in batch]
+                rows = await self._query("user_count", channel, user, starts, _dt(lo), _dt(hi)).all()
+            return (rows[0].n, rows[0].user_id) if rows else (0, None)
+
+        batches = [
+            b async for b in _batches(self._bucket_starts(channel, lo, hi, reverse=False), self.probe_batch)
+        ]
+        counts = await asyncio.gather(*(count(batch) for batch in batches))
+        ids = [user_id for _, user_id in counts if user_id]
+        return sum(n for n, _ in counts), (max(ids) if ids else None)
+
+    async def random_channel_event(self, channel: str) -> ChatEvent | None:
+        starts = [start async for start in self._bucket_starts(channel, 0, _FAR, reverse=False)]
+        for _ in range(min(_RANDOM_TRIES, len(starts))):
+            start = random.choice(starts)
+            at = _dt(start + random.randrange(BUCKET_MS))
+            for name in ("channel_from", "channel_before"):
+                rows = await self._query(name, channel, _dt(start), at).all()
+                if rows:
+                    return row_event(rows[0])
+        return None
+
+    async def random_user_event(self, channel: str, user: str) -> ChatEvent | None:
+        starts = [start async for start in self._bucket_starts(channel, 0, _FAR, reverse=False)]
+        random.shuffle(starts)
+        for i in range(0, len(starts), self.probe_batch):
+            hits = sorted(await self._probe(channel, user, starts[i : i + self.probe_batch]))
+            if hits:
+                rows = await self._query("user_bucket", channel, user, _dt(random.choice(hits))).all()
+                if rows:
+                    return row_event(random.choice(rows))
+        return None
 
 
 _FAR: Final = 253_402_300_799_999

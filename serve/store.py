@@ -72,6 +72,24 @@ class LogStore(Protocol):
         """Every event of ``user`` (a login) in ``channel`` with ``lo <= sent_at < hi``."""
         ...
 
+    async def random_channel_event(self, channel: str) -> ChatEvent | None:
+        """One event of ``channel`` picked at random (None: nothing stored)."""
+        ...
+
+    async def random_user_event(self, channel: str, user: str) -> ChatEvent | None:
+        """One event of ``user`` (a login) in ``channel`` picked at random (None: nothing stored)."""
+        ...
+
+    async def user_count(self, channel: str, user: str, lo: int, hi: int) -> tuple[int, str | None]:
+        """How many events ``user`` (a login) has in ``channel`` with ``lo <= sent_at < hi``, and the
+        user's Twitch id (None: none stored), counted by the storage."""
+        ...
+
+    def senders(self, channel: str, lo: int, hi: int) -> AsyncIterator[tuple[str | None, str | None]]:
+        """The ``(user_login, user_id)`` of every event of ``channel`` with ``lo <= sent_at < hi`` (None
+        for an event without one), in no particular order: what counting by sender needs."""
+        ...
+
     async def ping(self) -> None:
         """Raise when the storage does not answer."""
         ...

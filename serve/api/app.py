@@ -21,6 +21,7 @@ from fastapi.staticfiles import StaticFiles
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from serve.api import capabilities, random, recent, stats
 from serve.api.errors import ApiError, on_api_error, on_http_error, on_validation_error
 from serve.api.metrics import MetricsMiddleware, ServeMetrics
 from serve.api.middleware import NormalizePath
@@ -96,7 +97,13 @@ def create_app(settings: ServeSettings, store: LogStore | None = None) -> FastAP
         return Response(generate_latest(metrics.registry), media_type=CONTENT_TYPE_LATEST)
 
     _add_docs(app)
+    # before the log routes: /{ct}/{c}/{ut}/{u}/random would otherwise match /{ct}/{c}/{y}/{m}/{d}
+    app.include_router(recent.router)
+    app.include_router(capabilities.router, tags=["service"])
+    app.include_router(random.router, tags=["logs"])
+    app.include_router(stats.router, tags=["stats"])
     app.include_router(router, tags=["logs"])
+    app.add_middleware(capabilities.CapabilitiesHeader, fastapi=app)
     app.add_middleware(MetricsMiddleware, metrics=metrics)
     app.add_middleware(CORSMiddleware, allow_origins=["*"], allow_methods=["GET"], allow_headers=["*"])
     app.add_middleware(NormalizePath)  # outermost: routing and metrics see the normalised path

@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+from http import HTTPStatus
+
 from fastapi import Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
@@ -12,10 +14,11 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 class ApiError(Exception):
     """An answer other than 2xx/3xx, with the reason the client reads."""
 
-    def __init__(self, status: int, message: str) -> None:
+    def __init__(self, status: int, message: str, *, code: str | None = None) -> None:
         super().__init__(message)
         self.status = status
         self.message = message
+        self.code = code
 
 
 def bad_request(message: str) -> ApiError:
@@ -26,13 +29,18 @@ def not_found(message: str) -> ApiError:
     return ApiError(404, message)
 
 
-def error_response(status: int, message: str) -> JSONResponse:
-    return JSONResponse({"status": status, "message": message}, status_code=status)
+def error_response(status: int, message: str, code: str | None = None) -> JSONResponse:
+    """The error body; with ``code``, also recent-messages2's fields (``status_message``, ``error``,
+    ``error_code``), so its clients read it as theirs."""
+    body: dict[str, object] = {"status": status, "message": message}
+    if code is not None:
+        body.update(status_message=HTTPStatus(status).phrase, error=message, error_code=code)
+    return JSONResponse(body, status_code=status)
 
 
 async def on_api_error(request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, ApiError)
-    return error_response(exc.status, exc.message)
+    return error_response(exc.status, exc.message, exc.code)
 
 
 async def on_http_error(request: Request, exc: Exception) -> JSONResponse:

@@ -9,6 +9,7 @@ import threading
 import time
 import uuid
 from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime
 from typing import Any
 
@@ -92,12 +93,14 @@ def _free_port() -> int:
         return port
 
 
-@pytest.fixture(scope="module")
-def server(stack: StackSettings, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+@contextmanager
+def serving(
+    stack: StackSettings, tmp_path_factory: pytest.TempPathFactory, events: list[ChatEvent]
+) -> Iterator[Server]:
+    """uvicorn on a free port serving ``events``, written by the sink's writer into a fresh keyspace."""
     keyspace = f"t{uuid.uuid4().hex[:10]}"
     settings = stack.model_copy(update={"cassandra_keyspace": keyspace})
     apply_schema(settings)
-    events = _events()
     sink_values: dict[str, Any] = {"cassandra_keyspace": keyspace, "sink_metrics_port": 0}
     sink = SinkSettings(**sink_values, sink_checkpoint=str(tmp_path_factory.mktemp("cp")))
     stats = write_partition(((encode(e), None, None) for e in events), sink)
@@ -128,6 +131,12 @@ def server(stack: StackSettings, tmp_path_factory: pytest.TempPathFactory) -> It
             session.execute(f"DROP KEYSPACE IF EXISTS {keyspace}", timeout=60)
         finally:
             cluster.shutdown()
+
+
+@pytest.fixture(scope="module")
+def server(stack: StackSettings, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    with serving(stack, tmp_path_factory, _events()) as running:
+        yield running
 
 
 def test_channels_and_list(server: Server) -> None:
@@ -273,11 +282,76 @@ def test_cors_health_metrics_openapi_docs(server: Server) -> None:
     assert 'chatlog_serve_requests_total{route="/{ct}/{c}/{y}/{m}/{d}",status="200"}' in metrics
     assert "chatlog_serve_lines_total" in metrics
     spec = server.get("/openapi.json").json()
-    assert {"/channels", "/list", "/{ct}/{c}", "/{ct}/{c}/{y}/{m}/{d}", "/{ct}/{c}/{ut}/{u}/{y}/{m}"} <= set(
-        spec["paths"]
-    )
+    assert {
+        "/channels", "/list", "/{ct}/{c}", "/{ct}/{c}/{y}/{m}/{d}", "/{ct}/{c}/{ut}/{u}/{y}/{m}",
+        "/api/v2/recent-messages/{login}", "/{ct}/{c}/random", "/{ct}/{c}/{ut}/{u}/random",
+        "/{ct}/{c}/stats", "/{ct}/{c}/{ut}/{u}/stats", "/capabilities",
+    } <= set(spec["paths"])  # fmt: skip
     docs = server.get("/docs")
     assert docs.status_code == 200 and "/docs/assets/swagger-ui-bundle.js" in docs.text
     assert "cdn" not in docs.text.lower()
     asset = server.get("/docs/assets/swagger-ui-bundle.js")
     assert asset.status_code == 200 and len(asset.content) > 100_000
+
+
+def test_random_lines(server: Server) -> None:
+    beta = server.get("/channel/beta/random")
+    assert beta.status_code == 200 and beta.headers["cache-control"] == "no-cache"
+    assert beta.text == "[2024-02-03 00:00:00] #beta dave: beta line\n"
+    assert server.get("/channelid/1002/random?raw").text == "@room-id=1002 :dave PRIVMSG #beta :beta line\n"
+    carol = {"hi bob", "carol subscribed at Tier 1. great stream"}
+    for _ in range(3):
+        picked = server.get("/channel/alpha/user/carol/random?json").json()["messages"]
+        assert len(picked) == 1 and picked[0]["text"] in carol and picked[0]["username"] == "carol"
+    seen = {server.get("/channel/alpha/random").text for _ in range(5)}
+    assert all(line.count("\n") == 1 and line.startswith("[") and "#alpha" in line for line in seen)
+    cases = {
+        "/channel/nochan/random": (404, "nochan"),
+        "/channel/alpha/user/nobody/random": (404, "nobody"),
+        "/channel/alpha/userid/42/random": (404, "id-keyed tables"),
+        "/channelid/999/random": (404, "999"),
+    }
+    for path, (status, word) in cases.items():
+        response = server.get(path)
+        assert response.status_code == status and word in response.json()["message"], (path, response.text)
+
+
+def test_stats(server: Server) -> None:
+    jan2 = "from=2024-01-02T00:00:00Z&to=2024-01-02T23:59:59Z"
+    assert server.get(f"/channel/alpha/stats?{jan2}").json() == {
+        "messageCount": 5,
+        "topChatters": [
+            {"userId": "42", "userLogin": "bob", "messageCount": 2},
+            {"userId": "43", "userLogin": "carol", "messageCount": 2},
+        ],
+    }
+    big = server.get("/channelid/1001/stats?from=2023-12-30T00:00:00Z&to=2023-12-30T23:59:59Z").json()
+    assert big["messageCount"] == BIG
+    assert [c["userLogin"] for c in big["topChatters"]] == ["u0", "u1", "u10", "u11", "u12"]
+    assert {c["messageCount"] for c in big["topChatters"]} == {BIG // 50}
+    assert server.get("/channel/alpha/stats").json() == {"messageCount": 0, "topChatters": []}  # last 30 days
+    assert server.get("/channel/alpha/user/bob/stats").json() == {
+        "userId": "42", "userLogin": "bob", "messageCount": 3,
+    }  # fmt: skip
+    assert server.get(f"/channel/alpha/user/bob/stats?{jan2}").json()["messageCount"] == 2
+    assert server.get("/channel/alpha/user/nobody/stats").json() == {
+        "userId": "", "userLogin": "nobody", "messageCount": 0,
+    }  # fmt: skip
+    cases = {
+        "/channel/nochan/stats": (404, "nochan"),
+        "/channel/alpha/userid/42/stats": (404, "id-keyed tables"),
+        "/channel/alpha/stats?from=soon": (400, "from"),
+        "/channel/alpha/user/bob/stats?to=x": (400, "to"),
+        "/channel/alpha/stats?from=2024-01-03T00:00:00Z&to=2024-01-02T00:00:00Z": (400, "from"),
+    }
+    for path, (status, word) in cases.items():
+        response = server.get(path)
+        assert response.status_code == status and word in response.json()["message"], (path, response.text)
+
+
+def test_capabilities(server: Server) -> None:
+    response = server.get("/capabilities")
+    names = response.json()
+    assert {"arbitrary-range-query", "stats", "random", "recent-messages"} <= set(names)
+    assert response.headers["x-rustlog-capabilities"] == ",".join(names)
+    assert server.get("/channels").headers["x-rustlog-capabilities"] == ",".join(names)

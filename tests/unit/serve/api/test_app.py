@@ -67,6 +67,23 @@ class FakeStore:
     ) -> AsyncIterator[ChatEvent]:
         return self._events()
 
+    async def random_channel_event(self, channel: str) -> ChatEvent | None:
+        if self.fail_at is not None:
+            raise RuntimeError("Cassandra timed out")
+        return _event(0)
+
+    async def random_user_event(self, channel: str, user: str) -> ChatEvent | None:
+        return _event(1) if user == "bob" else None
+
+    async def user_count(self, channel: str, user: str, lo: int, hi: int) -> tuple[int, str | None]:
+        if self.fail_at is not None:
+            raise RuntimeError("Cassandra timed out")
+        return 5, None
+
+    async def senders(self, channel: str, lo: int, hi: int) -> AsyncIterator[tuple[str | None, str | None]]:
+        async for event in self._events():
+            yield event.user_login, event.user_id
+
     async def ping(self) -> None:
         if self.down:
             raise RuntimeError("no host available")
@@ -111,8 +128,29 @@ def test_limit_and_offset_over_the_stream() -> None:
 
 
 def test_unknown_routes_are_json_404s() -> None:
-    for path in ("/nothing", "/channel/alpha/user/bob/random", "/channel/alpha/userid/7/2024/1"):
+    for path in ("/nothing", "/channel/alpha/user/bob/search", "/channel/alpha/userid/7/2024/1"):
         response = _get(FakeStore(), path)
         assert response.status_code == 404, path
         body: dict[str, Any] = response.json()
         assert body["status"] == 404 and body["message"], path
+
+
+def test_random_stats_and_recent_on_a_failing_store_are_503s() -> None:
+    for path in ("/channel/alpha/random", "/channel/alpha/stats", "/channel/alpha/user/bob/stats"):
+        response = _get(FakeStore(fail_at=0), path)
+        assert response.status_code == 503, path
+        assert response.json()["message"] == "the log storage did not answer; try again", path
+    recent = _get(FakeStore(fail_at=0), "/api/v2/recent-messages/alpha")
+    assert recent.status_code == 503 and recent.json()["error_code"] == "storage_unavailable"
+
+
+def test_random_and_stats_on_the_store() -> None:
+    assert (
+        _get(FakeStore(), "/channel/alpha/user/bob/random").text
+        == "[2024-01-02 00:00:01] #alpha bob: line 1\n"
+    )
+    assert _get(FakeStore(), "/channel/alpha/user/eve/random").status_code == 404
+    assert _get(FakeStore(), "/channel/alpha/stats?from=2024-01-01T00:00:00Z").json() == {
+        "messageCount": 5,
+        "topChatters": [{"userId": "", "userLogin": "bob", "messageCount": 5}],
+    }

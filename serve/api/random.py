@@ -1,0 +1,79 @@
+"""``GET /{ct}/{c}/random`` and ``GET /{ct}/{c}/{ut}/{u}/random``: one random line of a channel's (or a
+user's) logs, in the asked format (text, ``?json``, ``?jsonBasic``, ``?raw``, ``?ndjson``), never cached
+(justlog and rustlog). How the line is picked: :mod:`serve.cassandra_store` (cheap, not uniform)."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Annotated
+
+from fastapi import APIRouter, Query, Request
+from fastapi.responses import Response
+
+from schemas.chat_event import ChatEvent
+from serve.api.params import LogQuery, output_format
+from serve.api.routes import _channel as channel_login
+from serve.api.routes import _count as line_counter
+from serve.api.routes import _user as user_login
+from serve.api.stream import stream_events
+from serve.store import LogStore
+
+router = APIRouter()
+
+FormatFlag = Annotated[str | None, Query(description="Flag: present selects the format.")]
+_NO_CACHE = {"Cache-Control": "no-cache"}
+
+
+async def _answer(request: Request, pick: AsyncIterator[ChatEvent], empty: str) -> Response:
+    fmt = output_format(request.query_params)  # one line: no range, order or paging
+    query = LogQuery(format=fmt, reverse=False, limit=None, offset=0, since_ms=None, until_ms=None)
+    return await stream_events(
+        pick, query, empty=empty, count=line_counter(request, query), headers=_NO_CACHE
+    )
+
+
+async def _picked(pick: AsyncIterator[ChatEvent | None]) -> AsyncIterator[ChatEvent]:
+    async for event in pick:
+        if event is not None:
+            yield event
+
+
+@router.get("/{ct}/{c}/random", summary="One random line of the channel's logs")
+async def random_channel_line(
+    request: Request,
+    ct: str,
+    c: str,
+    json: FormatFlag = None,
+    jsonBasic: FormatFlag = None,  # noqa: N803 - the API's name
+    raw: FormatFlag = None,
+    ndjson: FormatFlag = None,
+) -> Response:
+    channel = await channel_login(request, ct, c)
+    store: LogStore = request.app.state.store
+
+    async def pick() -> AsyncIterator[ChatEvent | None]:
+        yield await store.random_channel_event(channel)
+
+    return await _answer(request, _picked(pick()), f"nothing stored for #{channel}")
+
+
+@router.get("/{ct}/{c}/{ut}/{u}/random", summary="One random line of a user's logs in the channel")
+async def random_user_line(
+    request: Request,
+    ct: str,
+    c: str,
+    ut: str,
+    u: str,
+    json: FormatFlag = None,
+    jsonBasic: FormatFlag = None,  # noqa: N803 - the API's name
+    raw: FormatFlag = None,
+    ndjson: FormatFlag = None,
+) -> Response:
+    channel = await channel_login(request, ct, c)
+    user = await user_login(request, channel, ut, u)
+    store: LogStore = request.app.state.store
+
+    async def pick() -> AsyncIterator[ChatEvent | None]:
+        yield await store.random_user_event(channel, user)
+
+    return await _answer(request, _picked(pick()), f"nothing stored for {user} in #{channel}")
