@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 import ast
+import calendar
 import re
+import time
+import uuid
 from collections.abc import Mapping
 from importlib import resources
+from typing import Final
 
 BUCKET_MS = 5 * 60 * 1000
 """Width of a ``messages_by_channel`` time bucket; see the sizing note in cassandra.cql."""
@@ -78,3 +82,119 @@ def statements(keyspace: str, replication: str) -> list[str]:
 def bucket_of(sent_at_ms: int) -> int:
     """Start (epoch ms) of the time bucket that holds ``sent_at_ms``."""
     return sent_at_ms - sent_at_ms % BUCKET_MS
+
+
+# -- keys of the id-keyed tables (issue 17, layout E64s; docs/storage.md) -------------------------------
+
+PARTITION_LIMIT_BYTES: Final = 100 * 2**20
+"""No partition may grow past this (issue 17: ~100 MB), for the rates below."""
+MODERATOR_MSGS_PER_S: Final = 100 / 30
+"""Twitch's limit for a moderator (100 messages per 30 s): the fastest one user can write, every day."""
+CHANNEL_MSGS_PER_S: Final = 300.0
+"""The busiest channel the layout is sized for."""
+CHANNEL_ROW_BYTES: Final = 565.5
+"""Uncompressed bytes of one channel-table row holding the whole raw line (no value stripped, text id)
+inside a large partition: results/bench_storage.json, layout C64, chat_by_channel,
+row_bytes_in_large_partition (E64s stores less: 495.4; lines without ids are not stripped)."""
+USER_POINTER_ROW_BYTES: Final = 31.7
+"""Uncompressed bytes of one user-table pointer row (sent_at, message_id uuid) inside a large partition:
+results/bench_storage.json, layout E64s, chat_by_user, row_bytes_in_large_partition."""
+USER_PERIOD_PARTS: Final = 4
+"""A calendar month of a user is this many partitions: part = (day of month - 1) * 4 // 31."""
+_MONTH_DAYS: Final = 31
+
+LOGIN_KEY_PREFIX: Final = "login:"
+"""Key of a channel or user without a Twitch id: its login under this prefix (a numeric id has no ':')."""
+OTHER_ID_KEY_PREFIX: Final = "id:"
+"""Key of an id that is not ASCII digits (never from Twitch; a plain IRC server's tag): kept apart from
+both numeric ids and logins."""
+
+MESSAGE_ID_NAMESPACE: Final = uuid.UUID("df680883-ad37-5393-8360-f5fd0186965f")
+"""uuid5 namespace of message ids that are not canonical uuids: uuid5(NAMESPACE_URL, "chatlog:message-id").
+Never change it: rows already stored are keyed by uuid5(MESSAGE_ID_NAMESPACE, message_id), and a change
+would store every such event twice."""
+
+
+def _id_key(value: str | None, login: str | None) -> str | None:
+    if value:
+        if value.isascii() and value.isdigit():
+            return value
+        return OTHER_ID_KEY_PREFIX + value
+    if login:
+        return LOGIN_KEY_PREFIX + login.lower()
+    return None
+
+
+def channel_key(channel_id: str | None, channel_login: str) -> str:
+    """The channel tables' key: the ``room-id`` when the line has one, else ``login:<channel login>``.
+
+    A numeric id is kept as it is; another non-empty id becomes ``id:<id>``; so an id key and a login
+    key never collide. ValueError when there is neither an id nor a login."""
+    key = _id_key(channel_id, channel_login)
+    if key is None:
+        raise ValueError("a channel key needs a channel id or a channel login")
+    return key
+
+
+def user_key(user_id: str | None, user_login: str | None) -> str | None:
+    """The user table's key: the ``user-id`` when present, else ``login:<user login>``; ``None`` when
+    the event has no sender (a CLEARCHAT or NOTICE from the server: it gets no user row)."""
+    return _id_key(user_id, user_login)
+
+
+def message_uuid(message_id: str) -> uuid.UUID:
+    """The ``message_id uuid`` column of an event: its id when that is a uuid in canonical text (Twitch's
+    lower-case ``8-4-4-4-12`` form), else uuid5 over :data:`MESSAGE_ID_NAMESPACE` (hashed ids of
+    plain IRC lines, IRCv3 ``msgid``, any other spelling of a uuid). Deterministic, and two different
+    ids never share a uuid unless SHA-1 collides."""
+    if len(message_id) == 36:
+        try:
+            parsed = uuid.UUID(message_id)
+        except ValueError:
+            pass
+        else:
+            if str(parsed) == message_id:
+                return parsed
+    return uuid.uuid5(MESSAGE_ID_NAMESPACE, message_id)
+
+
+def user_period(sent_at_ms: int) -> int:
+    """The user table's period of a time (UTC): ``yyyymm * 10 + part``, part = (day - 1) * 4 // 31."""
+    t = time.gmtime(sent_at_ms // 1000)
+    return (t.tm_year * 100 + t.tm_mon) * 10 + (t.tm_mday - 1) * USER_PERIOD_PARTS // _MONTH_DAYS
+
+
+def _period_start_ms(period: int) -> int:
+    """Epoch ms of the first instant of ``period``."""
+    yyyymm, part = divmod(period, 10)
+    year, month = divmod(yyyymm, 100)
+    day = 1 + -(-_MONTH_DAYS * part // USER_PERIOD_PARTS)  # the first day whose part is `part`
+    return calendar.timegm((year, month, day, 0, 0, 0)) * 1000
+
+
+def _next_period(period: int) -> int:
+    yyyymm, part = divmod(period, 10)
+    if part + 1 < USER_PERIOD_PARTS:
+        return period + 1
+    year, month = divmod(yyyymm, 100)
+    year, month = (year + 1, 1) if month == 12 else (year, month + 1)
+    return (year * 100 + month) * 10
+
+
+def user_periods(since_ms: int, until_ms: int) -> list[int]:
+    """The periods the range ``[since_ms, until_ms)`` touches, oldest first (empty when it is empty)."""
+    if until_ms <= since_ms:
+        return []
+    period = user_period(since_ms)
+    out = [period]
+    while True:
+        period = _next_period(period)
+        if _period_start_ms(period) >= until_ms:
+            return out
+        out.append(period)
+
+
+def longest_user_period_days() -> int:
+    """Days in the longest user period of a 31-day month (the partition bound's time span)."""
+    parts = [(day - 1) * USER_PERIOD_PARTS // _MONTH_DAYS for day in range(1, _MONTH_DAYS + 1)]
+    return max(parts.count(p) for p in set(parts))
