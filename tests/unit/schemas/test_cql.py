@@ -1,13 +1,39 @@
 """CHATLOG_CASSANDRA_REPLICATION goes into CQL only as a parsed, re-rendered replication map (issue 13,
-item 10): a ``;``, a quote or a comment cannot reach the statement."""
+item 10): a ``;``, a quote or a comment cannot reach the statement. The keys of the id-keyed tables
+(issue 17, layout E64s): ids and logins never collide, a month is 4 user periods, partitions stay bounded."""
 
 from __future__ import annotations
 
+import calendar
+import json
+import uuid
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from core.errors import SettingsError
 from core.settings import CassandraSettings, load
-from schemas.cql import normalize_replication, replication_map, statements
+from schemas.cql import (
+    BUCKET_MS,
+    CHANNEL_MSGS_PER_S,
+    CHANNEL_ROW_BYTES,
+    MESSAGE_ID_NAMESPACE,
+    MODERATOR_MSGS_PER_S,
+    PARTITION_LIMIT_BYTES,
+    USER_POINTER_ROW_BYTES,
+    channel_key,
+    longest_user_period_days,
+    message_uuid,
+    normalize_replication,
+    replication_map,
+    statements,
+    user_key,
+    user_period,
+    user_periods,
+)
 
 DEFAULT = "{'class': 'SimpleStrategy', 'replication_factor': 1}"
 
@@ -81,3 +107,124 @@ def test_the_keyspace_statement_holds_exactly_the_rendered_map() -> None:
     assert create.startswith("CREATE KEYSPACE IF NOT EXISTS chatlog")
     assert create.endswith("WITH replication = {'class': 'NetworkTopologyStrategy', 'dc1': 3}")
     assert len(stmts) == len(statements("chatlog", DEFAULT))
+
+
+# -- keys of the id-keyed tables (issue 17) ------------------------------------------------------------
+
+
+def ms(*args: int) -> int:
+    return calendar.timegm((*args, 0, 0, 0)[:6]) * 1000
+
+
+def test_keys_are_the_numeric_id_else_the_login_under_a_prefix() -> None:
+    assert channel_key("11148817", "pajlada") == "11148817"
+    assert channel_key(None, "pajlada") == channel_key("", "Pajlada") == "login:pajlada"
+    assert channel_key("not-a-number", "x") == "id:not-a-number"
+    assert user_key("29", "jun1orrrr") == "29"
+    assert user_key(None, "JuN1oRRRR") == "login:jun1orrrr"
+    assert user_key(None, None) is None  # a server's CLEARCHAT: no user row
+    with pytest.raises(ValueError):
+        channel_key(None, "")
+
+
+_NAMES = st.text(min_size=1, max_size=30)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.one_of(st.none(), _NAMES), _NAMES, st.one_of(st.none(), _NAMES), _NAMES)
+def test_an_id_key_and_a_login_key_never_collide(
+    id_a: str | None, login_a: str, id_b: str | None, login_b: str
+) -> None:
+    """Two keys are equal only when both are id keys of the same id, or both login keys of one login."""
+    for key in (channel_key, user_key):
+        same = key(id_a, login_a) == key(id_b, login_b)
+        if id_a and id_b:
+            assert same == (id_a == id_b)
+        elif not id_a and not id_b:
+            assert same == (login_a.lower() == login_b.lower())
+        else:
+            assert not same
+
+
+def test_a_twitch_uuid_is_its_own_key_and_any_other_id_a_fixed_uuid5() -> None:
+    twitch = "b34ccfc7-4977-403a-8a94-33c6bac34fb8"
+    assert message_uuid(twitch) == uuid.UUID(twitch)
+    hashed = "0f1e2d3c4b5a69788796a5b4c3d2e1f0"  # ingest.parse.line_hash: 32 hex digits, parses as a uuid
+    assert message_uuid(hashed) == uuid.uuid5(MESSAGE_ID_NAMESPACE, hashed) != uuid.UUID(hashed)
+    assert message_uuid(twitch.upper()) == uuid.uuid5(MESSAGE_ID_NAMESPACE, twitch.upper())
+    assert message_uuid(twitch.upper()) != message_uuid(twitch)  # two spellings: two events, as today
+    assert message_uuid("{" + twitch + "}") != uuid.UUID(twitch)
+    # pinned: changing the namespace would store every already-stored id-less event a second time
+    assert uuid.uuid5(uuid.NAMESPACE_URL, "chatlog:message-id") == MESSAGE_ID_NAMESPACE
+    assert str(message_uuid("abc")) == "7a64279c-6bba-5c98-a830-d53575e878ee"
+
+
+def test_user_periods_split_a_month_by_day() -> None:
+    assert user_period(ms(2024, 2, 1)) == 2024_02_0
+    assert user_period(ms(2024, 2, 8, 23, 59, 59) + 999) == 2024_02_0
+    assert user_period(ms(2024, 2, 9)) == 2024_02_1
+    assert user_period(ms(2024, 2, 17)) == 2024_02_2
+    assert user_period(ms(2024, 2, 25)) == 2024_02_3
+    assert user_period(ms(2024, 2, 29)) == 2024_02_3
+    assert user_period(ms(1969, 12, 31, 23, 59, 59)) == 1969_12_3  # before the epoch too
+
+
+@pytest.mark.parametrize(("year", "month"), [(2024, 1), (2024, 2), (2023, 2), (2024, 4), (2024, 12)])
+def test_a_calendar_month_is_exactly_four_periods(year: int, month: int) -> None:
+    days = calendar.monthrange(year, month)[1]
+    start = datetime(year, month, 1, tzinfo=UTC)
+    until = start + timedelta(days=days)
+    first, last = int(start.timestamp() * 1000), int(until.timestamp() * 1000)
+    periods = [year * 1000 + month * 10 + p for p in range(4)]
+    assert user_periods(first, last) == periods
+    seen = sorted({user_period(first + h * 3_600_000) for h in range(days * 24)})
+    assert seen == periods  # every hour of the month lands in one of them, each is used
+    assert user_period(last) not in periods
+
+
+def test_a_range_across_a_month_and_a_year_end() -> None:
+    assert user_periods(ms(2023, 12, 28), ms(2024, 1, 10)) == [2023_12_3, 2024_01_0, 2024_01_1]
+    assert user_periods(ms(2024, 1, 31, 23), ms(2024, 2, 1, 1)) == [2024_01_3, 2024_02_0]
+    assert user_periods(ms(2024, 1, 9), ms(2024, 1, 9) + 1) == [2024_01_1]
+    assert user_periods(ms(2024, 1, 9) - 1, ms(2024, 1, 9)) == [2024_01_0]  # until is excluded
+    assert user_periods(ms(2024, 1, 9), ms(2024, 1, 9)) == []
+    assert len(user_periods(ms(2023, 1, 1), ms(2024, 1, 1))) == 48
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.integers(0, 4_102_444_800_000), st.integers(1, 200 * 86_400_000))
+def test_user_periods_are_exactly_the_periods_of_the_range(since: int, span: int) -> None:
+    periods = user_periods(since, since + span)
+    assert periods == sorted(set(periods))
+    assert periods[0] == user_period(since) and periods[-1] == user_period(since + span - 1)
+    step = 6 * 3_600_000
+    assert {user_period(t) for t in range(since, since + span, step)} <= set(periods)
+
+
+def test_the_partitions_stay_within_the_bound_at_the_limits() -> None:
+    """The layout's largest partitions at Twitch's moderator limit and a 300 msg/s channel."""
+    days = longest_user_period_days()
+    assert days == 8
+    user_rows = days * 86_400 * MODERATOR_MSGS_PER_S
+    assert round(user_rows) == 2_304_000
+    assert user_rows * USER_POINTER_ROW_BYTES <= PARTITION_LIMIT_BYTES  # 69.7 MiB
+    channel_rows = BUCKET_MS / 1000 * CHANNEL_MSGS_PER_S
+    assert channel_rows * CHANNEL_ROW_BYTES <= PARTITION_LIMIT_BYTES  # 48.5 MiB
+    # what the bound rules out: a full row per user message does not fit a user period
+    assert user_rows * CHANNEL_ROW_BYTES > PARTITION_LIMIT_BYTES
+
+
+RESULTS = Path(__file__).resolve().parents[3] / "results" / "bench_storage.json"
+
+
+def test_the_bound_holds_with_the_latest_measurement() -> None:
+    if not RESULTS.exists():
+        pytest.skip(f"{RESULTS} is not here (chatlog bench storage writes it)")
+    layouts = {item["layout"]: item for item in json.loads(RESULTS.read_text())["layouts"]}
+    if "E64s" not in layouts:
+        pytest.skip("the last chatlog bench storage did not measure E64s")
+    tables = layouts["E64s"]["tables"]
+    pointer = tables["chat_by_user"]["row_bytes_in_large_partition"]
+    line = tables["chat_by_channel"]["row_bytes_in_large_partition"]
+    assert pointer <= USER_POINTER_ROW_BYTES * 1.05 and line <= CHANNEL_ROW_BYTES
+    assert longest_user_period_days() * 86_400 * MODERATOR_MSGS_PER_S * pointer <= PARTITION_LIMIT_BYTES
