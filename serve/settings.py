@@ -38,3 +38,18 @@ class ServeSettings(CassandraSettings):
         10.0, gt=0, description="Timeout of one Cassandra request made by the service."
     )
     serve_log_level: str = Field("info", description="uvicorn's log level (critical .. trace).")
+    serve_search_max_query_chars: int = Field(
+        200, ge=1, le=10_000, description="Longest search query (`q`) accepted; longer is a 400."
+    )
+    serve_search_max_days: int = Field(
+        31,
+        ge=1,
+        le=3660,
+        description="Longest time range (days) one channel search scans (`from`..`to`); longer is a 400.",
+    )
+    serve_search_default_days: int = Field(
+        1,
+        ge=1,
+        le=3660,
+        description="Range (days, ending at `to`, else now) of a channel search without `from`.",
+    )

@@ -26,6 +26,7 @@ from serve.api.errors import ApiError, on_api_error, on_http_error, on_validatio
 from serve.api.metrics import MetricsMiddleware, ServeMetrics
 from serve.api.middleware import NormalizePath
 from serve.api.routes import router
+from serve.api.search import search_router
 from serve.settings import ServeSettings
 from serve.store import LogStore
 
@@ -101,6 +102,7 @@ def create_app(settings: ServeSettings, store: LogStore | None = None) -> FastAP
     app.include_router(recent.router)
     app.include_router(capabilities.router, tags=["service"])
     app.include_router(random.router, tags=["logs"])
+    app.include_router(search_router(settings), tags=["search"])
     app.include_router(stats.router, tags=["stats"])
     app.include_router(router, tags=["logs"])
     app.add_middleware(capabilities.CapabilitiesHeader, fastapi=app)

@@ -1,0 +1,160 @@
+"""Search routes: case-insensitive substring search, answered as the scan finds (:mod:`serve.search`).
+
+* ``GET /{ct}/{c}/{ut}/{u}/search?q=``: rustlog's search, every line of the user in the channel whose text
+  contains ``q`` (case-insensitive), oldest first (``?reverse``: newest first); its whole history, or
+  ``from``/``to`` when given.
+* ``GET /{ct}/{c}/search?q=&from=&to=``: the same over the channel's lines in a time range: ``to``
+  defaults to now, ``from`` to ``serve_search_default_days`` before ``to``; a range longer than
+  ``serve_search_max_days`` is a 400 (a scan reads every line of it).
+
+Formats, ``limit`` and ``offset`` as on the log routes (:mod:`serve.api.stream`); the scan stops once
+``offset + limit`` hits are sent. No hit is a 404 (as rustlog), saying whether the user has no logs at all;
+an empty ``q`` or one over ``serve_search_max_query_chars`` characters is a 400.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import AsyncIterator
+from typing import Annotated, Final
+
+from fastapi import APIRouter, Query, Request
+from fastapi.responses import Response
+
+from schemas.chat_event import ChatEvent
+from serve.api.errors import ApiError, bad_request, not_found
+from serve.api.params import LogQuery, log_query, narrowed
+from serve.api.routes import _cache_headers as cache_headers
+from serve.api.routes import _channel as channel_login
+from serve.api.routes import _count as line_counter
+from serve.api.routes import _user as user_login
+from serve.api.stream import stream_events
+from serve.search import BadQuery, Needle, matching, needle
+from serve.settings import ServeSettings
+from serve.store import LogStore
+
+DAY_MS: Final = 86_400_000
+_SHOWN: Final = 40
+
+FormatFlag = Annotated[str | None, Query(description="Flag: present selects the format.")]
+Q = Annotated[str | None, Query(description="Text to find, case-insensitive (one substring, spaces kept).")]
+Limit = Annotated[str | None, Query(description="At most this many lines.")]
+Offset = Annotated[str | None, Query(description="Skip this many matching lines first.")]
+From = Annotated[str | None, Query(alias="from", description="Unix seconds or RFC 3339.")]
+To = Annotated[str | None, Query(description="Unix seconds or RFC 3339 (included).")]
+
+
+def _store(request: Request) -> LogStore:
+    store: LogStore = request.app.state.store
+    return store
+
+
+def _needle(request: Request, settings: ServeSettings) -> Needle:
+    limit = settings.serve_search_max_query_chars
+    try:
+        return needle(request.query_params.get("q"), max_chars=limit)
+    except BadQuery as exc:
+        raise bad_request(str(exc)) from None
+
+
+def _shown(query: str) -> str:
+    return repr(query if len(query) <= _SHOWN else query[: _SHOWN - 3] + "...")
+
+
+def _now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+def search_router(settings: ServeSettings) -> APIRouter:
+    """The search routes, bounded by ``settings``."""
+    router = APIRouter()
+
+    @router.get("/{ct}/{c}/{ut}/{u}/search", summary="Lines of a user in the channel that contain q")
+    async def search_user(
+        request: Request,
+        ct: str,
+        c: str,
+        ut: str,
+        u: str,
+        q: Q = None,
+        json: FormatFlag = None,
+        jsonBasic: FormatFlag = None,  # noqa: N803 - the API's name
+        raw: FormatFlag = None,
+        ndjson: FormatFlag = None,
+        reverse: FormatFlag = None,
+        limit: Limit = None,
+        offset: Offset = None,
+        from_: From = None,
+        to: To = None,
+    ) -> Response:
+        wanted = _needle(request, settings)
+        channel = await channel_login(request, ct, c)
+        user = await user_login(request, channel, ut, u)
+        query = log_query(request.query_params)
+        lo, hi = narrowed(0, _now_ms() + 1, query)
+        if lo >= hi:
+            raise bad_request("invalid range: from is after to")
+        store = _store(request)
+        events = matching(store.user_events(channel, user, lo, hi, reverse=query.reverse), wanted)
+        try:
+            return await _answer(request, events, query, hi, f"no line of {user} in #{channel} contains")
+        except ApiError as exc:
+            if exc.status == 404 and await store.latest_user_month(channel, user) is None:
+                raise not_found(f"nothing stored for {user} in #{channel}") from None
+            raise
+
+    @router.get("/{ct}/{c}/search", summary="Lines of the channel in a time range that contain q")
+    async def search_channel(
+        request: Request,
+        ct: str,
+        c: str,
+        q: Q = None,
+        json: FormatFlag = None,
+        jsonBasic: FormatFlag = None,  # noqa: N803 - the API's name
+        raw: FormatFlag = None,
+        ndjson: FormatFlag = None,
+        reverse: FormatFlag = None,
+        limit: Limit = None,
+        offset: Offset = None,
+        from_: From = None,
+        to: To = None,
+    ) -> Response:
+        wanted = _needle(request, settings)
+        channel = await channel_login(request, ct, c)
+        query = log_query(request.query_params)
+        lo, hi = channel_range(query, settings, _now_ms())
+        events = matching(_store(request).channel_events(channel, lo, hi, reverse=query.reverse), wanted)
+        return await _answer(request, events, query, hi, f"no line of #{channel} in that range contains")
+
+    return router
+
+
+def channel_range(query: LogQuery, settings: ServeSettings, now_ms: int) -> tuple[int, int]:
+    """``[lo, hi)`` of a channel search: ``to`` (included) else now, ``from`` else the default span
+    before; 400 when it is empty or longer than ``serve_search_max_days``."""
+    hi = query.until_ms + 1 if query.until_ms is not None else now_ms + 1
+    lo = query.since_ms if query.since_ms is not None else hi - settings.serve_search_default_days * DAY_MS
+    lo = max(lo, 0)
+    if lo >= hi:
+        raise bad_request("invalid range: from is after to")
+    most = settings.serve_search_max_days
+    if hi - lo > most * DAY_MS:
+        days = (hi - lo) / DAY_MS
+        raise bad_request(
+            f"invalid range: {days:.1f} days; a channel search scans at most {most} days "
+            "(give from and to closer together)"
+        )
+    return lo, hi
+
+
+async def _answer(
+    request: Request, events: AsyncIterator[ChatEvent], query: LogQuery, hi: int, empty: str
+) -> Response:
+    shown = _shown(request.query_params.get("q", ""))
+    return await stream_events(
+        events,
+        query,
+        empty=f"{empty} {shown}",
+        count=line_counter(request, query),
+        headers=cache_headers(hi),
+    )
