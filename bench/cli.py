@@ -184,3 +184,46 @@ def bench_storage(
     result = b.run(load(StackSettings), messages=messages, days=days, names=names, out=out)
     typer.echo(b.summary(result))
     typer.echo(f"wrote {out} and {out.with_suffix('.png')}")
+
+
+@app.command("serve")
+def bench_serve(
+    month_lines: Annotated[
+        int,
+        typer.Option(min=1000, help="Lines of the channel spread over its month (every 5-minute bucket)."),
+    ] = 20_000,
+    day_lines: Annotated[
+        int, typer.Option(min=1000, help="Lines more on the busy day (streamed).")
+    ] = 200_000,
+    user_lines: Annotated[int, typer.Option(min=10, help="Lines of the heavy chatter over the month.")] = 600,
+    clients: Annotated[
+        str, typer.Option(help="Comma-separated concurrent clients of the grid.")
+    ] = "1,32,128",
+    seconds: Annotated[float, typer.Option(min=0.5, help="Seconds of load per read, clients and way.")] = 2.0,
+    parallel: Annotated[int, typer.Option(min=1, help="Concurrent busy-day responses of the RSS run.")] = 4,
+    out: Annotated[Path, typer.Option(help="Result JSON.")] = Path("results/bench_serve.json"),
+) -> None:
+    """chatlog serve over loopback against the reader library: req/s, p50/p99, lines/s, server RSS."""
+    from bench import serve as b
+    from core.settings import load
+    from sink.settings import SinkSettings
+
+    try:
+        counts = tuple(int(c) for c in clients.split(",") if c.strip())
+    except ValueError:
+        raise typer.BadParameter(f"not a list of numbers: {clients!r}", param_hint="--clients") from None
+    if not counts or min(counts) < 1:
+        raise typer.BadParameter(
+            "give at least one count of clients, each at least 1", param_hint="--clients"
+        )
+    params = b.Params(
+        month_lines=month_lines,
+        day_lines=day_lines,
+        user_lines=user_lines,
+        clients=counts,
+        seconds=seconds,
+        parallel=parallel,
+    )
+    result = b.run(load(SinkSettings), params, out)
+    typer.echo(b.summary(result))
+    typer.echo(f"wrote {out} and {out.with_suffix('.png')}")

@@ -1,0 +1,153 @@
+"""The data set of ``chatlog bench serve``: one channel's month of chat, one very busy day in it, and one
+heavy chatter, written into a scratch keyspace by the sink's own writer (no Spark, no Kafka).
+
+The lines are :func:`bench.sink_data.synthetic_events` (Twitch-shaped PRIVMSGs with ~14 tags, a
+5,000-user pool) re-timed over the month: ``month_lines`` spread evenly over every day (so a user-month
+read has the month's ~8,900 five-minute buckets to look through, as for a busy channel), ``day_lines``
+more on :data:`BIG_DAY`, and ``user_lines`` of :data:`USER` spread over the month.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import UTC, date, datetime
+from typing import Any, Final
+
+import msgspec
+
+from bench.sink_data import synthetic_events
+from schemas.chat_event import ChatEvent
+
+YEAR: Final = 2024
+MONTH: Final = 3
+"""March 2024: 31 days, all in the past (the answers are cacheable, as a real past month's are)."""
+BIG_DAY: Final = date(YEAR, MONTH, 20)
+"""The very busy day (streamed)."""
+QUIET_DAY: Final = date(YEAR, MONTH, 10)
+"""A day of the month with only the month's share of lines (the channel-day of the latency grid)."""
+CHANNEL: Final = "chan0000"
+"""The channel :func:`synthetic_events` names with ``channels=1``."""
+USER: Final = "benchheavy"
+"""The heavy chatter whose month is read."""
+_DAY_MS: Final = 86_400_000
+_WRITE_CHUNK: Final = 20_000
+
+
+def _ms(day: date) -> int:
+    return int(datetime(day.year, day.month, day.day, tzinfo=UTC).timestamp() * 1000)
+
+
+MONTH_LO: Final = _ms(date(YEAR, MONTH, 1))
+MONTH_HI: Final = _ms(date(YEAR, MONTH + 1, 1))
+_USER_LO: Final = MONTH_LO + 1_234
+
+
+def _spread(events: list[ChatEvent], lo: int, hi: int) -> list[ChatEvent]:
+    """``events`` re-timed evenly over ``[lo, hi)`` (received 40 ms after being sent)."""
+    n = len(events)
+    step = (hi - lo) / max(n, 1)
+    out = []
+    for i, event in enumerate(events):
+        sent = lo + int(i * step)
+        out.append(_retimed(event, sent))
+    return out
+
+
+def _retimed(event: ChatEvent, sent: int) -> ChatEvent:
+    """``event`` sent at ``sent``, its user id the login's own (one id per login, as on Twitch)."""
+    user_id = _user_id(event.user_login or "")
+    event.tags.update({"tmi-sent-ts": str(sent), "user-id": user_id})
+    return msgspec.structs.replace(event, sent_at=sent, received_at=sent + 40, user_id=user_id)
+
+
+def _user_id(login: str) -> str:
+    digits = "".join(ch for ch in login if ch.isdigit())
+    return str(50_000 + int(digits)) if digits else "777777"
+
+
+def _as_user(event: ChatEvent, user: str) -> ChatEvent:
+    old = event.user_login or ""
+    return msgspec.structs.replace(
+        event,
+        user_login=user,
+        display_name=user.capitalize(),
+        raw=event.raw.replace(f":{old}!{old}@{old}.", f":{user}!{user}@{user}.", 1),
+    )
+
+
+@dataclass(frozen=True)
+class DataSet:
+    """How many lines the data set has where the benchmark reads."""
+
+    month_lines: int
+    day_lines: int
+    user_lines: int
+
+    @property
+    def big_day_lines(self) -> int:
+        """Lines of :data:`BIG_DAY`: its ``day_lines`` and its share of the month's."""
+        return self.day_lines + self.month_share(BIG_DAY)
+
+    @property
+    def quiet_day_lines(self) -> int:
+        return self.month_share(QUIET_DAY)
+
+    @property
+    def total(self) -> int:
+        return self.month_lines + self.day_lines + self.user_lines
+
+    def month_share(self, day: date) -> int:
+        """Lines of the month's and the heavy chatter's even spreads that fall on ``day``."""
+        return _share(self.month_lines, MONTH_LO, MONTH_HI, day) + _share(
+            self.user_lines, _USER_LO, MONTH_HI, day
+        )
+
+    def events(self) -> Iterator[ChatEvent]:
+        """Every event of the data set (distinct message ids: each part has its own seed)."""
+        yield from _spread(synthetic_events(self.month_lines, seed=11, channels=1), MONTH_LO, MONTH_HI)
+        day_lo = _ms(BIG_DAY)
+        yield from _spread(synthetic_events(self.day_lines, seed=12, channels=1), day_lo, day_lo + _DAY_MS)
+        heavy = [_as_user(e, USER) for e in synthetic_events(self.user_lines, seed=13, channels=1)]
+        yield from _spread(heavy, _USER_LO, MONTH_HI)
+
+
+def _share(n: int, lo: int, hi: int, day: date) -> int:
+    """How many of ``n`` lines spread evenly over ``[lo, hi)`` (:func:`_spread`) fall on ``day``."""
+    start, end = _ms(day), _ms(day) + _DAY_MS
+    step = (hi - lo) / max(n, 1)
+    return sum(1 for i in range(n) if start <= lo + int(i * step) < end)
+
+
+def write(settings: Any, data: DataSet) -> dict[str, Any]:
+    """Create the schema in ``settings.cassandra_keyspace`` (sink settings) and write ``data`` with the
+    sink's :func:`~sink.executor.partition.write_partition`; what it took."""
+    from core.cql import apply_schema
+    from schemas.chat_event import encode
+    from sink.executor.cassandra import close_sessions
+    from sink.executor.partition import write_partition
+
+    apply_schema(settings)
+    start = time.perf_counter()
+    written = rows = 0
+    chunk: list[tuple[bytes, None, None]] = []
+    try:
+        for event in data.events():
+            chunk.append((encode(event), None, None))
+            if len(chunk) >= _WRITE_CHUNK:
+                stats = write_partition(chunk, settings)
+                written, rows = written + stats.events, rows + sum(stats.rows.values())
+                chunk = []
+        if chunk:
+            stats = write_partition(chunk, settings)
+            written, rows = written + stats.events, rows + sum(stats.rows.values())
+    finally:
+        close_sessions()
+    seconds = time.perf_counter() - start
+    return {
+        "events": written,
+        "rows": rows,
+        "seconds": round(seconds, 1),
+        "events_per_s": round(written / seconds) if seconds else None,
+    }
