@@ -13,7 +13,7 @@ store stops with it.
 from __future__ import annotations
 
 import unicodedata
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator
 from dataclasses import dataclass
 
 from schemas.chat_event import ChatEvent
@@ -54,7 +54,7 @@ def needle(query: str | None, *, max_chars: int) -> Needle:
     return Needle(query, fold(query))
 
 
-async def matching(events: AsyncIterator[ChatEvent], wanted: Needle) -> AsyncIterator[ChatEvent]:
+async def matching(events: AsyncIterator[ChatEvent], wanted: Needle) -> AsyncGenerator[ChatEvent, None]:
     """The events of ``events`` that ``wanted`` matches, in their order; closing this closes ``events``."""
     try:
         async for event in events:
