@@ -6,7 +6,7 @@ Every key is a ``CHATLOG_*`` environment variable documented here with its defau
 
 from __future__ import annotations
 
-from pydantic import Field
+from pydantic import Field, SecretStr
 
 from core.settings import CassandraSettings
 
@@ -48,6 +48,13 @@ class ServeSettings(CassandraSettings):
         description=(
             "Longest time range (days) one channel search scans (`from`..`to`); longer is a 400. A scan "
             "reads every line of the range: a 200k-line day took 12-26 s on the loaded local stack."
+        ),
+    )
+    serve_admin_key: SecretStr | None = Field(
+        default=None,
+        description=(
+            "Bearer key of the admin routes (a user's lines across every channel, `/admin/user/{u}/search`); "
+            "unset: those routes answer 403 (secret)."
         ),
     )
     serve_search_default_days: int = Field(

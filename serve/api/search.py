@@ -10,10 +10,17 @@
 Formats, ``limit`` and ``offset`` as on the log routes (:mod:`serve.api.stream`); the scan stops once
 ``offset + limit`` hits are sent. No hit is a 404 (as rustlog), saying whether the user has no logs at all;
 an empty ``q`` or one over ``serve_search_max_query_chars`` characters is a 400.
+
+* ``GET /admin/user/{u}/search[?q=]&from=&to=``: a user's lines (those containing ``q`` when given) in
+  every logged channel, channel after channel (by login; ``?reverse``: the other way round, each newest
+  first), over a channel search's range. Only with ``Authorization: Bearer <CHATLOG_SERVE_ADMIN_KEY>``
+  (401 without, 403 with a wrong key or when none is set): following one person across channels is what
+  justlog #151 asks loggers not to offer to everyone.
 """
 
 from __future__ import annotations
 
+import hmac
 import time
 from collections.abc import AsyncIterator
 from typing import Annotated, Final
@@ -126,7 +133,64 @@ def search_router(settings: ServeSettings) -> APIRouter:
         events = matching(_store(request).channel_events(channel, lo, hi, reverse=query.reverse), wanted)
         return await _answer(request, events, query, hi, f"no line of #{channel} in that range contains")
 
+    @router.get(
+        "/admin/user/{u}/search",
+        summary="Admin: lines of a user across every logged channel in a time range (q optional)",
+    )
+    async def search_user_everywhere(
+        request: Request,
+        u: str,
+        q: Q = None,
+        json: FormatFlag = None,
+        jsonBasic: FormatFlag = None,  # noqa: N803 - the API's name
+        raw: FormatFlag = None,
+        ndjson: FormatFlag = None,
+        reverse: FormatFlag = None,
+        limit: Limit = None,
+        offset: Offset = None,
+        from_: From = None,
+        to: To = None,
+    ) -> Response:
+        check_admin(request.headers.get("authorization"), settings)
+        wanted = _needle(request, settings) if request.query_params.get("q") is not None else None
+        user = u.strip().lstrip("@").lower()
+        if not user:
+            raise not_found("empty user name")
+        query = log_query(request.query_params)
+        lo, hi = channel_range(query, settings, _now_ms())
+        store = _store(request)
+        channels = [c.login for c in await store.channels()]
+        if query.reverse:
+            channels.reverse()
+
+        async def everywhere() -> AsyncIterator[ChatEvent]:
+            for channel in channels:
+                events = store.user_events(channel, user, lo, hi, reverse=query.reverse)
+                async for event in matching(events, wanted) if wanted else events:
+                    yield event
+
+        headers = {"Cache-Control": "no-store"}
+        empty = f"nothing of {user} in any channel in that range" + (
+            f" contains {_shown(wanted.query)}" if wanted else ""
+        )
+        return await stream_events(
+            everywhere(), query, empty=empty, count=line_counter(request, query), headers=headers
+        )
+
     return router
+
+
+def check_admin(authorization: str | None, settings: ServeSettings) -> None:
+    """401 without a bearer key, 403 with a wrong one or when no admin key is set. The key is compared
+    in constant time and never repeated in an answer or a log."""
+    key = settings.serve_admin_key
+    if key is None or not key.get_secret_value():
+        raise ApiError(403, "admin routes are disabled (CHATLOG_SERVE_ADMIN_KEY is not set)")
+    scheme, _, given = (authorization or "").partition(" ")
+    if scheme.lower() != "bearer" or not given.strip():
+        raise ApiError(401, "admin route: send the header 'Authorization: Bearer <admin key>'")
+    if not hmac.compare_digest(given.strip().encode(), key.get_secret_value().encode()):
+        raise ApiError(403, "admin route: wrong key")
 
 
 def channel_range(query: LogQuery, settings: ServeSettings, now_ms: int) -> tuple[int, int]:

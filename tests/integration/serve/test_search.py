@@ -7,11 +7,15 @@ import json
 import uuid
 from collections.abc import Iterator
 from datetime import UTC, datetime
+from typing import Any
 
 import pytest
 
 from core.settings import StackSettings
 from schemas.chat_event import ChatEvent
+from serve.api.errors import ApiError
+from serve.api.search import check_admin
+from serve.settings import ServeSettings
 from tests.integration.serve.test_http_api import Server, serving
 
 pytestmark = pytest.mark.integration
@@ -56,10 +60,15 @@ def _events() -> list[ChatEvent]:
     ]
 
 
+ADMIN_KEY = "s3cret-admin-key"
+
+
 @pytest.fixture(scope="module")
 def server(stack: StackSettings, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
-    with serving(stack, tmp_path_factory, _events()) as running:
-        yield running
+    with pytest.MonkeyPatch.context() as env:
+        env.setenv("CHATLOG_SERVE_ADMIN_KEY", ADMIN_KEY)
+        with serving(stack, tmp_path_factory, _events()) as running:
+            yield running
 
 
 def _texts(server: Server, path: str) -> list[str]:
@@ -178,3 +187,58 @@ def test_channel_search_errors(server: Server) -> None:
     assert unknown.status_code == 404 and unknown.json()["message"] == "channel 'gamma' is not logged"
     bad = server.get("/channel/alpha/search?q=hello&from=yesterday")
     assert bad.status_code == 400 and "from" in bad.json()["message"]
+
+
+def test_admin_search_across_channels(server: Server) -> None:
+    auth = {"Authorization": f"Bearer {ADMIN_KEY}"}
+    path = f"/admin/user/bob/search?ndjson&q=HELLO&{DAY1}"
+    response = server.get(path, headers=auth)
+    assert response.status_code == 200
+    assert response.headers["cache-control"] == "no-store"
+    lines = [json.loads(line) for line in response.text.splitlines()]
+    assert [(m["channel"], m["text"]) for m in lines] == [
+        ("alpha", "hello there"),
+        ("alpha", "HELLO again"),
+        ("beta", "hello beta"),
+    ]
+    reverse = [
+        json.loads(line)["text"] for line in server.get(path + "&reverse", headers=auth).text.splitlines()
+    ]
+    assert reverse == ["hello beta", "HELLO again", "hello there"]
+    everything = _texts_with(server, f"/admin/user/bob/search?ndjson&{DAY1}", auth)
+    assert len(everything) == 7 and everything[-1] == "hello beta"  # without q: every line of bob
+    miss = server.get(f"/admin/user/bob/search?q=nowhere&{DAY1}", headers=auth)
+    assert miss.status_code == 404 and "nowhere" in miss.json()["message"]
+    too_long = server.get(
+        "/admin/user/bob/search?from=2024-01-01T00:00:00Z&to=2024-02-01T00:00:00Z", headers=auth
+    )
+    assert too_long.status_code == 400 and "at most 7 days" in too_long.json()["message"]
+
+
+def _texts_with(server: Server, path: str, headers: dict[str, str]) -> list[str]:
+    response = server.get(path, headers=headers)
+    assert response.status_code == 200, response.text
+    return [json.loads(line)["text"] for line in response.text.splitlines()]
+
+
+def test_admin_search_needs_the_key(server: Server) -> None:
+    path = f"/admin/user/bob/search?q=hello&{DAY1}"
+    none = server.get(path)
+    assert none.status_code == 401 and "Authorization: Bearer" in none.json()["message"]
+    basic = server.get(path, headers={"Authorization": f"Basic {ADMIN_KEY}"})
+    assert basic.status_code == 401
+    wrong = server.get(path, headers={"Authorization": "Bearer not-the-key"})
+    assert wrong.status_code == 403 and wrong.json()["message"] == "admin route: wrong key"
+    assert ADMIN_KEY not in none.text + wrong.text
+    prefix = server.get(path, headers={"Authorization": f"Bearer {ADMIN_KEY[:-1]}"})
+    assert prefix.status_code == 403
+
+
+def test_admin_routes_are_off_without_a_key() -> None:
+    with pytest.MonkeyPatch.context() as env:
+        env.delenv("CHATLOG_SERVE_ADMIN_KEY", raising=False)
+        defaults: dict[str, Any] = {}
+        settings = ServeSettings(**defaults)
+    with pytest.raises(ApiError) as refused:
+        check_admin(f"Bearer {ADMIN_KEY}", settings)
+    assert refused.value.status == 403 and "CHATLOG_SERVE_ADMIN_KEY is not set" in refused.value.message
