@@ -87,6 +87,7 @@ def test_user_search_is_case_insensitive_and_stays_in_the_users_channel(server: 
         "[2024-02-03 01:00:00] #alpha bob: hello in february",
     ]  # not carol's line, not bob's line in #beta
     assert server.get("/channelid/2001/user/bob/search?q=hello").text == response.text
+    assert "search" in server.get("/capabilities").json()  # rustlog's name of this feature
 
 
 def test_user_search_misses_and_unknowns_are_404s(server: Server) -> None:
