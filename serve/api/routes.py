@@ -192,7 +192,7 @@ async def channel_day(
     offset: Annotated[str | None, Query(description="Skip this many lines first.")] = None,
 ) -> Response:
     if ct in CHANNEL_KINDS and y in USER_KINDS:
-        raise not_found("no such route (search is not served yet)")
+        raise not_found("no such route")
     channel = await _channel(request, ct, c)
     query = log_query(request.query_params)
     lo, hi = narrowed(*day_range(y, m, d), query)

@@ -128,7 +128,7 @@ def test_limit_and_offset_over_the_stream() -> None:
 
 
 def test_unknown_routes_are_json_404s() -> None:
-    for path in ("/nothing", "/channel/alpha/user/bob/search", "/channel/alpha/userid/7/2024/1"):
+    for path in ("/nothing", "/channel/alpha/user/bob/nothing", "/channel/alpha/userid/7/2024/1"):
         response = _get(FakeStore(), path)
         assert response.status_code == 404, path
         body: dict[str, Any] = response.json()
