@@ -2,7 +2,9 @@
 
 * One entry point, :func:`writer`: a :class:`CassandraWriter` for one task.
 * One session per Python worker (:func:`worker_session`), reused by every task the worker runs.
-* Prepared ``INSERT ... USING TTL ?`` per table, columns taken from the live table metadata.
+* Prepared ``INSERT ... USING TTL ?`` per table, columns taken from the live table metadata; the name
+  history's two inserts per table (:class:`PreparedNames`: ``first_seen`` and ``last_seen``, each with
+  its own ``USING TIMESTAMP``).
 * Token-aware unlogged batches (:func:`plan_batches`): statements are grouped by the replicas that own
   their partition, then packed: rows of one partition together, at most ``max_partitions`` partitions
   and about ``max_bytes`` per batch. A batch is routed (TokenAwarePolicy) to a replica that owns every
@@ -22,6 +24,7 @@
 from __future__ import annotations
 
 import logging
+import struct
 import threading
 import time
 from collections.abc import Callable, Hashable, Sequence
@@ -30,7 +33,7 @@ from typing import TYPE_CHECKING, Any
 
 from core.cql import CassandraLoginError
 from sink.executor.cql_cells import cql_name, encoder
-from sink.executor.rows import TABLES, EventRows, SchemaMismatch, TableRows
+from sink.executor.rows import NAME_TABLES, TABLES, EventRows, SchemaMismatch, TableRows
 
 if TYPE_CHECKING:
     from schemas.chat_event import ChatEvent
@@ -277,12 +280,60 @@ class PreparedTable:
         return bound
 
 
+_INT64 = struct.Struct(">q").pack
+
+
+class PreparedNames:
+    """The name history's inserts (``user_names``, ``user_ids_by_login``, ``channel_names``,
+    ``channel_ids_by_login``): per table, one statement writing ``first_seen`` and one ``last_seen``.
+
+    Neither reads before it writes. Both cells hold the event's time; the statement's write timestamp
+    (``USING TIMESTAMP``, microseconds) decides which write a cell keeps, the highest: ``last_seen`` is
+    written at +(event time), so the latest event wins; ``first_seen`` at -(event time), so the earliest
+    wins. Replays and out-of-order events settle on the same cells in any order (a tie is the same value).
+    One statement has one timestamp, hence two statements per row; Cassandra accepts each with its own
+    timestamp in an unlogged batch (the batch itself sets none: the driver's client-side timestamp is
+    only the default of statements without ``USING TIMESTAMP``).
+    """
+
+    def __init__(self, first: dict[str, Any], last: dict[str, Any]) -> None:
+        self._first = first
+        self._last = last
+
+    @staticmethod
+    def cql(keyspace: str, table: str, column: str) -> str:
+        columns = (*NAME_TABLES[table], column)
+        return (
+            f"INSERT INTO {keyspace}.{table} ({', '.join(columns)}) "
+            f"VALUES ({', '.join('?' for _ in columns)}) USING TIMESTAMP ? AND TTL ?"
+        )
+
+    def bind(self, table: str, key: Sequence[str], sent_at: int, ttl: bytes) -> tuple[Any, Any]:
+        """The two bound inserts (``first_seen``, ``last_seen``) of the row ``key`` of ``table``, seen at
+        ``sent_at`` (epoch ms); each has a ``routing_key``."""
+        from cassandra.query import BoundStatement
+
+        cells = [k.encode("utf-8") for k in key]
+        at = _INT64(sent_at)
+        out = []
+        for statement, timestamp in (
+            (self._first[table], -sent_at * 1000),
+            (self._last[table], sent_at * 1000),
+        ):
+            bound = BoundStatement(statement)
+            bound.values = [*cells, at, _INT64(timestamp), ttl]
+            bound.raw_values = bound.values
+            out.append(bound)
+        return out[0], out[1]
+
+
 class PreparedKeyspace:
     """The sink's inserts into one keyspace and the cell encoder of every column they bind."""
 
-    def __init__(self, rows: EventRows, tables: Sequence[PreparedTable]) -> None:
+    def __init__(self, rows: EventRows, tables: Sequence[PreparedTable], names: PreparedNames) -> None:
         self.rows = rows
         self.tables = tuple(tables)
+        self.names = names
         statement = tables[0].statement
         self.consistency_level = statement.consistency_level
         self._protocol = statement.protocol_version
@@ -346,15 +397,18 @@ class WorkerSession:
     def _prepare(self, keyspace: str, consistency: str) -> PreparedKeyspace:
         from cassandra import ConsistencyLevel
 
+        wanted = set(TABLES) | set(NAME_TABLES)
         meta = self.cluster.metadata.keyspaces.get(keyspace)
-        if meta is None or not set(TABLES) <= set(meta.tables):
+        if meta is None or not wanted <= set(meta.tables):
             self.cluster.refresh_schema_metadata()
             meta = self.cluster.metadata.keyspaces.get(keyspace)
         if meta is None:
             raise SchemaMismatch(f"keyspace {keyspace} does not exist")
-        missing = sorted(set(TABLES) - set(meta.tables))
+        missing = sorted(wanted - set(meta.tables))
         if missing:
-            raise SchemaMismatch(f"keyspace {keyspace} lacks table(s) {', '.join(missing)}")
+            raise SchemaMismatch(
+                f"keyspace {keyspace} lacks table(s) {', '.join(missing)} (`chatlog init` creates them)"
+            )
         level = ConsistencyLevel.name_to_value[consistency]
         rows = EventRows({name: list(meta.tables[name].columns) for name in TABLES})
         prepared = []
@@ -368,7 +422,14 @@ class WorkerSession:
             statement.is_idempotent = True
             statement.consistency_level = level
             prepared.append(PreparedTable(table, statement))
-        return PreparedKeyspace(rows, prepared)
+        names: tuple[dict[str, Any], dict[str, Any]] = ({}, {})
+        for name_table in NAME_TABLES:
+            for column, statements in zip(("first_seen", "last_seen"), names, strict=True):
+                statement = self.session.prepare(PreparedNames.cql(keyspace, name_table, column))
+                statement.is_idempotent = True
+                statement.consistency_level = level
+                statements[name_table] = statement
+        return PreparedKeyspace(rows, prepared, PreparedNames(*names))
 
     def replicas(self, keyspace: str, routing_key: bytes) -> Hashable:
         """The replicas owning the partition of ``routing_key`` (what batches are grouped by)."""
@@ -412,6 +473,7 @@ class CassandraWriter:
             self.keyspace, settings.sink_write_consistency, settings.sink_cassandra_retry_s
         )
         self.tables: tuple[PreparedTable, ...] = self._prepared.tables
+        self.names: PreparedNames = self._prepared.names
         self._executor = ConcurrentExecutor(
             session.session, settings.sink_write_concurrency, settings.sink_cassandra_timeout_s
         )

@@ -5,6 +5,9 @@ insert): valid events become table rows (:mod:`sink.executor.rows`) written thro
 writer (:func:`sink.executor.cassandra.writer`); records that fail the contract's validation
 (:mod:`schemas.chat_event`, every field bounded) become dead letters, and so do the records whose write
 Cassandra rejects as invalid (never retried: the same record would fail again after every restart).
+Events with Twitch ids also keep the name history (user id <-> login, channel id <-> login, with first
+and last seen: :data:`sink.executor.rows.NAME_TABLES`), written at most once per name per hour of event
+time per process (:class:`NameCache`), so it costs a dictionary look-up per event, not a write.
 The writer and the dead-letter sink are passed in (:class:`Collaborators`); :func:`production` makes
 the real ones, and :func:`partition_task`, the function Spark runs on each partition, is where they
 are wired. :func:`sink.driver.write.write_dataframe` runs the partition task over every partition of a
@@ -24,10 +27,11 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from schemas.chat_event import InvalidEvent, decode
 from sink.executor.cassandra import Item, Reject, one_line
+from sink.executor.rows import HOUR_MS, channel_name, channel_name_rows, user_name, user_name_rows
 
 if TYPE_CHECKING:
     from schemas.chat_event import ChatEvent
-    from sink.executor.rows import TableRows
+    from sink.executor.rows import NameWrite, TableRows
     from sink.settings import SinkSettings
 
 CHUNK_ROWS = 4000
@@ -90,6 +94,14 @@ class TableTarget(Protocol):
         ...
 
 
+class NameTarget(Protocol):
+    """The name history's inserts (:class:`sink.executor.cassandra.PreparedNames`)."""
+
+    def bind(self, table: str, key: Sequence[str], sent_at: int, ttl: bytes) -> tuple[Any, Any]:
+        """The ``first_seen`` and ``last_seen`` inserts of one row (each with a ``routing_key``)."""
+        ...
+
+
 class CassandraTarget(Protocol):
     """What :func:`write_partition` needs of the Cassandra writer
     (:class:`sink.executor.cassandra.CassandraWriter`)."""
@@ -98,6 +110,9 @@ class CassandraTarget(Protocol):
 
     @property
     def tables(self) -> Sequence[TableTarget]: ...
+
+    @property
+    def names(self) -> NameTarget: ...
 
     def cells(self, event: ChatEvent) -> list[Any]: ...
 
@@ -172,6 +187,47 @@ class IndexCache:
 
 INDEX_CACHE = IndexCache()
 
+HourSpan = tuple[int, int]
+"""The first and last hour (epoch ms // :data:`HOUR_MS`, event time) a name was written for."""
+
+
+class NameCache:
+    """Names (a user id with its login and display name, a channel id with its login) this process
+    wrote, with the span of hours of event time it wrote them for, so that each is written at most once
+    per hour instead of once per event.
+
+    An event of hour ``h`` needs no write when the name was written for an hour ``<= h`` and for an hour
+    ``>= h``: the earliest and latest writes already lie in ``h`` or beyond it, and ``first_seen`` /
+    ``last_seen`` keep the earliest and latest time written, so each stays in the hour of the true first
+    (last) event. That is the precision of the name history: an hour. A replay of hours already written
+    writes nothing; a stream writes each active name once per hour (the first event of the hour).
+    Entries are added only after the writes that carried them succeeded. When the cache holds more than
+    ``max_entries`` names it starts over (those names are written once more, nothing is lost).
+    """
+
+    def __init__(self, max_entries: int = 300_000) -> None:
+        self._max = max_entries
+        self._spans: dict[Hashable, HourSpan] = {}
+
+    def get(self, key: Hashable) -> HourSpan | None:
+        return self._spans.get(key)
+
+    def add(self, written: dict[Hashable, HourSpan]) -> None:
+        if len(self._spans) > self._max:
+            self._spans.clear()
+        spans = self._spans
+        for key, (lo, hi) in written.items():
+            old = spans.get(key)
+            spans[key] = (lo, hi) if old is None else (min(lo, old[0]), max(hi, old[1]))
+
+    @staticmethod
+    def ttl(ttl_s: int) -> int:
+        """A name row outlives the data rows of the events that wrote it by an hour (0: no expiry)."""
+        return ttl_s + HOUR_MS // 1000 if ttl_s else 0
+
+
+NAME_CACHE = NameCache()
+
 
 def write_partition(
     records: Iterable[Any],
@@ -179,6 +235,7 @@ def write_partition(
     collaborators: Collaborators | None = None,
     *,
     index_cache: IndexCache = INDEX_CACHE,
+    name_cache: NameCache = NAME_CACHE,
 ) -> WriteStats:
     """Write ``records`` (value, Kafka partition, offset) and return what was done; raise if it could not.
 
@@ -194,9 +251,12 @@ def write_partition(
     cells_of, replicas, submit = cassandra.cells, cassandra.replicas, cassandra.submit
     data_ttl = cassandra.ttl(settings.cassandra_ttl_s)
     index_ttl = cassandra.ttl(index_cache.ttl(settings.cassandra_ttl_s))
+    names, names_ttl = cassandra.names, cassandra.ttl(name_cache.ttl(settings.cassandra_ttl_s))
+    cached_names = name_cache.get
     started = time.monotonic()
     sent = False
     new_index: dict[Hashable, None] = {}
+    new_names: dict[Hashable, HourSpan] = {}
     items: list[Item] = []
 
     def dead_letter(value: Any, partition: Any, offset: Any, reason: str) -> None:
@@ -214,6 +274,21 @@ def write_partition(
         for item in failed:
             stats.rows[item.partition[0]] -= 1
             rejected.setdefault(id(item.origin), (item.origin, f"Cassandra rejected it: {one_line(exc)}"))
+
+    def queue_names(key: Hashable, writes: tuple[NameWrite, NameWrite], sent_at: int, record: Any) -> bool:
+        """Queue the rows of a name unless this task already queued it for the hour; whether it did."""
+        hour = sent_at // HOUR_MS
+        span = new_names.get(key)
+        if span is not None and span[0] <= hour <= span[1]:
+            return False
+        for table, values in writes:
+            for bound in names.bind(table, values, sent_at, names_ttl):
+                routing_key = bound.routing_key
+                items.append(
+                    Item(replicas(routing_key), (table, routing_key), INDEX_ROW_BYTES, bound, record)
+                )
+                stats.rows[table] += 1
+        return True
 
     for record in records:
         value, partition, offset = record
@@ -254,6 +329,28 @@ def write_partition(
                     )
                 )
                 stats.rows[rows.table] += 1
+            hour = event.sent_at // HOUR_MS
+            user, channel = user_name(event), channel_name(event)
+            queued: list[Hashable] = []
+            if user is not None:
+                name_key: Hashable = (keyspace, user)
+                span = cached_names(name_key)
+                if (span is None or not span[0] <= hour <= span[1]) and queue_names(
+                    name_key, user_name_rows(user), event.sent_at, record
+                ):
+                    queued.append(name_key)
+            if channel is not None:
+                name_key = (keyspace, channel)
+                span = cached_names(name_key)
+                if (span is None or not span[0] <= hour <= span[1]) and queue_names(
+                    name_key, channel_name_rows(channel), event.sent_at, record
+                ):
+                    queued.append(name_key)
+            for name_key in queued:  # marked only once every row of the event is queued
+                span = new_names.get(name_key)
+                new_names[name_key] = (
+                    (hour, hour) if span is None else (min(hour, span[0]), max(hour, span[1]))
+                )
         except UNWRITABLE as exc:  # only past the contract's bounds (a record it did not check)
             for item in items[mark:]:
                 stats.rows[item.partition[0]] -= 1
@@ -272,6 +369,7 @@ def write_partition(
     if sent and letters is not None:
         letters.flush()
     index_cache.add(new_index, started)
+    name_cache.add(new_names)
     return stats
 
 

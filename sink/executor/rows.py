@@ -13,10 +13,16 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, cast
 
-from schemas.chat_event import FIELD_NAMES, ChatEvent
+from schemas.chat_event import FIELD_NAMES, MAX_LOGIN_CHARS, ChatEvent
 from schemas.cql import bucket_of
 
 MODERATION_KINDS = frozenset({"CLEARCHAT", "CLEARMSG"})
+HOUR_MS = 3_600_000
+"""The precision of the name history: a name is written at most once per hour of event time per process
+(:class:`sink.executor.partition.NameCache`)."""
+MAX_DISPLAY_NAME_CHARS = MAX_LOGIN_CHARS
+"""A display name longer than this (never on Twitch: 25 characters) is stored as "" (unknown): it is a
+clustering column of ``user_names``."""
 
 
 def _ban_duration(event: ChatEvent) -> int | None:
@@ -143,3 +149,42 @@ class EventRows:
         """Every (table, row values) the event becomes."""
         values = self.values(event)
         return [(t, t.pick(values)) for t in self.tables if t.accepts(event)]
+
+
+NAME_TABLES: dict[str, tuple[str, ...]] = {
+    "user_names": ("user_id", "user_login", "display_name"),
+    "user_ids_by_login": ("user_login", "user_id"),
+    "channel_names": ("channel_id", "channel"),
+    "channel_ids_by_login": ("channel", "channel_id"),
+}
+"""The name-history tables -> their key columns, in the order they are bound. Each row has ``first_seen``
+and ``last_seen`` besides, each written by its own statement (``schemas/cassandra.cql``)."""
+
+NameWrite = tuple[str, tuple[str, ...]]
+"""A name-history row to write: its table and key values (in :data:`NAME_TABLES` order)."""
+
+
+def user_name(event: ChatEvent) -> tuple[str, str, str] | None:
+    """(user id, login, display name or "") of an event that has both a ``user_id`` and a login; None
+    otherwise (plain IRC, old imports, events without a sender): those are not in the name history."""
+    user_id, login = event.user_id, event.user_login
+    if not user_id or not login:
+        return None
+    display = event.display_name or ""
+    return user_id, login, display if len(display) <= MAX_DISPLAY_NAME_CHARS else ""
+
+
+def user_name_rows(name: tuple[str, str, str]) -> tuple[NameWrite, NameWrite]:
+    user_id, login, _display = name
+    return ("user_names", name), ("user_ids_by_login", (login, user_id))
+
+
+def channel_name(event: ChatEvent) -> tuple[str, str] | None:
+    """(channel id, channel login) of an event with a ``channel_id``; None otherwise."""
+    channel_id = event.channel_id
+    return (channel_id, event.channel) if channel_id else None
+
+
+def channel_name_rows(name: tuple[str, str]) -> tuple[NameWrite, NameWrite]:
+    channel_id, channel = name
+    return ("channel_names", name), ("channel_ids_by_login", (channel, channel_id))

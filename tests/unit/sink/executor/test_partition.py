@@ -1,5 +1,6 @@
 """One partition's write with its collaborators passed in (test doubles for Cassandra and the dead-letter
-sink); index rows are rewritten at most once per refresh period, and outlive the rows they point to."""
+sink); index rows are rewritten at most once per refresh period, and outlive the rows they point to; a
+name (user id and login, channel id and login) is written at most once per hour of event time."""
 
 from __future__ import annotations
 
@@ -7,9 +8,11 @@ from collections import Counter
 from collections.abc import Hashable, Sequence
 from typing import Any
 
+import pytest
+
 from schemas.chat_event import ChatEvent, decode, encode
 from sink.executor.cassandra import Item, Reject
-from sink.executor.partition import Collaborators, IndexCache, write_partition
+from sink.executor.partition import Collaborators, IndexCache, NameCache, write_partition
 from sink.executor.rows import EventRows, TableRows
 from sink.settings import SinkSettings
 from tests.unit.sink.executor.test_rows import LIVE_COLUMNS
@@ -60,6 +63,23 @@ class _Table:
         return _Bound(self.rows.table, cells, ttl)
 
 
+class _NameBound:
+    """A bound name-history insert: which cell, of which row, seen when, with which TTL."""
+
+    def __init__(self, table: str, column: str, key: Sequence[str], sent_at: int, ttl: bytes) -> None:
+        self.table, self.column, self.key, self.sent_at, self.ttl = table, column, tuple(key), sent_at, ttl
+        self.cells = self.key
+        self.routing_key = repr((table, self.key[0])).encode()
+
+
+class _Names:
+    def bind(self, table: str, key: Sequence[str], sent_at: int, ttl: bytes) -> tuple[_NameBound, _NameBound]:
+        return (
+            _NameBound(table, "first_seen", key, sent_at, ttl),
+            _NameBound(table, "last_seen", key, sent_at, ttl),
+        )
+
+
 class _Cassandra:
     """The writer's side of Cassandra: keeps what it is sent; rejects, as Cassandra would, every
     statement whose message id is in ``invalid``."""
@@ -69,6 +89,7 @@ class _Cassandra:
     def __init__(self, invalid: frozenset[str] = frozenset()) -> None:
         self._rows = EventRows(LIVE_COLUMNS)
         self.tables = [_Table(t) for t in self._rows.tables]
+        self.names = _Names()
         self.invalid = invalid
         self.sent: list[Item] = []
         self.finished = 0
@@ -179,3 +200,134 @@ def test_a_fresh_index_row_is_not_written_again() -> None:
     write_partition([(encode(_event(2)), 0, 2)], SETTINGS, Collaborators(second, None), index_cache=cache)
     assert first.tables_written()["channel_buckets"] == 1
     assert second.tables_written()["channel_buckets"] == 0
+
+
+# -- the name history ---------------------------------------------------------------------------------------
+
+HOUR = 3_600_000
+T0 = 1_700_000_000_000 - 1_700_000_000_000 % HOUR  # the start of an hour
+
+
+def _named(n: int, at: int, **fields: Any) -> ChatEvent:
+    base: dict[str, Any] = {
+        "user_id": "42", "display_name": "Alice", "channel_id": "7", "sent_at": at, "received_at": at,
+    }  # fmt: skip
+    base.update(fields)
+    return _event(n, **base)
+
+
+def _write(events: list[ChatEvent], cache: NameCache, settings: SinkSettings = SETTINGS) -> _Cassandra:
+    cassandra = _Cassandra()
+    records = [(encode(e), 0, i) for i, e in enumerate(events)]
+    write_partition(
+        records, settings, Collaborators(cassandra, None), index_cache=IndexCache(), name_cache=cache
+    )
+    return cassandra
+
+
+def _names(cassandra: _Cassandra) -> list[tuple[str, str, tuple[str, ...], int]]:
+    return [
+        (b.table, b.column, b.key, b.sent_at)
+        for b in (i.statement for i in cassandra.sent)
+        if isinstance(b, _NameBound)
+    ]
+
+
+def test_a_name_is_written_once_per_hour_as_a_first_and_a_last_seen_of_both_directions() -> None:
+    cache = NameCache()
+    first = _write([_named(1, T0 + 10), _named(2, T0 + 20), _named(3, T0 + HOUR - 1)], cache)
+    assert sorted(_names(first)) == sorted(
+        (table, column, key, T0 + 10)
+        for table, key in (
+            ("user_names", ("42", "alice", "Alice")),
+            ("user_ids_by_login", ("alice", "42")),
+            ("channel_names", ("7", "chan")),
+            ("channel_ids_by_login", ("chan", "7")),
+        )
+        for column in ("first_seen", "last_seen")
+    )
+    assert first.tables_written()["user_names"] == 2  # counted per statement
+    later_same_hour = _write([_named(4, T0 + 1000)], cache)
+    assert _names(later_same_hour) == []
+    next_hour = _write([_named(5, T0 + HOUR + 5)], cache)
+    assert {(t, k) for t, _c, k, _at in _names(next_hour)} == {
+        ("user_names", ("42", "alice", "Alice")),
+        ("user_ids_by_login", ("alice", "42")),
+        ("channel_names", ("7", "chan")),
+        ("channel_ids_by_login", ("chan", "7")),
+    }
+    assert {at for *_, at in _names(next_hour)} == {T0 + HOUR + 5}
+
+
+def test_an_hour_between_hours_already_written_writes_nothing_but_one_outside_does() -> None:
+    cache = NameCache()
+    _write([_named(1, T0 + 5), _named(2, T0 + 3 * HOUR + 5)], cache)
+    assert _names(_write([_named(3, T0 + HOUR + 5), _named(4, T0 + 2 * HOUR)], cache)) == []  # a replay
+    earlier = _names(_write([_named(5, T0 - 10)], cache))
+    assert {at for *_, at in earlier} == {T0 - 10}  # it may be the first sighting
+    assert _names(_write([_named(6, T0 - HOUR + 1)], cache)) == []  # the same hour as T0 - 10
+
+
+def test_a_new_login_display_name_or_channel_login_is_written_in_the_same_hour() -> None:
+    cache = NameCache()
+    _write([_named(1, T0 + 5)], cache)
+    renamed = _write([_named(2, T0 + 6, user_login="bob", display_name="Bob", channel="newchan")], cache)
+    assert {(t, k) for t, _c, k, _at in _names(renamed)} == {
+        ("user_names", ("42", "bob", "Bob")),
+        ("user_ids_by_login", ("bob", "42")),
+        ("channel_names", ("7", "newchan")),
+        ("channel_ids_by_login", ("newchan", "7")),
+    }
+    recased = _write([_named(3, T0 + 7, display_name="ALICE")], cache)
+    assert {(t, k) for t, _c, k, _at in _names(recased)} == {
+        ("user_names", ("42", "alice", "ALICE")),
+        ("user_ids_by_login", ("alice", "42")),
+    }
+
+
+def test_events_without_ids_write_no_name() -> None:
+    cassandra = _write(
+        [
+            _event(1),  # plain IRC: neither id
+            _event(2, user_id="42", user_login=None, kind="NOTICE"),  # an id without a login
+        ],
+        NameCache(),
+    )
+    assert _names(cassandra) == []
+    assert cassandra.tables_written()["messages_by_channel"] == 2
+
+
+def test_a_channel_id_alone_writes_only_the_channel_and_no_display_name_is_an_empty_one() -> None:
+    channel_only = _write([_event(1, channel_id="7")], NameCache())
+    assert {t for t, *_ in _names(channel_only)} == {"channel_names", "channel_ids_by_login"}
+    no_display = _write([_named(2, T0, display_name=None, channel_id=None)], NameCache())
+    assert ("user_names", "first_seen", ("42", "alice", ""), T0) in _names(no_display)
+    too_long = _write([_named(3, T0, display_name="x" * 201, channel_id=None)], NameCache())
+    assert ("user_names", "last_seen", ("42", "alice", ""), T0) in _names(too_long)
+
+
+def test_names_are_marked_written_only_once_the_partition_is_written() -> None:
+    class _Failing(_Cassandra):
+        def finish(self, reject: Reject) -> tuple[int, int]:
+            raise RuntimeError("Cassandra is down")
+
+    cache = NameCache()
+    records = [(encode(_named(1, T0)), 0, 1)]
+    with pytest.raises(RuntimeError, match="down"):
+        write_partition(
+            records, SETTINGS, Collaborators(_Failing(), None), index_cache=IndexCache(), name_cache=cache
+        )
+    assert cache.get(("ks", ("42", "alice", "Alice"))) is None
+    assert len(_names(_write([_named(1, T0)], cache))) == 8  # the retried batch writes them
+
+
+def test_name_rows_outlive_the_data_by_an_hour_and_the_cache_is_bounded() -> None:
+    ttls = {b.ttl for b in (i.statement for i in _write([_named(1, T0)], NameCache()).sent)}
+    assert ttls == {t.to_bytes(4, "big") for t in (86_400, 86_400 + 300, 86_400 + 3600)}  # data, index, names
+    assert NameCache.ttl(0) == 0
+    cache = NameCache(max_entries=2)
+    cache.add({"a": (1, 1), "b": (1, 1), "c": (1, 1)})
+    cache.add({"d": (1, 1)})
+    assert cache.get("a") is None and cache.get("d") == (1, 1)
+    cache.add({"d": (3, 3)})
+    assert cache.get("d") == (1, 3)  # spans merge: written for hour 1 and for hour 3

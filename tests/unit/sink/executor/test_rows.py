@@ -104,3 +104,29 @@ def test_an_unknown_column_is_reported_before_any_write() -> None:
 
 def test_index_tables_are_flagged() -> None:
     assert {name for name, (_accepts, is_index) in TABLES.items() if is_index} == {"channel_buckets"}
+
+
+def test_the_name_tables_bind_their_key_columns_and_the_two_times_of_the_schema() -> None:
+    import re
+
+    from schemas.cql import statements
+    from sink.executor.rows import NAME_TABLES
+
+    for table, key in NAME_TABLES.items():
+        (create,) = [
+            s
+            for s in statements("ks", "{'class': 'SimpleStrategy', 'replication_factor': 1}")
+            if f"ks.{table} (" in s
+        ]
+        columns = re.findall(r"^\s+([a-z_]+)\s+(?:text|timestamp)\s*,", create, re.MULTILINE)
+        assert columns == [*key, "first_seen", "last_seen"], table
+        assert f"PRIMARY KEY ({', '.join(key)})" in create, table
+
+
+def test_only_events_with_ids_have_names() -> None:
+    from sink.executor.rows import channel_name, user_name
+
+    assert user_name(_event()) is None and channel_name(_event()) is None
+    named = _event(user_id="42", channel_id="7", display_name="Alice")
+    assert (user_name(named), channel_name(named)) == (("42", "alice", "Alice"), ("7", "chan"))
+    assert user_name(_event(user_id="42", user_login=None)) is None

@@ -1,0 +1,105 @@
+"""``chatlog names USER_ID|LOGIN [--channel]``: the logins a Twitch user (or channel) id had, by id or by
+any of its logins (:mod:`serve.names`)."""
+
+from __future__ import annotations
+
+import json
+from typing import Annotated
+
+import typer
+
+from core.times import format_time
+from serve.names import Identity
+from serve.terminal import escape_controls
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``names`` to ``app``."""
+
+    @app.command("names")
+    def names_command(
+        query: Annotated[str, typer.Argument(metavar="USER_ID|LOGIN", help="A Twitch id or a login.")],
+        channel: Annotated[
+            bool, typer.Option("--channel", help="Look up a channel (room-id or channel login).")
+        ] = False,
+        output_format: Annotated[str, typer.Option("--format", help="text or json.")] = "text",
+        as_json_flag: Annotated[bool, typer.Option("--json", help="Same as --format json.")] = False,
+        keyspace: Annotated[str | None, typer.Option(help="Cassandra keyspace.")] = None,
+    ) -> None:
+        """The name history of a user (or, with --channel, a channel): every login and display name of
+        its id with when each was first and last seen (to the hour), found by id or by any login."""
+        from cassandra import DriverException, InvalidRequest
+
+        from core.cql import connect, connect_failure, quiet_driver_logs
+        from core.errors import ChatlogError
+        from core.settings import CassandraSettings, load
+        from serve.names import identities
+
+        if as_json_flag:
+            output_format = "json"
+        if output_format not in ("text", "json"):
+            raise ChatlogError(f"--format must be text or json, not {output_format[:40]!r}")
+        settings = load(CassandraSettings, cassandra_keyspace=keyspace)
+        quiet_driver_logs()
+        try:
+            cluster, session = connect(settings)
+        except Exception as exc:  # the driver raises several kinds; one line names the setting
+            raise ChatlogError(connect_failure(settings, exc)) from None
+        try:
+            found = identities(session, settings.cassandra_keyspace, query, channel=channel)
+        except InvalidRequest as exc:
+            reason = str(exc).split("message=")[-1].strip('"')
+            raise ChatlogError(
+                f"reading the name history in keyspace {settings.cassandra_keyspace}: {reason} "
+                "(`chatlog init` creates its tables)"
+            ) from None
+        except DriverException as exc:
+            raise ChatlogError(f"reading the name history: {' '.join(str(exc).split())[:200]}") from None
+        finally:
+            cluster.shutdown()
+        if not found:
+            what = "channel" if channel else "user"
+            typer.echo(f"no {what} known by id or login '{escape_controls(query.strip()[:60])}'", err=True)
+            raise typer.Exit(1)
+        typer.echo(as_json(query, channel, found) if output_format == "json" else as_text(channel, found))
+
+
+def _when(ms: int | None) -> str:
+    return "(expired)" if ms is None else format_time(ms)
+
+
+def as_text(channel: bool, found: list[Identity]) -> str:
+    """One block per id: ``user id 123`` then a line per login, oldest first (times UTC, to the hour).
+    Names come from chat tags: control characters are shown escaped (:func:`escape_controls`)."""
+    lines: list[str] = []
+    for identity in found:
+        lines.append(f"{'channel' if channel else 'user'} id {escape_controls(identity.id)}")
+        for n in identity.names:
+            shown = f" ({n.display_name})" if n.display_name and n.display_name != n.login else ""
+            name = escape_controls(n.login + shown)
+            lines.append(f"  {name}: {_when(n.first_seen_ms)} .. {_when(n.last_seen_ms)}")
+    return "\n".join(lines)
+
+
+def as_json(query: str, channel: bool, found: list[Identity]) -> str:
+    return json.dumps(
+        {
+            "query": query.strip(),
+            "kind": "channel" if channel else "user",
+            "ids": [
+                {
+                    "id": identity.id,
+                    "names": [
+                        {
+                            "login": n.login,
+                            **({} if channel else {"display_name": n.display_name}),
+                            "first_seen": n.first_seen_ms,
+                            "last_seen": n.last_seen_ms,
+                        }
+                        for n in identity.names
+                    ],
+                }
+                for identity in found
+            ],
+        }
+    )
