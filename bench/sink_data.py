@@ -59,7 +59,7 @@ def synthetic_events(
             "subscriber": "1",
             "tmi-sent-ts": str(sent),
             "turbo": "0",
-            "user-id": str(50000 + i % 7000),
+            "user-id": str(50000 + int(user[4:])),  # one id per login, as on Twitch
             "user-type": "",
         }
         tag_text = ";".join(f"{k}={v}" for k, v in tags.items())

@@ -21,6 +21,7 @@ from chatlog.cli import (
     init,
     logs,
     monitor,
+    names,
     schema,
     serve,
     simulate,
@@ -36,7 +37,22 @@ app = typer.Typer(
     no_args_is_help=True,
     pretty_exceptions_enable=False,
 )
-COMMANDS = (stack, schema, init, ingest, import_, sink, logs, coverage, serve, simulate, monitor, demo, smoke)
+COMMANDS = (
+    stack,
+    schema,
+    init,
+    ingest,
+    import_,
+    sink,
+    logs,
+    coverage,
+    names,
+    serve,
+    simulate,
+    monitor,
+    demo,
+    smoke,
+)
 PLUGIN_GROUP = "chatlog.commands"
 
 
