@@ -200,6 +200,9 @@ def bench_serve(
         str, typer.Option(help="Comma-separated concurrent clients of the grid.")
     ] = "1,32,128",
     seconds: Annotated[float, typer.Option(min=0.5, help="Seconds of load per read, clients and way.")] = 2.0,
+    limit: Annotated[
+        float, typer.Option(min=1.0, help="Seconds after which a grid cell's running requests are cancelled.")
+    ] = 8.0,
     parallel: Annotated[int, typer.Option(min=1, help="Concurrent busy-day responses of the RSS run.")] = 4,
     out: Annotated[Path, typer.Option(help="Result JSON.")] = Path("results/bench_serve.json"),
 ) -> None:
@@ -222,6 +225,7 @@ def bench_serve(
         user_lines=user_lines,
         clients=counts,
         seconds=seconds,
+        limit_s=limit,
         parallel=parallel,
     )
     result = b.run(load(SinkSettings), params, out)

@@ -67,6 +67,8 @@ class Params:
     user_lines: int = 600
     clients: tuple[int, ...] = (1, 32, 128)
     seconds: float = 2.0
+    limit_s: float = 8.0
+    """A grid cell's requests still running after this are cancelled (counted, their percentiles "over")."""
     parallel: int = 4
 
     def data(self) -> DataSet:
@@ -86,6 +88,11 @@ PATHS: Final = {
     "big_day_json": _day_path(BIG_DAY) + "?json",
     "whole_month_text": f"/channel/{CHANNEL}?from={MONTH_LO // 1000}&to={MONTH_HI // 1000 - 1}",
 }
+
+
+def say(message: str) -> None:
+    """Progress on stderr (the run takes minutes): the time and the 1-minute load average with it."""
+    print(f"{time.strftime('%H:%M:%S')} [load {load_average():.1f}] {message}", file=sys.stderr, flush=True)
 
 
 def load_average() -> float:
@@ -255,10 +262,17 @@ async def _grid(params: Params, client: HttpClient, direct: Direct, pid: int) ->
     for kind in KINDS:
         grid[kind] = {"http": {}, "direct": {}, "ratio_requests_per_s": {}}
         for clients in params.clients:
-            http = await _measured(_http_fetcher(client, kind), clients, params.seconds, pid)
-            own = await _measured(direct.fetcher(kind), clients, params.seconds, pid)
+            limit = params.limit_s
+            http = await _measured(_http_fetcher(client, kind), clients, params.seconds, pid, limit_s=limit)
+            if http["unfinished"]:
+                await asyncio.sleep(2.0)  # the server drops the cancelled responses before the next cell
+            own = await _measured(direct.fetcher(kind), clients, params.seconds, pid, limit_s=limit)
             grid[kind]["http"][str(clients)] = http
             grid[kind]["direct"][str(clients)] = own
+            say(
+                f"{kind} at {clients} clients: HTTP {http['requests_per_s']} req/s p99 {http['p99_ms']} ms, "
+                f"direct {own['requests_per_s']} req/s p99 {own['p99_ms']} ms"
+            )
             if own["requests_per_s"]:
                 grid[kind]["ratio_requests_per_s"][str(clients)] = round(
                     (http["requests_per_s"] or 0) / own["requests_per_s"], 3
@@ -299,6 +313,7 @@ async def _streams(data: DataSet, client: HttpClient, direct: Direct, pid: int) 
             raise ChatlogError(f"streaming the busy day ({name}) gave {one['units']} lines, not {lines}")
         one["lines_per_s"] = round(lines / one["seconds"])
         out[name] = one
+        say(f"busy day {name}: {one['lines_per_s']:,} lines/s")
     rate = {name: out[name]["lines_per_s"] for name in runs}
     out["ratio_text_to_direct_events"] = round(rate["http_text"] / rate["direct_events"], 3)
     out["ratio_text_to_direct_text"] = round(rate["http_text"] / rate["direct_text"], 3)
@@ -319,6 +334,7 @@ async def _memory(data: DataSet, client: HttpClient, pid: int, parallel: int) ->
     async def many() -> int:
         return sum(await asyncio.gather(*(fetch() for _ in range(parallel))))
 
+    say(f"whole month in one response: RSS growth {whole['growth_mb']} MB")
     together = await _stream_once(many, pid)
     await asyncio.sleep(1.0)
     together["rss_mb"]["after"] = round((vm_rss(pid) or 0) / MB, 1)
@@ -329,10 +345,12 @@ async def _memory(data: DataSet, client: HttpClient, pid: int, parallel: int) ->
 
 
 async def _measure(params: Params, keyspace: str, server: Server) -> dict[str, Any]:
+    from core.cql import quiet_driver_logs
     from core.settings import load
     from serve.api.app import open_store
     from serve.settings import ServeSettings
 
+    quiet_driver_logs()  # a reconnect under load is the run's business, not a traceback on the terminal
     cluster, store = await asyncio.to_thread(open_store, load(ServeSettings, cassandra_keyspace=keyspace))
     direct = Direct(store)
     try:
@@ -379,7 +397,9 @@ def run(settings: Any, params: Params, out: Path) -> dict[str, Any]:
         "load_average_start": list(os.getloadavg()),
     }
     with scratch_keyspaces(scratch, keyspace):
+        say(f"writing {data.total:,} events into scratch keyspace {keyspace}")
         result["data"]["write"] = serve_data.write(scratch, data)
+        say(f"written: {result['data']['write']}; starting chatlog serve")
         with serving(keyspace) as server:
             result.update(asyncio.run(_measure(params, keyspace, server)))
     result["load_average_end"] = list(os.getloadavg())
@@ -399,7 +419,10 @@ def verdict(result: dict[str, Any]) -> dict[str, Any]:
     month = result["grid"]["user_month_text"]["http"]
     if "32" in month:
         p99 = month["32"]["p99_ms"]
-        out["user_month_p99_ms_at_32"] = {"value": p99, "met": p99 <= GOALS["user_month_p99_ms_at_32"]}
+        if p99 is None:
+            out["user_month_p99_ms_at_32"] = {"value": f">{month['32']['over_ms']}", "met": False}
+        else:
+            out["user_month_p99_ms_at_32"] = {"value": p99, "met": p99 <= GOALS["user_month_p99_ms_at_32"]}
     stream = result["stream"]
     rate = stream["http_text"]["lines_per_s"]
     out["stream_lines_per_s"] = {"value": rate, "met": rate >= GOALS["stream_lines_per_s"]}
@@ -425,10 +448,13 @@ def summary(result: dict[str, Any]) -> str:
         for clients, http in cells["http"].items():
             own = cells["direct"][clients]
             lines.append(
-                f"{kind:<18}{clients:>8}{http['requests_per_s']:>12}{http['p50_ms']:>9}{http['p99_ms']:>9}"
-                f"{own['requests_per_s']:>14}{own['p50_ms']:>9}{own['p99_ms']:>9}"
-                f"{cells['ratio_requests_per_s'].get(clients, '-'):>7}"
+                f"{kind:<18}{clients:>8}{http['requests_per_s']:>12}{_ms(http, 'p50_ms'):>9}"
+                f"{_ms(http, 'p99_ms'):>9}{own['requests_per_s']:>14}{_ms(own, 'p50_ms'):>9}"
+                f"{_ms(own, 'p99_ms'):>9}{cells['ratio_requests_per_s'].get(clients, '-'):>7}"
             )
+    lines.append(
+        "(>N: requests still running after the cell's limit were cancelled; the percentile is above N ms)"
+    )
     stream = result["stream"]
     rates = ", ".join(
         f"{name.replace('_', ' ')} {stream[name]['lines_per_s']:,}"
@@ -446,6 +472,11 @@ def summary(result: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def _ms(cell: dict[str, Any], key: str) -> str:
+    value = cell[key]
+    return f">{cell.get('over_ms', 0):.0f}" if value is None else str(value)
+
+
 def plot(result: dict[str, Any], path: Path) -> None:
     """p99 and requests/s by clients per read (HTTP solid, direct dashed), and the busy day's lines/s."""
     from chatlog.results import figure
@@ -457,7 +488,7 @@ def plot(result: dict[str, Any], path: Path) -> None:
             for way, style in (("http", "-"), ("direct", "--")):
                 p99.plot(
                     clients,
-                    [cells[way][str(c)]["p99_ms"] for c in clients],
+                    [cells[way][str(c)]["p99_ms"] or cells[way][str(c)].get("over_ms") for c in clients],
                     style,
                     marker="o",
                     label=f"{kind} {way}",
@@ -470,7 +501,7 @@ def plot(result: dict[str, Any], path: Path) -> None:
                     label=f"{kind} {way}",
                 )
         p99.axhline(GOALS["user_month_p99_ms_at_32"], color="grey", linewidth=0.8)
-        for ax, title in ((p99, "p99 latency (ms)"), (rps, "requests/s")):
+        for ax, title in ((p99, "p99 latency (ms; cut off: the limit)"), (rps, "requests/s")):
             ax.set_xscale("log", base=2)
             ax.set_yscale("log")
             ax.set_xlabel("concurrent clients")

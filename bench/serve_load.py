@@ -43,49 +43,74 @@ class LoadResult:
     first_error: str | None = None
     units: int = 0
     """What the requests returned, summed (lines, bytes: whatever the fetch counts)."""
+    unfinished: int = 0
+    """Requests still in flight when the loop's ``limit_s`` ran out (cancelled)."""
 
     @property
     def requests(self) -> int:
         return len(self.latencies)
 
     def summary(self) -> dict[str, Any]:
+        """Requests/s and latency percentiles; an unfinished request counts as slower than any finished
+        one, so a percentile that falls on one is unknown (None) and ``over_ms`` says it is above the
+        time the loop ran."""
         lat = self.latencies
+        censored = [*lat, *([math.inf] * self.unfinished)]
+
+        def pct_ms(pct: float) -> float | None:
+            if not censored:
+                return None
+            value = percentile(censored, pct)
+            return None if math.isinf(value) else round(value * 1000, 2)
+
         out: dict[str, Any] = {
             "clients": self.clients,
             "requests": self.requests,
             "errors": self.errors,
+            "unfinished": self.unfinished,
             "seconds": round(self.wall_s, 3),
             "requests_per_s": round(self.requests / self.wall_s, 1) if self.wall_s > 0 else None,
-            "p50_ms": round(percentile(lat, 50) * 1000, 2) if lat else None,
-            "p99_ms": round(percentile(lat, 99) * 1000, 2) if lat else None,
-            "max_ms": round(max(lat) * 1000, 2) if lat else None,
+            "p50_ms": pct_ms(50),
+            "p99_ms": pct_ms(99),
+            "max_ms": round(max(lat) * 1000, 2) if lat and not self.unfinished else None,
             "units_per_request": round(self.units / len(lat), 1) if lat else None,
         }
+        if self.unfinished:
+            out["over_ms"] = round(self.wall_s * 1000, 2)
         if self.first_error:
             out["first_error"] = self.first_error
         return out
 
 
 async def closed_loop(
-    fetch: Callable[[], Awaitable[int]], *, clients: int, seconds: float, max_requests: int | None = None
+    fetch: Callable[[], Awaitable[int]],
+    *,
+    clients: int,
+    seconds: float,
+    max_requests: int | None = None,
+    limit_s: float | None = None,
 ) -> LoadResult:
     """``clients`` workers calling ``fetch`` back to back for ``seconds`` (or until ``max_requests``
     were started); ``fetch`` returns a count (lines, bytes) summed into :attr:`LoadResult.units` and
-    raises on a failed request (counted in :attr:`LoadResult.errors`, the first one kept)."""
+    raises on a failed request (counted in :attr:`LoadResult.errors`, the first one kept). After
+    ``limit_s`` (at least ``seconds``) the requests still in flight are cancelled and counted in
+    :attr:`LoadResult.unfinished`, and the loop's time is ``limit_s``."""
     if clients < 1:
         raise ValueError(f"clients must be positive, got {clients}")
     result = LoadResult(clients=clients, wall_s=0.0)
     started = 0
+    in_flight = 0
     start = time.perf_counter()
     deadline = start + seconds
     last_end = start
 
     async def worker() -> None:
-        nonlocal started, last_end
+        nonlocal started, last_end, in_flight
         clock = time.perf_counter
         while clock() < deadline and (max_requests is None or started < max_requests):
             started += 1
             t0 = clock()
+            in_flight += 1
             try:
                 units = await fetch()
             except Exception as exc:  # a failed request is counted, the load goes on
@@ -93,12 +118,25 @@ async def closed_loop(
                 if result.first_error is None:
                     result.first_error = f"{type(exc).__name__}: {' '.join(str(exc).split())[:200]}"
                 continue
+            finally:
+                in_flight -= 1
             end = clock()
             result.latencies.append(end - t0)
             result.units += units
             last_end = max(last_end, end)
 
-    await asyncio.gather(*(worker() for _ in range(clients)))
+    tasks = [asyncio.ensure_future(worker()) for _ in range(clients)]
+    timeout = None if limit_s is None else max(limit_s, seconds)
+    _, pending = await asyncio.wait(tasks, timeout=timeout)
+    if pending:
+        result.unfinished = in_flight
+        for task in pending:
+            task.cancel()
+        await asyncio.gather(*pending, return_exceptions=True)
+        last_end = start + (timeout or 0.0)
+    for task in tasks:
+        if not task.cancelled() and task.exception() is not None:
+            raise task.exception()  # type: ignore[misc]
     result.wall_s = last_end - start
     return result
 

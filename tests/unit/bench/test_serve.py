@@ -94,6 +94,30 @@ def test_closed_loop_with_no_time_still_honours_max_requests_only_once_started()
         asyncio.run(closed_loop(fetch, clients=0, seconds=1))
 
 
+def test_closed_loop_cancels_what_runs_past_its_limit_and_reports_percentiles_as_over() -> None:
+    calls = 0
+
+    async def fetch() -> int:
+        await asyncio.sleep(10)
+        return 1
+
+    async def fast_then_slow() -> int:
+        nonlocal calls
+        calls += 1
+        await asyncio.sleep(0.001 if calls <= 100 else 10)
+        return 1
+
+    result = asyncio.run(closed_loop(fetch, clients=4, seconds=0.05, limit_s=0.2))
+    assert result.requests == 0 and result.unfinished == 4
+    assert result.wall_s == pytest.approx(0.2)
+    summary = result.summary()
+    assert summary["p50_ms"] is None and summary["p99_ms"] is None and summary["over_ms"] == 200.0
+    mixed = asyncio.run(closed_loop(fast_then_slow, clients=1, seconds=5, limit_s=1.0)).summary()
+    assert mixed["requests"] == 100 and mixed["unfinished"] == 1
+    assert mixed["p50_ms"] is not None and mixed["p99_ms"] is not None  # 1 of 101 unfinished: p99 known
+    assert mixed["max_ms"] is None
+
+
 _CHUNKS = [b"line one\nline two\n", b"line three\n"]
 
 
