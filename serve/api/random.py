@@ -5,13 +5,13 @@ user's) logs, in the asked format (text, ``?json``, ``?jsonBasic``, ``?raw``, ``
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from typing import Annotated
 
-from fastapi import APIRouter, Query, Request
+from fastapi import APIRouter, Request
 from fastapi.responses import Response
 
 from schemas.chat_event import ChatEvent
 from serve.api.params import LogQuery, output_format
+from serve.api.query_docs import FORMATS
 from serve.api.routes import _channel as channel_login
 from serve.api.routes import _count as line_counter
 from serve.api.routes import _user as user_login
@@ -20,7 +20,6 @@ from serve.store import LogStore
 
 router = APIRouter()
 
-FormatFlag = Annotated[str | None, Query(description="Flag: present selects the format.")]
 _NO_CACHE = {"Cache-Control": "no-cache"}
 
 
@@ -38,15 +37,11 @@ async def _picked(pick: AsyncIterator[ChatEvent | None]) -> AsyncIterator[ChatEv
             yield event
 
 
-@router.get("/{ct}/{c}/random", summary="One random line of the channel's logs")
+@router.get("/{ct}/{c}/random", summary="One random line of the channel's logs", dependencies=[FORMATS])
 async def random_channel_line(
     request: Request,
     ct: str,
     c: str,
-    json: FormatFlag = None,
-    jsonBasic: FormatFlag = None,  # noqa: N803 - the API's name
-    raw: FormatFlag = None,
-    ndjson: FormatFlag = None,
 ) -> Response:
     channel = await channel_login(request, ct, c)
     store: LogStore = request.app.state.store
@@ -57,17 +52,17 @@ async def random_channel_line(
     return await _answer(request, _picked(pick()), f"nothing stored for #{channel}")
 
 
-@router.get("/{ct}/{c}/{ut}/{u}/random", summary="One random line of a user's logs in the channel")
+@router.get(
+    "/{ct}/{c}/{ut}/{u}/random",
+    summary="One random line of a user's logs in the channel",
+    dependencies=[FORMATS],
+)
 async def random_user_line(
     request: Request,
     ct: str,
     c: str,
     ut: str,
     u: str,
-    json: FormatFlag = None,
-    jsonBasic: FormatFlag = None,  # noqa: N803 - the API's name
-    raw: FormatFlag = None,
-    ndjson: FormatFlag = None,
 ) -> Response:
     channel = await channel_login(request, ct, c)
     user = await user_login(request, channel, ut, u)

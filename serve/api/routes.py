@@ -16,13 +16,14 @@
 from __future__ import annotations
 
 import time
-from typing import Annotated, Any, Final
+from typing import Any, Final
 
-from fastapi import APIRouter, Query, Request
+from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse, RedirectResponse, Response
 
 from serve.api.errors import ApiError, bad_request, not_found
 from serve.api.params import LogQuery, day_range, log_query, month_range, narrowed
+from serve.api.query_docs import FORMATS, PAGING, RANGE
 from serve.api.stream import stream_events
 from serve.store import LogStore, LookupUnsupported
 
@@ -31,8 +32,6 @@ router = APIRouter()
 CHANNEL_KINDS: Final = ("channel", "channelid")
 USER_KINDS: Final = ("user", "userid")
 _NOW_SLACK_MS: Final = 60_000
-
-FormatFlag = Annotated[str | None, Query(description="Flag: present selects the format.")]
 
 
 def _store(request: Request) -> LogStore:
@@ -156,14 +155,12 @@ async def list_logs(
     return JSONResponse({"availableLogs": logs}, headers={"Cache-Control": "public, max-age=60"})
 
 
-@router.get("/{ct}/{c}", summary="Redirect to the channel's newest day (or, with from/to, that range)")
-async def channel_latest(
-    request: Request,
-    ct: str,
-    c: str,
-    from_: Annotated[str | None, Query(alias="from", description="Unix seconds or RFC 3339.")] = None,
-    to: Annotated[str | None, Query(description="Unix seconds or RFC 3339 (included).")] = None,
-) -> Response:
+@router.get(
+    "/{ct}/{c}",
+    summary="Redirect to the channel's newest day (or, with from/to, that range)",
+    dependencies=[FORMATS, PAGING, RANGE],
+)
+async def channel_latest(request: Request, ct: str, c: str) -> Response:
     channel = await _channel(request, ct, c)
     query = log_query(request.query_params)
     if query.since_ms is not None or query.until_ms is not None:
@@ -175,7 +172,9 @@ async def channel_latest(
     return _redirect(request, f"/{ct}/{c}/{day.year}/{day.month}/{day.day}")
 
 
-@router.get("/{ct}/{c}/{y}/{m}/{d}", summary="A UTC day of the channel's logs")
+@router.get(
+    "/{ct}/{c}/{y}/{m}/{d}", summary="A UTC day of the channel's logs", dependencies=[FORMATS, PAGING, RANGE]
+)
 async def channel_day(
     request: Request,
     ct: str,
@@ -183,13 +182,6 @@ async def channel_day(
     y: str,
     m: str,
     d: str,
-    json: FormatFlag = None,
-    jsonBasic: FormatFlag = None,  # noqa: N803 - the API's name
-    raw: FormatFlag = None,
-    ndjson: FormatFlag = None,
-    reverse: FormatFlag = None,
-    limit: Annotated[str | None, Query(description="At most this many lines.")] = None,
-    offset: Annotated[str | None, Query(description="Skip this many lines first.")] = None,
 ) -> Response:
     if ct in CHANNEL_KINDS and y in USER_KINDS:
         raise not_found("no such route")
@@ -215,7 +207,11 @@ async def user_latest(request: Request, ct: str, c: str, ut: str, u: str) -> Res
     return _redirect(request, f"/{ct}/{c}/{ut}/{u}/{month[0]}/{month[1]}")
 
 
-@router.get("/{ct}/{c}/{ut}/{u}/{y}/{m}", summary="A UTC month of a user's logs in the channel")
+@router.get(
+    "/{ct}/{c}/{ut}/{u}/{y}/{m}",
+    summary="A UTC month of a user's logs in the channel",
+    dependencies=[FORMATS, PAGING, RANGE],
+)
 async def user_month(
     request: Request,
     ct: str,
@@ -224,13 +220,6 @@ async def user_month(
     u: str,
     y: str,
     m: str,
-    json: FormatFlag = None,
-    jsonBasic: FormatFlag = None,  # noqa: N803 - the API's name
-    raw: FormatFlag = None,
-    ndjson: FormatFlag = None,
-    reverse: FormatFlag = None,
-    limit: Annotated[str | None, Query(description="At most this many lines.")] = None,
-    offset: Annotated[str | None, Query(description="Skip this many lines first.")] = None,
 ) -> Response:
     channel = await _channel(request, ct, c)
     user = await _user(request, channel, ut, u)

@@ -31,6 +31,7 @@ from fastapi.responses import Response
 from schemas.chat_event import ChatEvent
 from serve.api.errors import ApiError, bad_request, not_found
 from serve.api.params import LogQuery, log_query, narrowed
+from serve.api.query_docs import FORMATS, PAGING, RANGE
 from serve.api.routes import _cache_headers as cache_headers
 from serve.api.routes import _channel as channel_login
 from serve.api.routes import _count as line_counter
@@ -43,12 +44,7 @@ from serve.store import LogStore
 DAY_MS: Final = 86_400_000
 _SHOWN: Final = 40
 
-FormatFlag = Annotated[str | None, Query(description="Flag: present selects the format.")]
 Q = Annotated[str | None, Query(description="Text to find, case-insensitive (one substring, spaces kept).")]
-Limit = Annotated[str | None, Query(description="At most this many lines.")]
-Offset = Annotated[str | None, Query(description="Skip this many matching lines first.")]
-From = Annotated[str | None, Query(alias="from", description="Unix seconds or RFC 3339.")]
-To = Annotated[str | None, Query(description="Unix seconds or RFC 3339 (included).")]
 
 
 def _store(request: Request) -> LogStore:
@@ -76,7 +72,11 @@ def search_router(settings: ServeSettings) -> APIRouter:
     """The search routes, bounded by ``settings``."""
     router = APIRouter()
 
-    @router.get("/{ct}/{c}/{ut}/{u}/search", summary="Lines of a user in the channel that contain q")
+    @router.get(
+        "/{ct}/{c}/{ut}/{u}/search",
+        summary="Lines of a user in the channel that contain q",
+        dependencies=[FORMATS, PAGING, RANGE],
+    )
     async def search_user(
         request: Request,
         ct: str,
@@ -84,15 +84,6 @@ def search_router(settings: ServeSettings) -> APIRouter:
         ut: str,
         u: str,
         q: Q = None,
-        json: FormatFlag = None,
-        jsonBasic: FormatFlag = None,  # noqa: N803 - the API's name
-        raw: FormatFlag = None,
-        ndjson: FormatFlag = None,
-        reverse: FormatFlag = None,
-        limit: Limit = None,
-        offset: Offset = None,
-        from_: From = None,
-        to: To = None,
     ) -> Response:
         wanted = _needle(request, settings)
         channel = await channel_login(request, ct, c)
@@ -110,21 +101,16 @@ def search_router(settings: ServeSettings) -> APIRouter:
                 raise not_found(f"nothing stored for {user} in #{channel}") from None
             raise
 
-    @router.get("/{ct}/{c}/search", summary="Lines of the channel in a time range that contain q")
+    @router.get(
+        "/{ct}/{c}/search",
+        summary="Lines of the channel in a time range that contain q",
+        dependencies=[FORMATS, PAGING, RANGE],
+    )
     async def search_channel(
         request: Request,
         ct: str,
         c: str,
         q: Q = None,
-        json: FormatFlag = None,
-        jsonBasic: FormatFlag = None,  # noqa: N803 - the API's name
-        raw: FormatFlag = None,
-        ndjson: FormatFlag = None,
-        reverse: FormatFlag = None,
-        limit: Limit = None,
-        offset: Offset = None,
-        from_: From = None,
-        to: To = None,
     ) -> Response:
         wanted = _needle(request, settings)
         channel = await channel_login(request, ct, c)
@@ -136,20 +122,12 @@ def search_router(settings: ServeSettings) -> APIRouter:
     @router.get(
         "/admin/user/{u}/search",
         summary="Admin: lines of a user across every logged channel in a time range (q optional)",
+        dependencies=[FORMATS, PAGING, RANGE],
     )
     async def search_user_everywhere(
         request: Request,
         u: str,
         q: Q = None,
-        json: FormatFlag = None,
-        jsonBasic: FormatFlag = None,  # noqa: N803 - the API's name
-        raw: FormatFlag = None,
-        ndjson: FormatFlag = None,
-        reverse: FormatFlag = None,
-        limit: Limit = None,
-        offset: Offset = None,
-        from_: From = None,
-        to: To = None,
     ) -> Response:
         check_admin(request.headers.get("authorization"), settings)
         wanted = _needle(request, settings) if request.query_params.get("q") is not None else None
