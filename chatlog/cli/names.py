@@ -30,7 +30,7 @@ def register(app: typer.Typer) -> None:
         its id with when each was first and last seen (to the hour), found by id or by any login."""
         from cassandra import DriverException, InvalidRequest
 
-        from core.cql import connect, connect_failure, quiet_driver_logs
+        from core.cql import open_session, quiet_driver_logs
         from core.errors import ChatlogError
         from core.settings import CassandraSettings, load
         from serve.names import identities
@@ -41,10 +41,7 @@ def register(app: typer.Typer) -> None:
             raise ChatlogError(f"--format must be text or json, not {output_format[:40]!r}")
         settings = load(CassandraSettings, cassandra_keyspace=keyspace)
         quiet_driver_logs()
-        try:
-            cluster, session = connect(settings)
-        except Exception as exc:  # the driver raises several kinds; one line names the setting
-            raise ChatlogError(connect_failure(settings, exc)) from None
+        cluster, session = open_session(settings)
         try:
             found = identities(session, settings.cassandra_keyspace, query, channel=channel)
         except InvalidRequest as exc:
