@@ -51,9 +51,9 @@ from chatlog import extras
 from chatlog.results import figure, write_json
 from chatlog.scrape import scrape
 from core.errors import ChatlogError
+from core.irc_parse import parse_line
 from core.kafka_admin import ensure_topics
 from core.settings import load
-from ingest.parse import parse_line
 from ingest.producer import producer_config
 from ingest.registry import Registry
 from ingest.settings import IngestSettings

@@ -9,7 +9,7 @@ Measured, best of ``repeat`` runs over ``lines`` lines (the corpus cycled), as l
 this process's CPU time (``time.process_time``), so that other work on a shared machine does not count
 against the parser; the wall-clock rates of the same runs are reported next to them:
 
-* ``parse``: :func:`ingest.parse.parse_line`;
+* ``parse``: :func:`core.irc_parse.parse_line`;
 * ``parse_encode``: that plus :func:`schemas.chat_event.encode` (what an ingester does per line);
 * ``irc_framing``: the per-line work of ``irc.client.ServerConnection._process_line`` (the
   ``_rfc_1459_command_regexp`` match, ``NickMask``, ``Command.lookup``, ``Arguments.from_group``,
@@ -34,7 +34,7 @@ from irc import client, events, message
 
 from chatlog import extras
 from chatlog.results import figure, write_json
-from ingest.parse import CHAT_COMMANDS, line_hash, parse_line
+from core.irc_parse import CHAT_COMMANDS, line_hash, parse_line
 from schemas.chat_event import ChatEvent, encode
 
 SEED: Final = 20261121

@@ -239,7 +239,7 @@ def corpus(messages: int, *, days: float = 1.0, seed: int = SEED) -> list[str]:
 
 def corpus_stats(lines: Sequence[str]) -> dict[str, Any]:
     """What the corpus is: raw line sizes, channels, chatters and messages per chatter."""
-    from ingest.parse import parse_line
+    from core.irc_parse import parse_line
 
     sizes = [len(line.encode()) for line in lines]
     per_user: Counter[tuple[str, str]] = Counter()
@@ -540,7 +540,7 @@ _SENT_TS: Final = re.compile(r"[;@]tmi-sent-ts=(\d{13})[; ]")
 
 def rows_of(lines: Sequence[str]) -> list[Row]:
     """Each line parsed as the sink would get it, with the id-keyed layouts' key values."""
-    from ingest.parse import parse_line
+    from core.irc_parse import parse_line
     from schemas.cql import bucket_of
 
     out = []

@@ -31,7 +31,7 @@ holds its first ``MAX_IMPORT_LINE_BYTES`` bytes, and the rest of it is skipped w
 a file with a 1 GB line needs no more memory than any other.
 
 Importing the same files again stores nothing new: every event's ``message_id`` comes from the line
-alone (Twitch's ``id`` tag, IRCv3 ``msgid``, else the hash of the line: :func:`ingest.parse.line_hash`),
+alone (Twitch's ``id`` tag, IRCv3 ``msgid``, else the hash of the line: :func:`core.irc_parse.line_hash`),
 and the tables are keyed by it. The topic holds the records twice; the sink writes each row once.
 
 Outcome (``chatlog import``'s exit code): 0 when something was imported, or when no line was a problem
@@ -55,9 +55,9 @@ from pathlib import Path
 from typing import IO, Any, Final, Protocol
 
 from core.errors import ChatlogError
+from core.irc_parse import MalformedLine, command_of, parse_line
 from core.settings import KafkaSettings
 from ingest.import_tree import STDIN, ImportFile, PlanFailed, plan_import
-from ingest.parse import MalformedLine, command_of, parse_line
 from schemas.chat_event import MAX_LINE_CHARS, MAX_TIME_MS, ChatEvent, encode
 
 INGESTER: Final = "import"

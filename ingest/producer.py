@@ -1,6 +1,6 @@
 """Chat lines into ``chatlog.messages``: parse, encode, produce (the ingester's hot path).
 
-Per line: :func:`ingest.parse.parse_line` -> :func:`schemas.chat_event.encode` -> ``produce`` with the
+Per line: :func:`core.irc_parse.parse_line` -> :func:`schemas.chat_event.encode` -> ``produce`` with the
 channel as key. Counters are plain integers (no per-line Prometheus calls, no per-line logging); the
 metrics collector reads them when scraped.
 
@@ -30,8 +30,8 @@ from typing import Any, Final
 
 from confluent_kafka import KafkaError, Producer
 
+from core.irc_parse import MalformedLine, parse_line
 from ingest.metrics import FastHistogram
-from ingest.parse import MalformedLine, parse_line
 from ingest.registry import PARTITIONER
 from ingest.settings import IngestSettings
 from schemas.chat_event import ChatEvent, encode

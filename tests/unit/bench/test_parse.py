@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 from bench.parse import _T0, corpus, irc_parse_line, run
-from ingest.parse import parse_line
+from core.irc_parse import parse_line
 
 
 def test_corpus_has_the_promised_mix() -> None:

@@ -12,9 +12,9 @@ import typer
 from typer.testing import CliRunner
 
 from chatlog.cli import import_ as import_cli
+from core.irc_parse import line_hash, parse_line
 from core.settings import KafkaSettings
 from ingest.importer import PROGRESS_EVERY, import_paths
-from ingest.parse import line_hash, parse_line
 from schemas.chat_event import ChatEvent, decode
 
 PEER_LINES = Path(__file__).resolve().parents[4] / "shared" / "testdata" / "twitch_peer_lines.jsonl"

@@ -12,6 +12,7 @@ import typer
 from typer.testing import CliRunner
 
 from chatlog.cli import import_ as import_cli
+from core.irc_parse import MalformedLine, line_hash
 from ingest.importer import (
     MAX_IMPORT_LINE_BYTES,
     MAX_REPORTED,
@@ -20,7 +21,6 @@ from ingest.importer import (
     bracket_timestamp,
     import_lines,
 )
-from ingest.parse import MalformedLine, line_hash
 from schemas.chat_event import ChatEvent, decode
 
 PRIVMSG = (

@@ -149,7 +149,7 @@ def test_an_id_key_and_a_login_key_never_collide(
 def test_a_twitch_uuid_is_its_own_key_and_any_other_id_a_fixed_uuid5() -> None:
     twitch = "b34ccfc7-4977-403a-8a94-33c6bac34fb8"
     assert message_uuid(twitch) == uuid.UUID(twitch)
-    hashed = "0f1e2d3c4b5a69788796a5b4c3d2e1f0"  # ingest.parse.line_hash: 32 hex digits, parses as a uuid
+    hashed = "0f1e2d3c4b5a69788796a5b4c3d2e1f0"  # core.irc_parse.line_hash: 32 hex digits, parses as a uuid
     assert message_uuid(hashed) == uuid.uuid5(MESSAGE_ID_NAMESPACE, hashed) != uuid.UUID(hashed)
     assert message_uuid(twitch.upper()) == uuid.uuid5(MESSAGE_ID_NAMESPACE, twitch.upper())
     assert message_uuid(twitch.upper()) != message_uuid(twitch)  # two spellings: two events, as today

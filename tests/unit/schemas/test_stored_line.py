@@ -13,7 +13,7 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from ingest.parse import MalformedLine, parse_line
+from core.irc_parse import MalformedLine, parse_line
 from schemas.cql import message_uuid
 from schemas.stored_line import VERBATIM, restore, strip
 

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from ingest.parse import CHAT_COMMANDS, MalformedLine, command_of, line_hash, parse_line
+from core.irc_parse import CHAT_COMMANDS, MalformedLine, command_of, line_hash, parse_line
 from schemas.chat_event import BAD_SENT_TS_TAG, ChatEvent, decode, encode
 
 RECEIVED = 1_800_000_000_000

@@ -5,7 +5,7 @@ from __future__ import annotations
 import random
 
 from bench.parse import corpus
-from ingest.parse import CHAT_COMMANDS, MalformedLine, line_hash, parse_line
+from core.irc_parse import CHAT_COMMANDS, MalformedLine, line_hash, parse_line
 from schemas.chat_event import ChatEvent, decode, encode
 
 _KEYS = (

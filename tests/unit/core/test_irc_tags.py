@@ -6,8 +6,8 @@ import random
 
 import pytest
 
-from ingest.parse import parse_line, unescape_tag_value
-from ingest.tags import parse_tags
+from core.irc_parse import parse_line, unescape_tag_value
+from core.irc_tags import parse_tags
 
 
 @pytest.mark.parametrize(

@@ -44,7 +44,7 @@ import hashlib
 from datetime import UTC, datetime, timedelta
 from typing import Final
 
-from ingest.tags import parse_tags, unescape_tag_value
+from core.irc_tags import parse_tags, unescape_tag_value
 from schemas.chat_event import (
     BAD_SENT_TS_TAG,
     MAX_ID_CHARS,
