@@ -1,7 +1,7 @@
 """The latency half of ``chatlog bench sink``: a steady load from another process while the sink streams.
 
-Latency = Cassandra write time of the row (``WRITETIME``, set by the driver when it sends the write)
-minus ``sent_at`` (the produce time).
+Latency = Cassandra write time of the row (``WRITETIME(line)`` of its ``chat_by_channel`` row, set by the
+driver when it sends the write) minus ``sent_at`` (the produce time).
 """
 
 from __future__ import annotations
@@ -10,13 +10,15 @@ import multiprocessing
 import threading
 import time
 import uuid
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import msgspec
 
 from bench.sink_data import fresh, synthetic_events
-from schemas.chat_event import encode
+from schemas.chat_event import ChatEvent, encode
+from schemas.cql import message_uuid
 from sink.settings import SinkSettings
 
 LOAD_POOL_EVENTS = 100_000
@@ -51,7 +53,12 @@ def steady_load(settings: SinkSettings, rate: int, seconds: float) -> tuple[int,
             shape = pool[sent % len(pool)]
             mid = str(uuid.uuid4())
             e = msgspec.structs.replace(
-                shape, message_id=mid, tags={**shape.tags, "id": mid}, sent_at=now, received_at=now
+                shape,
+                message_id=mid,
+                tags={**shape.tags, "id": mid, "tmi-sent-ts": str(now)},
+                sent_at=now,
+                received_at=now,
+                raw=_with_id_and_time(shape, mid, now),
             )
             producer.produce(settings.topic_messages, encode(e), e.channel.encode())
             sent += 1
@@ -59,6 +66,24 @@ def steady_load(settings: SinkSettings, rate: int, seconds: float) -> tuple[int,
         time.sleep(max(0.0, start + (sent / rate) - time.monotonic()))
     producer.flush(30)
     return sent, time.monotonic() - start, start_ms
+
+
+def _with_id_and_time(shape: ChatEvent, message_id: str, sent_at: int) -> str:
+    """``shape.raw`` with its ``id`` and ``tmi-sent-ts`` tag values replaced by the new event's, so the
+    line says what the event says (the sink strips exactly these values from the stored line)."""
+    tags, sep, rest = shape.raw.partition(" ")
+    old_id, old_ts = shape.tags.get("id"), shape.tags.get("tmi-sent-ts")
+    out = []
+    for element in tags.split(";"):
+        key, eq, value = element.partition("=")
+        name = key.lstrip("@")
+        if eq and name == "id" and value == old_id:
+            out.append(f"{key}={message_id}")
+        elif eq and name == "tmi-sent-ts" and value == old_ts:
+            out.append(f"{key}={sent_at}")
+        else:
+            out.append(element)
+    return ";".join(out) + sep + rest
 
 
 def latency(
@@ -125,10 +150,9 @@ def _measure(s: SinkSettings, rate: int, seconds: float, warmup_s: float) -> dic
     try:
         latencies = []
         timeline = []
-        warm_ids = {e.message_id for e in warm}
-        for row in session.execute(
-            "SELECT message_id, sent_at, WRITETIME(kind) AS wt FROM messages_by_channel"
-        ):
+        # rows are keyed by the uuid of the event id (schemas.cql.message_uuid): the warm-up's are left out
+        warm_ids = {message_uuid(e.message_id) for e in warm}
+        for row in session.execute("SELECT message_id, sent_at, WRITETIME(line) AS wt FROM chat_by_channel"):
             if row.message_id in warm_ids:
                 continue
             sent_ms = int(row.sent_at.timestamp() * 1000) if row.sent_at.tzinfo else _naive_ms(row.sent_at)
@@ -162,7 +186,6 @@ def _measure(s: SinkSettings, rate: int, seconds: float, warmup_s: float) -> dic
     }
 
 
-def _naive_ms(value: Any) -> int:
-    from serve.logs import _ms
-
-    return _ms(value)
+def _naive_ms(value: datetime) -> int:
+    """Epoch ms of a timestamp the driver returns (a naive datetime in UTC)."""
+    return (value - datetime(1970, 1, 1)) // timedelta(milliseconds=1)

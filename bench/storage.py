@@ -455,39 +455,75 @@ def _id_keyed(name: str, description: str, compression: str, *, pointer: bool, *
     )
 
 
-def _today() -> Layout:
-    """schemas/cassandra.cql's messages_by_channel, channel_buckets and messages_by_user, as they are."""
-    from schemas.cql import statements
-    from sink.executor.rows import EventRows
+_LAYOUT_A_DDL: Final = {
+    "messages_by_channel": (
+        "CREATE TABLE IF NOT EXISTS {ks}.messages_by_channel ("
+        "channel text, bucket timestamp, sent_at timestamp, message_id text, kind text, channel_id text, "
+        "user_login text, user_id text, display_name text, text text, is_action boolean, "
+        "received_at timestamp, tags frozen<map<text, text>>, raw text, ingester text, "
+        "PRIMARY KEY ((channel, bucket), sent_at, message_id)"
+        ") WITH CLUSTERING ORDER BY (sent_at ASC, message_id ASC) "
+        "AND compaction = {'class': 'TimeWindowCompactionStrategy', 'compaction_window_unit': 'DAYS', "
+        "'compaction_window_size': 1}"
+    ),
+    "channel_buckets": (
+        "CREATE TABLE IF NOT EXISTS {ks}.channel_buckets (channel text, bucket timestamp, "
+        "PRIMARY KEY (channel, bucket)) WITH CLUSTERING ORDER BY (bucket ASC)"
+    ),
+    "messages_by_user": (
+        "CREATE TABLE IF NOT EXISTS {ks}.messages_by_user ("
+        "channel text, user_login text, bucket timestamp, sent_at timestamp, message_id text, kind text, "
+        "channel_id text, user_id text, display_name text, text text, is_action boolean, "
+        "received_at timestamp, tags frozen<map<text, text>>, raw text, ingester text, "
+        "PRIMARY KEY ((channel, user_login, bucket), sent_at, message_id)"
+        ") WITH CLUSTERING ORDER BY (sent_at ASC, message_id ASC) "
+        "AND compaction = {'class': 'TimeWindowCompactionStrategy', 'compaction_window_unit': 'DAYS', "
+        "'compaction_window_size': 1}"
+    ),
+}
+"""Layout A's tables: the chatlog schema before issue 17 (schemas/cassandra.cql up to commit cc25453), kept
+here as they were measured (``{ks}`` is filled in; the table default compression, LZ4). The keyspace's
+schema has the E64s tables since; these are only for the benchmark."""
 
-    wanted = ("messages_by_channel", "channel_buckets", "messages_by_user")
-    ddl = {}
-    for stmt in statements("ksplaceholder", "{'class': 'SimpleStrategy', 'replication_factor': 1}"):
-        for table in wanted:
-            if stmt.startswith(f"CREATE TABLE IF NOT EXISTS ksplaceholder.{table} "):
-                ddl[table] = stmt.replace("ksplaceholder.", "{ks}.")
-    columns = {t: _columns_of(ddl[t]) for t in wanted}
-    rows = EventRows(columns)
-    tables = []
-    for spec in rows.tables:
-        pick = spec.pick
-        key_cols = (
-            ("channel", "bucket") if spec.table != "messages_by_user" else ("channel", "user_login", "bucket")
-        )
-        key_at = [spec.columns.index(c) for c in key_cols]
+_LAYOUT_A_KEYS: Final = {
+    "messages_by_channel": ("channel", "bucket"),
+    "channel_buckets": ("channel", "bucket"),
+    "messages_by_user": ("channel", "user_login", "bucket"),
+}
 
-        def values(r: Row, pick: Callable[..., tuple[Any, ...]] = pick) -> tuple[Any, ...]:
-            return pick(rows.values(r.event))
 
-        def key(
-            r: Row, pick: Callable[..., tuple[Any, ...]] = pick, at: list[int] = key_at
-        ) -> tuple[Any, ...]:
-            v = pick(rows.values(r.event))
-            return tuple(v[i] for i in at)
+def _a_table(name: str) -> Table:
+    """One table of layout A, written as the sink wrote it then: every column named like a chat event
+    field takes that field (values as they are, ``None`` included), ``bucket`` is
+    ``bucket_of(sent_at)``; the columns bound in the event's field order, ``bucket`` last."""
+    from schemas.chat_event import FIELD_NAMES
+    from schemas.cql import bucket_of
 
-        tables.append(Table(spec.table, ddl[spec.table], spec.columns, values, key, spec.is_index))
+    ddl = _LAYOUT_A_DDL[name]
+    present = set(_columns_of(ddl))
+    fields = tuple(f for f in FIELD_NAMES if f in present and f != "bucket")
+    columns = (*fields, "bucket")
+    if set(columns) != present:
+        raise ValueError(f"layout A, {name}: columns {sorted(present - set(columns))} are not event fields")
+    key_at = [columns.index(c) for c in _LAYOUT_A_KEYS[name]]
+
+    def values(r: Row) -> tuple[Any, ...]:
+        return (*(getattr(r.event, f) for f in fields), bucket_of(r.event.sent_at))
+
+    def key(r: Row) -> tuple[Any, ...]:
+        v = values(r)
+        return tuple(v[i] for i in key_at)
+
+    return Table(name, ddl, columns, values, key, once_per_key=name == "channel_buckets")
+
+
+def _layout_a() -> Layout:
+    """Layout A: the tables before issue 17 (messages_by_channel, channel_buckets, messages_by_user) as
+    they were (:data:`_LAYOUT_A_DDL`); "today" in its description is the day it was measured."""
     return Layout(
-        "A", "today: two full rows (raw, tags map, parsed columns) + channel_buckets, LZ4", tuple(tables)
+        "A",
+        "today: two full rows (raw, tags map, parsed columns) + channel_buckets, LZ4",
+        tuple(_a_table(name) for name in _LAYOUT_A_DDL),
     )
 
 
@@ -501,7 +537,7 @@ def _columns_of(ddl: str) -> list[str]:
 def layouts() -> dict[str, Layout]:
     """Every candidate, by name."""
     all_ = [
-        _today(),
+        _layout_a(),
         _id_keyed("B", "raw line only in both tables, id keys, LZ4", LZ4, pointer=False),
         _id_keyed("C16", "B with Zstd (level 3), 16 KiB chunks", zstd(16), pointer=False),
         _id_keyed("C64", "B with Zstd (level 3), 64 KiB chunks", zstd(64), pointer=False),

@@ -9,22 +9,20 @@ from confluent_kafka import Consumer, Producer
 
 from core.cql import connect
 from core.errors import ChatlogError
+from core.irc_parse import parse_line
 from core.settings import StackSettings
-from schemas import chat_event, cql
+from schemas import chat_event, cql, stored_line
 
 
 def run(settings: StackSettings) -> str:
     now = int(time.time() * 1000)
-    event = chat_event.ChatEvent(
-        message_id=str(uuid.uuid4()),
-        kind="PRIVMSG",
-        channel="smoke",
-        user_login="smoke",
-        text="hello",
-        sent_at=now,
-        received_at=now,
-        raw="PRIVMSG #smoke :hello",
-    )
+    message_id = str(uuid.uuid4())
+    # a line as Twitch sends one without a room-id (as the local IRC server's are): its row's key is
+    # `login:smoke`, and the stored line leaves out the id and tmi-sent-ts values the key holds
+    raw = f"@id={message_id};tmi-sent-ts={now} :smoke!smoke@smoke.tmi.twitch.tv PRIVMSG #smoke :hello"
+    event = parse_line(raw, received_at=now, ingester="smoke")
+    if event is None or event.message_id != message_id or event.sent_at != now or event.text != "hello":
+        raise ChatlogError("smoke: the IRC parser did not read the smoke line back")
     producer = Producer({**settings.kafka_client_config(), "enable.idempotence": True})
     producer.produce(settings.topic_messages, key=event.channel.encode(), value=chat_event.encode(event))
     if producer.flush(30) != 0:
@@ -49,28 +47,32 @@ def run(settings: StackSettings) -> str:
     consumer.close()
     if got is None:
         raise ChatlogError("smoke: the record did not come back from Kafka within 30s")
+    key, bucket, row_id = (
+        cql.channel_key(got.channel_id, got.channel),
+        cql.bucket_of(got.sent_at),
+        cql.message_uuid(got.message_id),
+    )
     cluster, session = connect(settings, keyspace=settings.cassandra_keyspace)
     try:
         session.execute(
-            "INSERT INTO messages_by_channel (channel, bucket, sent_at, message_id, kind, text, raw) "
-            "VALUES (%s, %s, %s, %s, %s, %s, %s)",
+            "INSERT INTO chat_by_channel (channel_key, bucket, sent_at, message_id, line, received_at) "
+            "VALUES (%s, %s, %s, %s, %s, %s)",
             (
-                got.channel,
-                cql.bucket_of(got.sent_at),
+                key,
+                bucket,
                 got.sent_at,
-                got.message_id,
-                got.kind,
-                got.text,
-                got.raw,
+                row_id,
+                stored_line.strip(got.raw, row_id, got.sent_at),
+                got.received_at,
             ),
         )
         row = session.execute(
-            "SELECT text FROM messages_by_channel "
-            "WHERE channel=%s AND bucket=%s AND sent_at=%s AND message_id=%s",
-            (got.channel, cql.bucket_of(got.sent_at), got.sent_at, got.message_id),
+            "SELECT line FROM chat_by_channel "
+            "WHERE channel_key=%s AND bucket=%s AND sent_at=%s AND message_id=%s",
+            (key, bucket, got.sent_at, row_id),
         ).one()
     finally:
         cluster.shutdown()
-    if row is None or row.text != "hello":
+    if row is None or stored_line.restore(row.line, row_id, got.sent_at) != raw:
         raise ChatlogError("smoke: the row was not readable from Cassandra")
     return f"smoke ok: event {event.message_id} went through Kafka and Cassandra"

@@ -1,7 +1,8 @@
 """End-to-end latency as a reader sees it: when a sent message's row becomes readable in Cassandra.
 
-A reader thread polls the ``messages_by_channel`` partitions of a few sample channels and notes, for
-each simulator token, the time of the first poll whose answer held its row. Joined afterwards with the
+A reader thread polls the ``chat_by_channel`` partitions of a few sample channels and notes, for
+each simulator token (the first word of the text of the row's stored line), the time of the first poll
+whose answer held its row. Joined afterwards with the
 simulator's send times (same clock, same host), that is IRC send -> row readable, for every message
 sent to the sample channels. The time noted is when the answering poll returned, so a value errs late
 by up to one poll interval plus one query, never early. Polls run every ``interval_s`` while the rows
@@ -26,7 +27,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from chatlog.demo.verify import token_of
+from chatlog.demo.verify import stored_key, text_of_stored, token_of
 from chatlog.simulator import SentMessage, hotness_order
 from core.settings import CassandraSettings
 from schemas.cql import BUCKET_MS, bucket_of
@@ -167,8 +168,8 @@ class ReadProbe:
         try:
             cluster, session = connect(self.settings, timeout=60)
             stmt = session.prepare(
-                f"SELECT text FROM {self.settings.cassandra_keyspace}.messages_by_channel "
-                "WHERE channel = ? AND bucket = ? AND sent_at >= ?"
+                f"SELECT line FROM {self.settings.cassandra_keyspace}.chat_by_channel "
+                "WHERE channel_key = ? AND bucket = ? AND sent_at >= ?"
             )
         except BaseException as exc:  # handed to start()'s caller
             self._failure = exc
@@ -178,6 +179,7 @@ class ReadProbe:
         stats, tail = self.stats, SentTail(self.sent_file)
         watch = Watch(self.channels, int(time.time() * 1000))
         stats.seen = watch.seen
+        channels_of = {stored_key(c): c for c in self.channels}
         try:
             while not self._stop.is_set():
                 began = time.monotonic()
@@ -188,18 +190,18 @@ class ReadProbe:
                 for c in self.channels:
                     since = watch.since_ms(c)
                     for b in range(bucket_of(since), bucket_of(now_ms) + 1, BUCKET_MS):
-                        args.append((c, b, since))
+                        args.append((stored_key(c), b, since))
                 answers = execute_concurrent_with_args(session, stmt, args, concurrency=16)
                 seen_ms = int(time.time() * 1000)
-                for (channel, _b, _s), (ok, rows) in zip(args, answers, strict=True):
+                for (key, _b, _s), (ok, rows) in zip(args, answers, strict=True):
                     if not ok:
                         stats.errors += 1
                         continue
                     for row in rows:
                         stats.rows_read += 1
-                        tok = token_of(row.text)
+                        tok = token_of(text_of_stored(row.line))
                         if tok is not None:
-                            watch.saw(channel, tok, seen_ms)
+                            watch.saw(channels_of[key], tok, seen_ms)
                 took = time.monotonic() - began
                 stats.polls += 1
                 stats.poll_s_total += took

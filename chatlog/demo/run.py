@@ -466,7 +466,7 @@ class Run:
             "poll_errors": stats.errors,
             "given_up": stats.given_up,
             "note": "simulator's send time (taken just before the PRIVMSG is written to its socket) -> "
-            "return of the first poll of messages_by_channel that held the row, for every message sent "
+            "return of the first poll of chat_by_channel that held the row, for every message sent "
             "to the sample channels; polls every poll_interval_s (every 1/20 of the oldest missing row's "
             "age while rows lag, at most 2 s), so each value errs late by up to one interval plus one "
             "query, never early",

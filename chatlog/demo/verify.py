@@ -19,9 +19,11 @@ from confluent_kafka import (
 
 from chatlog.demo.report import CopyTimes
 from core.cql import connect
+from core.irc_parse import MalformedLine, parse_line
 from core.settings import CassandraSettings, KafkaSettings
 from schemas import chat_event
-from schemas.cql import BUCKET_MS, bucket_of
+from schemas.cql import BUCKET_MS, bucket_of, channel_key
+from schemas.stored_line import VERBATIM
 
 
 def token_of(text: str | None) -> str | None:
@@ -29,6 +31,27 @@ def token_of(text: str | None) -> str | None:
     if not text:
         return None
     return text.split(" ", 1)[0]
+
+
+def stored_key(channel: str) -> str:
+    """The ``channel_key`` of a simulator channel's rows: its lines (InspIRCd's) carry no ``room-id``,
+    so the key is ``login:<channel>`` (:func:`schemas.cql.channel_key`)."""
+    return channel_key(None, channel.lower().lstrip("#"))
+
+
+def text_of_stored(line: str | None) -> str | None:
+    """The message text of a ``chat_by_channel.line``: the text is never stripped (only the values of
+    the ``id`` and ``tmi-sent-ts`` tags are), so it is parsed from the stored line as it is (a line
+    stored verbatim loses its marker first); ``None`` for a line that is not chat."""
+    if not line:
+        return None
+    if line[:1] == VERBATIM:
+        line = line[1:]
+    try:
+        event = parse_line(line, received_at=0)
+    except MalformedLine:
+        return None
+    return event.text if event is not None else None
 
 
 class TopicSize:
@@ -125,9 +148,11 @@ def stored_tokens(
     until_ms: int,
     written_at: dict[str, int] | None = None,
 ) -> Counter[str]:
-    """How many rows per simulator token are in ``messages_by_channel`` for ``channels`` in the window.
+    """How many rows per simulator token are in ``chat_by_channel`` for ``channels`` (logins; their rows
+    are keyed :func:`stored_key`) in the window; the token is the first word of the stored line's text.
 
-    With ``written_at``, also fills in each token's Cassandra write time (epoch ms, the sink's clock).
+    With ``written_at``, also fills in each token's Cassandra write time (epoch ms, the sink's clock:
+    ``writetime(line)``).
     """
     from cassandra.concurrent import execute_concurrent_with_args
 
@@ -135,12 +160,12 @@ def stored_tokens(
     cluster, session = connect(settings, timeout=60)
     try:
         stmt = session.prepare(
-            f"SELECT text, writetime(kind) AS wt FROM {settings.cassandra_keyspace}.messages_by_channel "
-            "WHERE channel = ? AND bucket = ?"
+            f"SELECT line, writetime(line) AS wt FROM {settings.cassandra_keyspace}.chat_by_channel "
+            "WHERE channel_key = ? AND bucket = ?"
         )
         stmt.fetch_size = 5000
         buckets = range(bucket_of(since_ms), bucket_of(until_ms) + 1, BUCKET_MS)
-        args = [(c, b) for c in channels for b in buckets]
+        args = [(stored_key(c), b) for c in channels for b in buckets]
         counts: Counter[str] = Counter()
         for ok, rows in execute_concurrent_with_args(
             session, stmt, args, concurrency=64, results_generator=True
@@ -148,7 +173,7 @@ def stored_tokens(
             if not ok:
                 raise RuntimeError(f"reading rows back from Cassandra failed: {rows}")
             for row in rows:
-                tok = token_of(row.text)
+                tok = token_of(text_of_stored(row.line))
                 if tok:
                     counts[tok] += 1
                     if written_at is not None and row.wt is not None:

@@ -138,11 +138,27 @@ def test_layouts_write_what_they_say() -> None:
     assert set(today) == {"messages_by_channel", "channel_buckets", "messages_by_user"}
     assert {"raw", "tags", "text"} <= set(today["messages_by_user"].columns)
     row = rows_of(corpus(3))[0]
+    by_user = today["messages_by_user"]
+    values = dict(zip(by_user.columns, by_user.values(row), strict=True))
+    assert values["raw"] == row.raw and values["text"] == row.event.text and values["tags"] == row.event.tags
+    assert by_user.partition_key(row) == (row.event.channel, row.event.user_login, row.bucket)
+    assert today["channel_buckets"].once_per_key and not by_user.once_per_key
     pointer = {t.name: t for t in candidates["D64"].tables}["chat_by_user"]
     assert "raw" not in pointer.columns and len(pointer.values(row)) == len(pointer.columns)
     assert "ZstdCompressor" in pointer.ddl and "'chunk_length_in_kb': 64" in pointer.ddl
     copy = {t.name: t for t in candidates["C16"].tables}["chat_by_user"]
     assert copy.values(row)[-1] == row.raw
+
+
+def test_layout_a_keeps_its_own_copy_of_the_tables_before_issue_17() -> None:
+    from schemas.cql import statements
+
+    live = " ".join(statements("ks", "{'class': 'SimpleStrategy', 'replication_factor': 1}"))
+    for table in layouts()["A"].tables:
+        assert f"ks.{table.name} " not in live  # gone from the schema: layout A does not read it from there
+        assert table.ddl.startswith(f"CREATE TABLE IF NOT EXISTS {{ks}}.{table.name} (")
+        assert set(_columns_of(table.ddl)) == set(table.columns)
+    assert "frozen<map<text, text>>" in {t.name: t for t in layouts()["A"].tables}["messages_by_channel"].ddl
 
 
 def test_columns_of_a_ddl_with_a_frozen_map() -> None:

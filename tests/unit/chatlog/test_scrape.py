@@ -18,8 +18,8 @@ from sink.driver.progress import Metrics
 def sink_text() -> str:
     metrics = Metrics(0)  # the sink's own registry, not served
     metrics.events_written.inc(5)
-    metrics.rows.labels("messages_by_channel").inc(3)
-    metrics.rows.labels("messages_by_user").inc(4)
+    metrics.rows.labels("chat_by_channel").inc(3)
+    metrics.rows.labels("chat_by_user").inc(4)
     metrics.duration.observe(0.3)
     metrics.lag.set(12)
     return generate_latest(metrics.registry).decode()
@@ -54,7 +54,7 @@ def test_a_counter_is_read_by_its_exposed_name(sink_text: str) -> None:
 def test_labelled_samples_are_summed_unless_labels_pick_one(sink_text: str) -> None:
     metrics = parse(sink_text)
     assert metrics.value("chatlog_sink_rows_written_total") == 7.0
-    assert metrics.value("chatlog_sink_rows_written_total", table="messages_by_user") == 4.0
+    assert metrics.value("chatlog_sink_rows_written_total", table="chat_by_user") == 4.0
     assert metrics.value("chatlog_sink_rows_written_total", table="nowhere") is None
 
 

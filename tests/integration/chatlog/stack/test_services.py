@@ -76,26 +76,31 @@ def test_topics_have_the_specified_partitions_and_policies(stack: StackSettings)
 
 def test_cql_write_and_read(fresh_keyspace: StackSettings) -> None:
     from core.cql import connect
+    from schemas.cql import bucket_of, channel_key, message_uuid
+    from schemas.stored_line import restore, strip
 
+    sent_at, message_id = 1_793_491_200_123, "0f6f4b4e-5a4c-4c1e-9d3b-6a1f2e3d4c5b"
+    raw = f"@id={message_id};tmi-sent-ts={sent_at} :u!u@u.tmi.twitch.tv PRIVMSG #c :hello"
+    key, bucket, row_id = channel_key(None, "c"), bucket_of(sent_at), message_uuid(message_id)
+    line = strip(raw, row_id, sent_at)
+    assert key == "login:c" and row_id == uuid.UUID(message_id) and len(line) < len(raw)
     cluster, session = connect(fresh_keyspace, keyspace=fresh_keyspace.cassandra_keyspace)
     try:
-        session.execute(
-            "INSERT INTO messages_by_channel (channel, bucket, sent_at, message_id, kind, text) "
-            "VALUES (%s, %s, %s, %s, %s, %s)",
-            ("c", 0, 1000, "m1", "PRIVMSG", "hello"),
+        insert = session.prepare(
+            "INSERT INTO chat_by_channel (channel_key, bucket, sent_at, message_id, line, received_at) "
+            "VALUES (?, ?, ?, ?, ?, ?)"
         )
+        session.execute(insert, (key, bucket, sent_at, row_id, line, sent_at + 5))
         # the same primary key again is an overwrite, not a second row
-        session.execute(
-            "INSERT INTO messages_by_channel (channel, bucket, sent_at, message_id, kind, text) "
-            "VALUES (%s, %s, %s, %s, %s, %s)",
-            ("c", 0, 1000, "m1", "PRIVMSG", "hello"),
-        )
+        session.execute(insert, (key, bucket, sent_at, row_id, line, sent_at + 9))
         rows = list(
             session.execute(
-                "SELECT message_id, text FROM messages_by_channel WHERE channel=%s AND bucket=%s", ("c", 0)
+                "SELECT message_id, sent_at, line FROM chat_by_channel WHERE channel_key=%s AND bucket=%s",
+                (key, bucket),
             )
         )
-        assert [(r.message_id, r.text) for r in rows] == [("m1", "hello")]
+        assert [r.message_id for r in rows] == [row_id]
+        assert restore(rows[0].line, rows[0].message_id, sent_at) == raw
     finally:
         cluster.shutdown()
 

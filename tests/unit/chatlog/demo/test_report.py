@@ -22,6 +22,7 @@ from chatlog.demo.report import (
     recovery_s,
     sink_log_totals,
 )
+from chatlog.demo.verify import stored_key, text_of_stored, token_of
 from chatlog.simulator import ChatSimulator, SentMessage, hotness_order
 from sink.driver.progress import BatchReport
 from sink.executor.partition import WriteStats
@@ -115,7 +116,7 @@ def test_late_copies_is_what_the_dedup_let_through_beyond_one_per_id() -> None:
 def test_sink_log_totals_read_the_sinks_own_batch_lines() -> None:
     lines = []
     for batch_id, events, dead in ((1, 1, 0), (2, 1040, 10), (3, 7, 0)):
-        stats = WriteStats(events=events, rows=Counter({"messages_by_channel": events}), deadletters=dead)
+        stats = WriteStats(events=events, rows=Counter({"chat_by_channel": events}), deadletters=dead)
         progress = {"batchId": batch_id, "numInputRows": events + dead, "batchDuration": 500}
         lines.append(
             "2026-01-01 12:00:00 INFO sink.driver.progress "
@@ -199,3 +200,23 @@ def test_sent_tail_reads_only_complete_new_lines(tmp_path: Path) -> None:
         fh.write('2", "ts": 6}\n')
     assert tail.read() == [SentMessage("a", "sim-2", 6)]
     assert tail.read() == []
+
+
+def test_the_token_is_read_from_the_stored_line_of_each_kind_of_row() -> None:
+    from core.irc_parse import parse_line
+    from schemas.cql import message_uuid
+    from schemas.stored_line import strip
+
+    irc = "@msgid=Ab1;time=2026-11-01T00:00:00.123Z :bob!bob@irc.local PRIVMSG #d1_2 :d1-000042 tail words"
+    event = parse_line(irc, received_at=1_793_491_200_200)
+    assert event is not None
+    stored = strip(event.raw, message_uuid(event.message_id), event.sent_at)
+    assert token_of(text_of_stored(stored)) == "d1-000042"
+    twitch = "@id=0f6f4b4e-5a4c-4c1e-9d3b-6a1f2e3d4c5b;tmi-sent-ts=1793491200123 :u!u@u PRIVMSG #c :tok rest"
+    stripped = strip(twitch, "0f6f4b4e-5a4c-4c1e-9d3b-6a1f2e3d4c5b", 1_793_491_200_123)
+    assert stripped != twitch and text_of_stored(stripped) == "tok rest"
+    verbatim = strip("@id=;x=1 :u!u@u PRIVMSG #c :kept as is", "0f6f4b4e-5a4c-4c1e-9d3b-6a1f2e3d4c5b", 1)
+    assert verbatim.startswith("!") and text_of_stored(verbatim) == "kept as is"
+    assert text_of_stored(":irc.local 001 bob :Welcome") is None  # not chat
+    assert text_of_stored("@a=b") is None and text_of_stored(None) is None  # malformed, no line
+    assert stored_key("d1_2") == stored_key("#D1_2") == "login:d1_2"
