@@ -11,12 +11,15 @@ from __future__ import annotations
 import asyncio
 import threading
 import time
+import uuid
 from collections import deque
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
 from confluent_kafka import KafkaError, TopicPartition
+
+from schemas.chat_event import ChatEvent
 
 DeliveryCallback = Callable[[KafkaError | None, Any], None]
 """librdkafka's ``on_delivery(err, msg)``."""
@@ -257,3 +260,105 @@ async def eventually(predicate: Callable[[], bool], timeout: float, what: str) -
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out after {timeout:g}s waiting for {what}")
         await asyncio.sleep(0.01)
+
+
+def _tag_value(value: str) -> str:
+    return (
+        value.replace("\\", "\\\\")
+        .replace(";", "\\:")
+        .replace(" ", "\\s")
+        .replace("\r", "\\r")
+        .replace("\n", "\\n")
+    )
+
+
+def twitch_line(
+    kind: str,
+    channel: str,
+    *,
+    sent_at: int,
+    login: str | None = None,
+    text: str | None = None,
+    user_id: str | None = None,
+    room_id: str | None = None,
+    message_id: str | None = None,
+    display_name: str | None = None,
+    extra: dict[str, str] | None = None,
+) -> str:
+    """A raw line as Twitch sends it (tags in Twitch's order, values escaped): ``PRIVMSG`` from ``login``,
+    ``CLEARCHAT`` of ``text`` (a login; None: the whole chat), ``CLEARMSG`` of a message by ``login``.
+    What the readers derive every field from: tests build events with :func:`core.irc_parse.parse_line`
+    of these lines, so a stored event and its line agree."""
+    tags: dict[str, str] = {}
+    if kind == "PRIVMSG":
+        tags["display-name"] = display_name if display_name is not None else (login or "")
+    tags.update(extra or {})
+    if message_id is not None:
+        tags["id" if kind != "CLEARMSG" else "target-msg-id"] = message_id
+    if kind == "CLEARMSG" and login is not None:
+        tags["login"] = login
+    if room_id is not None:
+        tags["room-id"] = room_id
+    if user_id is not None:
+        tags["user-id" if kind == "PRIVMSG" else "target-user-id"] = user_id
+    tags["tmi-sent-ts"] = str(sent_at)
+    section = "@" + ";".join(f"{k}={_tag_value(v)}" for k, v in tags.items())
+    prefix = f":{login}!{login}@{login}.tmi.twitch.tv" if kind == "PRIVMSG" else ":tmi.twitch.tv"
+    trailing = f" :{text}" if text is not None else ""
+    return f"{section} {prefix} {kind} #{channel}{trailing}"
+
+
+def chat_events(
+    n: int, *, channels: int = 7, now_ms: int | None = None, ids: bool = True, id_prefix: str = ""
+) -> list[ChatEvent]:
+    """``n`` chat events 37 ms apart ending at ``now_ms``, over ``channels`` channels (``chan0``...) and 23
+    users (``user0``...; user ``userK`` has id ``1000+K``, channel ``chanK`` room id ``500+K``): mostly
+    PRIVMSG, a timeout of ``user5`` (CLEARCHAT) every 97 events, a deleted message (CLEARMSG) every 89.
+    Each is :func:`core.irc_parse.parse_line` of its :func:`twitch_line`, received 5 ms after it was sent.
+    ``ids=False``: lines without Twitch ids (as a plain IRC server sends them); ``id_prefix``: put before
+    each message's uuid ``id`` (the ids of two batches differ; an id that is no uuid is kept all the same)."""
+    from core.irc_parse import parse_line
+
+    now = now_ms if now_ms is not None else int(time.time() * 1000)
+    out = []
+    for i in range(n):
+        sent_at = now - (n - i) * 37
+        channel = i % channels
+        user = i % 23
+        room_id = str(500 + channel) if ids else None
+        if i % 97 == 5:
+            line = twitch_line(
+                "CLEARCHAT",
+                f"chan{channel}",
+                sent_at=sent_at,
+                text="user5",
+                extra={"ban-duration": "600"},
+                room_id=room_id,
+                user_id="1005" if ids else None,
+            )
+        elif i % 89 == 7:
+            line = twitch_line(
+                "CLEARMSG",
+                f"chan{channel}",
+                sent_at=sent_at,
+                login=f"user{user}",
+                text=f"message {i - 1}",
+                message_id=str(uuid.UUID(int=i)),
+                room_id=room_id,
+            )
+        else:
+            line = twitch_line(
+                "PRIVMSG",
+                f"chan{channel}",
+                sent_at=sent_at,
+                login=f"user{user}",
+                text=f"message {i}",
+                message_id=f"{id_prefix}{uuid.uuid4()}" if ids else None,
+                display_name=f"User{user}",
+                room_id=room_id,
+                user_id=str(1000 + user) if ids else None,
+            )
+        event = parse_line(line, received_at=sent_at + 5, ingester="r1")
+        assert event is not None
+        out.append(event)
+    return out

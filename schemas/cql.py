@@ -142,19 +142,21 @@ def user_key(user_id: str | None, user_login: str | None) -> str | None:
     return _id_key(user_id, user_login)
 
 
+_CANONICAL_UUID: Final = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
+
+
+def is_canonical_uuid(message_id: str) -> bool:
+    """Whether ``message_id`` is a uuid in canonical text (lower-case ``8-4-4-4-12``): its own uuid."""
+    return _CANONICAL_UUID.fullmatch(message_id) is not None
+
+
 def message_uuid(message_id: str) -> uuid.UUID:
     """The ``message_id uuid`` column of an event: its id when that is a uuid in canonical text (Twitch's
     lower-case ``8-4-4-4-12`` form), else uuid5 over :data:`MESSAGE_ID_NAMESPACE` (hashed ids of
     plain IRC lines, IRCv3 ``msgid``, any other spelling of a uuid). Deterministic, and two different
     ids never share a uuid unless SHA-1 collides."""
-    if len(message_id) == 36:
-        try:
-            parsed = uuid.UUID(message_id)
-        except ValueError:
-            pass
-        else:
-            if str(parsed) == message_id:
-                return parsed
+    if _CANONICAL_UUID.fullmatch(message_id) is not None:
+        return uuid.UUID(message_id)
     return uuid.uuid5(MESSAGE_ID_NAMESPACE, message_id)
 
 

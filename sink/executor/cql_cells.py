@@ -4,7 +4,7 @@ The writer binds every column of every row; with cassandra-driver's generic ``se
 largest single cost of the sink's Python workers (a ``frozen<map<text, text>>`` of tags most of all;
 ``chatlog bench sink``'s raw insert reports the workers' CPU per event, results/bench_sink*.json
 ``python_workers``). For the few CQL types the sink writes this module has
-encoders that produce the same bytes for the values a chat event holds (int ms, str, bool, dict of str)
+encoders that produce the same bytes for the values a chat event holds (int ms, str, bool, dict of str, uuid)
 at a fraction of the cost; any other type, or a value of another Python type, goes to the driver's own
 ``serialize``. ``tests/unit/sink/executor/test_cql_cells.py`` checks byte equality with the driver.
 """
@@ -49,7 +49,13 @@ def _text_map(value: Any) -> bytes:
     return b"".join(parts)
 
 
+def _uuid(value: Any) -> bytes:
+    encoded: bytes = value.bytes
+    return encoded
+
+
 _FAST: dict[str, Callable[[Any], bytes]] = {
+    "uuid": _uuid,
     "text": _text,
     "ascii": _text,
     "timestamp": _timestamp,

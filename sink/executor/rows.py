@@ -1,8 +1,9 @@
 """Which Cassandra rows a chat event becomes (pure; no driver, no Spark).
 
 The columns of each table are read from the live schema (``schemas/cassandra.cql``), never listed
-here: a column named like a :class:`~schemas.chat_event.ChatEvent` field takes that field, and the few
-derived columns (``bucket``, the moderation targets) have a function in :data:`DERIVED`. A column
+here: a column named like a :class:`~schemas.chat_event.ChatEvent` field takes that field, and the
+derived columns (the id keys, ``bucket``, ``period``, the message id as a uuid, the stored line) have a
+function in :data:`DERIVED`. A column
 with neither is a schema change the sink does not understand yet, and is reported before any write.
 """
 
@@ -14,7 +15,8 @@ from dataclasses import dataclass
 from typing import Any, cast
 
 from schemas.chat_event import FIELD_NAMES, MAX_LOGIN_CHARS, ChatEvent
-from schemas.cql import bucket_of
+from schemas.cql import bucket_of, channel_key, is_canonical_uuid, message_uuid, user_key, user_period
+from schemas.stored_line import strip
 
 MODERATION_KINDS = frozenset({"CLEARCHAT", "CLEARMSG"})
 HOUR_MS = 3_600_000
@@ -25,11 +27,6 @@ MAX_DISPLAY_NAME_CHARS = MAX_LOGIN_CHARS
 clustering column of ``user_names``."""
 
 
-def _ban_duration(event: ChatEvent) -> int | None:
-    value = event.tags.get("ban-duration") if event.kind == "CLEARCHAT" else None
-    return int(value) if value is not None and value.isdigit() and len(value) < 10 else None
-
-
 def _target_user_login(event: ChatEvent) -> str | None:
     if event.kind == "CLEARMSG":
         return event.tags.get("login")
@@ -38,32 +35,48 @@ def _target_user_login(event: ChatEvent) -> str | None:
     return None
 
 
-DERIVED: dict[str, Callable[[ChatEvent], Any]] = {
-    "bucket": lambda e: bucket_of(e.sent_at),
-    "target_user_login": _target_user_login,
-    "target_user_id": lambda e: e.tags.get("target-user-id"),
-    "target_message_id": lambda e: e.tags.get("target-msg-id") if e.kind == "CLEARMSG" else None,
-    "ban_duration_s": _ban_duration,
-}
-"""Columns computed from the event rather than copied from a field of the same name."""
+def _event_user_key(event: ChatEvent) -> str | None:
+    """Whose user rows the event is in: its sender's, else (a ban, a timeout, a deleted message: the
+    server sends those) the user it targets; None for neither (a cleared chat, a NOTICE)."""
+    key = user_key(event.user_id, event.user_login)
+    if key is None and event.kind in MODERATION_KINDS:
+        key = user_key(event.tags.get("target-user-id"), _target_user_login(event))
+    return key
+
+
+def _stored_line(event: ChatEvent) -> str:
+    """The line as ``chat_by_channel`` stores it (:func:`schemas.stored_line.strip`): an id tag is
+    stripped only when the row's uuid gives it back (a canonical uuid is its own text)."""
+    message_id = event.message_id
+    stored_id = message_id if is_canonical_uuid(message_id) else message_uuid(message_id)
+    return strip(event.raw, stored_id, event.sent_at)
 
 
 def _has_user(event: ChatEvent) -> bool:
-    return bool(event.user_login)
+    return bool(event.user_id or event.user_login) or (
+        event.kind in MODERATION_KINDS and bool(event.tags.get("target-user-id") or _target_user_login(event))
+    )
+
+
+DERIVED: dict[str, Callable[[ChatEvent], Any]] = {
+    "channel_key": lambda e: channel_key(e.channel_id, e.channel),
+    "bucket": lambda e: bucket_of(e.sent_at),
+    "message_id": lambda e: message_uuid(e.message_id),
+    "line": _stored_line,
+    "user_key": _event_user_key,
+    "period": lambda e: user_period(e.sent_at),
+}
+"""Columns computed from the event rather than copied from a field of the same name (a derived column
+takes precedence over a field of its name: ``message_id`` is stored as its uuid)."""
 
 
 TABLES: dict[str, tuple[Callable[[ChatEvent], bool], bool]] = {
-    "messages_by_channel": (lambda _e: True, False),
-    "channel_buckets": (lambda _e: True, True),
-    "messages_by_user": (_has_user, False),
-    "moderation_by_channel": (lambda e: e.kind in MODERATION_KINDS, False),
+    "chat_by_channel": (lambda _e: True, False),
+    "chat_buckets": (lambda _e: True, True),
+    "chat_by_user": (_has_user, False),
 }
-"""Table -> (which events it takes, whether it is an index whose rows repeat across events).
-
-A user's buckets need no index of their own: a user wrote in a bucket of a channel only if the
-channel's ``channel_buckets`` lists it, so readers take the candidates from there (a user index
-cost one more write for ~80% of the events, since most users say one thing per 5 minutes).
-"""
+"""Table -> (which events it takes, whether it is an index whose rows repeat across events)
+(schemas/cassandra.cql, docs/storage.md)."""
 
 
 class SchemaMismatch(ValueError):

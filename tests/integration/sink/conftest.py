@@ -6,7 +6,7 @@ import json
 import socket
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -15,7 +15,9 @@ import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 
 from core.settings import StackSettings
+from core.testing import chat_events
 from schemas.chat_event import ChatEvent, encode
+from schemas.cql import message_uuid
 from sink.settings import SinkSettings
 
 
@@ -53,30 +55,13 @@ class Produced:
 
     @property
     def with_user(self) -> int:
-        return sum(1 for e in self.events.values() if e.user_login)
+        """Events with a user row: a sender, or the user a timeout targets."""
+        return sum(1 for e in self.events.values() if e.user_login or e.tags.get("target-user-id"))
 
 
 def make_events(n: int, *, channels: int = 7, now_ms: int | None = None, tag: str = "") -> list[ChatEvent]:
-    now = now_ms if now_ms is not None else int(time.time() * 1000)
-    out = []
-    for i in range(n):
-        kind = "CLEARCHAT" if i % 97 == 5 else "PRIVMSG"
-        user = None if kind == "CLEARCHAT" or i % 50 == 3 else f"user{i % 23}"
-        out.append(
-            ChatEvent(
-                message_id=f"{tag}{uuid.uuid4()}",
-                kind=kind,
-                channel=f"chan{i % channels}",
-                user_login=user,
-                text=f"message {i}" if kind == "PRIVMSG" else "baduser",
-                sent_at=now - (n - i) * 37,
-                received_at=now - (n - i) * 37 + 5,
-                tags={"id": str(i), "ban-duration": "60"} if kind == "CLEARCHAT" else {"id": str(i)},
-                raw=f"raw {i}",
-                ingester="r1",
-            )
-        )
-    return out
+    """Real Twitch lines parsed (:func:`core.testing.chat_events`); ``tag`` prefixes the message ids."""
+    return chat_events(n, channels=channels, now_ms=now_ms, id_prefix=tag)
 
 
 BAD_VALUES = [b"not json at all", b'{"kind": "PRIVMSG"}', json.dumps({"message_id": 5}).encode(), b"[]"]
@@ -133,15 +118,21 @@ def count(settings: SinkSettings, table: str, keyspace: str | None = None) -> in
 
 
 def message_ids(
-    settings: SinkSettings, table: str = "messages_by_channel", keyspace: str | None = None
+    settings: SinkSettings, table: str = "chat_by_channel", keyspace: str | None = None
 ) -> list[str]:
+    """The message ids of every row of ``table`` (as the uuids :func:`uuids` gives for event ids)."""
     from core.cql import connect
 
     cluster, session = connect(settings, keyspace=keyspace or settings.cassandra_keyspace)
     try:
-        return [r.message_id for r in session.execute(f"SELECT message_id FROM {table}", timeout=60)]
+        return [str(r.message_id) for r in session.execute(f"SELECT message_id FROM {table}", timeout=60)]
     finally:
         cluster.shutdown()
+
+
+def uuids(message_ids: Iterable[str]) -> list[str]:
+    """The ``message_id uuid`` column of each event id (:func:`schemas.cql.message_uuid`), as text."""
+    return [str(message_uuid(m)) for m in message_ids]
 
 
 def dead_letters(settings: SinkSettings, timeout: float = 20) -> list[tuple[bytes | None, dict[str, str]]]:

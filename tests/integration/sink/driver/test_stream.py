@@ -13,7 +13,15 @@ from schemas.chat_event import InvalidEvent, decode
 from sink.driver import backfill, stream
 from sink.driver.progress import Metrics
 from sink.settings import SinkSettings
-from tests.integration.sink.conftest import count, dead_letters, free_port, make_events, message_ids, produce
+from tests.integration.sink.conftest import (
+    count,
+    dead_letters,
+    free_port,
+    make_events,
+    message_ids,
+    produce,
+    uuids,
+)
 
 pytestmark = pytest.mark.integration
 
@@ -31,11 +39,10 @@ def test_each_distinct_valid_event_becomes_one_row_and_bad_records_dead_letters(
         metrics.close()
 
     ids = message_ids(sink_settings)
-    assert sorted(ids) == sorted(produced.events)
-    assert count(sink_settings, "messages_by_user") == produced.with_user
-    clearchats = [e for e in produced.events.values() if e.kind == "CLEARCHAT"]
-    assert count(sink_settings, "moderation_by_channel") == len(clearchats) > 0
-    assert count(sink_settings, "channel_buckets") == len(
+    assert sorted(ids) == sorted(uuids(produced.events))
+    timeouts = [e for e in produced.events.values() if e.kind == "CLEARCHAT"]
+    assert count(sink_settings, "chat_by_user") == produced.with_user > len(timeouts) > 0
+    assert count(sink_settings, "chat_buckets") == len(
         {(e.channel, e.sent_at - e.sent_at % 300_000) for e in produced.events.values()}
     )
 
@@ -67,7 +74,7 @@ def test_replaying_the_topic_again_adds_no_row(
     again = sink_settings.model_copy(update={"sink_checkpoint": str(tmp_path / "second")})
     totals = stream.run(again, available_now=True)
     assert totals.written.events == len(produced.events)
-    assert sorted(message_ids(sink_settings)) == sorted(produced.events)
+    assert sorted(message_ids(sink_settings)) == sorted(uuids(produced.events))
 
 
 def test_backfill_into_a_fresh_keyspace_gives_the_same_rows(
@@ -83,19 +90,13 @@ def test_backfill_into_a_fresh_keyspace_gives_the_same_rows(
     fresh = sink_settings.model_copy(update={"cassandra_keyspace": f"b{unique}"})
     try:
         result = backfill.run(fresh, t0)
-        columns = (
-            "channel, bucket, sent_at, message_id, kind, user_login, text, tags, raw, received_at, is_action"
-        )
+        columns = "channel_key, bucket, sent_at, message_id, line, received_at"
         rows = {}
         for ks in (sink_settings.cassandra_keyspace, fresh.cassandra_keyspace):
             cluster, session = connect(sink_settings, keyspace=ks)
             try:
-                rows[ks] = sorted(
-                    tuple(r) for r in session.execute(f"SELECT {columns} FROM messages_by_channel")
-                )
-                rows[ks + "/user"] = sorted(
-                    tuple(r) for r in session.execute("SELECT * FROM messages_by_user")
-                )
+                rows[ks] = sorted(tuple(r) for r in session.execute(f"SELECT {columns} FROM chat_by_channel"))
+                rows[ks + "/user"] = sorted(tuple(r) for r in session.execute("SELECT * FROM chat_by_user"))
             finally:
                 cluster.shutdown()
         assert rows[sink_settings.cassandra_keyspace] == rows[fresh.cassandra_keyspace]
@@ -110,7 +111,7 @@ def test_backfill_into_a_fresh_keyspace_gives_the_same_rows(
         bounded = sink_settings.model_copy(update={"cassandra_keyspace": f"c{unique}"})
         part = backfill.run(bounded, t0, t0 + 60_000)
         assert part.written.events == len(first.events)
-        assert sorted(message_ids(bounded)) == sorted(first.events)
+        assert sorted(message_ids(bounded)) == sorted(uuids(first.events))
     finally:
         cluster, session = connect(sink_settings)
         for ks in (f"b{unique}", f"c{unique}"):
@@ -131,9 +132,9 @@ def test_cassandra_unreachable_fails_loudly_and_a_restart_catches_up(
     ):
         stream.run(down, available_now=True)
     assert time.monotonic() - started < 120
-    assert count(sink_settings, "messages_by_channel") == 0
+    assert count(sink_settings, "chat_by_channel") == 0
     stream.run(sink_settings, available_now=True)
-    assert sorted(message_ids(sink_settings)) == sorted(produced.events)
+    assert sorted(message_ids(sink_settings)) == sorted(uuids(produced.events))
 
 
 def test_backfill_from_a_time_after_which_most_partitions_are_quiet(
@@ -149,7 +150,7 @@ def test_backfill_from_a_time_after_which_most_partitions_are_quiet(
     result = backfill.run(sink_settings, t0 + 300_000)
     assert result.read == recent.records
     assert result.written.events == len(late)
-    assert sorted(message_ids(sink_settings)) == sorted(e.message_id for e in late)
+    assert sorted(message_ids(sink_settings)) == sorted(uuids(e.message_id for e in late))
 
     between = backfill.run(sink_settings, t0 + 1, t0 + 300_000)
     assert (between.read, between.written.events) == (0, 0)
@@ -177,7 +178,7 @@ def test_with_public_spark_apis_only_the_stream_and_a_backfill_give_the_same_res
 
     totals = stream.run(public, available_now=True)
 
-    assert sorted(message_ids(public)) == sorted(produced.events)
+    assert sorted(message_ids(public)) == sorted(uuids(produced.events))
     assert {h["source"]: v for v, h in dead_letters(public)} == produced.bad
     assert (totals.events_in, totals.invalid, totals.duplicates) == (
         produced.records,
@@ -189,7 +190,7 @@ def test_with_public_spark_apis_only_the_stream_and_a_backfill_give_the_same_res
     fresh = public.model_copy(update={"cassandra_keyspace": f"p{unique}"})
     try:
         result = backfill.run(fresh, t0)
-        assert sorted(message_ids(fresh)) == sorted(produced.events)
+        assert sorted(message_ids(fresh)) == sorted(uuids(produced.events))
         assert (result.read, result.invalid, result.duplicates) == (
             produced.records,
             len(produced.bad),

@@ -12,7 +12,7 @@ import pytest
 
 from core.settings import PROJECT_ROOT
 from sink.settings import SinkSettings
-from tests.integration.sink.conftest import count, dead_letters, make_events, message_ids, produce
+from tests.integration.sink.conftest import count, dead_letters, make_events, message_ids, produce, uuids
 
 pytestmark = pytest.mark.integration
 CHATLOG = str(PROJECT_ROOT / ".venv" / "bin" / "chatlog")
@@ -41,7 +41,7 @@ def test_kill_9_mid_batch_then_restart_gives_exact_rows(sink_settings: SinkSetti
             deadline = time.monotonic() + 240
             written = 0
             while time.monotonic() < deadline and proc.poll() is None:
-                written = count(sink_settings, "messages_by_channel")
+                written = count(sink_settings, "chat_by_channel")
                 if written >= 3000:
                     break
                 time.sleep(0.3)
@@ -50,7 +50,7 @@ def test_kill_9_mid_batch_then_restart_gives_exact_rows(sink_settings: SinkSetti
         finally:
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait(30)
-    partial = count(sink_settings, "messages_by_channel")
+    partial = count(sink_settings, "chat_by_channel")
     assert 0 < partial < len(produced.events), "killed too late to be mid-run"
 
     again = subprocess.run(
@@ -65,7 +65,7 @@ def test_kill_9_mid_batch_then_restart_gives_exact_rows(sink_settings: SinkSetti
     assert "sink stopped after" in again.stdout
     ids = message_ids(sink_settings)
     assert len(ids) == len(set(ids)) == len(produced.events)
-    assert set(ids) == set(produced.events)
-    assert count(sink_settings, "messages_by_user") == produced.with_user
+    assert set(ids) == set(uuids(produced.events))
+    assert count(sink_settings, "chat_by_user") == produced.with_user
     sources = {h["source"] for _v, h in dead_letters(sink_settings)}
     assert sources == set(produced.bad)  # at least once each (a re-run batch may send one again)

@@ -48,7 +48,7 @@ def test_records_past_the_contract_bounds_are_dead_lettered_with_the_reason(
 
     assert time.monotonic() - started < 10
     assert (stats.events, stats.deadletters) == (good, 3)
-    assert count(sink_settings, "messages_by_channel") == good
+    assert count(sink_settings, "chat_by_channel") == good
     got = sorted((h["source"], h["reason"]) for _, h in dead_letters(sink_settings))
     topic = sink_settings.topic_messages
     assert [s for s, _ in got] == [f"{topic}/0/100", f"{topic}/0/101", f"{topic}/0/102"]
@@ -88,15 +88,16 @@ def test_a_write_cassandra_rejects_as_invalid_is_dead_lettered_at_once_not_retri
     sink_settings: SinkSettings,
 ) -> None:
     assert sink_settings.sink_cassandra_retry_s >= 20
-    # a clustering key past 64 KiB: the driver sends it, Cassandra answers InvalidRequest (0x2200)
-    records, good = _records(sink_settings, [_bad(message_id="m" * 100_000)])
+    # a user row whose partition key (channel key + user key) is past 64 KiB, each part under it: the
+    # driver sends it, Cassandra answers InvalidRequest (0x2200). (A message id of any length is a uuid.)
+    records, good = _records(sink_settings, [_bad(channel_id="c" * 40_000, user_id="u" * 40_000)])
 
     started = time.monotonic()
     stats = writer.write_partition(records, sink_settings)
 
     assert time.monotonic() - started < 10  # not retried for sink_cassandra_retry_s, then failed
     assert (stats.events, stats.deadletters, stats.retries) == (good, 1, 0)
-    assert count(sink_settings, "messages_by_channel") == good
+    assert count(sink_settings, "chat_by_user") == good  # the rows Cassandra took stay (idempotent)
     ((value, headers),) = dead_letters(sink_settings)
     assert value == records[100][0]
     assert headers["source"] == f"{sink_settings.topic_messages}/0/100"
@@ -105,14 +106,14 @@ def test_a_write_cassandra_rejects_as_invalid_is_dead_lettered_at_once_not_retri
 
 @pytest.mark.usefixtures("unbounded")
 def test_a_record_the_driver_cannot_serialize_is_dead_lettered(sink_settings: SinkSettings) -> None:
-    # a partition-key part past 64 KiB: the driver cannot even pack the routing key
-    records, good = _records(sink_settings, [_bad(channel=HUGE_CHANNEL), _bad(sent_at=2**63)])
+    # a partition-key part (the channel key: its id) past 64 KiB: the driver cannot even pack the routing key
+    records, good = _records(sink_settings, [_bad(channel_id=HUGE_CHANNEL), _bad(sent_at=2**63)])
 
     started = time.monotonic()
     stats = writer.write_partition(records, sink_settings)
 
     assert time.monotonic() - started < 10
     assert (stats.events, stats.deadletters) == (good, 2)
-    assert count(sink_settings, "messages_by_channel") == good
+    assert count(sink_settings, "chat_by_channel") == good
     reasons = sorted(h["reason"] for _, h in dead_letters(sink_settings))
     assert all(r.startswith("cannot be written to Cassandra: ") for r in reasons), reasons

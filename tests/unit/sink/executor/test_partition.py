@@ -158,10 +158,10 @@ def test_valid_events_become_rows_and_invalid_records_dead_letters_with_their_po
 
     assert (stats.events, stats.deadletters, stats.requests) == (2, 2, len(cassandra.sent))
     assert cassandra.tables_written() == Counter(
-        {"messages_by_channel": 2, "messages_by_user": 1, "channel_buckets": 1}  # one bucket of one channel
+        {"chat_by_channel": 2, "chat_by_user": 1, "chat_buckets": 1}  # one bucket of one channel
     )
     assert stats.rows == cassandra.tables_written()
-    data_ttl = {i.statement.ttl for i in cassandra.sent if i.partition[0] != "channel_buckets"}
+    data_ttl = {i.statement.ttl for i in cassandra.sent if i.partition[0] != "chat_buckets"}
     assert data_ttl == {(86_400).to_bytes(4, "big")}
     assert [(v, s) for v, _, s in letters.sent] == [
         (b"not json", "chat.messages/0/11"),
@@ -187,7 +187,7 @@ def test_a_record_cassandra_rejects_becomes_a_dead_letter_and_not_an_event() -> 
     stats = write_partition(records, SETTINGS, Collaborators(cassandra, letters), index_cache=IndexCache())
 
     assert (stats.events, stats.deadletters) == (2, 1)
-    assert stats.rows["messages_by_channel"] == 2 and stats.rows["messages_by_user"] == 2
+    assert stats.rows["chat_by_channel"] == 2 and stats.rows["chat_by_user"] == 2
     ((value, reason, source),) = letters.sent
     assert value == records[1][0] and source == "chat.messages/0/2"
     assert reason.startswith("Cassandra rejected it: ValueError: Key length")
@@ -198,8 +198,8 @@ def test_a_fresh_index_row_is_not_written_again() -> None:
     first, second = _Cassandra(), _Cassandra()
     write_partition([(encode(_event(1)), 0, 1)], SETTINGS, Collaborators(first, None), index_cache=cache)
     write_partition([(encode(_event(2)), 0, 2)], SETTINGS, Collaborators(second, None), index_cache=cache)
-    assert first.tables_written()["channel_buckets"] == 1
-    assert second.tables_written()["channel_buckets"] == 0
+    assert first.tables_written()["chat_buckets"] == 1
+    assert second.tables_written()["chat_buckets"] == 0
 
 
 # -- the name history ---------------------------------------------------------------------------------------
@@ -294,7 +294,7 @@ def test_events_without_ids_write_no_name() -> None:
         NameCache(),
     )
     assert _names(cassandra) == []
-    assert cassandra.tables_written()["messages_by_channel"] == 2
+    assert cassandra.tables_written()["chat_by_channel"] == 2
 
 
 def test_a_channel_id_alone_writes_only_the_channel_and_no_display_name_is_an_empty_one() -> None:
