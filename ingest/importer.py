@@ -203,21 +203,21 @@ class KafkaImportSink:
         *,
         report: Callable[[str], None],
         overrides: dict[str, Any] | None = None,
-        connect_timeout_s: float = 15.0,
     ) -> None:
-        from confluent_kafka import KafkaException, Producer
+        from confluent_kafka import Producer
+
+        from core.kafka_probe import probe
 
         self._messages = settings.topic_messages
         self._deadletter = settings.topic_deadletter
         self._report = report
         self._events_ok = self._dead_ok = self._failed = self._waits = 0
+        # all topics (asking for one by name could auto-create it with the broker's defaults), within the
+        # bounded probe: Kafka down, a refused login or TLS is one line naming the setting (KafkaUnreachable,
+        # exit 2), before anything is read
+        existing = probe(settings).topics
         conf = settings.kafka_client_config() | PRODUCER_CONFIG | (overrides or {})
         self._producer = Producer(conf)
-        try:  # all topics: asking for one by name could auto-create it with the broker's defaults
-            existing = self._producer.list_topics(timeout=connect_timeout_s).topics
-        except KafkaException as exc:
-            where = settings.kafka_bootstrap_servers
-            raise ImportFailed(f"cannot reach Kafka at {where}: {_kafka_reason(exc)}") from None
         missing = [t for t in (self._messages, self._deadletter) if t not in existing]
         if missing:
             raise ImportFailed(f"topic {missing[0]} does not exist (`chatlog stack up` creates the topics)")

@@ -41,13 +41,15 @@ def run_sink(
     """Run the streaming sink, or a backfill when ``backfill_from`` is given; returns the summary."""
     from core.times import parse_time
 
+    if backfill_to is not None and backfill_from is None:
+        raise ChatlogError("--to needs --backfill --from")
+    preflight(settings)
+
     if backfill_from is not None:
         from sink.driver import backfill
 
         end = parse_time(backfill_to) if backfill_to is not None else None
         return backfill.run(settings, parse_time(backfill_from), end, deadletter=deadletter).summary()
-    if backfill_to is not None:
-        raise ChatlogError("--to needs --backfill --from")
     from sink.driver import stream
 
     totals = stream.run(settings, available_now=available_now)
@@ -57,6 +59,29 @@ def run_sink(
         f"({totals.invalid} invalid), dropped {totals.duplicates} duplicates, "
         f"wrote {w.events} events as {w.rows_total} rows, {w.deadletters} dead letters"
     )
+
+
+def preflight(settings: SinkSettings) -> None:
+    """Kafka and Cassandra answer, before Spark starts: either one down (or refusing the login or TLS) is
+    one line naming its settings within seconds (:class:`ChatlogError`), not minutes of Spark retries and
+    Java or driver stack traces. A service lost later is retried (CHATLOG_SINK_CASSANDRA_RETRY_S)."""
+    from core.cql import open_session
+    from core.kafka_probe import probe
+
+    topics = probe(settings).topics
+    if settings.topic_messages not in topics:
+        raise ChatlogError(
+            f"topic {settings.topic_messages} does not exist in Kafka at {settings.kafka_bootstrap_servers} "
+            "(CHATLOG_TOPIC_MESSAGES; `chatlog init` creates the topics)"
+        )
+    driver_log = logging.getLogger("cassandra")
+    level = driver_log.level
+    driver_log.setLevel(logging.CRITICAL)  # a refused connection is one line, not the driver's tracebacks
+    try:
+        cluster, _session = open_session(settings)
+        cluster.shutdown()
+    finally:
+        driver_log.setLevel(level)
 
 
 def command(

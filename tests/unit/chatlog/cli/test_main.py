@@ -35,6 +35,9 @@ CASES: list[tuple[list[str], dict[str, str], str]] = [
     (["channels", "list"], {}, KAFKA),
     (["channels", "add", "forsen"], {}, KAFKA),
     (["ingest", "--replica", "0"], {}, KAFKA),
+    (["import", "README.md"], {}, KAFKA),
+    (["sink"], {}, KAFKA),
+    (["sink", "--backfill", "--from", "2026-01-01T00:00:00Z"], {}, KAFKA),
     (
         ["status"],
         {"CHATLOG_STRICT_SETTINGS": "true", "CHATLOG_KAFKA_BOOTSTRAP_SERVER": "x:1"},
