@@ -1,47 +1,66 @@
-""":class:`~serve.store.LogStore` over today's tables, keyed by channel login and 5-minute buckets.
+""":class:`~serve.store.LogStore` over the id-keyed tables (layout E64s, docs/storage.md).
 
-* A channel's events: the buckets of ``channel_buckets`` in the range, each read from
-  ``messages_by_channel`` page by page, the next :attr:`read_ahead` buckets' first pages requested while
-  one is streamed (as :func:`serve.logs.read_events` does, but awaited: :mod:`serve.aiocql`).
-* A user's events: the same candidate buckets, first probed :attr:`probe_batch` at a time with one
-  ``bucket IN ? PER PARTITION LIMIT 1`` query on ``messages_by_user`` (a user writes in few of a channel's
-  buckets: a month of a busy channel is 8,640 buckets, ~44 probes), then only the buckets that hold
-  something are read.
-* Channels: ``SELECT DISTINCT channel FROM channel_buckets`` (partition keys only), each channel's id
-  from one row of its newest bucket; cached :attr:`channels_ttl_s`, which is also how a channel id is
-  resolved to a login.
-* A user id cannot be resolved without scanning: these tables hold ``user_id`` only as a column of rows
-  keyed by login. :meth:`CassandraStore.user_by_id` raises :class:`~serve.store.LookupUnsupported`; the
-  id-keyed tables will answer it.
-* Counts: a user's, server-side (``COUNT(*)`` over :attr:`probe_batch` user partitions per query); by
-  sender over a channel range, two small columns of every row streamed (:meth:`CassandraStore.senders`).
-* Random picks: a random bucket of the channel, then the first event at or after (else before) a random
-  instant in it; a user's: buckets probed in random order, a random event of the first bucket that holds
-  any. Cheap, but not uniform over events (an event in a quiet bucket is likelier).
+* **Names to keys.** A channel login is read under the Twitch id it had last (``channel_ids_by_login``,
+  the id with the newest ``last_seen``) and under ``login:<l>`` for that login and every login of that id
+  (``channel_names``: lines without ids, plain IRC or old imports, are keyed by login); a channel id under
+  the id and its logins' ``login:`` keys. Users the same way (``user_ids_by_login``, ``user_names``), so
+  ``oldname``, ``newname`` and the id give one history. Lookups are cached :attr:`names_ttl_s`.
+* **A channel's events.** Each key's buckets from ``chat_buckets`` (the index, one row per active bucket),
+  merged in time order; each bucket of each key read from ``chat_by_channel`` page by page, the buckets
+  of several keys merged by ``(sent_at, message_id)`` in Cassandra's order (:func:`_order`), the next
+  :attr:`read_ahead` buckets' first pages requested while one is streamed (:mod:`serve.aiocql`: awaited,
+  no thread per request). Every row becomes an event by :func:`serve.stored.stored_event`.
+* **A user's events.** The user's pointer partitions (``chat_by_user``, 4 per month per channel key and
+  user key) that hold anything are found with ``period IN ? PER PARTITION LIMIT 1`` probes over the
+  channel's life (its first to its latest bucket), read period by period (the next one started ahead)
+  and merged in time order; the pointers of one bucket are fetched from ``chat_by_channel`` with one
+  ``(sent_at, message_id) IN ?`` query per channel key (at most :data:`IN_CHUNK` pointers each), the next
+  :attr:`read_ahead` buckets' queries in flight.
+* **Channels**: ``SELECT DISTINCT channel_key FROM chat_buckets``, an id key named by its newest login
+  (``channel_names``), a ``login:`` key by the newest login of the id that login had last (else by the
+  login itself), merged into one :class:`~serve.store.Channel` per login; cached :attr:`channels_ttl_s`.
+* **Counts**: a user's by Cassandra (``COUNT(*)`` over :attr:`probe_batch` pointer partitions per query);
+  by sender over a channel range, the stored lines scanned for their sender
+  (:func:`serve.stored.stored_sender`).
+* **Random picks**: a random bucket of the channel, then the first event at or after (else before) a
+  random instant in it; a user's: a random pointer partition that holds something, the first pointer at or
+  after (else before) a random instant of its month. Cheap, not uniform over events.
 """
 
 from __future__ import annotations
 
 import asyncio
+import calendar
+import heapq
 import random
 import time
+import uuid
 from collections import deque
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterable, Sequence
+from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 from typing import Any, Final, TypeVar
 
-from schemas.chat_event import FIELD_NAMES, ChatEvent
-from schemas.cql import BUCKET_MS, bucket_of
+from schemas.chat_event import ChatEvent
+from schemas.cql import BUCKET_MS, bucket_of, channel_key, user_key, user_periods
 from serve.aiocql import PagedQuery
-from serve.logs import row_event
-from serve.store import Channel, LookupUnsupported
+from serve.names import login_of
+from serve.store import ById, Channel, Named
+from serve.stored import stored_event, stored_sender
 
-_COLUMNS: Final = ", ".join(FIELD_NAMES)
+IN_CHUNK: Final = 256
+"""Most pointers fetched by one ``(sent_at, message_id) IN ?`` query."""
+_ROW: Final = "sent_at, message_id, line, received_at"
 _EPOCH: Final = datetime(1970, 1, 1)
 _MS_DELTA: Final = timedelta(milliseconds=1)
+_FAR: Final = 253_402_300_799_999
 _CONCURRENT_LOOKUPS: Final = 16
 _RANDOM_TRIES: Final = 8
+_CACHE_MAX: Final = 10_000
+_LOW64: Final = (1 << 64) - 1
 T = TypeVar("T")
+U = TypeVar("U")
+Order = tuple[int, int, int, int]
 
 
 def _ms(value: datetime) -> int:
@@ -50,8 +69,109 @@ def _ms(value: datetime) -> int:
     return (value - _EPOCH) // _MS_DELTA
 
 
+def _dt(ms: int) -> datetime:
+    """A naive UTC datetime (what the driver binds as a ``timestamp``) for epoch ms, clamped to its range."""
+    return _EPOCH + _MS_DELTA * min(max(ms, 0), _FAR)
+
+
 def _day(ms: int) -> date:
     return datetime.fromtimestamp(ms / 1000, UTC).date()
+
+
+def _order(sent_at_ms: int, message_id: uuid.UUID) -> Order:
+    """Cassandra's clustering order of ``(sent_at, message_id uuid)``: by time, then by the uuid's version
+    (a Twitch id, v4, before a hashed id, v5, in the same millisecond), then a time uuid (v1) by its time,
+    any other by its bytes."""
+    n = message_id.int
+    version = (n >> 76) & 0xF
+    if version == 1:
+        return sent_at_ms, 1, message_id.time, n & _LOW64
+    return sent_at_ms, version, n, 0
+
+
+def _row_order(reverse: bool) -> Callable[[Any], Order]:
+    if reverse:
+        return lambda row: _negated(_order(_ms(row.sent_at), row.message_id))
+    return lambda row: _order(_ms(row.sent_at), row.message_id)
+
+
+def _negated(key: Order) -> Order:
+    return -key[0], -key[1], -key[2], -key[3]
+
+
+async def _close(source: object) -> None:
+    close = getattr(source, "aclose", None)
+    if close is not None:
+        await close()
+
+
+async def _merge(
+    sources: Sequence[AsyncIterator[T]], key: Callable[[T], Any]
+) -> AsyncIterator[tuple[int, T]]:
+    """``(index of its source, item)`` of every item of ``sources`` (each sorted by ``key``), in ``key``
+    order; ties in source order."""
+    try:
+        if len(sources) == 1:
+            async for item in sources[0]:
+                yield 0, item
+            return
+        heap: list[tuple[Any, int, T]] = []
+        for i, source in enumerate(sources):  # their first pages are in flight already
+            first = await anext(source, None)
+            if first is not None:
+                heap.append((key(first), i, first))
+        heapq.heapify(heap)
+        while heap:
+            _, i, item = heap[0]
+            yield i, item
+            nxt = await anext(sources[i], None)
+            if nxt is None:
+                heapq.heappop(heap)
+            else:
+                heapq.heapreplace(heap, (key(nxt), i, nxt))
+    finally:
+        for source in sources:
+            await _close(source)
+
+
+def _newest(rows: Iterable[Any], value: Callable[[Any], str]) -> list[str]:
+    """The distinct values of name-history ``rows``, the most recently seen first."""
+    ranked = sorted(
+        rows,
+        key=lambda r: (
+            _ms(r.last_seen) if r.last_seen is not None else -1,
+            _ms(r.first_seen) if r.first_seen is not None else -1,
+            value(r),
+        ),
+        reverse=True,
+    )
+    return list(dict.fromkeys(value(r) for r in ranked))
+
+
+def _month_of_period(period: int) -> tuple[int, int]:
+    return divmod(period // 10, 100)
+
+
+def _month_bounds(period: int) -> tuple[int, int]:
+    year, month = _month_of_period(period)
+    nxt = (year + 1, 1) if month == 12 else (year, month + 1)
+    return calendar.timegm((year, month, 1, 0, 0, 0)) * 1000, calendar.timegm((*nxt, 1, 0, 0, 0)) * 1000
+
+
+@dataclass(frozen=True, slots=True)
+class Keys:
+    """What a channel or user name is read under."""
+
+    keys: tuple[str, ...]
+    """The partition keys (``channel_key`` / ``user_key`` values): the id first, then ``login:`` keys."""
+    name: str
+    """What to call it: the login asked for, or the id's newest login (else the id)."""
+    id: str | None
+    """The Twitch id read (None: none is known)."""
+
+
+Pair = tuple[str, str]
+"""(channel key, user key) of a user's pointer partitions in a channel."""
 
 
 class CassandraStore:
@@ -65,67 +185,65 @@ class CassandraStore:
         read_ahead: int = 16,
         probe_batch: int = 200,
         channels_ttl_s: float = 60.0,
+        names_ttl_s: float | None = None,
     ) -> None:
         self.session = session
-        self.read_ahead = read_ahead
-        self.probe_batch = probe_batch
+        self.read_ahead = max(read_ahead, 0)
+        self.probe_batch = max(probe_batch, 1)
         self.channels_ttl_s = channels_ttl_s
+        self.names_ttl_s = channels_ttl_s if names_ttl_s is None else names_ttl_s
         self._channels: tuple[float, list[Channel]] | None = None
         self._channels_lock = asyncio.Lock()
+        self._names: dict[tuple[str, str], tuple[float, list[str]]] = {}
         prepare = session.prepare
         window = "AND sent_at >= ? AND sent_at < ?"
+        desc = "ORDER BY sent_at DESC, message_id DESC"
+        rows = f"SELECT {_ROW} FROM chat_by_channel WHERE channel_key = ? AND bucket = ?"
+        pointers = "SELECT sent_at, message_id FROM chat_by_user WHERE channel_key = ? AND user_key = ?"
         self._stmts: dict[str, Any] = {
-            "distinct": prepare("SELECT DISTINCT channel FROM channel_buckets"),
+            "distinct": prepare("SELECT DISTINCT channel_key FROM chat_buckets"),
             "buckets": prepare(
-                "SELECT bucket FROM channel_buckets WHERE channel = ? AND bucket >= ? AND bucket < ?"
+                "SELECT bucket FROM chat_buckets WHERE channel_key = ? AND bucket >= ? AND bucket < ?"
             ),
             "buckets_desc": prepare(
-                "SELECT bucket FROM channel_buckets WHERE channel = ? AND bucket >= ? AND bucket < ? "
+                "SELECT bucket FROM chat_buckets WHERE channel_key = ? AND bucket >= ? AND bucket < ? "
                 "ORDER BY bucket DESC"
             ),
+            "first": prepare("SELECT bucket FROM chat_buckets WHERE channel_key = ? LIMIT 1"),
             "latest": prepare(
-                "SELECT bucket FROM channel_buckets WHERE channel = ? ORDER BY bucket DESC LIMIT 1"
+                "SELECT bucket FROM chat_buckets WHERE channel_key = ? ORDER BY bucket DESC LIMIT 1"
             ),
-            "channel_id": prepare(
-                "SELECT channel_id FROM messages_by_channel WHERE channel = ? AND bucket = ? LIMIT 1"
+            "rows": prepare(f"{rows} {window}"),
+            "rows_desc": prepare(f"{rows} {window} {desc}"),
+            "rows_in": prepare(f"{rows} AND (sent_at, message_id) IN ?"),
+            "row_from": prepare(f"{rows} AND sent_at >= ? LIMIT 1"),
+            "row_before": prepare(f"{rows} AND sent_at < ? {desc} LIMIT 1"),
+            "senders": prepare(
+                f"SELECT line FROM chat_by_channel WHERE channel_key = ? AND bucket = ? {window}"
             ),
-            "channel_rows": prepare(
-                f"SELECT {_COLUMNS} FROM messages_by_channel WHERE channel = ? AND bucket = ? {window}"
-            ),
-            "channel_rows_desc": prepare(
-                f"SELECT {_COLUMNS} FROM messages_by_channel WHERE channel = ? AND bucket = ? {window} "
-                "ORDER BY sent_at DESC, message_id DESC"
-            ),
-            "user_rows": prepare(
-                f"SELECT {_COLUMNS} FROM messages_by_user WHERE channel = ? AND user_login = ? "
-                f"AND bucket = ? {window}"
-            ),
-            "user_rows_desc": prepare(
-                f"SELECT {_COLUMNS} FROM messages_by_user WHERE channel = ? AND user_login = ? "
-                f"AND bucket = ? {window} ORDER BY sent_at DESC, message_id DESC"
-            ),
-            "user_probe": prepare(
-                "SELECT bucket FROM messages_by_user WHERE channel = ? AND user_login = ? AND bucket IN ? "
+            "pointers": prepare(f"{pointers} AND period = ? {window}"),
+            "pointers_desc": prepare(f"{pointers} AND period = ? {window} {desc}"),
+            "pointer_from": prepare(f"{pointers} AND period = ? AND sent_at >= ? LIMIT 1"),
+            "pointer_before": prepare(f"{pointers} AND period = ? AND sent_at < ? {desc} LIMIT 1"),
+            "probe": prepare(
+                "SELECT period FROM chat_by_user WHERE channel_key = ? AND user_key = ? AND period IN ? "
                 "PER PARTITION LIMIT 1"
             ),
-            "channel_from": prepare(
-                f"SELECT {_COLUMNS} FROM messages_by_channel WHERE channel = ? AND bucket = ? "
-                "AND sent_at >= ? LIMIT 1"
+            "count": prepare(
+                "SELECT COUNT(*) AS n FROM chat_by_user WHERE channel_key = ? AND user_key = ? "
+                f"AND period IN ? {window}"
             ),
-            "channel_before": prepare(
-                f"SELECT {_COLUMNS} FROM messages_by_channel WHERE channel = ? AND bucket = ? "
-                "AND sent_at < ? ORDER BY sent_at DESC, message_id DESC LIMIT 1"
+            "channel_ids": prepare(
+                "SELECT channel_id, first_seen, last_seen FROM channel_ids_by_login WHERE channel = ?"
             ),
-            "user_bucket": prepare(
-                f"SELECT {_COLUMNS} FROM messages_by_user WHERE channel = ? AND user_login = ? AND bucket = ?"
+            "channel_names": prepare(
+                "SELECT channel, first_seen, last_seen FROM channel_names WHERE channel_id = ?"
             ),
-            "user_count": prepare(
-                "SELECT COUNT(*) AS n, MAX(user_id) AS user_id FROM messages_by_user WHERE channel = ? "
-                f"AND user_login = ? AND bucket IN ? {window}"
+            "user_ids": prepare(
+                "SELECT user_id, first_seen, last_seen FROM user_ids_by_login WHERE user_login = ?"
             ),
-            "senders": prepare(
-                "SELECT user_login, user_id FROM messages_by_channel WHERE channel = ? AND bucket = ? "
-                f"{window}"
+            "user_names": prepare(
+                "SELECT user_login, first_seen, last_seen FROM user_names WHERE user_id = ?"
             ),
             "ping": prepare("SELECT release_version FROM system.local"),
         }
@@ -138,209 +256,420 @@ class CassandraStore:
     async def ping(self) -> None:
         await self._query("ping").all()
 
-    # -- channels ------------------------------------------------------------------------------------------
+    # -- names -------------------------------------------------------------------------------------------
+
+    async def _lookup(self, kind: str, key: str) -> list[str]:
+        """The values of one name-history partition (``channel_ids``, ``channel_names``, ``user_ids``,
+        ``user_names``), most recently seen first; cached :attr:`names_ttl_s`."""
+        now = time.monotonic()
+        hit = self._names.get((kind, key))
+        if hit is not None and now - hit[0] < self.names_ttl_s:
+            return hit[1]
+        column = {"channel_ids": "channel_id", "channel_names": "channel", "user_ids": "user_id"}.get(
+            kind, "user_login"
+        )
+        found = _newest(await self._query(kind, key).all(), lambda r: str(getattr(r, column)))
+        if len(self._names) >= _CACHE_MAX:
+            self._names.clear()
+        self._names[(kind, key)] = (now, found)
+        return found
+
+    async def _keys(self, who: Named, *, channel: bool) -> Keys:
+        ids, names = ("channel_ids", "channel_names") if channel else ("user_ids", "user_names")
+
+        def id_key(value: str) -> str:
+            key = channel_key(value, "") if channel else user_key(value, None)
+            assert key is not None  # a non-empty id always has a key
+            return key
+
+        def login_key(login: str) -> str:
+            key = channel_key(None, login) if channel else user_key(None, login)
+            assert key is not None  # a non-empty login always has a key
+            return key
+
+        if isinstance(who, ById):
+            given = who.id.strip()
+            if not given:
+                return Keys((), who.name, None)
+            logins = await self._lookup(names, given)
+            return Keys(tuple(dict.fromkeys([id_key(given), *map(login_key, logins)])), who.name, given)
+        login = login_of(who)
+        if not login:
+            return Keys((), login, None)
+        found = await self._lookup(ids, login)
+        the_id = found[0] if found else None
+        logins = await self._lookup(names, the_id) if the_id else []
+        keys = ([id_key(the_id)] if the_id else []) + [login_key(x) for x in [*logins, login]]
+        return Keys(tuple(dict.fromkeys(keys)), login, the_id)
+
+    async def channel_keys(self, channel: Named) -> Keys:
+        """The ``channel_key`` values ``channel`` is read under."""
+        return await self._keys(channel, channel=True)
+
+    async def user_keys(self, user: Named) -> Keys:
+        """The ``user_key`` values ``user`` is read under."""
+        return await self._keys(user, channel=False)
+
+    async def channel_by_id(self, channel_id: str) -> str | None:
+        the_id = channel_id.strip()
+        if not the_id:
+            return None
+        logins = await self._lookup("channel_names", the_id)
+        if logins:
+            return logins[0]
+        latest = await self._query("latest", channel_key(the_id, "")).all()
+        return the_id if latest else None  # stored, but its name was not written (yet)
+
+    async def user_by_id(self, channel: Named, user_id: str) -> str | None:
+        the_id = user_id.strip()
+        logins = await self._lookup("user_names", the_id) if the_id else []
+        return logins[0] if logins else None
+
+    # -- channels ----------------------------------------------------------------------------------------
 
     async def channels(self) -> list[Channel]:
         async with self._channels_lock:
             cached = self._channels
             if cached is not None and time.monotonic() - cached[0] < self.channels_ttl_s:
                 return cached[1]
-            logins = sorted([row.channel async for row in self._query("distinct").rows()])
+            keys = sorted([row.channel_key async for row in self._query("distinct").rows()])
             gate = asyncio.Semaphore(_CONCURRENT_LOOKUPS)
 
-            async def with_id(login: str) -> Channel:
+            async def named(key: str) -> tuple[str, str | None]:
                 async with gate:
-                    return Channel(login, await self._channel_id(login))
+                    if key.startswith("login:"):  # lines without ids: the channel its login names now
+                        login = key[len("login:") :]
+                        ids = await self._lookup("channel_ids", login)
+                        if not ids:
+                            return login, None
+                        the_id = ids[0]
+                    else:
+                        the_id = key[len("id:") :] if key.startswith("id:") else key
+                        login = the_id
+                    logins = await self._lookup("channel_names", the_id)
+                return (logins[0] if logins else login), the_id
 
-            found = list(await asyncio.gather(*(with_id(login) for login in logins)))
+            ids: dict[str, list[str]] = {}
+            for login, the_id in await asyncio.gather(*(named(key) for key in keys)):
+                ids.setdefault(login, [])
+                if the_id is not None:
+                    ids[login].append(the_id)
+
+            async def channel(login: str, found: list[str]) -> Channel:
+                if len(found) > 1:  # a login freed by a rename and taken by another id: the one it has now
+                    async with gate:
+                        now = await self._lookup("channel_ids", login)
+                    found = [i for i in now if i in found] or found
+                return Channel(login, found[0] if found else None)
+
+            found = list(await asyncio.gather(*(channel(login, ids[login]) for login in sorted(ids))))
             self._channels = (time.monotonic(), found)
             return found
 
-    async def _channel_id(self, channel: str) -> str | None:
-        latest = await self._query("latest", channel).all()
-        if not latest:
-            return None
-        rows = await self._query("channel_id", channel, latest[0].bucket).all()
-        return rows[0].channel_id if rows else None
+    # -- buckets, days and months --------------------------------------------------------------------------
 
-    async def channel_by_id(self, channel_id: str) -> str | None:
-        for channel in await self.channels():
-            if channel.channel_id == channel_id:
-                return channel.login
-        return None
-
-    async def user_by_id(self, channel: str, user_id: str) -> str | None:
-        raise LookupUnsupported("lookups by user id arrive with the id-keyed tables; use /user/<login>")
-
-    # -- days and months -----------------------------------------------------------------------------------
-
-    async def _bucket_starts(self, channel: str, lo: int, hi: int, *, reverse: bool) -> AsyncIterator[int]:
+    async def _bucket_starts(self, key: str, lo: int, hi: int, *, reverse: bool) -> AsyncIterator[int]:
         name = "buckets_desc" if reverse else "buckets"
-        async for row in self._query(name, channel, bucket_of(max(lo, 0)), hi).rows():
+        async for row in self._query(name, key, _dt(bucket_of(max(lo, 0))), _dt(hi)).rows():
             yield _ms(row.bucket)
 
-    async def channel_days(self, channel: str) -> list[date]:
+    async def _bucket_groups(
+        self, keys: Sequence[str], lo: int, hi: int, *, reverse: bool
+    ) -> AsyncIterator[tuple[int, list[str]]]:
+        """Each bucket start that any of ``keys`` has in the range, in order, with the keys that have it."""
+        if lo >= hi or not keys:
+            return
+        sources = [self._bucket_starts(key, lo, hi, reverse=reverse) for key in keys]
+        start: int | None = None
+        having: list[str] = []
+        async for i, at in _merge(sources, (lambda s: -s) if reverse else (lambda s: s)):
+            if at != start:
+                if having and start is not None:
+                    yield start, having
+                start, having = at, []
+            having.append(keys[i])
+        if having and start is not None:
+            yield start, having
+
+    async def _span(self, keys: Sequence[str]) -> tuple[int, int] | None:
+        """From the first bucket of any of ``keys`` to the end of the latest one (None: nothing stored)."""
+
+        async def ends(key: str) -> tuple[list[Any], list[Any]]:
+            first, latest = self._query("first", key), self._query("latest", key)
+            return await first.all(), await latest.all()
+
+        firsts, latests = [], []
+        for first, latest in await asyncio.gather(*(ends(key) for key in keys)):
+            firsts += [_ms(row.bucket) for row in first]
+            latests += [_ms(row.bucket) for row in latest]
+        if not firsts:
+            return None
+        return min(firsts), max(latests) + BUCKET_MS
+
+    async def channel_days(self, channel: Named) -> list[date]:
+        keys = await self.channel_keys(channel)
         days: list[date] = []
-        async for start in self._bucket_starts(channel, 0, _FAR, reverse=True):
+        async for start, _ in self._bucket_groups(keys.keys, 0, _FAR, reverse=True):
             day = _day(start)
             if not days or days[-1] != day:
                 days.append(day)
         return days
 
-    async def latest_day(self, channel: str) -> date | None:
-        rows = await self._query("latest", channel).all()
-        return _day(_ms(rows[0].bucket)) if rows else None
+    async def latest_day(self, channel: Named) -> date | None:
+        keys = await self.channel_keys(channel)
+        found = await asyncio.gather(*(self._query("latest", key).all() for key in keys.keys))
+        starts = [_ms(rows[0].bucket) for rows in found if rows]
+        return _day(max(starts)) if starts else None
 
-    async def user_months(self, channel: str, user: str) -> list[tuple[int, int]]:
-        by_month: dict[tuple[int, int], list[int]] = {}
-        async for start in self._bucket_starts(channel, 0, _FAR, reverse=True):
-            day = _day(start)
-            by_month.setdefault((day.year, day.month), []).append(start)
+    async def _pairs_and_periods(
+        self, channel: Named, user: Named, lo: int = 0, hi: int = _FAR
+    ) -> tuple[Keys, Keys, list[Pair], list[int]]:
+        """The channel's and user's keys, their (channel key, user key) pairs, and the user periods of
+        ``[lo, hi)`` within the channel's life."""
+        channel_keys, user_keys = await asyncio.gather(self.channel_keys(channel), self.user_keys(user))
+        pairs = [(c, u) for c in channel_keys.keys for u in user_keys.keys]
+        span = await self._span(channel_keys.keys) if pairs else None
+        periods = [] if span is None else user_periods(max(lo, span[0]), min(hi, span[1]))
+        return channel_keys, user_keys, pairs, periods
+
+    async def _probe(self, pairs: Sequence[Pair], periods: Sequence[int]) -> dict[int, list[Pair]]:
+        """Which of ``periods`` hold a pointer of each pair: period -> the pairs (in ``pairs`` order)."""
         gate = asyncio.Semaphore(_CONCURRENT_LOOKUPS)
 
-        async def has_any(starts: list[int]) -> bool:
-            for i in range(0, len(starts), self.probe_batch):
-                async with gate:
-                    if await self._probe(channel, user, starts[i : i + self.probe_batch]):
-                        return True
-            return False
+        async def probe(pair: Pair, batch: Sequence[int]) -> tuple[Pair, list[int]]:
+            async with gate:
+                rows = await self._query("probe", *pair, list(batch)).all()
+            return pair, [row.period for row in rows]
 
-        months = list(by_month)
-        found = await asyncio.gather(*(has_any(by_month[m]) for m in months))
-        return [month for month, hit in zip(months, found, strict=True) if hit]
+        batches = [periods[i : i + self.probe_batch] for i in range(0, len(periods), self.probe_batch)]
+        found: dict[int, list[Pair]] = {}
+        for pair, hits in await asyncio.gather(*(probe(p, b) for p in pairs for b in batches)):
+            for period in hits:
+                found.setdefault(period, []).append(pair)
+        return found
 
-    async def latest_user_month(self, channel: str, user: str) -> tuple[int, int] | None:
-        async for batch in _batches(self._bucket_starts(channel, 0, _FAR, reverse=True), self.probe_batch):
-            hits = await self._probe(channel, user, batch)
+    async def user_months(self, channel: Named, user: Named) -> list[tuple[int, int]]:
+        _, _, pairs, periods = await self._pairs_and_periods(channel, user)
+        hits = await self._probe(pairs, periods)
+        return sorted({_month_of_period(p) for p in hits}, reverse=True)
+
+    async def latest_user_month(self, channel: Named, user: Named) -> tuple[int, int] | None:
+        _, _, pairs, periods = await self._pairs_and_periods(channel, user)
+        newest_first = periods[::-1]
+        for i in range(0, len(newest_first), self.probe_batch):
+            hits = await self._probe(pairs, newest_first[i : i + self.probe_batch])
             if hits:
-                day = _day(max(hits))
-                return day.year, day.month
+                return _month_of_period(max(hits))
         return None
-
-    async def _probe(self, channel: str, user: str, starts: list[int]) -> set[int]:
-        """Which of the buckets ``starts`` hold something of ``user``."""
-        rows = await self._query("user_probe", channel, user, starts).all()
-        return {_ms(row.bucket) for row in rows}
 
     # -- events --------------------------------------------------------------------------------------------
 
-    def _stream(self, queries: AsyncIterator[PagedQuery]) -> AsyncIterator[ChatEvent]:
-        return self._rows(queries, row_event)
+    @staticmethod
+    def _event(row: Any, hint: str) -> ChatEvent:
+        received = row.received_at
+        return stored_event(
+            row.line or "",
+            row.message_id,
+            _ms(row.sent_at),
+            None if received is None else _ms(received),
+            hint,
+        )
 
-    async def _rows(
-        self, queries: AsyncIterator[PagedQuery], convert: Callable[[Any], T]
-    ) -> AsyncIterator[T]:
-        """The rows of ``queries`` in order, the next :attr:`read_ahead` of them already started."""
-        ahead: deque[PagedQuery] = deque()
-        source = aiter(queries)
+    async def _ahead(self, units: AsyncIterator[U]) -> AsyncGenerator[U, None]:
+        """The units of ``units`` in order, the next :attr:`read_ahead` of them made (so their queries
+        started) while one is used."""
+        ahead: deque[U] = deque()
         exhausted = False
+        try:
 
-        async def fill() -> None:
-            nonlocal exhausted
-            while not exhausted and len(ahead) < self.read_ahead:
-                nxt = await anext(source, None)
-                if nxt is None:
-                    exhausted = True
-                else:
-                    ahead.append(nxt)
+            async def fill() -> None:
+                nonlocal exhausted
+                while not exhausted and len(ahead) < self.read_ahead + 1:
+                    nxt = await anext(units, None)
+                    if nxt is None:
+                        exhausted = True
+                    else:
+                        ahead.append(nxt)
 
-        await fill()
-        while ahead:
-            query = ahead.popleft()
-            await fill()
-            async for page in query.pages():
-                for row in page:
-                    yield convert(row)
+            while True:
+                await fill()
+                if not ahead:
+                    return
+                yield ahead.popleft()  # while it is used, the next `read_ahead` are under way
+        finally:
+            await _close(units)
 
     def channel_events(
-        self, channel: str, lo: int, hi: int, *, reverse: bool = False
+        self, channel: Named, lo: int, hi: int, *, reverse: bool = False
     ) -> AsyncIterator[ChatEvent]:
-        rows = "channel_rows_desc" if reverse else "channel_rows"
+        return self._channel_events(channel, lo, hi, reverse)
 
-        async def queries() -> AsyncIterator[PagedQuery]:
-            async for start in self._bucket_starts(channel, lo, hi, reverse=reverse):
-                yield self._query(rows, channel, _dt(start), _dt(lo), _dt(hi))
+    async def _channel_events(
+        self, channel: Named, lo: int, hi: int, reverse: bool
+    ) -> AsyncIterator[ChatEvent]:
+        keys = await self.channel_keys(channel)
+        name = "rows_desc" if reverse else "rows"
+        window = (_dt(lo), _dt(hi))
 
-        return self._stream(queries())
+        async def buckets() -> AsyncIterator[list[PagedQuery]]:
+            async for start, having in self._bucket_groups(keys.keys, lo, hi, reverse=reverse):
+                yield [self._query(name, key, _dt(start), *window) for key in having]
+
+        order = _row_order(reverse)
+        units = self._ahead(buckets())
+        try:
+            async for queries in units:
+                if len(queries) == 1:
+                    async for page in queries[0].pages():
+                        for row in page:
+                            yield self._event(row, keys.name)
+                else:  # one bucket under several keys (an id and a login): merged
+                    async for _, row in _merge([q.rows() for q in queries], order):
+                        yield self._event(row, keys.name)
+        finally:
+            await units.aclose()
 
     def user_events(
-        self, channel: str, user: str, lo: int, hi: int, *, reverse: bool = False
+        self, channel: Named, user: Named, lo: int, hi: int, *, reverse: bool = False
     ) -> AsyncIterator[ChatEvent]:
-        rows = "user_rows_desc" if reverse else "user_rows"
+        return self._user_events(channel, user, lo, hi, reverse)
 
-        async def queries() -> AsyncIterator[PagedQuery]:
-            async for batch in _batches(
-                self._bucket_starts(channel, lo, hi, reverse=reverse), self.probe_batch
-            ):
-                hits = await self._probe(channel, user, batch)
-                for start in batch:
-                    if start in hits:
-                        yield self._query(rows, channel, user, _dt(start), _dt(lo), _dt(hi))
+    async def _pointers(
+        self, hits: dict[int, list[Pair]], lo: int, hi: int, reverse: bool
+    ) -> AsyncGenerator[tuple[str, Any], None]:
+        """``(channel key, pointer row)`` of every pointer in ``[lo, hi)`` of the partitions ``hits``
+        names, in time order; the next period's queries started while one is read."""
+        periods = sorted(hits, reverse=reverse)
+        name = "pointers_desc" if reverse else "pointers"
+        order = _row_order(reverse)
 
-        return self._stream(queries())
+        def start(period: int) -> list[tuple[str, PagedQuery]]:
+            return [(c, self._query(name, c, u, period, _dt(lo), _dt(hi))) for c, u in hits[period]]
 
-    def senders(self, channel: str, lo: int, hi: int) -> AsyncIterator[tuple[str | None, str | None]]:
-        async def queries() -> AsyncIterator[PagedQuery]:
-            async for start in self._bucket_starts(channel, lo, hi, reverse=False):
-                yield self._query("senders", channel, _dt(start), _dt(lo), _dt(hi))
+        nxt = start(periods[0]) if periods else []
+        for i in range(len(periods)):
+            current = nxt
+            nxt = start(periods[i + 1]) if i + 1 < len(periods) else []
+            async for j, row in _merge([q.rows() for _, q in current], order):
+                yield current[j][0], row
 
-        return self._rows(queries(), lambda row: (row.user_login, row.user_id))
+    async def _user_events(
+        self, channel: Named, user: Named, lo: int, hi: int, reverse: bool
+    ) -> AsyncIterator[ChatEvent]:
+        if lo >= hi:
+            return
+        channel_keys, _, pairs, periods = await self._pairs_and_periods(channel, user, lo, hi)
+        hits = await self._probe(pairs, periods)
+
+        def fetch(bucket: int, group: dict[str, dict[tuple[Any, Any], None]]) -> list[PagedQuery]:
+            out = []
+            for key, wanted in group.items():
+                points = list(wanted)
+                for i in range(0, len(points), IN_CHUNK):
+                    out.append(self._query("rows_in", key, _dt(bucket), points[i : i + IN_CHUNK]))
+            return out
+
+        async def buckets() -> AsyncIterator[list[PagedQuery]]:
+            bucket: int | None = None
+            group: dict[str, dict[tuple[Any, Any], None]] = {}
+            pointers = self._pointers(hits, lo, hi, reverse)
+            try:
+                async for key, row in pointers:
+                    at = bucket_of(_ms(row.sent_at))
+                    if at != bucket:
+                        if group and bucket is not None:
+                            yield fetch(bucket, group)
+                        bucket, group = at, {}
+                    group.setdefault(key, {})[(row.sent_at, row.message_id)] = None
+                if group and bucket is not None:
+                    yield fetch(bucket, group)
+            finally:
+                await pointers.aclose()
+
+        order = _row_order(reverse)
+        units = self._ahead(buckets())
+        try:
+            async for queries in units:
+                rows = [row for query in queries for row in await query.all()]
+                if len(queries) > 1:
+                    rows.sort(key=order)
+                elif reverse:
+                    rows.reverse()  # an IN query answers in clustering order
+                for row in rows:
+                    yield self._event(row, channel_keys.name)
+        finally:
+            await units.aclose()
+
+    def senders(self, channel: Named, lo: int, hi: int) -> AsyncIterator[tuple[str | None, str | None]]:
+        return self._senders(channel, lo, hi)
+
+    async def _senders(
+        self, channel: Named, lo: int, hi: int
+    ) -> AsyncIterator[tuple[str | None, str | None]]:
+        keys = await self.channel_keys(channel)
+        window = (_dt(lo), _dt(hi))
+
+        async def buckets() -> AsyncIterator[list[PagedQuery]]:
+            async for start, having in self._bucket_groups(keys.keys, lo, hi, reverse=False):
+                yield [self._query("senders", key, _dt(start), *window) for key in having]
+
+        units = self._ahead(buckets())
+        try:
+            async for queries in units:
+                for query in queries:
+                    async for page in query.pages():
+                        for row in page:
+                            yield stored_sender(row.line or "")
+        finally:
+            await units.aclose()
 
     # -- counts and random picks ---------------------------------------------------------------------------
 
-    async def user_count(self, channel: str, user: str, lo: int, hi: int) -> tuple[int, str | None]:
+    async def user_count(self, channel: Named, user: Named, lo: int, hi: int) -> tuple[int, str | None]:
+        _, user_keys, pairs, periods = await self._pairs_and_periods(channel, user, lo, hi)
         gate = asyncio.Semaphore(_CONCURRENT_LOOKUPS)
 
-        async def count(batch: list[int]) -> tuple[int, str | None]:
+        async def count(pair: Pair, batch: Sequence[int]) -> int:
             async with gate:
-                starts = [_dt(start) for start in batch]
-                rows = await self._query("user_count", channel, user, starts, _dt(lo), _dt(hi)).all()
-            return (rows[0].n, rows[0].user_id) if rows else (0, None)
+                rows = await self._query("count", *pair, list(batch), _dt(lo), _dt(hi)).all()
+            return int(rows[0].n) if rows else 0
 
-        batches = [
-            b async for b in _batches(self._bucket_starts(channel, lo, hi, reverse=False), self.probe_batch)
+        batches = [periods[i : i + self.probe_batch] for i in range(0, len(periods), self.probe_batch)]
+        counts = await asyncio.gather(*(count(p, b) for p in pairs for b in batches))
+        return sum(counts), user_keys.id
+
+    async def random_channel_event(self, channel: Named) -> ChatEvent | None:
+        keys = await self.channel_keys(channel)
+        starts = [
+            (key, start)
+            for key in keys.keys
+            async for start in self._bucket_starts(key, 0, _FAR, reverse=False)
         ]
-        counts = await asyncio.gather(*(count(batch) for batch in batches))
-        ids = [user_id for _, user_id in counts if user_id]
-        return sum(n for n, _ in counts), (max(ids) if ids else None)
-
-    async def random_channel_event(self, channel: str) -> ChatEvent | None:
-        starts = [start async for start in self._bucket_starts(channel, 0, _FAR, reverse=False)]
         for _ in range(min(_RANDOM_TRIES, len(starts))):
-            start = random.choice(starts)
+            key, start = random.choice(starts)
             at = _dt(start + random.randrange(BUCKET_MS))
-            for name in ("channel_from", "channel_before"):
-                rows = await self._query(name, channel, _dt(start), at).all()
+            for name in ("row_from", "row_before"):
+                rows = await self._query(name, key, _dt(start), at).all()
                 if rows:
-                    return row_event(rows[0])
+                    return self._event(rows[0], keys.name)
         return None
 
-    async def random_user_event(self, channel: str, user: str) -> ChatEvent | None:
-        starts = [start async for start in self._bucket_starts(channel, 0, _FAR, reverse=False)]
-        random.shuffle(starts)
-        for i in range(0, len(starts), self.probe_batch):
-            hits = sorted(await self._probe(channel, user, starts[i : i + self.probe_batch]))
-            if hits:
-                rows = await self._query("user_bucket", channel, user, _dt(random.choice(hits))).all()
-                if rows:
-                    return row_event(random.choice(rows))
+    async def random_user_event(self, channel: Named, user: Named) -> ChatEvent | None:
+        channel_keys, _, pairs, periods = await self._pairs_and_periods(channel, user)
+        hits = [
+            (pair, period) for period, found in (await self._probe(pairs, periods)).items() for pair in found
+        ]
+        random.shuffle(hits)
+        for (key, who), period in hits[:_RANDOM_TRIES]:
+            month_lo, month_hi = _month_bounds(period)
+            at = _dt(random.randrange(month_lo, month_hi))
+            for name in ("pointer_from", "pointer_before"):
+                pointers = await self._query(name, key, who, period, at).all()
+                if pointers:
+                    point = (pointers[0].sent_at, pointers[0].message_id)
+                    bucket = _dt(bucket_of(_ms(point[0])))
+                    rows = await self._query("rows_in", key, bucket, [point]).all()
+                    if rows:
+                        return self._event(rows[0], channel_keys.name)
+                    break
         return None
-
-
-_FAR: Final = 253_402_300_799_999
-
-
-def _dt(ms: int) -> datetime:
-    """A naive UTC datetime (what the driver binds as a ``timestamp``) for epoch ms, clamped to its range."""
-    return _EPOCH + _MS_DELTA * min(max(ms, 0), _FAR)
-
-
-async def _batches(items: AsyncIterator[int], size: int) -> AsyncIterator[list[int]]:
-    batch: list[int] = []
-    async for item in items:
-        batch.append(item)
-        if len(batch) >= size:
-            yield batch
-            batch = []
-    if batch:
-        yield batch

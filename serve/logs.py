@@ -1,115 +1,177 @@
-"""Reading the logs back from Cassandra, in time order (``chatlog logs``).
+"""Reading the logs back from Cassandra for ``chatlog logs``: the reads of ``chatlog serve``
+(:class:`serve.cassandra_store.CassandraStore`, one implementation of them), driven from synchronous
+code on a private event loop, and their text form with the gaps in coverage marked.
 
-A channel's events live in ``messages_by_channel`` partitions of 5-minute buckets; ``channel_buckets``
-lists the buckets that hold anything, so a read visits only those. A user's events come from
-``messages_by_user`` in the same candidate buckets (a user has a partition only where the channel does).
-Rows come back as :class:`~schemas.chat_event.ChatEvent`.
+A channel is named by its login or its Twitch id, a user likewise (``--user`` / ``--user-id``); both read
+every key the name had (docs/storage.md: a renamed channel or user is one history).
 """
 
 from __future__ import annotations
 
-from collections import deque
-from collections.abc import Iterator
-from datetime import UTC, datetime, timedelta
-from typing import TYPE_CHECKING, Any
+import asyncio
+from collections.abc import AsyncIterator, Iterable, Iterator
+from typing import TYPE_CHECKING, Any, Final, TypeVar
 
 from core.errors import ChatlogError
 from core.times import format_time
-from schemas.chat_event import FIELD_NAMES, ChatEvent
-from schemas.cql import bucket_of
+from schemas.chat_event import ChatEvent
+from serve.names import login_of
+from serve.store import ById, Named
 
 if TYPE_CHECKING:
+    from core.coverage_spans import Gap
     from core.settings import CassandraSettings
+    from serve.cassandra_store import CassandraStore
 
-_EPOCH = datetime(1970, 1, 1)
-_MS = timedelta(milliseconds=1)
-_TIMESTAMPS = frozenset({"sent_at", "received_at"})
-MAX_MS = 2**62
-READ_AHEAD = 16
-"""Buckets whose first page is requested ahead of the one being read."""
-
-
-def _ms(value: datetime) -> int:
-    if value.tzinfo is not None:
-        value = value.astimezone(UTC).replace(tzinfo=None)
-    return (value - _EPOCH) // _MS
+MAX_MS: Final = 253_402_300_799_999
+"""9999-12-31T23:59:59.999Z: the end of an open range."""
+DAY_MS: Final = 86_400_000
+T = TypeVar("T")
+_DONE: Final = object()
 
 
-def row_event(row: Any) -> ChatEvent:
-    """The event of a ``messages_by_channel`` or ``messages_by_user`` row of every column of the event."""
-    values: dict[str, Any] = {}
-    for name in FIELD_NAMES:
-        value = getattr(row, name)
-        if name in _TIMESTAMPS:
-            value = _ms(value)
-        elif name == "tags":
-            value = dict(value or {})
-        elif name == "is_action":
-            value = bool(value)
-        values[name] = value
-    return ChatEvent(**values)
+class LogReader:
+    """A connected :class:`~serve.cassandra_store.CassandraStore` and the event loop that drives it, for
+    synchronous callers. Every failure of the storage is a one-line :class:`ChatlogError`."""
+
+    def __init__(self, settings: CassandraSettings) -> None:
+        from core.cql import open_session
+        from serve.cassandra_store import CassandraStore
+
+        self.settings = settings
+        self._cluster, session = open_session(settings, keyspace=settings.cassandra_keyspace)
+        self._loop = asyncio.new_event_loop()
+        try:
+            self.store: CassandraStore = self._guarded(lambda: CassandraStore(session), "preparing the reads")
+        except BaseException:
+            self.close()
+            raise
+
+    def close(self) -> None:
+        self._loop.close()
+        self._cluster.shutdown()
+
+    def __enter__(self) -> LogReader:
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self.close()
+
+    def _failure(self, exc: BaseException, doing: str) -> ChatlogError:
+        where = f"Cassandra at {self.settings.cassandra_hosts}:{self.settings.cassandra_port}"
+        reason = " ".join(str(exc).split())[:200]
+        if "does not exist" in reason or "unconfigured table" in reason:
+            keyspace = self.settings.cassandra_keyspace
+            reason += f" (keyspace {keyspace} predates these tables: `chatlog init` adds them)"
+        return ChatlogError(f"{doing} from {where} failed: {type(exc).__name__}: {reason}")
+
+    def _guarded(self, call: Any, doing: str) -> Any:
+        from cassandra import DriverException
+        from cassandra.cluster import NoHostAvailable
+
+        try:
+            return call()
+        except (DriverException, NoHostAvailable) as exc:
+            raise self._failure(exc, doing) from None
+
+    def run(self, awaitable: Any, doing: str) -> Any:
+        """The result of ``awaitable``, run on this reader's loop."""
+        return self._guarded(lambda: self._loop.run_until_complete(awaitable), doing)
+
+    def iterate(self, source: AsyncIterator[T], doing: str) -> Iterator[T]:
+        """``source`` as a synchronous iterator (each item awaited on this reader's loop)."""
+
+        async def step() -> object:
+            return await anext(source, _DONE)
+
+        try:
+            while True:
+                item = self.run(step(), doing)
+                if item is _DONE:
+                    return
+                yield item
+        finally:
+            close = getattr(source, "aclose", None)
+            if close is not None and not self._loop.is_closed():
+                self._loop.run_until_complete(close())
+
+    def channel(self, login: str | None, channel_id: str | None) -> Named:
+        """The channel ``login`` or ``channel_id`` names; ChatlogError for an id nothing is logged under."""
+        if channel_id is not None:
+            the_id = channel_id.strip()
+            found = self.run(self.store.channel_by_id(the_id), f"looking up channel id {the_id[:40]!r}")
+            if found is None:
+                raise ChatlogError(f"no logged channel has the id {the_id[:40]!r}")
+            return ById(the_id, found)
+        return login_of(login or "")
+
+    def user(self, login: str | None, user_id: str | None) -> Named | None:
+        """The user ``login`` or ``user_id`` names (None: neither given)."""
+        if user_id is not None:
+            the_id = user_id.strip()
+            found = self.run(self.store.user_by_id("", the_id), f"looking up user id {the_id[:40]!r}")
+            return ById(the_id, found or the_id)
+        return None if login is None else login_of(login)
+
+    def events(
+        self,
+        channel: Named,
+        *,
+        user: Named | None = None,
+        since_ms: int | None = None,
+        until_ms: int | None = None,
+        reverse: bool = False,
+        limit: int | None = None,
+    ) -> Iterator[ChatEvent]:
+        """Every stored event of ``channel`` (of ``user`` in it) with ``since <= sent_at < until``, in time
+        order (``reverse``: newest first), at most ``limit``."""
+        lo = since_ms if since_ms is not None else 0
+        hi = until_ms if until_ms is not None else MAX_MS
+        if user is None:
+            source = self.store.channel_events(channel, lo, hi, reverse=reverse)
+        else:
+            source = self.store.user_events(channel, user, lo, hi, reverse=reverse)
+        if limit is not None:
+            source = _limited(source, limit)
+        return self.iterate(source, f"reading #{channel}")
+
+
+async def _limited(source: AsyncIterator[T], limit: int) -> AsyncIterator[T]:
+    try:
+        if limit <= 0:
+            return
+        n = 0
+        async for item in source:
+            yield item
+            n += 1
+            if n >= limit:
+                return
+    finally:
+        close = getattr(source, "aclose", None)
+        if close is not None:
+            await close()
 
 
 def read_events(
     settings: CassandraSettings,
-    channel: str,
+    channel: str | None = None,
     *,
+    channel_id: str | None = None,
     user: str | None = None,
+    user_id: str | None = None,
     since_ms: int | None = None,
     until_ms: int | None = None,
+    reverse: bool = False,
+    limit: int | None = None,
 ) -> Iterator[ChatEvent]:
-    """Every stored event of ``channel`` (of ``user`` in it) with ``since <= sent_at < until``, in order."""
-    from cassandra import DriverException
-    from cassandra.cluster import NoHostAvailable
-
-    from core.cql import open_session
-
-    channel = channel.lstrip("#").lower()
-    lo = since_ms if since_ms is not None else 0
-    hi = until_ms if until_ms is not None else MAX_MS
-    cluster, session = open_session(settings, keyspace=settings.cassandra_keyspace)
-    columns = ", ".join(FIELD_NAMES)
-    buckets_cql = "SELECT bucket FROM channel_buckets WHERE channel = ? AND bucket >= ? AND bucket < ?"
-    try:
-        if user is None:
-            key: tuple[str, ...] = (channel,)
-            rows_cql = (
-                f"SELECT {columns} FROM messages_by_channel "
-                "WHERE channel = ? AND bucket = ? AND sent_at >= ? AND sent_at < ?"
-            )
-        else:
-            key = (channel, user.lower())
-            rows_cql = (
-                f"SELECT {columns} FROM messages_by_user "
-                "WHERE channel = ? AND user_login = ? AND bucket = ? AND sent_at >= ? AND sent_at < ?"
-            )
-        buckets_stmt, rows_stmt = session.prepare(buckets_cql), session.prepare(rows_cql)
-        buckets_stmt.fetch_size = rows_stmt.fetch_size = 1000
-        buckets = iter(session.execute(buckets_stmt, (channel, bucket_of(lo), hi)))
-        # the next buckets' first pages are fetched while this one's rows are yielded (a user has
-        # nothing in most of the channel's buckets: one round trip each, overlapped)
-        ahead: deque[Any] = deque()
-
-        def fetch_next() -> None:
-            bucket_row = next(buckets, None)
-            if bucket_row is not None:
-                ahead.append(session.execute_async(rows_stmt, (*key, bucket_row.bucket, lo, hi)))
-
-        for _ in range(READ_AHEAD):
-            fetch_next()
-        while ahead:
-            page = ahead.popleft().result()
-            fetch_next()
-            for row in page:
-                yield row_event(row)
-    except (DriverException, NoHostAvailable) as exc:
-        where = f"Cassandra at {settings.cassandra_hosts}:{settings.cassandra_port}"
-        reason = " ".join(str(exc).split())[:200]
-        raise ChatlogError(
-            f"reading #{channel} from {where} failed: {type(exc).__name__}: {reason}"
-        ) from None
-    finally:
-        cluster.shutdown()
+    """Every stored event of a channel (by login or id; of a user in it, by login or id) with
+    ``since <= sent_at < until``, in time order (``reverse``: newest first), at most ``limit``."""
+    with LogReader(settings) as reader:
+        named = reader.channel(channel, channel_id)
+        who = reader.user(user, user_id)
+        yield from reader.events(
+            named, user=who, since_ms=since_ms, until_ms=until_ms, reverse=reverse, limit=limit
+        )
 
 
 def format_text(event: ChatEvent) -> str:
@@ -131,30 +193,56 @@ def format_text(event: ChatEvent) -> str:
     return escape_controls(f"{head}: {text}" if text else head)
 
 
+def interleave_gaps(
+    lines: Iterable[tuple[int, str]], found: list[Gap], *, reverse: bool = False, trailing: bool = True
+) -> Iterator[str]:
+    """Text lines ``(time, line)`` in time order (``reverse``: newest first) with each gap's mark where it
+    falls; the gaps beyond the last line only when ``trailing`` (not when a limit cut the lines short)."""
+    from core.coverage_spans import gap_line
+
+    pending = sorted(found, key=lambda g: g.start, reverse=reverse)
+    for at, line in lines:
+        while pending and (pending[0].start > at if reverse else pending[0].start <= at):
+            yield gap_line(pending.pop(0))
+        yield line
+    if trailing:
+        for gap in pending:
+            yield gap_line(gap)
+
+
 def text_with_gaps(
     settings: CassandraSettings,
     channel: str,
     events: Iterator[ChatEvent],
     since_ms: int | None,
     until_ms: int | None,
+    *,
+    reverse: bool = False,
+    trailing: bool = True,
 ) -> Iterator[str]:
-    """``format_text`` lines with a ``-- not logged ... --`` mark wherever the coverage ledger has a gap
-    (from ``since_ms``, else the first event, until ``until_ms``, else now)."""
+    """``format_text`` lines with a ``-- not logged ... --`` mark wherever the coverage ledger of the
+    channel login ``channel`` has a gap (from ``since_ms``, else the first event, until ``until_ms``, else
+    now). ``reverse``: the events come newest first, and without ``since_ms`` the gaps of the year before
+    the newest event are marked."""
     import time
 
-    from core.coverage_spans import interleave
     from serve.coverage import channel_gaps
 
     first = next(events, None)
     if first is None:
         return
-    start = since_ms if since_ms is not None else first.sent_at
     end = until_ms if until_ms is not None else int(time.time() * 1000)
-    gaps = channel_gaps(settings, channel.lstrip("#").lower(), start, end)
+    if since_ms is not None:
+        start = since_ms
+    elif reverse:  # the oldest line is not known yet: the year before the newest (gaps are read for a year)
+        start = max(0, min(end, first.sent_at + 1) - 366 * DAY_MS)
+    else:
+        start = first.sent_at
+    gaps = channel_gaps(settings, login_of(channel), start, end)
 
     def lines() -> Iterator[tuple[int, str]]:
         yield first.sent_at, format_text(first)
         for event in events:
             yield event.sent_at, format_text(event)
 
-    yield from interleave(lines(), gaps)
+    yield from interleave_gaps(lines(), gaps, reverse=reverse, trailing=trailing)

@@ -3,7 +3,7 @@
 Shapes (rustlog ``src/web/schema.rs``): a channel's ``{"messageCount", "topChatters": [{"userId",
 "userLogin", "messageCount"}]}`` (its :data:`TOP_CHATTERS` busiest senders, busiest first); a user's
 ``{"userId", "userLogin", "messageCount"}``. rustlog counts every stored event (bans and notices too) and
-ranks senders by Twitch id; chatlog's login-keyed tables rank by login (``userId``: the id its events
+ranks senders by Twitch id; chatlog ranks by login, as the lines name them (``userId``: the id its events
 carry, ``""`` when none does).
 """
 

@@ -1,8 +1,10 @@
-"""What the HTTP layer asks of the stored logs: a small async reader interface.
+"""What the HTTP layer and ``chatlog logs`` ask of the stored logs: a small async reader interface.
 
-:class:`LogStore` is implemented over today's login-keyed tables by :mod:`serve.cassandra_store`; the
-id-keyed tables of the next schema will implement it too, and the routes (:mod:`serve.api`) stay as they
-are. Times are epoch milliseconds, ranges half-open (``lo <= sent_at < hi``); events come back as
+:class:`LogStore` is implemented over the id-keyed tables (docs/storage.md) by :mod:`serve.cassandra_store`.
+A channel or a user is named by its login (a ``str``: the id that login had last, every login of that id
+and the login itself are read, so a renamed channel or user keeps one history) or by its Twitch id
+(:class:`ById`: the ``/channelid/`` and ``/userid/`` routes, ``--channel-id`` / ``--user-id``). Times are
+epoch milliseconds, ranges half-open (``lo <= sent_at < hi``); events come back as
 :class:`~schemas.chat_event.ChatEvent`, in time order (``reverse``: newest first).
 """
 
@@ -24,12 +26,28 @@ class Channel:
     channel_id: str | None
 
 
+@dataclass(frozen=True, slots=True)
+class ById:
+    """A channel or user named by its Twitch id; ``name`` is what messages call it (its newest login, else
+    the id), which is also what ``str()`` and f-strings give."""
+
+    id: str
+    name: str
+
+    def __str__(self) -> str:
+        return self.name
+
+
+Named = str | ById
+"""A channel or user: its login (``str``) or its Twitch id (:class:`ById`)."""
+
+
 class LookupUnsupported(Exception):
-    """The store cannot answer this kind of lookup (e.g. by user id before the id-keyed tables)."""
+    """The store cannot answer this kind of lookup."""
 
 
 class LogStore(Protocol):
-    """The read side of the logs, as the HTTP service uses it."""
+    """The read side of the logs, as the HTTP service and ``chatlog logs`` use it."""
 
     async def channels(self) -> list[Channel]:
         """Every channel with something stored, by login."""
@@ -39,53 +57,54 @@ class LogStore(Protocol):
         """The login of the channel with this Twitch id (None: not logged)."""
         ...
 
-    async def user_by_id(self, channel: str, user_id: str) -> str | None:
-        """The login of the user with this Twitch id in ``channel`` (None: nothing stored); may raise
+    async def user_by_id(self, channel: Named, user_id: str) -> str | None:
+        """The newest login of the user with this Twitch id (None: unknown); may raise
         :class:`LookupUnsupported`."""
         ...
 
-    async def channel_days(self, channel: str) -> list[date]:
+    async def channel_days(self, channel: Named) -> list[date]:
         """The UTC days with something stored in ``channel``, newest first."""
         ...
 
-    async def latest_day(self, channel: str) -> date | None:
+    async def latest_day(self, channel: Named) -> date | None:
         """The newest UTC day with something stored in ``channel`` (None: nothing)."""
         ...
 
-    async def user_months(self, channel: str, user: str) -> list[tuple[int, int]]:
+    async def user_months(self, channel: Named, user: Named) -> list[tuple[int, int]]:
         """The (year, month) pairs, UTC, in which ``user`` has events in ``channel``, newest first."""
         ...
 
-    async def latest_user_month(self, channel: str, user: str) -> tuple[int, int] | None:
+    async def latest_user_month(self, channel: Named, user: Named) -> tuple[int, int] | None:
         """The newest (year, month), UTC, in which ``user`` has events in ``channel`` (None: none)."""
         ...
 
     def channel_events(
-        self, channel: str, lo: int, hi: int, *, reverse: bool = False
+        self, channel: Named, lo: int, hi: int, *, reverse: bool = False
     ) -> AsyncIterator[ChatEvent]:
         """Every event of ``channel`` with ``lo <= sent_at < hi``."""
         ...
 
     def user_events(
-        self, channel: str, user: str, lo: int, hi: int, *, reverse: bool = False
+        self, channel: Named, user: Named, lo: int, hi: int, *, reverse: bool = False
     ) -> AsyncIterator[ChatEvent]:
-        """Every event of ``user`` (a login) in ``channel`` with ``lo <= sent_at < hi``."""
+        """Every event of ``user`` in ``channel`` with ``lo <= sent_at < hi``: what the user sent, and the
+        bans, timeouts and deleted messages that name the user."""
         ...
 
-    async def random_channel_event(self, channel: str) -> ChatEvent | None:
+    async def random_channel_event(self, channel: Named) -> ChatEvent | None:
         """One event of ``channel`` picked at random (None: nothing stored)."""
         ...
 
-    async def random_user_event(self, channel: str, user: str) -> ChatEvent | None:
-        """One event of ``user`` (a login) in ``channel`` picked at random (None: nothing stored)."""
+    async def random_user_event(self, channel: Named, user: Named) -> ChatEvent | None:
+        """One event of ``user`` in ``channel`` picked at random (None: nothing stored)."""
         ...
 
-    async def user_count(self, channel: str, user: str, lo: int, hi: int) -> tuple[int, str | None]:
-        """How many events ``user`` (a login) has in ``channel`` with ``lo <= sent_at < hi``, and the
-        user's Twitch id (None: none stored), counted by the storage."""
+    async def user_count(self, channel: Named, user: Named, lo: int, hi: int) -> tuple[int, str | None]:
+        """How many events ``user`` has in ``channel`` with ``lo <= sent_at < hi``, and the user's Twitch
+        id (None: none known), counted by the storage."""
         ...
 
-    def senders(self, channel: str, lo: int, hi: int) -> AsyncIterator[tuple[str | None, str | None]]:
+    def senders(self, channel: Named, lo: int, hi: int) -> AsyncIterator[tuple[str | None, str | None]]:
         """The ``(user_login, user_id)`` of every event of ``channel`` with ``lo <= sent_at < hi`` (None
         for an event without one), in no particular order: what counting by sender needs."""
         ...

@@ -1,4 +1,5 @@
-"""``chatlog logs CHANNEL``: a channel's stored chat, in time order, with the gaps in coverage marked."""
+"""``chatlog logs CHANNEL``: a channel's (or a user's) stored chat, in time order, with the gaps in coverage
+marked; by login or by Twitch id, a renamed channel or user being one history."""
 
 from __future__ import annotations
 
@@ -6,17 +7,33 @@ from typing import Annotated
 
 import typer
 
+FORMATS = ("text", "ndjson", "raw")
+
 
 def register(app: typer.Typer) -> None:
     """Add ``logs`` to ``app``."""
 
     @app.command("logs")
     def logs_command(
-        channel: Annotated[str, typer.Argument(help="Channel login (with or without #).")],
-        user: Annotated[str | None, typer.Option(help="Only this user's events.")] = None,
+        channel: Annotated[
+            str | None, typer.Argument(help="Channel login (with or without #); or give --channel-id.")
+        ] = None,
+        channel_id: Annotated[
+            str | None, typer.Option("--channel-id", help="The channel's Twitch id (room-id) instead.")
+        ] = None,
+        user: Annotated[
+            str | None, typer.Option(help="Only this user's events (a login; any of a renamed user's).")
+        ] = None,
+        user_id: Annotated[
+            str | None, typer.Option("--user-id", help="Only the events of the user with this Twitch id.")
+        ] = None,
         since: Annotated[str | None, typer.Option(help="From this time: ISO-8601 or epoch ms.")] = None,
         until: Annotated[str | None, typer.Option(help="Before this time: ISO-8601 or epoch ms.")] = None,
-        output_format: Annotated[str, typer.Option("--format", help="text or ndjson.")] = "text",
+        reverse: Annotated[bool, typer.Option("--reverse", help="Newest first.")] = False,
+        limit: Annotated[int | None, typer.Option(help="At most this many events.")] = None,
+        output_format: Annotated[
+            str, typer.Option("--format", help="text, ndjson (every field) or raw (the IRC lines).")
+        ] = "text",
         keyspace: Annotated[str | None, typer.Option(help="Cassandra keyspace.")] = None,
     ) -> None:
         """Read a channel's log back from Cassandra, in time order."""
@@ -27,27 +44,50 @@ def register(app: typer.Typer) -> None:
         from core.settings import CassandraSettings, load
         from core.times import parse_time
         from schemas.chat_event import encode
-        from serve.logs import read_events, text_with_gaps
+        from serve.logs import LogReader, text_with_gaps
 
-        if output_format not in ("text", "ndjson"):
-            raise ChatlogError(f"--format must be text or ndjson, not {output_format[:40]!r}")
+        if output_format not in FORMATS:
+            raise ChatlogError(f"--format must be text, ndjson or raw, not {output_format[:40]!r}")
+        if (channel is None) == (channel_id is None):
+            raise ChatlogError("give a CHANNEL login or --channel-id ID (one of them)")
+        if user is not None and user_id is not None:
+            raise ChatlogError("give --user or --user-id, not both")
+        for value, flag in ((channel, "CHANNEL"), (channel_id, "--channel-id"), (user, "--user")):
+            if value is not None and not value.strip().lstrip("#"):
+                raise ChatlogError(f"{flag} is empty")
+        if user_id is not None and not user_id.strip():
+            raise ChatlogError("--user-id is empty")
+        if limit is not None and limit < 0:
+            raise ChatlogError(f"--limit must be 0 or more, not {limit}")
         since_ms = parse_time(since, "--since") if since else None
         until_ms = parse_time(until, "--until") if until else None
         settings = load(CassandraSettings, cassandra_keyspace=keyspace)
         quiet_driver_logs()  # a failure is reported below in one line, not as the driver's tracebacks
         count = 0
         out = sys.stdout
-        events = read_events(settings, channel, user=user, since_ms=since_ms, until_ms=until_ms)
-        if output_format == "ndjson":
-            for event in events:
-                out.write(encode(event).decode() + "\n")
-                count += 1
-        else:  # text: a gap in coverage is marked where it falls
-            for line in text_with_gaps(settings, channel, events, since_ms, until_ms):
-                out.write(line + "\n")
-                count += 1
+        with LogReader(settings) as reader:
+            named = reader.channel(channel, channel_id)
+            who = reader.user(user, user_id)
+            events = reader.events(
+                named, user=who, since_ms=since_ms, until_ms=until_ms, reverse=reverse, limit=limit
+            )
+            if output_format == "ndjson":
+                for event in events:
+                    out.write(encode(event).decode() + "\n")
+                    count += 1
+            elif output_format == "raw":
+                for event in events:
+                    out.write(event.raw + "\n")
+                    count += 1
+            else:  # text: a gap in coverage is marked where it falls
+                lines = text_with_gaps(
+                    settings, str(named), events, since_ms, until_ms, reverse=reverse, trailing=limit is None
+                )
+                for line in lines:
+                    out.write(line + "\n")
+                    count += 1
         out.flush()
         if count == 0:
-            who = f" from {user}" if user else ""
+            whose = f" from {who}" if who is not None else ""
             when = " in that time range" if since or until else ""
-            typer.echo(f"nothing stored for #{channel.lstrip('#').lower()}{who}{when}", err=True)
+            typer.echo(f"nothing stored for #{named}{whose}{when}", err=True)

@@ -25,7 +25,7 @@ from serve.api.errors import ApiError, bad_request, not_found
 from serve.api.params import LogQuery, day_range, log_query, month_range, narrowed
 from serve.api.query_docs import FORMATS, PAGING, RANGE
 from serve.api.stream import stream_events
-from serve.store import LogStore, LookupUnsupported
+from serve.store import ById, LogStore, LookupUnsupported, Named
 
 router = APIRouter()
 
@@ -43,8 +43,9 @@ def _name(value: str) -> str:
     return value.strip().lstrip("#").lower()
 
 
-async def _channel(request: Request, kind: str, value: str) -> str:
-    """The channel login of ``/{kind}/{value}``; 404 when it is not logged."""
+async def _channel(request: Request, kind: str, value: str) -> Named:
+    """The channel of ``/{kind}/{value}``: its login, or its id (named by its newest login); 404 when it
+    is not logged."""
     store = _store(request)
     if kind not in CHANNEL_KINDS:
         raise not_found("no such route (expected /channel/<login> or /channelid/<id>)")
@@ -52,14 +53,16 @@ async def _channel(request: Request, kind: str, value: str) -> str:
         login = await store.channel_by_id(value.strip())
         if login is None:
             raise not_found(f"no logged channel has the id {value[:40]!r}")
-        return login
+        return ById(value.strip(), login)
     login = _name(value)
     if not login or await store.latest_day(login) is None:
         raise not_found(f"channel {login[:200]!r} is not logged")
     return login
 
 
-async def _user(request: Request, channel: str, kind: str, value: str) -> str:
+async def _user(request: Request, channel: Named, kind: str, value: str) -> Named:
+    """The user of ``/{kind}/{value}``: a login, or an id (named by its newest login); 404 when an id is
+    unknown."""
     if kind not in USER_KINDS:
         raise not_found("no such route (expected /user/<login> or /userid/<id>)")
     if kind == "userid":
@@ -69,7 +72,7 @@ async def _user(request: Request, channel: str, kind: str, value: str) -> str:
             raise not_found(str(exc)) from None
         if login is None:
             raise not_found(f"no user with the id {value[:40]!r} in #{channel}")
-        return login
+        return ById(value.strip(), login)
     login = _name(value)
     if not login:
         raise not_found("empty user name")
@@ -93,7 +96,7 @@ def _redirect(request: Request, path: str) -> RedirectResponse:
     return RedirectResponse(path + (f"?{query}" if query else ""), status_code=302)
 
 
-async def _channel_range(request: Request, channel: str, lo: int, hi: int, query: LogQuery) -> Response:
+async def _channel_range(request: Request, channel: Named, lo: int, hi: int, query: LogQuery) -> Response:
     if lo >= hi:
         raise bad_request("invalid range: from is after to")
     events = _store(request).channel_events(channel, lo, hi, reverse=query.reverse)
@@ -107,7 +110,7 @@ async def _channel_range(request: Request, channel: str, lo: int, hi: int, query
 
 
 async def _user_range(
-    request: Request, channel: str, user: str, lo: int, hi: int, query: LogQuery
+    request: Request, channel: Named, user: Named, lo: int, hi: int, query: LogQuery
 ) -> Response:
     if lo >= hi:
         raise bad_request("invalid range: from is after to")

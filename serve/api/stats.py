@@ -1,12 +1,12 @@
 """``GET /{ct}/{c}/stats`` and ``GET /{ct}/{c}/{ut}/{u}/stats``: rustlog's stats (shapes in
 :mod:`serve.stats`), over ``from``/``to`` (unix seconds or RFC 3339, as the log routes).
 
-What today's tables answer cheaply, and so what is served:
+What the tables answer cheaply, and so what is served:
 
-* A user's count is counted by Cassandra (``COUNT(*)`` over the user's partitions of the candidate
-  buckets; no row leaves the server): any range, all of time by default, as rustlog.
-* A channel's count and top chatters need every event's sender: two small columns of each row are
-  streamed and counted here. The range defaults to the last :data:`DEFAULT_CHANNEL_DAYS` days (rustlog:
+* A user's count is counted by Cassandra (``COUNT(*)`` over the user's pointer partitions, four a month;
+  no row leaves the server): any range, all of time by default, as rustlog.
+* A channel's count and top chatters need every event's sender: each stored line is streamed and its
+  sender read from it here. The range defaults to the last :data:`DEFAULT_CHANNEL_DAYS` days (rustlog:
   all of time), and a range holding more than :data:`MAX_COUNTED` events is refused (400, "narrow
   from/to") after that many, so one request costs at most that many rows read.
 """
@@ -82,4 +82,4 @@ async def user_stats_route(
         count, user_id = await store.user_count(channel, user, lo, hi)
     except Exception as exc:
         raise _unavailable(exc) from None
-    return JSONResponse(user_stats(user, user_id, count), headers={"Cache-Control": "no-cache"})
+    return JSONResponse(user_stats(str(user), user_id, count), headers={"Cache-Control": "no-cache"})

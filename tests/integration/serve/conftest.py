@@ -1,17 +1,21 @@
 """Fixtures of the read side's integration tests: sink settings on a fresh keyspace (the sink's executor
-writes what the read side reads back), and chat events to write."""
+writes what the read side reads back), and chat events to write: real Twitch lines parsed as the ingester
+does (:func:`core.testing.twitch_line`, :func:`core.testing.chat_events`), since every field the readers
+give back is derived from the stored line."""
 
 from __future__ import annotations
 
-import time
-import uuid
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from core.irc_parse import parse_line
 from core.settings import StackSettings
-from schemas.chat_event import ChatEvent
+from core.testing import chat_events, twitch_line
+from schemas.chat_event import ChatEvent, encode
+from sink.executor.cassandra import close_sessions
+from sink.executor.partition import NameCache, WriteStats, write_partition
 from sink.settings import SinkSettings
 
 
@@ -29,25 +33,49 @@ def sink_settings(fresh_topics: StackSettings, fresh_keyspace: StackSettings, tm
     return SinkSettings(**values)
 
 
-def make_events(n: int, *, channels: int = 7, now_ms: int | None = None) -> list[ChatEvent]:
-    """``n`` events 37 ms apart ending at ``now_ms``, over ``channels`` channels; a CLEARCHAT now and then."""
-    now = now_ms if now_ms is not None else int(time.time() * 1000)
-    out = []
-    for i in range(n):
-        kind = "CLEARCHAT" if i % 97 == 5 else "PRIVMSG"
-        user = None if kind == "CLEARCHAT" or i % 50 == 3 else f"user{i % 23}"
-        out.append(
-            ChatEvent(
-                message_id=str(uuid.uuid4()),
-                kind=kind,
-                channel=f"chan{i % channels}",
-                user_login=user,
-                text=f"message {i}" if kind == "PRIVMSG" else "baduser",
-                sent_at=now - (n - i) * 37,
-                received_at=now - (n - i) * 37 + 5,
-                tags={"id": str(i)},
-                raw=f"raw {i}",
-                ingester="r1",
-            )
-        )
-    return out
+def make_events(n: int, *, channels: int = 7, now_ms: int | None = None, ids: bool = True) -> list[ChatEvent]:
+    """``n`` events 37 ms apart ending at ``now_ms``, over ``channels`` channels: PRIVMSG, a timeout of
+    ``user5`` (CLEARCHAT) every 97, a deleted message (CLEARMSG) every 89
+    (:func:`core.testing.chat_events`)."""
+    return chat_events(n, channels=channels, now_ms=now_ms, ids=ids)
+
+
+def line_event(
+    kind: str,
+    channel: str,
+    at: int,
+    *,
+    login: str | None = None,
+    text: str | None = None,
+    user_id: str | None = None,
+    room_id: str | None = None,
+    message_id: str | None = None,
+    display_name: str | None = None,
+    extra: dict[str, str] | None = None,
+    received_after_ms: int = 3,
+) -> ChatEvent:
+    """The event an ingester makes of a Twitch line (:func:`core.testing.twitch_line`) sent at ``at``
+    and received ``received_after_ms`` later."""
+    line = twitch_line(
+        kind,
+        channel,
+        sent_at=at,
+        login=login,
+        text=text,
+        user_id=user_id,
+        room_id=room_id,
+        message_id=message_id,
+        display_name=display_name,
+        extra=extra,
+    )
+    event = parse_line(line, received_at=at + received_after_ms, ingester="r1")
+    assert event is not None, line
+    return event
+
+
+def write(settings: SinkSettings, events: list[ChatEvent]) -> WriteStats:
+    """Write ``events`` with the sink's executor (production collaborators, a new name cache)."""
+    stats = write_partition(((encode(e), None, None) for e in events), settings, name_cache=NameCache())
+    close_sessions()
+    assert (stats.events, stats.deadletters) == (len(events), 0)
+    return stats

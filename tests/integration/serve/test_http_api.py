@@ -25,6 +25,7 @@ from serve.settings import ServeSettings
 from sink.executor.cassandra import close_sessions
 from sink.executor.partition import write_partition
 from sink.settings import SinkSettings
+from tests.integration.serve.conftest import line_event
 
 pytestmark = pytest.mark.integration
 
@@ -34,26 +35,34 @@ BIG_DAY = int(datetime(2023, 12, 30, tzinfo=UTC).timestamp() * 1000)
 BIG = 3000
 
 
+USER_IDS = {"bob": "42", "carol": "43"}
+
+
 def _event(
-    channel: str, at: int, user: str | None, text: str, *, kind: str = "PRIVMSG", **kw: object
+    channel: str, at: int, user: str | None, text: str, *, kind: str = "PRIVMSG", **kw: Any
 ) -> ChatEvent:
-    tags: dict[str, str] = {"room-id": "1001" if channel == "alpha" else "1002"}
-    tags.update(kw.pop("tags", {}))  # type: ignore[call-overload]
-    return ChatEvent(
-        message_id=str(uuid.uuid4()),
-        kind=kind,
-        channel=channel,
-        channel_id=tags["room-id"],
-        user_login=user,
-        user_id={"bob": "42", "carol": "43"}.get(user or ""),
-        display_name=user.capitalize() if user else None,
+    room = "1001" if channel == "alpha" else "1002"
+    if kind == "CLEARCHAT":  # a timeout of `text`
+        return line_event(kind, channel, at, text=text, room_id=room, user_id=USER_IDS.get(text), **kw)
+    if kind == "USERNOTICE":  # sent by the server, the user in its tags
+        extra = {"display-name": (user or "").capitalize(), "login": user or "", **kw.pop("extra", {})}
+        if user in USER_IDS:
+            extra["user-id"] = USER_IDS[user]
+        return line_event(kind, channel, at, text=text, room_id=room, extra=extra, **kw)
+    message_id = kw.pop("message_id", str(uuid.uuid4()))
+    if kw.pop("is_action", False):
+        text = f"\x01ACTION {text}\x01"
+    return line_event(
+        kind,
+        channel,
+        at,
+        login=user,
         text=text,
-        sent_at=at,
-        received_at=at + 3,
-        tags=tags,
-        raw=f"@room-id={tags['room-id']} :{user or 'tmi.twitch.tv'} {kind} #{channel} :{text}",
-        ingester="r1",
-        is_action=bool(kw.get("is_action", False)),
+        user_id=USER_IDS.get(user or ""),
+        room_id=room,
+        message_id=message_id,
+        display_name=(user or "").capitalize(),
+        **kw,
     )
 
 
@@ -61,14 +70,15 @@ def _events() -> list[ChatEvent]:
     jan = [
         _event("alpha", JAN2 + 1_000, "bob", "hello there"),
         _event("alpha", JAN2 + 61_500, "carol", "hi bob"),
-        _event("alpha", JAN2 + 3_600_000, None, "bob", kind="CLEARCHAT", tags={"ban-duration": "600"}),
+        _event("alpha", JAN2 + 3_600_000, None, "bob", kind="CLEARCHAT", extra={"ban-duration": "600"}),
         _event(
             "alpha",
             JAN2 + 7_200_000,
             "carol",
             "great stream",
             kind="USERNOTICE",
-            tags={"system-msg": "carol subscribed at Tier 1.", "id": "sub-1"},
+            message_id="sub-1",
+            extra={"system-msg": "carol subscribed at Tier 1."},
         ),
         _event("alpha", JAN2 + 86_399_000, "bob", "dances", is_action=True),
     ]
@@ -154,8 +164,10 @@ def test_channels_and_list(server: Server) -> None:
     assert nobody.status_code == 404 and "nobody" in nobody.json()["message"]
     missing = server.get("/list")
     assert missing.status_code == 400 and "channel" in missing.json()["message"]
-    by_id = server.get("/list?channel=alpha&userid=42")
-    assert by_id.status_code == 404 and "id-keyed tables" in by_id.json()["message"]
+    assert server.get("/list?channel=alpha&userid=42").json() == {"availableLogs": months}
+    assert server.get("/list?channelid=1001&userid=43").json() == {"availableLogs": months[1:]}
+    unknown = server.get("/list?channel=alpha&userid=999")
+    assert unknown.status_code == 404 and "999" in unknown.json()["message"]
 
 
 def test_day_text_is_justlogs_format(server: Server) -> None:
@@ -194,7 +206,7 @@ def test_day_json_formats(server: Server) -> None:
     assert nd.headers["content-type"].startswith("application/x-ndjson")
     assert [json.loads(line) for line in nd.text.splitlines()] == messages
     raw = server.get("/channel/alpha/2024/1/2?raw").text.splitlines()
-    assert raw[0] == "@room-id=1001 :bob PRIVMSG #alpha :hello there" and len(raw) == 5
+    assert raw == [e.raw for e in server.events[:5]]  # the lines as Twitch sent them
 
 
 def test_reverse_limit_offset_and_ranges(server: Server) -> None:
@@ -228,8 +240,11 @@ def test_user_month(server: Server) -> None:
     text = server.get("/channel/alpha/user/bob/2024/1").text.splitlines()
     assert text == [
         "[2024-01-02 00:00:01] #alpha bob: hello there",
+        "[2024-01-02 01:00:00] #alpha bob has been timed out for 600 seconds",  # a timeout is in bob's log
         "[2024-01-02 23:59:59] #alpha bob: dances",
     ]
+    assert server.get("/channel/alpha/userid/42/2024/1").text.splitlines() == text
+    assert server.get("/channelid/1001/userid/42/2024/1").text.splitlines() == text
     carol = server.get("/channelid/1001/user/carol/2024/1?json").json()["messages"]
     assert [m["text"] for m in carol] == ["hi bob", "carol subscribed at Tier 1. great stream"]
     assert server.get("/channel/alpha/user/bob/2024/1?reverse").text.splitlines() == text[::-1]
@@ -241,7 +256,7 @@ def test_not_found_and_bad_requests(server: Server) -> None:
         "/channelid/999/2024/1/2": (404, "999"),
         "/channel/alpha/2024/3/1": (404, "nothing stored"),
         "/channel/alpha/user/nobody/2024/1": (404, "nobody"),
-        "/channel/alpha/userid/42/2024/1": (404, "id-keyed tables"),
+        "/channel/alpha/userid/999/2024/1": (404, "999"),
         "/chanel/alpha/2024/1/2": (404, "no such route"),
         "/channel/alpha/2024/13/1": (400, "month"),
         "/channel/alpha/2024/2/30": (400, "day"),
@@ -298,7 +313,8 @@ def test_random_lines(server: Server) -> None:
     beta = server.get("/channel/beta/random")
     assert beta.status_code == 200 and beta.headers["cache-control"] == "no-cache"
     assert beta.text == "[2024-02-03 00:00:00] #beta dave: beta line\n"
-    assert server.get("/channelid/1002/random?raw").text == "@room-id=1002 :dave PRIVMSG #beta :beta line\n"
+    assert server.get("/channelid/1002/random?raw").text == server.events[6].raw + "\n"
+    assert server.events[6].channel == "beta"
     carol = {"hi bob", "carol subscribed at Tier 1. great stream"}
     for _ in range(3):
         picked = server.get("/channel/alpha/user/carol/random?json").json()["messages"]
@@ -308,7 +324,7 @@ def test_random_lines(server: Server) -> None:
     cases = {
         "/channel/nochan/random": (404, "nochan"),
         "/channel/alpha/user/nobody/random": (404, "nobody"),
-        "/channel/alpha/userid/42/random": (404, "id-keyed tables"),
+        "/channel/alpha/userid/999/random": (404, "999"),
         "/channelid/999/random": (404, "999"),
     }
     for path, (status, word) in cases.items():
@@ -330,16 +346,16 @@ def test_stats(server: Server) -> None:
     assert [c["userLogin"] for c in big["topChatters"]] == ["u0", "u1", "u10", "u11", "u12"]
     assert {c["messageCount"] for c in big["topChatters"]} == {BIG // 50}
     assert server.get("/channel/alpha/stats").json() == {"messageCount": 0, "topChatters": []}  # last 30 days
-    assert server.get("/channel/alpha/user/bob/stats").json() == {
-        "userId": "42", "userLogin": "bob", "messageCount": 3,
-    }  # fmt: skip
-    assert server.get(f"/channel/alpha/user/bob/stats?{jan2}").json()["messageCount"] == 2
+    bob = {"userId": "42", "userLogin": "bob", "messageCount": 4}  # 3 lines and a timeout
+    assert server.get("/channel/alpha/user/bob/stats").json() == bob
+    assert server.get("/channel/alpha/userid/42/stats").json() == bob
+    assert server.get(f"/channel/alpha/user/bob/stats?{jan2}").json()["messageCount"] == 3
     assert server.get("/channel/alpha/user/nobody/stats").json() == {
         "userId": "", "userLogin": "nobody", "messageCount": 0,
     }  # fmt: skip
     cases = {
         "/channel/nochan/stats": (404, "nochan"),
-        "/channel/alpha/userid/42/stats": (404, "id-keyed tables"),
+        "/channel/alpha/userid/999/stats": (404, "999"),
         "/channel/alpha/stats?from=soon": (400, "from"),
         "/channel/alpha/user/bob/stats?to=x": (400, "to"),
         "/channel/alpha/stats?from=2024-01-03T00:00:00Z&to=2024-01-02T00:00:00Z": (400, "from"),

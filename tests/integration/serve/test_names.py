@@ -26,6 +26,7 @@ from serve.names import (
 from sink.executor.cassandra import close_sessions
 from sink.executor.partition import NameCache, WriteStats, write_partition
 from sink.settings import SinkSettings
+from tests.integration.serve.conftest import line_event
 
 pytestmark = pytest.mark.integration
 
@@ -38,18 +39,17 @@ NAME_TABLES = ("user_names", "user_ids_by_login", "channel_names", "channel_ids_
 def _event(
     n: int, at: int, login: str | None, user_id: str | None, channel: str, channel_id: str | None
 ) -> ChatEvent:
-    return ChatEvent(
-        message_id=f"m{n}",
-        kind="PRIVMSG",
-        channel=channel,
-        channel_id=channel_id,
-        user_login=login,
-        user_id=user_id,
-        display_name=login.capitalize() if login and user_id else None,
+    return line_event(
+        "PRIVMSG",
+        channel,
+        at,
+        login=login,
         text=f"message {n}",
-        sent_at=at,
-        received_at=at + 40,
-        raw=f"raw {n}",
+        user_id=user_id,
+        room_id=channel_id,
+        message_id=f"m{n}",
+        display_name=login.capitalize() if login and user_id else None,
+        received_after_ms=40,
     )
 
 

@@ -4,11 +4,11 @@ the sink's writer stored in a fresh keyspace."""
 from __future__ import annotations
 
 import time
-import uuid
 from collections.abc import Iterator
 
 import pytest
 
+from core.irc_parse import parse_line
 from core.settings import StackSettings
 from schemas.chat_event import ChatEvent
 from serve.api.recent import NOT_JOINED
@@ -21,21 +21,12 @@ T0 = NOW - 600_000
 
 
 def _event(channel: str, at: int, kind: str, user: str | None, text: str, tags: dict[str, str]) -> ChatEvent:
-    head = ";".join(f"{k}={v}" for k, v in tags.items())
+    """The ingester's event of a line with ``tags`` (and the time it was sent), received 7 ms later."""
+    head = ";".join(f"{k}={v}" for k, v in {**tags, "tmi-sent-ts": str(at)}.items())
     prefix = f"{user}!{user}@{user}.tmi.twitch.tv" if user and kind != "CLEARMSG" else "tmi.twitch.tv"
-    return ChatEvent(
-        message_id=tags.get("id") or str(uuid.uuid4()),
-        kind=kind,
-        channel=channel,
-        user_login=user,
-        user_id=tags.get("user-id"),
-        text=text,
-        sent_at=at,
-        received_at=at + 7,
-        tags=tags,
-        raw=f"@{head} :{prefix} {kind} #{channel} :{text}",
-        ingester="r1",
-    )
+    event = parse_line(f"@{head} :{prefix} {kind} #{channel} :{text}", received_at=at + 7, ingester="r1")
+    assert event is not None
+    return event
 
 
 def _events() -> list[ChatEvent]:

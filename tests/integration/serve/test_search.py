@@ -16,6 +16,7 @@ from schemas.chat_event import ChatEvent
 from serve.api.errors import ApiError
 from serve.api.search import check_admin
 from serve.settings import ServeSettings
+from tests.integration.serve.conftest import line_event
 from tests.integration.serve.test_http_api import Server, serving
 
 pytestmark = pytest.mark.integration
@@ -27,20 +28,19 @@ DAY1 = "from=2024-01-02T00:00:00Z&to=2024-01-02T23:59:59Z"
 
 
 def _event(channel: str, at: int, user: str | None, text: str, *, kind: str = "PRIVMSG") -> ChatEvent:
-    return ChatEvent(
-        message_id=str(uuid.uuid4()),
-        kind=kind,
-        channel=channel,
-        channel_id="2001" if channel == "alpha" else "2002",
-        user_login=user,
-        user_id=None,
-        display_name=user.capitalize() if user else None,
+    """A line of a channel with a room id whose users have none (as an old import's)."""
+    room = "2001" if channel == "alpha" else "2002"
+    if kind == "CLEARCHAT":  # a ban of `text`
+        return line_event(kind, channel, at, text=text, room_id=room)
+    return line_event(
+        kind,
+        channel,
+        at,
+        login=user,
         text=text,
-        sent_at=at,
-        received_at=at + 3,
-        tags={"id": f"m{at}"},
-        raw=f":{user or 'tmi.twitch.tv'} {kind} #{channel} :{text}",
-        ingester="r1",
+        room_id=room,
+        message_id=str(uuid.uuid4()),
+        display_name=(user or "").capitalize(),
     )
 
 
@@ -140,7 +140,7 @@ def test_formats(server: Server) -> None:
     basic = server.get("/channel/alpha/user/bob/search?q=xfoo&jsonBasic").json()["messages"]
     assert set(basic[0]) == {"text", "displayName", "timestamp", "id", "tags"}
     raw = server.get("/channel/alpha/user/bob/search?q=xfoo&raw")
-    assert raw.text == ":bob PRIVMSG #alpha :xfoo barx\n"
+    assert raw.text == next(e.raw for e in server.events if e.text == "xfoo barx") + "\n"
 
 
 def test_bad_queries_are_400s_that_say_the_bound(server: Server) -> None:
@@ -207,7 +207,8 @@ def test_admin_search_across_channels(server: Server) -> None:
     ]
     assert reverse == ["hello beta", "HELLO again", "hello there"]
     everything = _texts_with(server, f"/admin/user/bob/search?ndjson&{DAY1}", auth)
-    assert len(everything) == 7 and everything[-1] == "hello beta"  # without q: every line of bob
+    # without q: every line of bob, and his ban
+    assert len(everything) == 8 and everything[-2:] == ["bob has been banned", "hello beta"]
     miss = server.get(f"/admin/user/bob/search?q=nowhere&{DAY1}", headers=auth)
     assert miss.status_code == 404 and "nowhere" in miss.json()["message"]
     too_long = server.get(

@@ -62,3 +62,18 @@ def test_every_c0_and_c1_control_is_escaped() -> None:
     controls = "".join(map(chr, [*range(0x20), *range(0x7F, 0xA0)]))
     assert _is_inert(escape_controls(controls))
     assert escape_controls(controls).count("\\") == len(controls)
+
+
+def test_gaps_are_marked_where_they_fall_forwards_and_backwards() -> None:
+    from core.coverage_spans import Gap, gap_line
+    from serve.logs import interleave_gaps
+
+    early, middle, late = Gap(5, 8, "a"), Gap(20, 30, "b"), Gap(50, 60, "c")
+    lines = [(10, "l10"), (20, "l20"), (40, "l40")]
+    marks = {gap_line(g): n for g, n in ((early, "E"), (middle, "M"), (late, "L"))}
+    forward = [marks.get(x, x) for x in interleave_gaps(lines, [late, early, middle])]
+    assert forward == ["E", "l10", "M", "l20", "l40", "L"]
+    backward = [marks.get(x, x) for x in interleave_gaps(lines[::-1], [early, late, middle], reverse=True)]
+    assert backward == ["L", "l40", "l20", "M", "l10", "E"]
+    cut = [marks.get(x, x) for x in interleave_gaps(lines[:2], [early, middle, late], trailing=False)]
+    assert cut == ["E", "l10", "M", "l20"]  # a limit cut the lines: no mark past the last one shown

@@ -13,7 +13,7 @@ from core.settings import load
 from schemas.chat_event import ChatEvent
 from serve.api.app import create_app
 from serve.settings import ServeSettings
-from serve.store import Channel, LookupUnsupported
+from serve.store import Channel, LookupUnsupported, Named
 
 DAY = 1_704_153_600_000  # 2024-01-02
 
@@ -36,19 +36,19 @@ class FakeStore:
     async def channel_by_id(self, channel_id: str) -> str | None:
         return "alpha" if channel_id == "1" else None
 
-    async def user_by_id(self, channel: str, user_id: str) -> str | None:
+    async def user_by_id(self, channel: Named, user_id: str) -> str | None:
         raise LookupUnsupported("no ids here")
 
-    async def channel_days(self, channel: str) -> list[date]:
+    async def channel_days(self, channel: Named) -> list[date]:
         return [date(2024, 1, 2)]
 
-    async def latest_day(self, channel: str) -> date | None:
+    async def latest_day(self, channel: Named) -> date | None:
         return date(2024, 1, 2) if channel == "alpha" else None
 
-    async def user_months(self, channel: str, user: str) -> list[tuple[int, int]]:
+    async def user_months(self, channel: Named, user: Named) -> list[tuple[int, int]]:
         return [(2024, 1)]
 
-    async def latest_user_month(self, channel: str, user: str) -> tuple[int, int] | None:
+    async def latest_user_month(self, channel: Named, user: Named) -> tuple[int, int] | None:
         return (2024, 1)
 
     async def _events(self) -> AsyncIterator[ChatEvent]:
@@ -58,29 +58,29 @@ class FakeStore:
             yield _event(i)
 
     def channel_events(
-        self, channel: str, lo: int, hi: int, *, reverse: bool = False
+        self, channel: Named, lo: int, hi: int, *, reverse: bool = False
     ) -> AsyncIterator[ChatEvent]:
         return self._events()
 
     def user_events(
-        self, channel: str, user: str, lo: int, hi: int, *, reverse: bool = False
+        self, channel: Named, user: Named, lo: int, hi: int, *, reverse: bool = False
     ) -> AsyncIterator[ChatEvent]:
         return self._events()
 
-    async def random_channel_event(self, channel: str) -> ChatEvent | None:
+    async def random_channel_event(self, channel: Named) -> ChatEvent | None:
         if self.fail_at is not None:
             raise RuntimeError("Cassandra timed out")
         return _event(0)
 
-    async def random_user_event(self, channel: str, user: str) -> ChatEvent | None:
+    async def random_user_event(self, channel: Named, user: Named) -> ChatEvent | None:
         return _event(1) if user == "bob" else None
 
-    async def user_count(self, channel: str, user: str, lo: int, hi: int) -> tuple[int, str | None]:
+    async def user_count(self, channel: Named, user: Named, lo: int, hi: int) -> tuple[int, str | None]:
         if self.fail_at is not None:
             raise RuntimeError("Cassandra timed out")
         return 5, None
 
-    async def senders(self, channel: str, lo: int, hi: int) -> AsyncIterator[tuple[str | None, str | None]]:
+    async def senders(self, channel: Named, lo: int, hi: int) -> AsyncIterator[tuple[str | None, str | None]]:
         async for event in self._events():
             yield event.user_login, event.user_id
 

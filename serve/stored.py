@@ -1,0 +1,86 @@
+"""A ``chat_by_channel`` row back into the :class:`~schemas.chat_event.ChatEvent` the ingester produced.
+
+The row holds the line without the values its key already holds (:mod:`schemas.stored_line`), the key's
+``sent_at`` and ``message_id`` (a uuid), and ``received_at``. Every other field of the event is derived by
+parsing the restored line (:func:`core.irc_parse.parse_line`) with the stored receive time, so the event
+is the one the ingester wrote but for ``ingester`` (not stored: None) and, for rows without a receive
+time, ``received_at`` (then ``sent_at``). Pure; no driver. A record that another producer wrote with a
+``sent_at`` its line does not give keeps the row's (its place in the table).
+
+A line the parser does not turn into an event (a third-party producer's record that is not IRC, a command
+that is not chat, a line that is now over a bound) is still given back, never raised: an event whose
+``kind`` is the line's command word (else ``UNKNOWN``), ``raw`` the line, ``message_id`` the row's uuid and
+``channel`` the channel it was read from.
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import Final
+
+from core.irc_parse import MalformedLine, command_of, parse_line
+from core.irc_tags import parse_tags
+from schemas.chat_event import MAX_KIND_CHARS, ChatEvent
+from schemas.stored_line import VERBATIM, restore
+
+__all__ = ["UNKNOWN_KIND", "stored_event", "stored_sender"]
+
+UNKNOWN_KIND: Final = "UNKNOWN"
+"""``kind`` of a stored line that has no command word."""
+
+
+def stored_event(
+    line: str, message_id: uuid.UUID, sent_at_ms: int, received_at_ms: int | None, channel_login_hint: str
+) -> ChatEvent:
+    """The event of a ``chat_by_channel`` row (see the module doc); never raises for any ``line``."""
+    raw = restore(line, message_id, sent_at_ms)
+    received_at = received_at_ms if received_at_ms is not None else sent_at_ms
+    try:
+        event = parse_line(raw, received_at=received_at)
+    except MalformedLine:
+        event = None
+    if event is not None:
+        if event.sent_at != sent_at_ms:  # a record whose sent_at was not its line's: the row's key stands
+            event.sent_at = sent_at_ms
+        return event
+    command = command_of(raw) if raw else None
+    return ChatEvent(
+        message_id=str(message_id),
+        kind=(command or UNKNOWN_KIND)[:MAX_KIND_CHARS],
+        channel=channel_login_hint,
+        sent_at=sent_at_ms,
+        received_at=received_at,
+        raw=raw,
+    )
+
+
+def stored_sender(line: str) -> tuple[str | None, str | None]:
+    """``(user_login, user_id)`` of a stored line, as :func:`stored_event` would give them, without
+    restoring or parsing the whole line (counting by sender reads every line of a range): the ``login``
+    tag, else the nick of a ``nick!user@host`` prefix; the ``user-id`` tag. Lines that are not a chat
+    command of a ``#channel`` may get a sender here that their event (kind ``UNKNOWN``...) does not have;
+    the tests hold the two equal for every real Twitch line and every kind chatlog writes."""
+    if line[:1] == VERBATIM:
+        line = line[1:]
+    tags: dict[str, str] = {}
+    rest = line
+    if rest[:1] == "@":
+        space = rest.find(" ")
+        if space < 0:
+            return None, None
+        tags = parse_tags(rest[1:space])
+        rest = rest[space + 1 :].lstrip(" ")
+    user_id = tags.get("user-id") or None
+    login = tags.get("login")
+    if login:
+        return login.lower(), user_id
+    if rest[:1] != ":":
+        return None, user_id
+    end = rest.find(" ")
+    prefix = rest[1:end] if end >= 0 else rest[1:]
+    nick_end = prefix.find("!")
+    if nick_end < 0:
+        nick_end = prefix.find("@")
+    if nick_end < 0:
+        nick_end = -1 if "." in prefix else len(prefix)
+    return (prefix[:nick_end].lower() if nick_end > 0 else None), user_id

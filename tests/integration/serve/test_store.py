@@ -1,0 +1,336 @@
+"""serve/cassandra_store.py on the real Cassandra, over rows the sink's executor wrote (issue 17): a renamed
+user and a renamed channel are one history by id and by either name; lines without ids are read by
+login; a timeout of a user is in that user's log; ranges, order and paging; a stored line that does not
+parse comes back as a line."""
+
+from __future__ import annotations
+
+import asyncio
+import calendar
+import uuid
+from collections import Counter
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from datetime import date
+from typing import Any, TypeVar
+
+import msgspec
+import pytest
+
+from core.cql import connect
+from core.testing import chat_events
+from schemas.chat_event import ChatEvent
+from schemas.cql import message_uuid
+from serve.cassandra_store import CassandraStore, _order
+from serve.store import ById, Channel, Named
+from sink.executor.rows import DERIVED
+from sink.settings import SinkSettings
+from tests.integration.serve.conftest import line_event, write
+
+pytestmark = pytest.mark.integration
+
+T = TypeVar("T")
+HOUR = 3_600_000
+DAY = 24 * HOUR
+T0 = calendar.timegm((2026, 1, 30, 12, 0, 0)) * 1000  # the story runs from January into February
+FAR = 253_402_300_799_999
+CHANNEL_KEYS = {"500", "login:oldchan", "login:newchan"}
+USER_KEYS = {"1001", "login:oldname", "login:newname"}
+
+
+def _user(at: int) -> str:
+    return "oldname" if at < T0 + DAY else "newname"
+
+
+def _channel(at: int) -> str:
+    return "oldchan" if at < T0 + 2 * DAY else "newchan"
+
+
+def _says(at: int, login: str, user_id: str | None, text: str, *, channel: str | None = None) -> ChatEvent:
+    room = None if channel is not None else "500"
+    return line_event(
+        "PRIVMSG",
+        channel or _channel(at),
+        at,
+        login=login,
+        text=text,
+        user_id=user_id,
+        room_id=room,
+        message_id=str(uuid.uuid4()) if user_id else None,
+        display_name=login.capitalize(),
+    )
+
+
+def _story() -> list[ChatEvent]:
+    """User 1001 is `oldname` for a day, then `newname`; channel 500 is `oldchan` for two days, then
+    `newchan`; 6 days from 2026-01-30 into February. Besides: another user, a plain IRC user and lines of
+    1001 without ids, timeouts and a deleted message of 1001, a burst of 300 lines in one bucket, lines of
+    two keys at the same millisecond, and 1001 in another channel."""
+    out = []
+    for k in range(24):
+        at = T0 + k * 6 * HOUR + 1234
+        out.append(_says(at, _user(at), "1001", f"u{k}"))
+        out.append(_says(at + 1000, "other", "2002", f"o{k}"))
+        if k % 4 == 0:  # a plain IRC line (no room-id, no user-id): keyed by logins
+            out.append(_says(at + 2000, "ircuser", None, f"irc{k}", channel=_channel(at)))
+        if k % 5 == 0:  # a timeout of 1001 (no sender: in 1001's rows by target-user-id)
+            out.append(
+                line_event(
+                    "CLEARCHAT",
+                    _channel(at),
+                    at + 3000,
+                    text=_user(at),
+                    user_id="1001",
+                    room_id="500",
+                    extra={"ban-duration": "60"},
+                )
+            )
+        if k == 10:  # a deleted message of 1001 (its `login` tag, no id: keyed login:<name>)
+            out.append(
+                line_event(
+                    "CLEARMSG",
+                    _channel(at),
+                    at + 4000,
+                    login=_user(at),
+                    text="u9",
+                    message_id=str(uuid.uuid4()),
+                )
+            )
+        if k == 15:  # 1001 through a plain IRC server: its login only
+            out.append(_says(at + 5000, _user(at), None, f"plain{k}", channel=_channel(at)))
+        if k % 6 == 1:
+            out.append(
+                line_event(
+                    "PRIVMSG", "elsewhere", at, login=_user(at), text="away", user_id="1001", room_id="600"
+                )
+            )
+    burst = T0 + 3 * DAY + 10 * 60_000  # a bucket's start: 300 lines in 150 s, more than one IN query
+    out += [_says(burst + i * 500, "newname", "1001", f"burst{i}") for i in range(300)]
+    tie = T0 + 4 * DAY + 777  # one millisecond, two keys: Twitch uuids (v4) and a hashed id (v5)
+    out += [_says(tie, "other", "2002", "tie a"), _says(tie, "other", "2002", "tie b")]
+    out.append(_says(tie, "ircuser", None, "tie plain", channel="newchan"))
+    return out
+
+
+def _sorted(events: list[ChatEvent], *, reverse: bool = False) -> list[ChatEvent]:
+    ordered = sorted(events, key=lambda e: _order(e.sent_at, message_uuid(e.message_id)), reverse=reverse)
+    return [msgspec.structs.replace(e, ingester=None) for e in ordered]
+
+
+def _of_channel(events: list[ChatEvent]) -> list[ChatEvent]:
+    return [e for e in events if DERIVED["channel_key"](e) in CHANNEL_KEYS]
+
+
+def _of_user(events: list[ChatEvent]) -> list[ChatEvent]:
+    return [e for e in _of_channel(events) if DERIVED["user_key"](e) in USER_KEYS]
+
+
+@pytest.fixture
+def session(sink_settings: SinkSettings) -> Iterator[Any]:
+    cluster, session = connect(sink_settings, keyspace=sink_settings.cassandra_keyspace)
+    yield session
+    cluster.shutdown()
+
+
+def _run(session: Any, body: Callable[[CassandraStore], Awaitable[T]]) -> T:
+    """``body`` with a store of small pages and batches (so paging, read-ahead and batching are used)."""
+
+    async def main() -> T:
+        store = CassandraStore(session, fetch_size=50, read_ahead=3, probe_batch=1, channels_ttl_s=0)
+        return await body(store)
+
+    return asyncio.run(main())
+
+
+async def _all(events: AsyncIterator[ChatEvent]) -> list[ChatEvent]:
+    return [e async for e in events]
+
+
+@pytest.fixture
+def story(sink_settings: SinkSettings, session: Any) -> list[ChatEvent]:
+    events = _story()
+    write(sink_settings, events)
+    return events
+
+
+CHANNELS: list[Named] = ["oldchan", "#NewChan", ById("500", "newchan")]
+USERS: list[Named] = ["oldname", "NEWNAME", ById("1001", "newname")]
+
+
+def test_a_renamed_channel_is_one_history_by_id_and_by_either_name(
+    story: list[ChatEvent], session: Any
+) -> None:
+    expected = _sorted(_of_channel(story))
+    assert len(expected) == 364 and {e.channel for e in expected} == {"oldchan", "newchan"}
+    assert sum(e.channel_id is None for e in expected) >= 7  # the plain IRC lines, keyed by login
+
+    async def body(store: CassandraStore) -> list[list[ChatEvent]]:
+        return [
+            await _all(store.channel_events(c, 0, FAR, reverse=r)) for c in CHANNELS for r in (False, True)
+        ]
+
+    got = _run(session, body)
+    for i, events in enumerate(got):
+        assert events == (expected[::-1] if i % 2 else expected), (CHANNELS[i // 2], i % 2)
+    ties = [str(e.text) for e in got[0] if e.sent_at == T0 + 4 * DAY + 777]
+    assert ties[-1] == "tie plain" and sorted(ties[:2]) == ["tie a", "tie b"]  # v4 before v5 in a millisecond
+
+
+def test_a_renamed_user_is_one_history_by_id_and_by_either_name(story: list[ChatEvent], session: Any) -> None:
+    expected = _sorted(_of_user(story))
+    kinds = Counter(e.kind for e in expected)
+    assert kinds == {"PRIVMSG": 24 + 300 + 1, "CLEARCHAT": 5, "CLEARMSG": 1}
+    assert {e.user_login for e in expected} == {"oldname", "newname", None}
+    assert all(e.channel in ("oldchan", "newchan") for e in expected)  # not the other channel's
+
+    async def body(store: CassandraStore) -> list[list[ChatEvent]]:
+        return [
+            await _all(store.user_events(c, u, 0, FAR, reverse=r))
+            for c in CHANNELS
+            for u in USERS
+            for r in (False, True)
+        ]
+
+    got = _run(session, body)
+    assert len(got) == 18
+    for i, events in enumerate(got):
+        assert events == (expected[::-1] if i % 2 else expected), i
+
+
+def test_a_timeout_is_in_the_log_of_the_user_it_names(story: list[ChatEvent], session: Any) -> None:
+    timeouts = _sorted([e for e in _of_channel(story) if e.kind == "CLEARCHAT"])
+    got = _run(session, lambda s: _all(s.user_events("newchan", "oldname", 0, FAR)))
+    assert [e for e in got if e.kind == "CLEARCHAT"] == timeouts
+    assert [e.text for e in timeouts] == ["oldname", "newname", "newname", "newname", "newname"]
+    other = _run(session, lambda s: _all(s.user_events("newchan", "other", 0, FAR)))
+    assert other and all(e.user_login == "other" for e in other)
+
+
+def test_ranges_reverse_and_paging(story: list[ChatEvent], session: Any) -> None:
+    channel = _sorted(_of_channel(story))
+    user = _sorted(_of_user(story))
+    lo, hi = channel[40].sent_at, channel[350].sent_at  # across the burst and the month's end
+
+    async def body(store: CassandraStore) -> tuple[list[ChatEvent], ...]:
+        return (
+            await _all(store.channel_events("newchan", lo, hi)),
+            await _all(store.channel_events("newchan", lo, hi, reverse=True)),
+            await _all(store.user_events("newchan", "newname", lo, hi)),
+            await _all(store.user_events(ById("500", "x"), ById("1001", "y"), lo, hi, reverse=True)),
+            await _all(store.channel_events("newchan", hi, lo)),
+            await _all(store.user_events("newchan", "newname", hi, hi)),
+        )
+
+    forward, backward, mine, mine_back, empty, none = _run(session, body)
+    assert forward == [e for e in channel if lo <= e.sent_at < hi] and len(forward) > 300
+    assert backward == forward[::-1]
+    assert mine == [e for e in user if lo <= e.sent_at < hi] and len(mine) > 300
+    assert mine_back == mine[::-1]
+    assert empty == [] and none == []
+
+
+def test_names_days_months_counts_senders_and_random_picks(story: list[ChatEvent], session: Any) -> None:
+    channel = _of_channel(story)
+    user = _of_user(story)
+
+    async def body(store: CassandraStore) -> dict[str, Any]:
+        pick = await store.random_channel_event("oldchan")
+        mine = await store.random_user_event(ById("500", "newchan"), "oldname")
+        return {
+            "channels": await store.channels(),
+            "channel_by_id": [await store.channel_by_id(i) for i in ("500", "600", "999", "")],
+            "user_by_id": [await store.user_by_id("newchan", i) for i in ("1001", "2002", "999")],
+            "days": await store.channel_days("oldchan"),
+            "latest": await store.latest_day(ById("500", "newchan")),
+            "nothing": await store.latest_day("nochan"),
+            "months": await store.user_months("newchan", "oldname"),
+            "latest_month": await store.latest_user_month("oldchan", ById("1001", "n")),
+            "no_month": await store.latest_user_month("oldchan", "nobody"),
+            "count": await store.user_count("oldchan", "newname", 0, FAR),
+            "count_feb": await store.user_count("oldchan", "newname", T0 + 2 * DAY, FAR),
+            "nobody": await store.user_count("oldchan", "nobody", 0, FAR),
+            "senders": Counter([s async for s in store.senders("newchan", 0, FAR)]),
+            "pick": pick,
+            "mine": mine,
+        }
+
+    got = _run(session, body)
+    assert got["channels"] == [Channel("elsewhere", "600"), Channel("newchan", "500")]
+    assert got["channel_by_id"] == ["newchan", "elsewhere", None, None]
+    assert got["user_by_id"] == ["newname", "other", None]
+    days = sorted({date.fromtimestamp(e.sent_at // 1000) for e in channel}, reverse=True)
+    assert got["days"] == days and got["latest"] == days[0] and got["nothing"] is None
+    assert got["months"] == [(2026, 2), (2026, 1)] and got["latest_month"] == (2026, 2)
+    assert got["no_month"] is None
+    assert got["count"] == (len(user), "1001")
+    assert got["count_feb"][0] == sum(e.sent_at >= T0 + 2 * DAY for e in user)
+    assert got["nobody"] == (0, None)
+    assert got["senders"] == Counter((e.user_login, e.user_id) for e in channel)
+    assert got["pick"].message_id in {e.message_id for e in channel}
+    assert got["mine"].message_id in {e.message_id for e in user}
+
+
+@pytest.mark.parametrize("ids", [True, False])
+def test_chat_events_read_back_by_login_and_id(sink_settings: SinkSettings, session: Any, ids: bool) -> None:
+    """The test data of every other test: with Twitch ids, and as a plain IRC server sends them (no ids:
+    every key is a login)."""
+    events = chat_events(900, channels=2, now_ms=T0, ids=ids)
+    write(sink_settings, events)
+    chan0 = _sorted([e for e in events if e.channel == "chan0"])
+    user5 = _sorted(
+        [e for e in events if e.channel == "chan0" and DERIVED["user_key"](e) in ("1005", "login:user5")]
+    )
+    user3 = _sorted([e for e in events if e.channel == "chan0" and e.user_login == "user3"])
+    assert {"CLEARCHAT"} <= {e.kind for e in user5} and "CLEARMSG" in {e.kind for e in user3}
+
+    async def body(store: CassandraStore) -> list[list[ChatEvent]]:
+        reads = [
+            store.channel_events("chan0", 0, FAR),
+            store.user_events("chan0", "user5", 0, FAR),
+            store.user_events("#CHAN0", "User3", 0, FAR),
+        ]
+        if ids:
+            reads += [
+                store.channel_events(ById("500", "chan0"), 0, FAR),
+                store.user_events(ById("500", "chan0"), ById("1005", "user5"), 0, FAR),
+            ]
+        return [await _all(r) for r in reads]
+
+    got = _run(session, body)
+    assert got[:3] == [chan0, user5, user3]
+    if ids:
+        assert got[3:] == [chan0, user5]
+
+
+def test_a_stored_line_that_does_not_parse_comes_back(sink_settings: SinkSettings, session: Any) -> None:
+    """Another producer's record on the topic: its raw is no IRC line. It is read back as that line."""
+    foreign = ChatEvent(
+        message_id="third-party-1",
+        kind="PRIVMSG",
+        channel="weird",
+        user_login="someone",
+        text="hello",
+        sent_at=T0,
+        received_at=T0 + 5,
+        raw="this is not irc",
+    )
+    fine = _says(T0 + 1, "someone", None, "a real line", channel="weird")
+    write(sink_settings, [foreign, fine])
+
+    async def body(store: CassandraStore) -> tuple[list[ChatEvent], list[ChatEvent], Any]:
+        return (
+            await _all(store.channel_events("weird", 0, FAR)),
+            await _all(store.user_events("weird", "someone", 0, FAR, reverse=True)),
+            await store.random_user_event("weird", "someone"),
+        )
+
+    channel, user, _ = _run(session, body)
+    odd = ChatEvent(
+        message_id=str(message_uuid("third-party-1")),
+        kind="this",
+        channel="weird",
+        sent_at=T0,
+        received_at=T0 + 5,
+        raw="this is not irc",
+    )
+    assert channel == [odd, msgspec.structs.replace(fine, ingester=None)]
+    assert user == channel[::-1]

@@ -1,0 +1,166 @@
+"""serve/stored.py: a channel-table row gives back the ingester's event (but for ``ingester``), for the real
+Twitch lines other client libraries assert and for every kind chatlog's tests write; a line that does not
+parse comes back as a line, never as an exception."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from pathlib import Path
+from typing import Any
+
+import msgspec
+import pytest
+
+from core.irc_parse import MalformedLine, parse_line
+from core.testing import chat_events, twitch_line
+from schemas.chat_event import ChatEvent
+from schemas.cql import message_uuid
+from schemas.stored_line import strip
+from serve.stored import UNKNOWN_KIND, stored_event, stored_sender
+
+PEER_LINES = Path(__file__).resolve().parents[4] / "shared" / "testdata" / "twitch_peer_lines.jsonl"
+NOW = 1_900_000_000_000  # a receive time after every real line's tmi-sent-ts
+EARLY = 1_500_000_000_000  # before some lines' tmi-sent-ts by more than a day: those are implausible
+T = 1_795_273_445_000
+
+
+def _peer_lines() -> list[dict[str, Any]]:
+    if not PEER_LINES.exists():
+        return []
+    return [json.loads(line) for line in PEER_LINES.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
+def _row(event: ChatEvent) -> tuple[str, uuid.UUID, int, int]:
+    """The (line, message_id, sent_at, received_at) the sink stores for ``event`` (sink/executor/rows.py)."""
+    key = message_uuid(event.message_id)
+    return strip(event.raw, key, event.sent_at), key, event.sent_at, event.received_at
+
+
+def _derived(event: ChatEvent) -> ChatEvent:
+    line, key, sent_at, received_at = _row(event)
+    return stored_event(line, key, sent_at, received_at, event.channel)
+
+
+def _events_of_peer_lines(received_at: int) -> list[tuple[str, ChatEvent]]:
+    out = []
+    for item in _peer_lines():
+        try:
+            event = parse_line(item["raw"], received_at=received_at, ingester="r1")
+        except MalformedLine:
+            continue
+        if event is not None:
+            out.append((item["source"], event))
+    return out
+
+
+def test_every_real_twitch_event_is_derived_again_but_for_the_ingester() -> None:
+    if not PEER_LINES.exists():
+        pytest.skip(f"{PEER_LINES} is not here")
+    checked = 0
+    for received_at in (NOW, EARLY):
+        for source, event in _events_of_peer_lines(received_at):
+            assert _derived(event) == msgspec.structs.replace(event, ingester=None), source
+            checked += 1
+    assert checked >= 200
+    assert any("chatlog-bad-sent-ts" in e.tags for _, e in _events_of_peer_lines(EARLY))
+
+
+def test_without_a_stored_receive_time_the_send_time_stands_in() -> None:
+    if not PEER_LINES.exists():
+        pytest.skip(f"{PEER_LINES} is not here")
+    for source, event in _events_of_peer_lines(NOW):
+        line, key, sent_at, _ = _row(event)
+        got = stored_event(line, key, sent_at, None, event.channel)
+        assert got == msgspec.structs.replace(event, received_at=event.sent_at, ingester=None), source
+
+
+@pytest.mark.parametrize("ids", [True, False])
+def test_every_kind_chatlog_writes_is_derived_again(ids: bool) -> None:
+    events = chat_events(400, channels=3, now_ms=T, ids=ids)
+    assert {e.kind for e in events} == {"PRIVMSG", "CLEARCHAT", "CLEARMSG"}
+    for event in events:
+        assert _derived(event) == msgspec.structs.replace(event, ingester=None)
+    # the lines with a Twitch uuid id are stored without it, and it comes back from the key
+    stripped = [e for e in events if e.tags.get("id")]
+    assert all(e.message_id not in _row(e)[0] for e in stripped) and (len(stripped) > 300) == ids
+
+
+def test_an_action_with_escapes_and_an_odd_id_round_trips() -> None:
+    line = twitch_line(
+        "PRIVMSG",
+        "chan",
+        sent_at=T,
+        login="bob",
+        user_id="42",
+        room_id="7",
+        message_id="NOT-A-UUID",
+        display_name="B o;b\\",
+        text="\x01ACTION waves\x01",
+    )
+    event = parse_line(line, received_at=T + 3, ingester="x")
+    assert event is not None and event.is_action and event.display_name == "B o;b\\"
+    assert "id=NOT-A-UUID;" in _row(event)[0]  # not the uuid's text: kept in the line
+    assert _derived(event) == msgspec.structs.replace(event, ingester=None)
+    # a line whose id tags are empty is stored verbatim (`!` + line) and parsed again the same
+    empty = parse_line("@id=;tmi-sent-ts= :a!a@a PRIVMSG #chan :empty ids", received_at=T, ingester="x")
+    assert empty is not None and _row(empty)[0] == "!" + empty.raw
+    assert _derived(empty) == msgspec.structs.replace(empty, ingester=None)
+
+
+@pytest.mark.parametrize(
+    ("line", "kind"),
+    [
+        ("not irc at all", "not"),
+        ("PING :tmi.twitch.tv", "PING"),
+        (":tmi.twitch.tv 001 justinfan :Welcome, GLHF!", "001"),
+        ("@badge-info=;room-id=1 :tmi.twitch.tv ROOMSTATE #chan", "ROOMSTATE"),
+        ("PRIVMSG notachannel :hello", "PRIVMSG"),
+        ("NOTICE * :Login unsuccessful", "NOTICE"),
+        ("!starts with the verbatim mark", "!starts"),
+        ("@only-tags", UNKNOWN_KIND),
+        ("", UNKNOWN_KIND),
+        (":prefix-only", UNKNOWN_KIND),
+        ("@id=x :a!a@a PRIVMSG #" + "c" * 300 + " :channel too long", "PRIVMSG"),
+        ("X" * 40, "X" * 32),
+    ],
+)
+def test_a_line_that_is_no_event_comes_back_as_itself(line: str, kind: str) -> None:
+    key = uuid.uuid4()
+    got = stored_event(strip(line, key, T), key, T, T + 9, "hint")
+    assert got.raw == line and got.kind == kind and got.message_id == str(key)
+    assert (got.channel, got.sent_at, got.received_at, got.user_login, got.text) == (
+        "hint",
+        T,
+        T + 9,
+        None,
+        None,
+    )
+
+
+def test_the_sender_scan_agrees_with_the_derived_event() -> None:
+    events = [e for _, e in _events_of_peer_lines(NOW)]
+    events += chat_events(300, channels=2, now_ms=T) + chat_events(300, channels=2, now_ms=T, ids=False)
+    assert len(events) > 700
+    for event in events:
+        line, key, sent_at, received_at = _row(event)
+        derived = stored_event(line, key, sent_at, received_at, event.channel)
+        assert stored_sender(line) == (derived.user_login, derived.user_id), event.raw
+    assert stored_sender("!" + ":Nick!n@h PRIVMSG #c :x") == ("nick", None)
+    assert stored_sender("@login=;user-id=5 :irc.local NOTICE #c :x") == (None, "5")
+    assert stored_sender("@user-id=5") == (None, None)
+
+
+def test_a_record_whose_line_has_no_time_keeps_the_rows_sent_at() -> None:
+    """Another producer's record (sent_at given, received 3 ms later, a line without tmi-sent-ts): the
+    row's sent_at stands, not the receive time the parser would take."""
+    line = ":bob!bob@bob PRIVMSG #chan :hi"
+    key = uuid.uuid4()
+    got = stored_event(strip(line, key, T), key, T, T + 3, "chan")
+    assert (got.kind, got.user_login, got.text, got.sent_at, got.received_at) == (
+        "PRIVMSG",
+        "bob",
+        "hi",
+        T,
+        T + 3,
+    )
