@@ -29,10 +29,12 @@ class ServeSettings(CassandraSettings):
         200,
         ge=1,
         le=1000,
-        description="Buckets asked at once (one IN query) when finding where a user wrote.",
+        description="Quarter-month user partitions asked at once (one IN query) when finding a user's months.",
     )
     serve_channels_ttl_s: float = Field(
-        60.0, ge=0, description="Seconds the channel list (and its id to login map) is cached."
+        60.0,
+        ge=0,
+        description="Seconds the channel list and the name lookups (login to id, id to logins) are cached.",
     )
     serve_request_timeout_s: float = Field(
         10.0, gt=0, description="Timeout of one Cassandra request made by the service."
