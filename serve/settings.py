@@ -29,7 +29,7 @@ class ServeSettings(CassandraSettings):
         200,
         ge=1,
         le=1000,
-        description="Quarter-month user partitions asked at once (one IN query) when finding a user's months.",
+        description="Quarter-month user partitions asked at once (one IN query) to find a user's months.",
     )
     serve_channels_ttl_s: float = Field(
         60.0,
