@@ -33,6 +33,8 @@ VERBATIM: Final = "!"
 
 _ID: Final = "id"
 _TS: Final = "tmi-sent-ts"
+_ID_EMPTY: Final = len(_ID) + 1  # an element `id=`
+_TS_EMPTY: Final = len(_TS) + 1
 
 
 def _element(line: str, end: int, key: str) -> tuple[int, int]:
@@ -86,15 +88,19 @@ def restore(stored: str, message_id: str | uuid.UUID, sent_at_ms: int) -> str:
     if first != "@":
         return stored[1:] if first == VERBATIM else stored
     end = _tag_end(stored)
-    inserts = []  # (position, value) of each value to put back
-    for key, value in ((_ID, str(message_id)), (_TS, str(sent_at_ms))):
-        at, stop = _element(stored, end, key)
-        if at >= 0 and value and stop - at == len(key) + 1:
-            inserts.append((stop, value))
-    if not inserts:
-        return stored
-    if len(inserts) == 1:
-        ((a, v),) = inserts
-        return stored[:a] + v + stored[a:]
-    (a, v), (b, w) = sorted(inserts)
-    return stored[:a] + v + stored[a:b] + w + stored[b:]
+    at, id_stop = _element(stored, end, _ID)
+    if at < 0 or id_stop - at != _ID_EMPTY:
+        id_stop = -1
+    at, ts_stop = _element(stored, end, _TS)
+    if at < 0 or ts_stop - at != _TS_EMPTY:
+        ts_stop = -1
+    # the values are made only when they go back in (the text of a uuid costs about a microsecond)
+    if id_stop < 0:
+        if ts_stop < 0:
+            return stored
+        return f"{stored[:ts_stop]}{sent_at_ms}{stored[ts_stop:]}"
+    if ts_stop < 0:
+        return f"{stored[:id_stop]}{message_id}{stored[id_stop:]}"
+    if id_stop < ts_stop:
+        return f"{stored[:id_stop]}{message_id}{stored[id_stop:ts_stop]}{sent_at_ms}{stored[ts_stop:]}"
+    return f"{stored[:ts_stop]}{sent_at_ms}{stored[ts_stop:id_stop]}{message_id}{stored[id_stop:]}"
