@@ -113,8 +113,9 @@ def register(app: typer.Typer) -> None:
 
         Exit 0 when lines were imported, also if some were problems (the summary
         counts them, their dead letters and the skipped files); 1 if nothing could
-        be read, every line with content was a problem, a path is missing, or
-        Kafka/topics are missing; 3 if some records were not delivered.
+        be read, every line with content was a problem, a path is missing, or a
+        topic is missing; 2 if Kafka is not reachable or refuses the login (one
+        line naming the setting); 3 if some records were not delivered.
         """
         from core.settings import KafkaSettings, load
         from ingest.importer import ImportFailed, import_paths, paths_label
