@@ -8,7 +8,9 @@ lines, collects the errors through ``error_cb`` instead, and gives up as soon as
 
 from __future__ import annotations
 
+import logging
 import time
+from collections import deque
 from typing import Any, Final
 
 from confluent_kafka import KafkaError, KafkaException
@@ -27,6 +29,21 @@ _SECRET_KEYS: Final = ("sasl.password", "ssl.key.password")
 _LOGIN: Final = frozenset({KafkaError._AUTHENTICATION, KafkaError.SASL_AUTHENTICATION_FAILED})
 _DECISIVE: Final = _LOGIN | {KafkaError._ALL_BROKERS_DOWN, KafkaError._SSL}
 _MAX_REASON: Final = 160
+_FIRST_REQUEST: Final = ("in state APIVERSION_QUERY", "closed by peer (after")
+"""In librdkafka's ``FAIL`` lines: the broker accepted the connection (TCP, or the TLS handshake: ``in
+state UP``) and closed it at the client's first request, every time, which a listener does when it speaks
+another protocol (TLS, SASL) than the client."""
+
+
+class _Lines(logging.Handler):
+    """Keeps the last librdkafka log lines of a probe, for :func:`describe` (never printed)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.lines: deque[str] = deque(maxlen=50)
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.lines.append(record.getMessage())
 
 
 class KafkaUnreachable(ChatlogError):
@@ -57,8 +74,9 @@ def _one_line(err: object) -> str:
     return text if len(text) <= _MAX_REASON else text[: _MAX_REASON - 3] + "..."
 
 
-def describe(settings: KafkaSettings, errors: list[KafkaError]) -> str:
-    """One line for what the probe saw: the most telling error first (login, TLS, connection)."""
+def describe(settings: KafkaSettings, errors: list[KafkaError], log_lines: tuple[str, ...] = ()) -> str:
+    """One line for what the probe saw: the most telling error first (login, TLS, a listener of another
+    protocol, connection)."""
     where = f"Kafka at {settings.kafka_bootstrap_servers}"
     login = [e for e in errors if e.code() in _LOGIN]
     if login:
@@ -69,6 +87,13 @@ def describe(settings: KafkaSettings, errors: list[KafkaError]) -> str:
     tls = [e for e in errors if e.code() == KafkaError._SSL]
     if tls:
         return f"TLS with {where} failed (CHATLOG_KAFKA_SECURITY_PROTOCOL): {_one_line(tls[0])}"
+    if any(mark in line for line in log_lines for mark in _FIRST_REQUEST):
+        protocol = settings.kafka_security_protocol
+        return (
+            f"{where} closed the connection at the first request: the listener speaks another protocol than "
+            f"CHATLOG_KAFKA_SECURITY_PROTOCOL={getattr(protocol, 'value', protocol)} (TLS or SASL? check it "
+            "and CHATLOG_KAFKA_BOOTSTRAP_SERVERS)"
+        )
     detail = [e for e in errors if e.code() not in _DECISIVE] or errors
     reason = f": {_one_line(detail[0])}" if detail else ""
     return f"{where} is not reachable (CHATLOG_KAFKA_BOOTSTRAP_SERVERS){reason}"
@@ -77,7 +102,23 @@ def describe(settings: KafkaSettings, errors: list[KafkaError]) -> str:
 def probe(settings: KafkaSettings, timeout: float = PROBE_TIMEOUT_S) -> ClusterMetadata:
     """The cluster's metadata (every topic), or :class:`KafkaUnreachable` within about ``timeout`` s."""
     errors: list[KafkaError] = []
-    admin = quiet_admin(settings, error_cb=errors.append)
+    seen = _Lines()
+    logger = logging.getLogger(f"{__name__}.librdkafka.{id(seen)}")
+    logger.propagate = False
+    logger.setLevel(logging.DEBUG)
+    logger.addHandler(seen)
+    try:
+        return _probe(settings, timeout, errors, seen, logger)
+    finally:
+        logger.removeHandler(seen)
+        logging.Logger.manager.loggerDict.pop(logger.name, None)
+
+
+def _probe(
+    settings: KafkaSettings, timeout: float, errors: list[KafkaError], seen: _Lines, logger: logging.Logger
+) -> ClusterMetadata:
+    # librdkafka's lines go to `seen` (6: its connection FAIL lines are informational), never to the terminal
+    admin = quiet_admin(settings, error_cb=errors.append, logger=logger, log_level=6)
     deadline = time.monotonic() + timeout
     step = 0.25
     while True:
@@ -90,6 +131,6 @@ def probe(settings: KafkaSettings, timeout: float = PROBE_TIMEOUT_S) -> ClusterM
             last = exc.args[0] if exc.args and isinstance(exc.args[0], KafkaError) else None
         admin.poll(0)  # serves error_cb
         if any(e.code() in _DECISIVE for e in errors) or time.monotonic() >= deadline:
-            seen = errors or ([last] if last is not None else [])
-            raise KafkaUnreachable(describe(settings, seen))
+            found = errors or ([last] if last is not None else [])
+            raise KafkaUnreachable(describe(settings, found, tuple(seen.lines)))
         step = min(step * 2, 1.0)
