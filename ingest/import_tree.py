@@ -28,6 +28,7 @@
 
 from __future__ import annotations
 
+import calendar
 import os
 import re
 from collections.abc import Sequence
@@ -89,6 +90,22 @@ def is_channel_file(path: Path) -> bool:
         and _number_in(parts[-3], 1, 12)
         and _number_in(parts[-4], 1, 9999, digits=4)
     )
+
+
+def channel_file_day_ms(path: Path) -> int | None:
+    """Epoch ms of 00:00 UTC of a justlog channel file's day (its ``{year}/{month}/{day}``); None for any
+    other path or a date that does not exist (``2024/2/31``)."""
+    if not is_channel_file(path):
+        return None
+    year, month, day = (int(p) for p in path.parts[-4:-1])
+    try:
+        return (
+            calendar.timegm((year, month, day, 0, 0, 0)) * 1000
+            if day <= calendar.monthrange(year, month)[1]
+            else None
+        )
+    except ValueError:
+        return None
 
 
 def is_user_file(path: Path) -> bool:

@@ -13,8 +13,12 @@ starts with ``@``, ``:`` or a command, never with ``[``; a ``[`` that is not suc
 line malformed. The timestamp is used when the line itself carries none (no ``tmi-sent-ts``, no
 ``time`` tag); ``raw`` and the id are those of the IRC line without it, as a live ingester would see it.
 
-``received_at`` is ``sent_at`` when the line (or its bracket timestamp) tells it, else the time of the
-import. ``ingester`` is ``"import"``. Records get the broker's CreateTime (now), never the historic
+``received_at`` is ``sent_at`` when the line (or its bracket timestamp) tells it. A line without a
+(plausible) time of its own gets one that does not change from one import to the next, since the stored
+rows are keyed by it: its file's time base plus its line number in milliseconds (so the file's order
+stays), the base being 00:00 UTC of a justlog channel file's day, else the file's modification time;
+lines from stdin get the time of the import. Importing the same file twice thus stores each line once.
+``ingester`` is ``"import"``. Records get the broker's CreateTime (now), never the historic
 ``sent_at``: the topic's time retention would otherwise delete old imports at once.
 
 Every line is accounted for: a chat event (printed or produced), a non-chat IRC line (PING, JOIN, ...:
@@ -57,7 +61,7 @@ from typing import IO, Any, Final, Protocol
 from core.errors import ChatlogError
 from core.irc_parse import MalformedLine, command_of, parse_line
 from core.settings import KafkaSettings
-from ingest.import_tree import STDIN, ImportFile, PlanFailed, plan_import
+from ingest.import_tree import STDIN, ImportFile, PlanFailed, channel_file_day_ms, plan_import
 from schemas.chat_event import MAX_LINE_CHARS, MAX_TIME_MS, ChatEvent, encode
 
 INGESTER: Final = "import"
@@ -335,9 +339,10 @@ class _Run:
             self._report(f"{source}:{lineno}: {reason}")
         self._sink.dead_letter(raw, reason, f"import:{source}:{lineno}")
 
-    def read_lines(self, lines: Iterable[bytes], source: str) -> None:
+    def read_lines(self, lines: Iterable[bytes], source: str, time_base: int | None = None) -> None:
         """Parse ``lines`` (raw file lines, terminator included or not) into the sink; count everything.
-        Errors of ``lines`` itself (a read error, corrupt gzip) are the caller's."""
+        A line without a time of its own is given ``time_base`` + (line number - 1) ms (``None``: the
+        import's clock). Errors of ``lines`` itself (a read error, corrupt gzip) are the caller's."""
         stats, sink, clock = self.stats, self._sink, self._clock
         lineno = 0
         try:
@@ -364,8 +369,9 @@ class _Run:
                     continue
                 try:
                     stamp, line = bracket_timestamp(text)
+                    now = clock()  # what a line's own time is judged against (not more than a day ahead)
                     event = parse_line(
-                        line, received_at=stamp if stamp is not None else clock(), ingester=INGESTER
+                        line, received_at=stamp if stamp is not None else now, ingester=INGESTER
                     )
                 except MalformedLine as exc:
                     self._problem(source, lineno, raw, str(exc))
@@ -377,6 +383,8 @@ class _Run:
                         reason = "not an IRC line (expected '@tags', ':prefix' or a command first)"
                         self._problem(source, lineno, raw, reason)
                     continue
+                if stamp is None and time_base is not None and event.sent_at == now:  # no time of its own
+                    event.sent_at = time_base + lineno - 1
                 event.received_at = event.sent_at  # the line's own time when it has one, else the placeholder
                 stats.events += 1
                 sink.event(event)
@@ -394,7 +402,7 @@ class _Run:
             self._bad_file(item.path, 0, exc.strerror or str(exc))
             return
         try:
-            self.read_lines(bounded_lines(stream), item.path)
+            self.read_lines(bounded_lines(stream), item.path, _time_base(item))
         except (OSError, EOFError, zlib.error) as exc:
             self._bad_file(item.path, self.stats.read - before, _read_error(exc))
         finally:
@@ -417,6 +425,20 @@ class _Run:
         finally:
             self._sink.finish(self.stats)
         return self.stats
+
+
+def _time_base(item: ImportFile) -> int | None:
+    """The time of a file's lines that have none (see the module doc); None for stdin."""
+    if item.path == STDIN:
+        return None
+    path = Path(item.path).absolute()
+    day = channel_file_day_ms(path)
+    if day is not None:
+        return day
+    try:
+        return path.stat().st_mtime_ns // 1_000_000
+    except OSError:
+        return None
 
 
 def _read_error(exc: BaseException) -> str:

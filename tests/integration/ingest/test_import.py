@@ -282,3 +282,55 @@ def test_a_justlog_tree_imported_twice_holds_each_message_id_once_per_import(
     ids = [decode(msg.value() or b"").message_id for msg in records]
     assert set(ids) == expected_ids  # the sink, keyed by message id, stores each line once
     assert sorted(ids) == sorted([*expected_ids, *expected_ids])
+
+
+def test_a_justlog_tree_imported_twice_is_stored_once_and_read_back_line_for_line(
+    fresh_topics: StackSettings,
+    fresh_keyspace: StackSettings,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Migration end to end: a justlog tree imported twice into Kafka, both copies written by the sink's
+    executor into the id-keyed tables: each line is one row, and ``chatlog logs --format raw`` gives each
+    channel's lines back exactly as justlog held them."""
+    from chatlog.cli import logs as logs_cli
+    from core.cql import connect
+    from sink.executor.cassandra import close_sessions
+    from sink.executor.partition import write_partition
+    from sink.settings import SinkSettings
+
+    expected = _justlog_tree(tmp_path / "logs")
+    app = _cli(fresh_topics, monkeypatch)
+    for _ in range(2):
+        assert CliRunner().invoke(app, ["import", str(tmp_path / "logs")]).exit_code == 0
+    records = read_all(fresh_topics, fresh_topics.topic_messages, 2 * len(expected))
+
+    settings = SinkSettings(
+        topic_messages=fresh_topics.topic_messages,
+        topic_deadletter=fresh_topics.topic_deadletter,
+        cassandra_keyspace=fresh_keyspace.cassandra_keyspace,
+    )
+    try:
+        stats = write_partition([(m.value(), m.partition(), m.offset()) for m in records], settings)
+    finally:
+        close_sessions()
+    assert (stats.events, stats.deadletters) == (2 * len(expected), 0)
+    cluster, session = connect(settings, keyspace=settings.cassandra_keyspace)
+    try:
+        rows = session.execute("SELECT count(*) FROM chat_by_channel", timeout=60).one()[0]
+    finally:
+        cluster.shutdown()
+    assert rows == len(expected)  # twice imported, once stored
+
+    by_channel: dict[str, list[str]] = {}
+    for line in expected:
+        event = parse_line(line, received_at=0)
+        assert event is not None
+        by_channel.setdefault(event.channel, []).append(line)
+    logs_app = typer.Typer()
+    logs_cli.register(logs_app)
+    monkeypatch.setenv("CHATLOG_CASSANDRA_KEYSPACE", settings.cassandra_keyspace)
+    for channel in ("plainchan", max(by_channel, key=lambda c: len(by_channel[c]))):
+        result = CliRunner().invoke(logs_app, [channel, "--format", "raw"])
+        assert result.exit_code == 0, result.output
+        assert sorted(result.stdout.splitlines()) == sorted(by_channel[channel])

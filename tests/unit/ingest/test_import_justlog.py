@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import calendar
 import gzip
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -126,6 +128,33 @@ def test_importing_twice_gives_the_same_ids(cli: typer.Typer, tmp_path: Path) ->
     second = [e.message_id for e in dry_run(cli, str(tmp_path))[1]]
     assert first == second  # the id of the line without tags does not depend on the import's clock
     assert len(set(first)) == len(first) == 10
+
+
+def test_importing_twice_gives_the_same_times_so_the_rows_are_the_same(
+    cli: typer.Typer, tmp_path: Path
+) -> None:
+    """The stored rows are keyed by (sent_at, message id): a line without a time of its own gets its day's
+    00:00 UTC plus its line number (ms), not the import's clock, so a second import writes the same rows."""
+    justlog_tree(tmp_path)
+    first = dry_run(cli, str(tmp_path))[1]
+    second = dry_run(cli, str(tmp_path))[1]
+    assert [(e.message_id, e.sent_at, e.received_at) for e in first] == [
+        (e.message_id, e.sent_at, e.received_at) for e in second
+    ]
+    plain = next(e for e in first if e.raw == PLAIN)  # line 2 of 2024/1/10/channel.txt.gz
+    assert plain.sent_at == plain.received_at == calendar.timegm((2024, 1, 10, 0, 0, 0)) * 1000 + 1
+    timed = next(e for e in first if e.raw == DAY10[0])
+    assert timed.sent_at == 1704880000000  # a line's own time stays its time
+
+
+def test_a_file_outside_a_justlog_tree_times_its_lines_by_its_modification_time(
+    cli: typer.Typer, tmp_path: Path
+) -> None:
+    path = tmp_path / "old.log"
+    write(path, [PLAIN, PLAIN.replace("without", "with no"), DAY9[0]])
+    os.utime(path, ns=(1_600_000_000_000_000_000, 1_600_000_000_000_000_000))
+    events = dry_run(cli, str(path))[1]
+    assert [e.sent_at for e in events] == [1_600_000_000_000, 1_600_000_000_001, 1704790000000]
 
 
 def test_no_justlog_reads_the_user_files_too_and_their_ids_repeat(cli: typer.Typer, tmp_path: Path) -> None:
