@@ -305,7 +305,7 @@ def test_a_justlog_tree_imported_twice_is_stored_once_and_read_back_line_for_lin
         assert CliRunner().invoke(app, ["import", str(tmp_path / "logs")]).exit_code == 0
     records = read_all(fresh_topics, fresh_topics.topic_messages, 2 * len(expected))
 
-    settings = SinkSettings(
+    settings = SinkSettings(  # type: ignore[call-arg]  # the rest from the environment's defaults
         topic_messages=fresh_topics.topic_messages,
         topic_deadletter=fresh_topics.topic_deadletter,
         cassandra_keyspace=fresh_keyspace.cassandra_keyspace,
