@@ -5,13 +5,14 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMPS := .cache/stamps
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
-APT_PACKAGES := inspircd maven openjdk-17-jre-headless
+# chromium: the browser tests (tests/browser) drive Debian's build with Playwright; no browser is downloaded
+APT_PACKAGES := inspircd maven openjdk-17-jre-headless chromium
 
 .PHONY: setup test unit integration check lint typecheck demo chaos bench up down clean
 
 setup: $(STAMPS)/apt $(STAMPS)/venv $(STAMPS)/maven ## venv, Python deps, Maven artifacts, Debian packages
 
-$(STAMPS)/apt:
+$(STAMPS)/apt: Makefile
 	@mkdir -p $(STAMPS)
 	@if ! dpkg -s $(APT_PACKAGES) >/dev/null 2>&1; then \
 	  $(SUDO) apt-get update -q && \

@@ -1,8 +1,9 @@
 """The ASGI app of ``chatlog serve``: routes, CORS, path normalisation, metrics, health and docs.
 
 ``/docs`` is Swagger UI served from the ``swagger-ui-bundle`` package's files under ``/docs/assets`` (no
-CDN at run time); ``/openapi.json`` is FastAPI's. The Cassandra session is opened when the app starts
-and closed when it stops (uvicorn stops on SIGTERM/SIGINT after the responses in flight end).
+CDN at run time); ``/openapi.json`` is FastAPI's; ``/`` is the web page (:mod:`serve.web`). The Cassandra
+session is opened when the app starts and closed when it stops (uvicorn stops on SIGTERM/SIGINT after the
+responses in flight end).
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from serve.api.routes import router
 from serve.api.search import search_router
 from serve.settings import ServeSettings
 from serve.store import LogStore
+from serve.web import mount as mount_web
 
 DESCRIPTION = (
     "Chat logs from Cassandra through the justlog/rustlog HTTP API. Formats: text (default), `?json`, "
@@ -98,6 +100,7 @@ def create_app(settings: ServeSettings, store: LogStore | None = None) -> FastAP
         return Response(generate_latest(metrics.registry), media_type=CONTENT_TYPE_LATEST)
 
     _add_docs(app)
+    mount_web(app, settings)  # `/`, /static, /web/gaps: before /{ct}/{c}, which would match the last two
     # before the log routes: /{ct}/{c}/{ut}/{u}/random would otherwise match /{ct}/{c}/{y}/{m}/{d}
     app.include_router(recent.router)
     app.include_router(namehistory.router, tags=["names"])  # before /{ct}/{c}
