@@ -8,6 +8,7 @@ tests leave a screenshot of each page (``web_*.png``).
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import socket
@@ -162,15 +163,25 @@ class Keyspace:
 
 @pytest.fixture(scope="session")
 def keyspace(stack: StackSettings, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Keyspace]:
-    """A fresh keyspace for the browser tests (schema applied), dropped at the end."""
-    settings = stack.model_copy(update={"cassandra_keyspace": f"web{uuid.uuid4().hex[:10]}"})
+    """A fresh keyspace (schema applied) and fresh topics (the live route reads their messages topic)
+    for the browser tests, dropped at the end."""
+    from core.kafka_admin import admin_client, ensure_topics
+
+    unique = uuid.uuid4().hex[:10]
+    settings = stack.with_topics(f"web{unique}", channel_buckets=16, messages_partitions=2)
+    settings = settings.model_copy(update={"cassandra_keyspace": f"web{unique}"})
     apply_schema(settings)
+    ensure_topics(settings)
     yield Keyspace(settings, tmp_path_factory.mktemp("web"))
     cluster, session = connect(settings)
     try:
         session.execute(f"DROP KEYSPACE IF EXISTS {settings.cassandra_keyspace}", timeout=60)
     finally:
         cluster.shutdown()
+    admin = admin_client(settings)  # kept alive until its futures resolve
+    for done in admin.delete_topics(settings.topic_names(), operation_timeout=30).values():
+        with contextlib.suppress(Exception):
+            done.result(timeout=60)
 
 
 @pytest.fixture(scope="session")

@@ -796,7 +796,7 @@
     const lo = Date.UTC(y, m - 1, 1);
     const hi = Date.UTC(y, m, 1);
     status(`${v.title}: loading…`);
-    if (v.month === ymd(Date.now()).slice(0, 7)) follow(v, (r) => r.login === v.user && ymd(r.t).startsWith(v.month));
+    if (v.month === ymd(Date.now()).slice(0, 7)) follow(v, (r) => ymd(r.t).startsWith(v.month), v.user);
     try {
       await load(v, `/channel/${enc(v.channel)}/user/${enc(v.user)}/${y}/${m}?ndjson`, () => [lo, hi]);
     } catch (err) {
@@ -840,14 +840,14 @@
     }
   }
 
-  // Follows /api/live/{channel}: lines that `keep` accepts are added (deduplicated by id) once the
-  // stored lines are in; those arriving before wait.
-  function follow(v, keep) {
+  // Follows /api/live/{channel}[?user=]: lines that `keep` accepts are added (deduplicated by id) once
+  // the stored lines are in; those arriving before wait.
+  function follow(v, keep, user = "") {
     if (typeof EventSource === "undefined") return;
     const waiting = [];
     let source;
     try {
-      source = new EventSource(`/api/live/${enc(v.channel)}`);
+      source = new EventSource(`/api/live/${enc(v.channel)}${user ? `?user=${enc(user)}` : ""}`);
     } catch (_) {
       return;
     }
