@@ -52,9 +52,26 @@
     return escapeControls(r.login ? `${head} ${r.login}: ${r.text}` : `${head} ${r.text}`);
   }
 
+  // A gap as `chatlog logs` marks it (the downloaded text): `-- not logged 10:00:00-10:30:00 (1800 s): ...`.
   function gapText(g, dated) {
     const at = (ms) => (dated ? `${ymd(ms)} ${hms(ms)}` : hms(ms));
     return `-- not logged ${at(g.start)}-${at(g.end)} (${Math.round((g.end - g.start) / 1000)} s): no logger (${g.why}) --`;
+  }
+
+  function duration(ms) {
+    const s = Math.round(ms / 1000);
+    if (s < 120) return `${s} s`;
+    const min = Math.round(s / 60);
+    if (min < 120) return `${min} min`;
+    const h = Math.floor(min / 60);
+    if (h < 48) return `${h} h ${min % 60} min`;
+    return `${Math.floor(h / 24)} d ${h % 24} h`;
+  }
+
+  // A gap as the page shows it.
+  function gapShown(g, dated) {
+    const at = (ms) => (dated ? `${ymd(ms)} ${hms(ms)}` : hms(ms));
+    return `not logged ${at(g.start)} to ${at(g.end)} (${duration(g.end - g.start)}): no logger (${g.why})`;
   }
 
   // The trailing parameter of an IRC line (after the tags, the prefix and the first " :").
@@ -233,7 +250,11 @@
   }
 
   function lineNode(item) {
-    if (item.gap) return el("div", "line gap", gapText(item, view.dated));
+    if (item.gap) {
+      const gap = el("div", "line gap", gapShown(item, view.dated));
+      gap.title = "No logger was in the channel then: lines of this time are missing";
+      return gap;
+    }
     const r = item;
     const line = el("div", "line");
     if (r.id) line.dataset.id = r.id;
@@ -576,7 +597,7 @@
     $("download").hidden = !inChannel;
     $("latest").hidden = !inChannel;
     $("q").value = v.q;
-    $("q").placeholder = v.user ? `search ${v.user}'s lines (/)` : "search (/)";
+    $("q").placeholder = v.user ? `search ${v.user}'s lines` : "search (/)";
     $("user").value = v.kind === "user" || (v.kind === "search" && v.user) ? v.user : "";
     $("date").value = v.kind === "day" ? v.date : "";
     $("month").value = v.kind === "user" ? v.month : "";
