@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pydantic import Field, SecretStr
 
-from core.settings import CassandraSettings
+from core.settings import CassandraSettings, KafkaSettings
 
 
 class ServeSettings(CassandraSettings):
@@ -64,4 +64,36 @@ class ServeSettings(CassandraSettings):
         ge=1,
         le=3660,
         description="Range (days, ending at `to`, else now) of a channel search without `from`.",
+    )
+
+
+class LiveSettings(KafkaSettings):
+    """``chatlog serve``'s live route (``/api/live/{channel}``): one Kafka consumer of ``chatlog.messages``
+    per process, fanned out to the Server-Sent Events subscribers."""
+
+    serve_live_queue: int = Field(
+        1000,
+        ge=1,
+        le=1_000_000,
+        description=(
+            "Events waiting for one live subscriber; a subscriber that falls this far behind is dropped."
+        ),
+    )
+    serve_live_dedup_window: int = Field(
+        100_000,
+        ge=1,
+        le=10_000_000,
+        description=(
+            "Recent message ids remembered to drop the second copy of each event (the replica groups each "
+            "log it, seconds apart): at least the message rate times the copies' skew."
+        ),
+    )
+    serve_live_max_subscribers: int = Field(
+        1000, ge=1, le=1_000_000, description="Live subscribers at once per process; more are a 503."
+    )
+    serve_live_ping_s: float = Field(
+        15.0, gt=0, le=3600, description="Seconds between keep-alive comments of a live stream."
+    )
+    serve_live_connect_timeout_s: float = Field(
+        5.0, gt=0, le=120, description="Seconds the first live subscriber waits for Kafka before a 503."
     )

@@ -14,6 +14,7 @@ import secrets
 import time
 from collections import Counter
 from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +26,7 @@ from chatlog import extras
 from chatlog.demo import progress
 from chatlog.demo.e2e import ProbeStats, ReadProbe, sample_channels
 from chatlog.demo.faults import Fault, at, kill_ingester, start_ingester
+from chatlog.demo.look import busiest, look_lines, program_name, serve_address
 from chatlog.demo.observer import NamesObserver, worker_of
 from chatlog.demo.plot import plot_run
 from chatlog.demo.report import (
@@ -104,6 +106,8 @@ class Run:
         self.killed: list[tuple[str, int, float]] = []
         self.probe: ReadProbe | None = None
         self.t0 = time.time()
+        self.look_channel = self.channels[0] if self.channels else ""
+        """The channel the run ends by pointing at (the one with most lines sent, known once it reports)."""
 
     def env(self) -> dict[str, str]:
         s = self.settings
@@ -340,6 +344,7 @@ class Run:
 
     def report(self, sent_file: Path, sink_log: Path, *, sink_restarted: bool = False) -> RunReport:
         sent = read_sent(sent_file) if sent_file.exists() else []
+        self.look_channel = busiest((m.channel for m in sent), self.look_channel)
         since = min((m.sent_at_ms for m in sent), default=int(self.t0 * 1000)) - 60_000
         until = max((m.sent_at_ms for m in sent), default=int(time.time() * 1000)) + 60_000
         # The sink's own counters, read now that it has drained (its Prometheus endpoint; this run's sink
@@ -431,6 +436,20 @@ class Run:
                 "lost_sample": sorted(m.token for m in lost)[:20],
                 "logs": str(self.run_dir / "logs"),
             },
+        )
+
+    def look(self) -> list[str]:
+        """How to look at what the run logged: ``chatlog logs``, ``chatlog serve`` on its keyspace, and
+        the page of its busiest channel for today (UTC)."""
+        host, port = serve_address()
+        return look_lines(
+            program=program_name(),
+            keyspace=self.settings.cassandra_keyspace,
+            channel=self.look_channel,
+            since_ms=int(self.t0 * 1000) - 60_000,
+            day=datetime.now(UTC).date(),
+            host=host,
+            port=port,
         )
 
     def _e2e(self, sent: list[SentMessage], stored: Counter[str]) -> tuple[Spread | None, dict[str, Any]]:
@@ -536,5 +555,7 @@ def execute(settings: StackSettings, config: RunConfig, console: Console | None)
     if console is not None:
         if written:
             console.print(f"report: {written[0]}  plot: {written[1]}  logs: {run.run_dir / 'logs'}")
-        console.print(rep.line())
+        for line in run.look():
+            console.print(line, markup=False, highlight=False, soft_wrap=True)
+        console.print(rep.line())  # the last line: tools read the summary there
     return rep
