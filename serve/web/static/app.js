@@ -738,6 +738,7 @@
     list.complete = true;
     if (v.pendingGaps.length) list.push(gapsUntil(v, null));
     list.schedule();
+    if (v.source && !v.touched) list.toBottom(); // a live page starts at its newest lines, and follows them
     $("log").dataset.state = "done";
     showCount();
   }
@@ -1041,6 +1042,9 @@
   $("theme").addEventListener("click", toggleTheme);
   $("latest").addEventListener("click", () => list.toBottom());
   addEventListener("popstate", route);
+  for (const kind of ["wheel", "touchstart", "mousedown", "keydown"]) {
+    addEventListener(kind, () => { view.touched = true; }, { passive: true, capture: true });
+  }
 
   // An emote whose picture does not load (offline) becomes its text.
   document.addEventListener(
