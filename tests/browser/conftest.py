@@ -97,7 +97,7 @@ def event(
         login=login,
         text=text,
         user_id=user_id,
-        room_id="1001" if channel == "alpha" else "1002",
+        room_id=str(1000 + zlib.crc32(channel.encode()) % 1_000_000),  # a channel's own Twitch id
         message_id=message_id,
         display_name=display,
         extra=extra,

@@ -1,13 +1,15 @@
 """A 100k-line day in the browser: the first screen comes while the rest is still arriving, and the DOM
 holds a window of the lines (a few hundred), wherever the reader scrolls.
 
-The time to the first screen (navigation start to the first screenful painted) and to the whole day read
-are printed (run with ``-s``) and recorded as properties; they are measurements, not assertions (the
-local stack is shared and its load varies)."""
+The time to the first screen (navigation start to the first screenful painted; three loads, the first of
+which may be the first page of the server and of the browser) and to the whole day read are printed (run
+with ``-s``) and recorded as properties; they are measurements, not assertions (the local stack is shared
+and its load varies)."""
 
 from __future__ import annotations
 
 import re
+import statistics
 import time
 from collections.abc import Callable, Iterator
 
@@ -22,6 +24,7 @@ pytestmark = [pytest.mark.integration, pytest.mark.slow]
 LINES = 100_000
 WINDOW = 1_000
 """Most line nodes the DOM may hold at once (the list keeps about three screens' worth)."""
+SAMPLES = 3
 CHANNEL = "chan0"  # chat_events' channel when there is one
 DAY = "2024-03-05"
 
@@ -59,13 +62,17 @@ def _shown_times(page: Page) -> list[str]:
 def test_the_first_screen_of_a_100k_line_day(
     page: Page, big_day: Served, record_property: Callable[[str, object], None]
 ) -> None:
-    page.goto(f"{big_day.base}/?channel={CHANNEL}&date={DAY}", wait_until="commit")
-    painted = re.compile(r"^\d+$")
-    expect(page.locator("html")).to_have_attribute("data-first-screen-ms", painted, timeout=30_000)
-    first_ms = int(page.evaluate("document.documentElement.dataset.firstScreenMs"))
-    shown = _shown_times(page)
-    assert shown and shown[0] == "10:58:20"  # the day's first line (100k x 37 ms before 12:00)
-    assert _line_nodes(page) < WINDOW
+    samples = []
+    for _ in range(SAMPLES):  # the first may be the first page the server and the browser show
+        page.goto("about:blank")
+        page.goto(f"{big_day.base}/?channel={CHANNEL}&date={DAY}", wait_until="commit")
+        painted = re.compile(r"^\d+$")
+        expect(page.locator("html")).to_have_attribute("data-first-screen-ms", painted, timeout=30_000)
+        samples.append(int(page.evaluate("document.documentElement.dataset.firstScreenMs")))
+        shown = _shown_times(page)
+        assert shown and shown[0] == "10:58:20"  # the day's first line (100k x 37 ms before 12:00)
+        assert _line_nodes(page) < WINDOW
+    first_ms = statistics.median(samples)
     screenshot(page, "big_day")
 
     start = time.monotonic()
@@ -74,9 +81,12 @@ def test_the_first_screen_of_a_100k_line_day(
     status = page.locator("#status").inner_text()
     assert f"{LINES:,} lines" in status, status
     assert _line_nodes(page) < WINDOW
-    record_property("first_screen_ms", first_ms)
+    record_property("first_screen_ms", samples)
     record_property("whole_day_s", round(whole_s, 1))
-    print(f"\n100k-line day: first screen {first_ms} ms after navigation start; all read in {whole_s:.1f} s")
+    print(
+        f"\n100k-line day: first screen {first_ms:.0f} ms after navigation start (median of {samples} ms); "
+        f"all lines read in {whole_s:.1f} s"
+    )
 
     page.evaluate("scrollTo(0, document.documentElement.scrollHeight / 2)")
     _frames(page, 6)

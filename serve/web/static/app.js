@@ -11,6 +11,8 @@
   const BLOCK = 100; // lines per block of the list
   const OVERSCAN = 1; // viewport heights kept rendered above and below the viewport
   const SEARCH_LIMIT = 1000;
+  const BATCH = 500; // lines parsed and added at once
+  const SLICE_MS = 12; // longest parsing between two chances for the page to draw
   const DAY_MS = 86400000;
   const EMOTE_URL = "https://static-cdn.jtvnw.net/emoticons/v2/{id}/default/dark/1.0";
   const TYPE = { PRIVMSG: 1, CLEARCHAT: 2, USERNOTICE: 4, CLEARMSG: 13 };
@@ -249,13 +251,13 @@
     return a;
   }
 
-  function lineNode(item) {
-    if (item.gap) {
-      const gap = el("div", "line gap", gapShown(item, view.dated));
-      gap.title = "No logger was in the channel then: lines of this time are missing";
-      return gap;
-    }
-    const r = item;
+  function gapNode(g) {
+    const node = el("div", "line gap", gapShown(g, view.dated));
+    node.title = "No logger was in the channel then: lines of this time are missing";
+    return node;
+  }
+
+  function lineNode(r) {
     const line = el("div", "line");
     if (r.id) line.dataset.id = r.id;
     line.append(timeNode(r), " ");
@@ -306,7 +308,8 @@
   // ------------------------------------------------------------------------ the list, in blocks
   // Lines are grouped in blocks of BLOCK; a block near the viewport holds its lines, any other one is
   // an empty div as high as its lines were (or are estimated to be). The DOM holds a few hundred lines
-  // whatever the length of the list.
+  // whatever the length of the list. Gaps in coverage (which may come after the lines) are shown before
+  // the first line at or after their start; those after the last line, in the tail once all are in.
   class LogView {
     constructor(root) {
       this.root = root;
@@ -327,13 +330,18 @@
       this.shown = new Set();
       this.measuredHeight = 0;
       this.measuredLines = 0;
-      this.root.replaceChildren();
+      this.gaps = null; // sorted by start; those from nextGap on are not placed yet
+      this.nextGap = 0;
+      this.before = new Map(); // line index -> the gaps shown before it
+      this.tail = el("div", "tail");
+      this.root.replaceChildren(this.tail);
       this.onFirstPaint = null;
       this.complete = false;
     }
 
     push(items) {
       if (!items.length) return;
+      const first = this.items.length;
       let touched = null;
       for (const item of items) {
         let block = this.blocks[this.blocks.length - 1];
@@ -342,7 +350,7 @@
           block = { index: this.blocks.length, start: this.items.length, count: 0, shown: false, height: -1 };
           block.el = el("div", "block");
           this.blocks.push(block);
-          this.root.append(block.el);
+          this.root.insertBefore(block.el, this.tail);
         }
         if (item.id) this.index.set(item.id, this.items.length);
         this.items.push(item);
@@ -351,6 +359,7 @@
         touched = block;
       }
       if (touched && !touched.shown) this.estimate(touched);
+      this.place(first);
       this.schedule();
       if (!this.buttonPending) {
         this.buttonPending = true;
@@ -369,6 +378,74 @@
 
     estimate(block) {
       block.el.style.height = `${Math.round(block.count * this.avg)}px`;
+    }
+
+    setGaps(gaps) {
+      this.gaps = gaps.slice().sort((x, y) => x.start - y.start);
+      this.nextGap = 0;
+      this.place(0);
+    }
+
+    // Places the gaps not placed yet before the first line (from index `from`) at or after their start.
+    place(from) {
+      if (!this.gaps) return;
+      const redraw = new Set();
+      while (this.nextGap < this.gaps.length) {
+        const gap = this.gaps[this.nextGap];
+        let a = from;
+        let z = this.items.length;
+        while (a < z) {
+          const mid = (a + z) >> 1;
+          if (this.items[mid].t < gap.start) a = mid + 1;
+          else z = mid;
+        }
+        if (a >= this.items.length) break;
+        if (!this.before.has(a)) this.before.set(a, []);
+        this.before.get(a).push(gap);
+        const block = this.blocks[Math.floor(a / BLOCK)];
+        if (block.shown) redraw.add(block);
+        else this.estimate(block);
+        this.nextGap++;
+        from = a;
+      }
+      for (const block of redraw) block.el.replaceChildren(this.fill(block));
+      this.drawTail();
+    }
+
+    finish() {
+      this.complete = true;
+      this.drawTail();
+      this.schedule();
+    }
+
+    drawTail() {
+      const rest = this.complete && this.gaps ? this.gaps.slice(this.nextGap) : [];
+      if (rest.length || this.tail.firstChild) this.tail.replaceChildren(...rest.map(gapNode));
+    }
+
+    gapCount() {
+      return this.gaps ? this.gaps.length : 0;
+    }
+
+    fill(block) {
+      const frag = document.createDocumentFragment();
+      for (let j = block.start; j < block.start + block.count; j++) {
+        const gaps = this.before.get(j);
+        if (gaps) for (const gap of gaps) frag.append(gapNode(gap));
+        frag.append(lineNode(this.items[j]));
+      }
+      return frag;
+    }
+
+    // The lines and gaps as the text format has them.
+    text() {
+      const out = [];
+      this.items.forEach((item, j) => {
+        for (const gap of this.before.get(j) || []) out.push(gapText(gap, true));
+        out.push(textLine(item));
+      });
+      if (this.complete && this.gaps) for (const gap of this.gaps.slice(this.nextGap)) out.push(gapText(gap, true));
+      return out;
     }
 
     schedule() {
@@ -408,13 +485,16 @@
       for (let i = a; i <= last; i++) {
         const block = blocks[i];
         if (block.shown) continue;
-        const frag = document.createDocumentFragment();
-        for (let j = block.start; j < block.start + block.count; j++) frag.append(lineNode(this.items[j]));
-        block.el.replaceChildren(frag);
+        block.el.replaceChildren(this.fill(block));
         block.el.style.height = "";
         block.shown = true;
         this.shown.add(block);
         fresh.push(block);
+      }
+      if (this.onFirstPaint && (this.complete || this.items.length * 18 >= innerHeight)) {
+        const done = this.onFirstPaint;
+        this.onFirstPaint = null;
+        requestAnimationFrame(() => done());
       }
       if (!fresh.length) return;
       for (const block of fresh) {
@@ -424,11 +504,6 @@
           this.measuredLines += block.count;
           this.avg = this.measuredHeight / this.measuredLines;
         }
-      }
-      if (this.onFirstPaint && (this.complete || this.items.length * 18 >= innerHeight)) {
-        const done = this.onFirstPaint;
-        this.onFirstPaint = null;
-        requestAnimationFrame(() => done());
       }
       this.schedule(); // what was drawn may have moved the rest: until nothing changes
     }
@@ -473,7 +548,17 @@
     return res.json();
   }
 
-  // The ndjson lines of `url`, handed to `onBatch` as records while they arrive; the response's URL.
+  // Back to the event loop (the page draws and answers the reader), then on.
+  const breathe = () => new Promise((resolve) => {
+    const channel = new MessageChannel();
+    channel.port1.onmessage = () => resolve();
+    channel.port2.postMessage(0);
+  });
+  const painted = () => new Promise((resolve) => requestAnimationFrame(() => setTimeout(resolve, 0)));
+
+  // The ndjson lines of `url`, handed to `onBatch` as records while they arrive (onStart first, with the
+  // response's URL). The first batch is drawn before the next is read; then the parsing stops every
+  // SLICE_MS for the page to draw, however fast the lines come (a preloaded answer comes at once).
   async function streamLines(url, signal, onStart, onBatch) {
     const res = await fetch(url, { signal });
     if (!res.ok) throw await failure(res);
@@ -481,10 +566,23 @@
     const reader = res.body.getReader();
     const decoder = new TextDecoder();
     let rest = "";
-    const parse = (text) => {
-      const batch = [];
-      for (const line of text.split("\n")) if (line) batch.push(record(JSON.parse(line)));
-      onBatch(batch);
+    let first = true;
+    let since = performance.now();
+    const parse = async (text) => {
+      const lines = text.split("\n");
+      for (let i = 0; i < lines.length; i += BATCH) {
+        const batch = [];
+        for (const line of lines.slice(i, i + BATCH)) if (line) batch.push(record(JSON.parse(line)));
+        onBatch(batch);
+        if (first) {
+          first = false;
+          await painted();
+          since = performance.now();
+        } else if (performance.now() - since > SLICE_MS) {
+          await breathe();
+          since = performance.now();
+        }
+      }
     };
     for (;;) {
       const { done, value } = await reader.read();
@@ -494,12 +592,12 @@
       if (cut < 0) continue;
       const text = rest.slice(0, cut);
       rest = rest.slice(cut + 1);
-      parse(text);
+      await parse(text);
     }
     rest += decoder.decode();
     if (rest.trim()) {
       try {
-        parse(rest);
+        await parse(rest);
       } catch (_) {
         throw new Error("the server cut the answer short; reload to try again");
       }
@@ -535,13 +633,16 @@
     const n = view.lines;
     const what = view.kind === "search" ? (n === 1 ? "hit" : "hits") : n === 1 ? "line" : "lines";
     let text = `${view.title}: ${n.toLocaleString("en")} ${what}`;
+    if (!n && !view.loading && view.kind === "day" && !view.live) text = `Nothing logged in #${view.channel} on ${view.date}`;
     if (view.loading) text += " (loading…)";
     if (view.kind === "search" && n >= SEARCH_LIMIT) text += ` (the first ${SEARCH_LIMIT})`;
-    if (view.gapCount) text += `, ${view.gapCount} gap${view.gapCount > 1 ? "s" : ""} in coverage`;
+    const gaps = list.gapCount();
+    if (gaps) text += `, ${gaps} gap${gaps > 1 ? "s" : ""} in coverage`;
     return text;
   }
 
   function showCount() {
+    if (view.failed) return; // the status says why
     status(countText(), { live: view.liveOn });
   }
 
@@ -561,11 +662,9 @@
       kind: "home",
       dated: false,
       lines: 0,
-      gapCount: 0,
       ids: new Set(),
       deleted: new Set(),
       hit: null,
-      pendingGaps: [],
       loading: false,
       liveOn: false,
       title: "",
@@ -602,6 +701,7 @@
     $("date").value = v.kind === "day" ? v.date : "";
     $("month").value = v.kind === "user" ? v.month : "";
     setNav(null, null);
+    if ($("channel").value !== v.channel) fillPicker([], v.channel);
     channels()
       .then((names) => fillPicker(names, v.channel))
       .catch(() => {});
@@ -657,21 +757,12 @@
 
   function notFound(v, err) {
     if (err.name === "AbortError" || v !== view) return;
+    v.failed = true;
     status(err.message || String(err), { error: true });
     if (err.status === 404) {
       document.title = "not found · chatlog";
       document.documentElement.dataset.notFound = "1";
     }
-  }
-
-  // Gaps are merged into the lines where they fall: those that start before a line come before it.
-  function gapsUntil(v, t) {
-    const out = [];
-    while (v.pendingGaps.length && (t === null || v.pendingGaps[0].start <= t)) {
-      out.push({ gap: true, ...v.pendingGaps.shift() });
-      v.gapCount++;
-    }
-    return out;
   }
 
   function addRecords(v, records, { live = false } = {}) {
@@ -683,7 +774,6 @@
         if (v.ids.has(r.id)) continue;
         v.ids.add(r.id);
       }
-      if (v.pendingGaps.length) items.push(...gapsUntil(v, r.t));
       items.push(r);
       v.lines++;
       if (r.type === TYPE.CLEARMSG && r.target && !v.deleted.has(r.target)) {
@@ -698,13 +788,15 @@
     showCount();
   }
 
+  // The gaps of [lo, hi) into the list when they come (the lines do not wait for them).
   async function readGaps(v, lo, hi) {
     try {
       const body = await getJSON(`/web/gaps?channel=${enc(v.channel)}&from=${lo}&to=${hi}`, v.abort.signal);
-      return body.gaps || [];
+      if (v !== view) return;
+      list.setGaps(body.gaps || []);
+      showCount();
     } catch (err) {
       if (err.name !== "AbortError") console.warn("gaps:", err.message);
-      return [];
     }
   }
 
@@ -729,15 +821,14 @@
       async (finalUrl) => {
         const range = !gaps && gapsFor ? gapsFor(finalUrl) : null;
         if (range) gaps = readGaps(v, range[0], range[1]);
-        if (gaps) v.pendingGaps = (await gaps).slice().sort((x, y) => x.start - y.start);
       },
       (batch) => addRecords(v, batch),
     );
     if (v !== view) return;
     v.loading = false;
-    list.complete = true;
-    if (v.pendingGaps.length) list.push(gapsUntil(v, null));
-    list.schedule();
+    if (gaps) await gaps;
+    if (v !== view) return;
+    list.finish();
     if (v.source && !v.touched) list.toBottom(); // a live page starts at its newest lines, and follows them
     $("log").dataset.state = "done";
     showCount();
@@ -777,11 +868,8 @@
       if (err.status === 404 && v.date && !/is not logged/.test(err.message)) {
         v.loading = false;
         v.lines = 0;
-        if (!v.live) {
-          status(`Nothing logged in #${v.channel} on ${v.date}.`);
-          v.pendingGaps = (await readGaps(v, dayStart(v.date), dayStart(v.date) + DAY_MS)).sort((x, y) => x.start - y.start);
-          list.push(gapsUntil(v, null));
-        } else showCount();
+        list.finish(); // the day's gaps, asked for with the lines, show when they come
+        showCount();
         $("log").dataset.state = "done";
         return;
       }
@@ -946,8 +1034,7 @@
   }
 
   function download() {
-    const lines = [];
-    for (const item of list.items) lines.push(item.gap ? gapText(item, true) : textLine(item));
+    const lines = list.text();
     const text = lines.length ? `${lines.join("\n")}\n` : "";
     const blob = new Blob([text], { type: "text/plain;charset=utf-8" });
     const a = el("a");
