@@ -554,7 +554,10 @@
     channel.port1.onmessage = () => resolve();
     channel.port2.postMessage(0);
   });
-  const painted = () => new Promise((resolve) => requestAnimationFrame(() => setTimeout(resolve, 0)));
+  const painted = () => new Promise((resolve) => {
+    requestAnimationFrame(() => setTimeout(resolve, 0));
+    setTimeout(resolve, 100); // a hidden tab draws no frames
+  });
 
   // The ndjson lines of `url`, handed to `onBatch` as records while they arrive (onStart first, with the
   // response's URL). The first batch is drawn before the next is read; then the parsing stops every
