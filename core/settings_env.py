@@ -49,6 +49,15 @@ DIRECT_VARIABLES: Final[Mapping[str, DirectVariable]] = {
     "CHATLOG_TEST_KEEP_STACK": DirectVariable(
         "bool", "unset", "tests/conftest.py", "1: leave a stack the tests started running."
     ),
+    "CHATLOG_TEST_CHROMIUM": DirectVariable(
+        "path", "/usr/bin/chromium", "tests/browser/conftest.py", "The chromium the browser tests drive."
+    ),
+    "CHATLOG_WEB_SCREENSHOTS": DirectVariable(
+        "path",
+        "unset",
+        "tests/browser/conftest.py",
+        "A directory where the browser tests leave web_<name>.png of each page they check.",
+    ),
 }
 """Variables read with ``os.environ`` rather than through a settings class, and where."""
 

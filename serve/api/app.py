@@ -22,7 +22,7 @@ from fastapi.staticfiles import StaticFiles
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from serve.api import capabilities, namehistory, random, recent, stats
+from serve.api import capabilities, live, namehistory, random, recent, stats
 from serve.api.errors import ApiError, on_api_error, on_http_error, on_validation_error
 from serve.api.metrics import MetricsMiddleware, ServeMetrics
 from serve.api.middleware import NormalizePath
@@ -103,6 +103,7 @@ def create_app(settings: ServeSettings, store: LogStore | None = None) -> FastAP
     mount_web(app, settings)  # `/`, /static, /web/gaps: before /{ct}/{c}, which would match the last two
     # before the log routes: /{ct}/{c}/{ut}/{u}/random would otherwise match /{ct}/{c}/{y}/{m}/{d}
     app.include_router(recent.router)
+    app.include_router(live.live_router(), tags=["live"])  # Kafka settings read when the app starts
     app.include_router(namehistory.router, tags=["names"])  # before /{ct}/{c}
     app.include_router(capabilities.router, tags=["service"])
     app.include_router(random.router, tags=["logs"])

@@ -22,6 +22,7 @@ ROUTES: Final = {
     "namehistory": "/namehistory/{user_id}",
     "random": "/{ct}/{c}/random",
     "recent-messages": "/api/v2/recent-messages/{login}",
+    "live": "/api/live/{channel}",
 }
 
 router = APIRouter()
