@@ -231,3 +231,54 @@ def bench_serve(
     result = b.run(load(SinkSettings), params, out)
     typer.echo(b.summary(result))
     typer.echo(f"wrote {out} and {out.with_suffix('.png')}")
+
+
+@app.command("read")
+def bench_read(
+    day_messages: Annotated[
+        int, typer.Option(min=0, help="Lines of the channel-day read (0 = skip that read).")
+    ] = 200_000,
+    channel_messages: Annotated[
+        int, typer.Option(min=0, help="Lines of the channel whose user-month is read, over its 30 days.")
+    ] = 2_000_000,
+    user_messages: Annotated[
+        int, typer.Option(min=0, help="Lines of the user over the month (0 = skip the user-month read).")
+    ] = 300,
+    reads: Annotated[int, typer.Option(min=1, help="User-month reads at each concurrency.")] = 200,
+    concurrency: Annotated[
+        str, typer.Option(help="Comma-separated concurrent user-month readers (asyncio tasks).")
+    ] = "1,32",
+    repeat: Annotated[int, typer.Option(min=1, help="Channel-day reads, reader and raw each.")] = 3,
+    workers: Annotated[int, typer.Option(min=1, max=16, help="Processes writing the data set.")] = 2,
+    out: Annotated[Path, typer.Option(help="Result JSON.")] = Path("results/bench_read.json"),
+) -> None:
+    """The reader on the id-keyed tables: channel-day lines/s vs raw, user-month p50/p99, bytes/message."""
+    from bench import read as b
+    from chatlog.stack.process import read_pid
+    from core.settings import StackSettings, load
+    from sink.settings import SinkSettings
+
+    try:
+        levels = tuple(int(c) for c in concurrency.split(",") if c.strip())
+    except ValueError:
+        raise typer.BadParameter(
+            f"not a list of numbers: {concurrency!r}", param_hint="--concurrency"
+        ) from None
+    if not levels or min(levels) < 1:
+        raise typer.BadParameter("give at least one concurrency, each at least 1", param_hint="--concurrency")
+    if day_messages + channel_messages + user_messages == 0:
+        raise typer.BadParameter("nothing to write: every count is 0", param_hint="--day-messages")
+    params = b.Params(
+        day_messages=day_messages,
+        channel_messages=channel_messages,
+        user_messages=user_messages,
+        reads=reads,
+        concurrency=levels,
+        repeat=repeat,
+        workers=workers,
+    )
+    stack = load(StackSettings)
+    pid = read_pid(stack.state_dir / "run" / "cassandra.pid")
+    result = b.run(load(SinkSettings), stack.state_dir / "cassandra" / "data", pid, params, out)
+    typer.echo(b.summary(result))
+    typer.echo(f"wrote {out} and {out.with_suffix('.png')}")

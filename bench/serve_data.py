@@ -4,7 +4,9 @@ heavy chatter, written into a scratch keyspace by the sink's own writer (no Spar
 The lines are :func:`bench.sink_data.synthetic_events` (Twitch-shaped PRIVMSGs with ~14 tags, a
 5,000-user pool) re-timed over the month: ``month_lines`` spread evenly over every day (so a user-month
 read has the month's ~8,900 five-minute buckets to look through, as for a busy channel), ``day_lines``
-more on :data:`BIG_DAY`, and ``user_lines`` of :data:`USER` spread over the month.
+more on :data:`BIG_DAY`, and ``user_lines`` of :data:`USER` spread over the month. The readers derive
+every field of an event from its stored line, so each event's ``raw`` is rebuilt from its fields
+(:func:`event_line`) whenever they change: the line says what the event says.
 """
 
 from __future__ import annotations
@@ -56,10 +58,13 @@ def _spread(events: list[ChatEvent], lo: int, hi: int) -> list[ChatEvent]:
 
 
 def _retimed(event: ChatEvent, sent: int) -> ChatEvent:
-    """``event`` sent at ``sent``, its user id the login's own (one id per login, as on Twitch)."""
+    """``event`` sent at ``sent``, its user id the login's own (one id per login, as on Twitch); its line
+    says so."""
     user_id = _user_id(event.user_login or "")
-    event.tags.update({"tmi-sent-ts": str(sent), "user-id": user_id})
-    return msgspec.structs.replace(event, sent_at=sent, received_at=sent + 40, user_id=user_id)
+    tags = {**event.tags, "tmi-sent-ts": str(sent), "user-id": user_id}
+    return relined(
+        msgspec.structs.replace(event, sent_at=sent, received_at=sent + 40, user_id=user_id, tags=tags)
+    )
 
 
 def _user_id(login: str) -> str:
@@ -68,13 +73,36 @@ def _user_id(login: str) -> str:
 
 
 def _as_user(event: ChatEvent, user: str) -> ChatEvent:
-    old = event.user_login or ""
-    return msgspec.structs.replace(
-        event,
-        user_login=user,
-        display_name=user.capitalize(),
-        raw=event.raw.replace(f":{old}!{old}@{old}.", f":{user}!{user}@{user}.", 1),
-    )
+    """``event`` sent by ``user`` (its prefix and display name; its line says so)."""
+    display = user.capitalize()
+    tags = {**event.tags, "display-name": display}
+    return relined(msgspec.structs.replace(event, user_login=user, display_name=display, tags=tags))
+
+
+_TAG_ESCAPES: Final = str.maketrans({"\\": "\\\\", ";": "\\:", " ": "\\s", "\r": "\\r", "\n": "\\n"})
+"""A tag value escaped as IRCv3 writes it (what :func:`core.irc_tags.unescape_tag_value` undoes)."""
+
+
+def event_line(event: ChatEvent) -> str:
+    """The raw line whose parse (:func:`core.irc_parse.parse_line`) is ``event``: its tags (in their order,
+    escaped), a ``nick!user@host`` prefix of ``user_login`` (else the server's), ``kind``, ``#channel`` and
+    ``text`` (a ``/me`` as CTCP ACTION). The readers derive every field from the stored line, so an event
+    whose fields change gets this line (as :func:`bench.sink_data.synthetic_events` builds its lines)."""
+    login = event.user_login
+    prefix = f":{login}!{login}@{login}.tmi.twitch.tv" if login else ":tmi.twitch.tv"
+    head = f"{prefix} {event.kind} #{event.channel}"
+    if event.tags:
+        tags = ";".join(f"{k}={v.translate(_TAG_ESCAPES)}" for k, v in event.tags.items())
+        head = f"@{tags} {head}"
+    if event.text is None:
+        return head
+    text = f"\x01ACTION {event.text}\x01" if event.is_action else event.text
+    return f"{head} :{text}"
+
+
+def relined(event: ChatEvent) -> ChatEvent:
+    """``event`` with :func:`event_line` as its ``raw``."""
+    return msgspec.structs.replace(event, raw=event_line(event))
 
 
 @dataclass(frozen=True)
