@@ -70,6 +70,7 @@ bench: setup $(STAMPS)/bench-extra ## every benchmark on the local stack; JSON a
 	$(BIN)/chatlog bench storage
 	$(BIN)/chatlog bench irc
 	$(BIN)/chatlog bench serve
+	$(BIN)/chatlog bench read
 
 demo: setup $(STAMPS)/bench-extra ## the main job
 	$(BIN)/chatlog stack up
