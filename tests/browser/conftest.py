@@ -161,7 +161,7 @@ class Keyspace:
     dir: Path
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def keyspace(stack: StackSettings, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Keyspace]:
     """A fresh keyspace (schema applied) and fresh topics (the live route reads their messages topic)
     for the browser tests, dropped at the end."""
@@ -184,7 +184,7 @@ def keyspace(stack: StackSettings, tmp_path_factory: pytest.TempPathFactory) -> 
             done.result(timeout=60)
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def served(keyspace: Keyspace) -> Iterator[Served]:
     """``chatlog serve`` on a free port over the keyspace (a process of its own, stopped at the end)."""
     settings = keyspace.settings
@@ -230,13 +230,15 @@ def served(keyspace: Keyspace) -> Iterator[Served]:
             proc.wait(10)
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def playwright() -> Iterator[Playwright]:
+    """Package-scoped, not session-scoped: Playwright's sync API keeps an event loop running in the main
+    thread while it lives, and tests after this package call ``asyncio.run`` (``chatlog logs``)."""
     with sync_playwright() as driver:
         yield driver
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def browser(playwright: Playwright) -> Iterator[Browser]:
     if not Path(CHROMIUM).exists():
         pytest.fail(
