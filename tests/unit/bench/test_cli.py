@@ -12,7 +12,19 @@ from typer.testing import CliRunner
 
 from bench.cli import app, register
 
-COMMANDS = ("parse", "ingest", "rebalance", "sink", "monitor", "e2e", "scale", "irc", "storage", "serve", "read")
+COMMANDS = (
+    "parse",
+    "ingest",
+    "rebalance",
+    "sink",
+    "monitor",
+    "e2e",
+    "scale",
+    "irc",
+    "storage",
+    "serve",
+    "read",
+)
 
 
 def test_register_adds_bench_to_the_main_app() -> None:
