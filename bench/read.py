@@ -408,24 +408,6 @@ compaction without nodetool (as ``chatlog bench storage``). ``min_sstable_size``
 after the flush are more than ``bucket_high`` apart and are never compacted together."""
 
 
-def _table_dir(data_dir: Path, keyspace: str, table: str) -> Path | None:
-    found = sorted((data_dir / keyspace).glob(f"{table}-*"))
-    return found[0] if found else None
-
-
-def _files(data_dir: Path, keyspace: str, table: str) -> tuple[str, ...]:
-    d = _table_dir(data_dir, keyspace, table)
-    return tuple(sorted(p.name for p in d.iterdir())) if d is not None and d.exists() else ()
-
-
-def _compacting(session: Any, keyspace: str) -> bool:
-    try:
-        rows = session.execute("SELECT keyspace_name FROM system_views.sstable_tasks", timeout=30)
-    except Exception:
-        return False
-    return any(r.keyspace_name == keyspace for r in rows)
-
-
 def flush_and_compact(session: Any, keyspace: str, data_dir: Path, timeout_s: float) -> float:
     """Flush :data:`TABLES` and compact each into one SSTable (``chatlog bench storage``'s way: a flush
     period of a second, then a size-tiered strategy that takes every SSTable); the seconds it took.
@@ -433,13 +415,15 @@ def flush_and_compact(session: Any, keyspace: str, data_dir: Path, timeout_s: fl
     Flushes write LZ4 whatever the table's compressor (cassandra.yaml ``flush_compression: fast``), so one
     row of each table is written again once it has flushed (the same cells: nothing more once compacted):
     a second SSTable, and the compaction writes the table's own Zstd."""
+    from bench.storage import table_files, wait_compacted
+
     t0 = time.monotonic()
     for table in TABLES:
         session.execute(f"ALTER TABLE {keyspace}.{table} WITH compaction = {_MAJOR_COMPACTION}", timeout=120)
         session.execute(
             f"ALTER TABLE {keyspace}.{table} WITH memtable_flush_period_in_ms = 1000", timeout=120
         )
-    while not all(any(f.endswith("-Data.db") for f in _files(data_dir, keyspace, t)) for t in TABLES):
+    while not all(any(f.endswith("-Data.db") for f in table_files(data_dir, keyspace, t)) for t in TABLES):
         if time.monotonic() - t0 > timeout_s:
             raise ChatlogError(f"{keyspace}: the tables were not flushed in {timeout_s:.0f} s")
         time.sleep(0.5)
@@ -452,32 +436,19 @@ def flush_and_compact(session: Any, keyspace: str, data_dir: Path, timeout_s: fl
         marks = ", ".join("?" for _ in values)
         insert = session.prepare(f"INSERT INTO {keyspace}.{table} ({columns}) VALUES ({marks})")
         session.execute(insert, tuple(values.values()), timeout=60)
-    stable_since, last = time.monotonic(), None
-    while time.monotonic() - t0 < timeout_s:
-        state = [_files(data_dir, keyspace, t) for t in TABLES]
-        single = all(sum(1 for f in files if f.endswith("-Data.db")) == 1 for files in state)
-        busy = any("tmp" in f for files in state for f in files)
-        if state != last:
-            stable_since, last = time.monotonic(), state
-        elif (
-            single
-            and not busy
-            and time.monotonic() - stable_since > 3.0
-            and not _compacting(session, keyspace)
-        ):
-            return time.monotonic() - t0
-        time.sleep(0.5)
-    raise ChatlogError(f"{keyspace}: the tables did not compact to one SSTable each in {timeout_s:.0f} s")
+    return wait_compacted(
+        session, keyspace, lambda: [table_files(data_dir, keyspace, t) for t in TABLES], t0, timeout_s
+    )
 
 
 def disk_usage(data_dir: Path, keyspace: str, messages: int, raw_mean: float) -> dict[str, Any]:
     """Bytes of the ``*-Data.db`` files of :data:`TABLES`, per message and against the raw line."""
-    from bench.storage import compression_info, sstables
+    from bench.storage import compression_info, sstables, table_dir
 
     tables: dict[str, Any] = {}
     total = 0
     for table in TABLES:
-        d = _table_dir(data_dir, keyspace, table)
+        d = table_dir(data_dir, keyspace, table)
         data = sstables(d) if d is not None else []
         size = sum(p.stat().st_size for p in data)
         infos = [

@@ -642,7 +642,8 @@ def sstables(table_dir: Path) -> list[Path]:
     return sorted(table_dir.glob("*-Data.db"))
 
 
-def _table_dir(data_dir: Path, keyspace: str, table: str) -> Path | None:
+def table_dir(data_dir: Path, keyspace: str, table: str) -> Path | None:
+    """The directory of ``keyspace.table`` in Cassandra's ``data_dir`` (None before its first flush)."""
     found = sorted((data_dir / keyspace).glob(f"{table}-*"))
     return found[0] if found else None
 
@@ -657,7 +658,7 @@ compaction without nodetool."""
 
 def _wait_flushed(layout: Layout, keyspace: str, data_dir: Path, deadline: float) -> None:
     while time.monotonic() < deadline:
-        dirs = [_table_dir(data_dir, keyspace, t.name) for t in layout.tables]
+        dirs = [table_dir(data_dir, keyspace, t.name) for t in layout.tables]
         if all(d is not None and sstables(d) for d in dirs):
             return
         time.sleep(0.5)
@@ -687,29 +688,43 @@ def _flush_and_compact(
     # nothing more once compacted) makes a second SSTable, and the compaction writes the table's own.
     for prepared, params in again:
         session.execute(prepared, params, timeout=60)
+    names = [table.name for table in layout.tables]
+    return wait_compacted(
+        session, keyspace, lambda: [table_files(data_dir, keyspace, n) for n in names], t0, timeout_s
+    )
+
+
+def table_files(data_dir: Path, keyspace: str, table: str) -> tuple[str, ...]:
+    """The names of the files of ``keyspace.table`` in Cassandra's ``data_dir`` (none yet: empty)."""
+    d = table_dir(data_dir, keyspace, table)
+    return tuple(sorted(p.name for p in d.iterdir())) if d is not None and d.exists() else ()
+
+
+def wait_compacted(
+    session: Any, keyspace: str, files: Callable[[], list[tuple[str, ...]]], t0: float, timeout_s: float
+) -> float:
+    """Wait until each table's ``files()`` hold one SSTable, nothing temporary, unchanged for 3 s, and no
+    compaction of ``keyspace`` runs; returns the seconds since ``t0`` (ChatlogError at ``timeout_s``)."""
     stable_since, last = time.monotonic(), None
     while time.monotonic() - t0 < timeout_s:
-        state = []
-        for table in layout.tables:
-            d = _table_dir(data_dir, keyspace, table.name)
-            files = sorted(p.name for p in d.iterdir()) if d is not None and d.exists() else []
-            state.append((table.name, tuple(files)))
-        single = all(sum(1 for f in files if f.endswith("-Data.db")) == 1 for _, files in state)
-        busy = any("tmp" in f for _, files in state for f in files)
+        state = files()
+        single = all(sum(1 for f in names if f.endswith("-Data.db")) == 1 for names in state)
+        busy = any("tmp" in f for names in state for f in names)
         if state != last:
             stable_since, last = time.monotonic(), state
         elif (
             single
             and not busy
             and time.monotonic() - stable_since > 3.0
-            and not _compacting(session, keyspace)
+            and not compacting(session, keyspace)
         ):
             return time.monotonic() - t0
         time.sleep(0.5)
     raise ChatlogError(f"{keyspace}: the tables did not compact to one SSTable each in {timeout_s:.0f} s")
 
 
-def _compacting(session: Any, keyspace: str) -> bool:
+def compacting(session: Any, keyspace: str) -> bool:
+    """Whether Cassandra runs an SSTable task (a compaction) in ``keyspace``."""
     try:
         rows = session.execute("SELECT keyspace_name FROM system_views.sstable_tasks", timeout=30)
     except Exception:
@@ -786,7 +801,7 @@ def measure_layout(
     n = len(rows)
     on_disk = uncompressed = 0
     for table in layout.tables:
-        d = _table_dir(data_dir, keyspace, table.name)
+        d = table_dir(data_dir, keyspace, table.name)
         assert d is not None
         data = sstables(d)
         size = sum(p.stat().st_size for p in data)
