@@ -362,3 +362,16 @@ def chat_events(
         assert event is not None
         out.append(event)
     return out
+
+
+def twitch_event(
+    kind: str, channel: str, *, sent_at: int, received_after_ms: int = 3, ingester: str = "r1", **line: Any
+) -> ChatEvent:
+    """The event an ingester makes of :func:`twitch_line` (``line``: its keyword arguments) sent at
+    ``sent_at`` and received ``received_after_ms`` later."""
+    from core.irc_parse import parse_line
+
+    raw = twitch_line(kind, channel, sent_at=sent_at, **line)
+    event = parse_line(raw, received_at=sent_at + received_after_ms, ingester=ingester)
+    assert event is not None, raw
+    return event

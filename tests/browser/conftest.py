@@ -30,9 +30,8 @@ import pytest
 from playwright.sync_api import Browser, BrowserContext, Page, Playwright, Route, sync_playwright
 
 from core.cql import apply_schema, connect
-from core.irc_parse import parse_line
 from core.settings import StackSettings
-from core.testing import twitch_line
+from core.testing import twitch_event
 from schemas.chat_event import ChatEvent, encode
 from sink.executor.cassandra import close_sessions
 from sink.executor.partition import NameCache, write_partition
@@ -90,7 +89,7 @@ def event(
         display = login.capitalize()
     if kind == "PRIVMSG" and message_id is None:
         message_id = str(uuid.uuid4())
-    line = twitch_line(
+    return twitch_event(
         kind,
         channel,
         sent_at=at,
@@ -102,9 +101,6 @@ def event(
         display_name=display,
         extra=extra,
     )
-    parsed = parse_line(line, received_at=at + 3, ingester="r1")
-    assert parsed is not None, line
-    return parsed
 
 
 def write_events(settings: StackSettings, events: list[ChatEvent], checkpoint: Path) -> None:

@@ -10,9 +10,8 @@ from typing import Any
 
 import pytest
 
-from core.irc_parse import parse_line
 from core.settings import StackSettings
-from core.testing import chat_events, twitch_line
+from core.testing import chat_events, twitch_event
 from schemas.chat_event import ChatEvent, encode
 from sink.executor.cassandra import close_sessions
 from sink.executor.partition import NameCache, WriteStats, write_partition
@@ -54,12 +53,13 @@ def line_event(
     extra: dict[str, str] | None = None,
     received_after_ms: int = 3,
 ) -> ChatEvent:
-    """The event an ingester makes of a Twitch line (:func:`core.testing.twitch_line`) sent at ``at``
+    """The event an ingester makes of a Twitch line (:func:`core.testing.twitch_event`) sent at ``at``
     and received ``received_after_ms`` later."""
-    line = twitch_line(
+    return twitch_event(
         kind,
         channel,
         sent_at=at,
+        received_after_ms=received_after_ms,
         login=login,
         text=text,
         user_id=user_id,
@@ -68,9 +68,6 @@ def line_event(
         display_name=display_name,
         extra=extra,
     )
-    event = parse_line(line, received_at=at + received_after_ms, ingester="r1")
-    assert event is not None, line
-    return event
 
 
 def write(settings: SinkSettings, events: list[ChatEvent]) -> WriteStats:
