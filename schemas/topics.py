@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from importlib import resources
 from typing import Any, Protocol
 
-ROLES = ("channels", "messages", "deadletter", "status", "coverage")
+ROLES = ("channels", "messages", "deadletter", "status", "coverage", "optout")
 
 
 class TopicSettings(Protocol):
@@ -45,7 +45,7 @@ def topic_specs(settings: TopicSettings | None = None) -> list[TopicSpec]:
         partitions = int(entry["partitions"])
         config = {str(k): str(v) for k, v in entry.get("config", {}).items()}
         if settings is not None:
-            name = str(getattr(settings, f"topic_{role}"))
+            name = str(getattr(settings, f"topic_{role}", name))  # topic_optout: consent.settings
             if role == "channels":
                 partitions = settings.channel_buckets
             elif role == "messages":

@@ -1,0 +1,270 @@
+"""The opt-out registry: the whole compacted ``chatlog.optout`` topic, followed in a background thread.
+
+Every process that enforces consent (ingesters, the sink, ``chatlog serve``) holds one
+:class:`OptOutRegistry`. It assigns itself every partition of the topic from the beginning (no consumer
+group, no commits: it is stateless, like the channel registry's readers), folds the records by key
+(latest wins, a tombstone removes) and keeps tailing, so an opt-out or a lift reaches it within about a
+second. :meth:`wait_ready` returns once it has read up to the end offsets the topic had when it started.
+Reads (:meth:`user_out`, :meth:`users`...) are lock-free: the sets are replaced, never changed.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import socket
+import threading
+import time
+import uuid
+from collections.abc import Callable
+from typing import Any, Final
+
+from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, TopicPartition
+
+from consent.records import Code, InvalidRecord, OptOut, Value, decode
+from core.errors import ChatlogError
+from core.kafka_probe import QUIET, describe, probe
+from core.settings import KafkaSettings
+
+log = logging.getLogger(__name__)
+
+POLL_S: Final = 0.2
+"""Longest wait of one poll: how soon the thread sees :meth:`OptOutRegistry.close`."""
+BATCH: Final = 500
+RETRY_S: Final = 2.0
+"""Seconds between attempts to reach Kafka (or find the topic) while it is not there."""
+PROBE_TIMEOUT_S: Final = 5.0
+FETCH_WAIT_MS: Final = 100
+
+Callback = Callable[[str, Value | None], None]
+
+
+class OptOutRegistry:
+    """Who opted out, from the topic ``topic`` (see the module doc)."""
+
+    def __init__(self, settings: KafkaSettings, topic: str) -> None:
+        self.settings = settings
+        self.topic = topic
+        self._values: dict[str, Value] = {}
+        self._users: frozenset[str] = frozenset()
+        self._channels: frozenset[str] = frozenset()
+        self._user_ids: set[str] = set()
+        self._channel_ids: set[str] = set()
+        self._dirty = False
+        self._callbacks: list[Callback] = []
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._ready = threading.Event()
+        self._thread: threading.Thread | None = None
+        self.error: str | None = None
+        """Why the topic cannot be read now (Kafka down, no topic), None while it can."""
+        self.records_read = 0
+
+    # --- life ---------------------------------------------------------------------------------------
+
+    def start(self) -> None:
+        """Start the reader thread (returns at once; :meth:`wait_ready` waits for the catch-up)."""
+        if self._thread is not None:
+            return
+        self._thread = threading.Thread(target=self._run, name=f"optout-{self.topic}", daemon=True)
+        self._thread.start()
+
+    def wait_ready(self, timeout_s: float) -> None:
+        """Return once the topic was read to the end offsets it had at start; ChatlogError (one line,
+        naming the setting to check) when that does not happen within ``timeout_s``."""
+        if self._thread is None:
+            self.start()
+        if self._ready.wait(timeout_s):
+            return
+        reason = self.error or (
+            f"the opt-out topic {self.topic} was not read to its end within {timeout_s:.0f}s "
+            "(CHATLOG_KAFKA_BOOTSTRAP_SERVERS)"
+        )
+        raise ChatlogError(f"opt-out registry: {reason}")
+
+    @property
+    def ready(self) -> bool:
+        return self._ready.is_set()
+
+    def close(self) -> None:
+        self._stop.set()
+        thread = self._thread
+        if thread is not None and thread is not threading.current_thread():
+            thread.join(30)
+
+    def __enter__(self) -> OptOutRegistry:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # --- reads --------------------------------------------------------------------------------------
+
+    def user_out(self, user_id: str | None) -> bool:
+        return user_id is not None and user_id in self._users
+
+    def channel_out(self, channel_id: str | None) -> bool:
+        return channel_id is not None and channel_id in self._channels
+
+    def users(self) -> frozenset[str]:
+        return self._users
+
+    def channels(self) -> frozenset[str]:
+        return self._channels
+
+    def optout(self, kind: str, id: str) -> OptOut | None:
+        value = self._values.get(f"{kind}:{id}")
+        return value if isinstance(value, OptOut) else None
+
+    def optouts(self) -> list[OptOut]:
+        """Every current opt-out, oldest first."""
+        with self._lock:
+            found = [v for v in self._values.values() if isinstance(v, OptOut)]
+        return sorted(found, key=lambda o: (o.at, o.kind, o.id))
+
+    def code(self, code: str) -> Code | None:
+        """The code's record; None when absent, retired or expired."""
+        value = self._values.get(f"code:{code}")
+        if not isinstance(value, Code) or value.expires_at <= time.time() * 1000:
+            return None
+        return value
+
+    def subscribe(self, callback: Callback) -> None:
+        """Call ``callback(key, value or None)`` from the reader thread for every record read from now on.
+        An exception it raises is logged, never stops the reader."""
+        with self._lock:
+            self._callbacks = [*self._callbacks, callback]
+
+    # --- the reader thread ---------------------------------------------------------------------------
+
+    def apply(self, key: str, value: Value | None, *, publish: bool = True) -> None:
+        """Fold one record in (what the reader does for each; public for tests and replays). ``publish``:
+        make the new sets visible now (else at the next :meth:`publish`; the catch-up does it per batch,
+        so reading a topic of n opt-outs costs O(n), not O(n^2))."""
+        with self._lock:
+            old = self._values.pop(key, None)
+            if isinstance(old, OptOut) or isinstance(value, OptOut):
+                self._dirty = True
+            if isinstance(old, OptOut):
+                (self._user_ids if old.kind == "user" else self._channel_ids).discard(old.id)
+            if value is not None:
+                self._values[key] = value
+                if isinstance(value, OptOut):
+                    (self._user_ids if value.kind == "user" else self._channel_ids).add(value.id)
+            callbacks = self._callbacks
+        if publish:
+            self.publish()
+        for callback in callbacks:
+            try:
+                callback(key, value)
+            except Exception:
+                log.exception("opt-out registry: a subscriber failed on %s", key)
+
+    def publish(self) -> None:
+        """Make the folded sets visible to readers (replaced, never changed in place)."""
+        with self._lock:
+            if self._dirty:
+                self._users = frozenset(self._user_ids)
+                self._channels = frozenset(self._channel_ids)
+                self._dirty = False
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            consumer = None
+            try:
+                consumer, ends = self._connect()
+                self.error = None
+                self._consume(consumer, ends)
+            except ChatlogError as exc:
+                self.error = str(exc)
+                log.warning("opt-out registry: %s; retrying in %.0fs", exc, RETRY_S)
+                self._stop.wait(RETRY_S)
+            except Exception as exc:  # the thread keeps trying; the reason is kept for wait_ready
+                self.error = f"{type(exc).__name__}: {' '.join(str(exc).split())[:200]}"
+                log.exception("opt-out registry failed; retrying in %.0fs", RETRY_S)
+                self._stop.wait(RETRY_S)
+            finally:
+                if consumer is not None:
+                    with contextlib.suppress(Exception):
+                        consumer.close()
+
+    def _connect(self) -> tuple[Any, dict[int, int]]:
+        metadata = probe(self.settings, PROBE_TIMEOUT_S)
+        found = metadata.topics.get(self.topic)
+        if found is None or found.error is not None or not found.partitions:
+            raise ChatlogError(
+                f"the opt-out topic {self.topic} does not exist (CHATLOG_TOPIC_OPTOUT; `chatlog init` "
+                "creates it)"
+            )
+        partitions = sorted(found.partitions)
+        consumer = Consumer(
+            {
+                **self.settings.kafka_client_config(),
+                **QUIET,
+                "group.id": f"chatlog-optout-{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:8]}",
+                "enable.auto.commit": False,
+                "enable.auto.offset.store": False,
+                "enable.partition.eof": True,
+                "fetch.wait.max.ms": FETCH_WAIT_MS,
+                "error_cb": self._on_error,
+            }
+        )
+        try:
+            ends = {}
+            for p in partitions:
+                low, high = consumer.get_watermark_offsets(TopicPartition(self.topic, p), PROBE_TIMEOUT_S)
+                ends[p] = high if high > low else 0
+            consumer.assign([TopicPartition(self.topic, p, OFFSET_BEGINNING) for p in partitions])
+        except KafkaException as exc:
+            consumer.close()
+            err = exc.args[0] if exc.args and isinstance(exc.args[0], KafkaError) else None
+            raise ChatlogError(describe(self.settings, [err] if err is not None else [])) from None
+        return consumer, ends
+
+    def _on_error(self, err: KafkaError) -> None:
+        if err.code() in (KafkaError._ALL_BROKERS_DOWN, KafkaError._AUTHENTICATION, KafkaError._SSL):
+            self.error = describe(self.settings, [err])
+
+    def _consume(self, consumer: Any, ends: dict[int, int]) -> None:
+        behind = {p for p, end in ends.items() if end > 0}
+        if not behind:
+            self._ready.set()
+        while not self._stop.is_set():
+            first = consumer.poll(POLL_S)
+            if first is None:
+                continue
+            for record in [first, *consumer.consume(BATCH - 1, 0)]:
+                err = record.error()
+                partition = record.partition()
+                if err is not None:
+                    if err.code() == KafkaError._PARTITION_EOF:
+                        behind.discard(partition)
+                    elif err.code() == KafkaError.UNKNOWN_TOPIC_OR_PART:
+                        raise ChatlogError(f"the opt-out topic {self.topic} is gone (CHATLOG_TOPIC_OPTOUT)")
+                    continue
+                self.error = None
+                self._record(record, publish=self._ready.is_set())
+                if record.offset() + 1 >= ends.get(partition, 0):
+                    behind.discard(partition)
+            self.publish()
+            if behind:
+                continue
+            if not self._ready.is_set():
+                self._ready.set()
+
+    def _record(self, record: Any, *, publish: bool) -> None:
+        raw_key = record.key()
+        if raw_key is None:
+            return
+        key = raw_key.decode("utf-8", "replace")
+        try:
+            value = decode(key, record.value())
+        except InvalidRecord as exc:
+            log.warning(
+                "opt-out registry: skipped a record at %s/%s: %s", record.partition(), record.offset(), exc
+            )
+            return
+        self.records_read += 1
+        self.apply(key, value, publish=publish)

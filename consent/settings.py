@@ -1,0 +1,82 @@
+"""Settings of consent (issue 20): the opt-out topic, the self-service command, the admin API keys."""
+
+from __future__ import annotations
+
+import re
+from typing import Final
+
+from pydantic import Field, SecretStr, field_validator
+
+from core.settings import KafkaSettings
+
+DEFAULT_TOPIC: Final = "chatlog.optout"
+_KEY_NAME: Final = re.compile(r"[A-Za-z0-9_.\-]{1,40}")
+MIN_SECRET_CHARS: Final = 16
+
+
+def parse_admin_keys(text: str) -> dict[str, SecretStr]:
+    """``name:secret[,name:secret...]`` -> {name: secret}; ValueError naming the pair (never the secret)."""
+    keys: dict[str, SecretStr] = {}
+    for number, pair in enumerate((p.strip() for p in text.split(",")), 1):
+        if not pair:
+            continue
+        name, sep, secret = pair.partition(":")
+        name = name.strip()
+        if not sep or not _KEY_NAME.fullmatch(name):
+            raise ValueError(f"pair {number} is not name:secret (name: letters, digits, _ . -)")
+        if len(secret) < MIN_SECRET_CHARS:
+            raise ValueError(f"the secret of key {name!r} is shorter than {MIN_SECRET_CHARS} characters")
+        if name in keys:
+            raise ValueError(f"key name {name!r} is given twice")
+        keys[name] = SecretStr(secret)
+    return keys
+
+
+class ConsentSettings(KafkaSettings):
+    """Consent: the opt-out registry (topic ``chatlog.optout``), self-service codes, the admin API."""
+
+    topic_optout: str = Field(
+        default=DEFAULT_TOPIC,
+        description="Compacted opt-out registry topic (keys user:<id>, channel:<id>, code:<code>).",
+    )
+    optout_command: str = Field(
+        default="!chatlog",
+        min_length=1,
+        max_length=40,
+        pattern=r"^\S+$",
+        description="Chat command word of self-service opt-out: `<word> optout CODE` in a logged channel.",
+    )
+    optout_code_ttl_s: int = Field(
+        default=600, ge=30, le=7 * 86400, description="Seconds a self-service opt-out code stays valid."
+    )
+    optout_ready_timeout_s: float = Field(
+        default=30.0,
+        gt=0,
+        description="Seconds a service waits at start for the opt-out registry to read the whole topic.",
+    )
+    serve_admin_keys: SecretStr | None = Field(
+        default=None,
+        description=(
+            "Keys of the consent admin API (`/admin/optout`, `/admin/erase`) as name:secret pairs, comma "
+            "separated (secrets of 16+ characters); the name is written to the audit. Unset: those routes "
+            "answer 404 (secret)."
+        ),
+    )
+
+    @field_validator("serve_admin_keys")
+    @classmethod
+    def _keys_parse(cls, value: SecretStr | None) -> SecretStr | None:
+        if value is not None:
+            parse_admin_keys(value.get_secret_value())
+        return value
+
+    def admin_keys(self) -> dict[str, SecretStr]:
+        """{key name: secret} of ``serve_admin_keys`` (empty when unset)."""
+        if self.serve_admin_keys is None:
+            return {}
+        return parse_admin_keys(self.serve_admin_keys.get_secret_value())
+
+
+def optout_topic(settings: KafkaSettings) -> str:
+    """The opt-out topic of ``settings`` (its ``topic_optout`` when it has one, else the default)."""
+    return str(getattr(settings, "topic_optout", DEFAULT_TOPIC))
