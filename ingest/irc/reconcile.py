@@ -10,8 +10,11 @@ No sockets and no clock here; the pool feeds in its state and executes the plan.
 - At most ``capacity`` channels (joined + pending) per connection; JOINs only up to ``join_budget``
   (the rate limiter's free slots); channels a timed-out JOIN moved away only go to connections with
   an id of at least ``fresh_after[channel]`` (a fresh connection).
-- Unwanted or duplicate channels on READY connections are PARTed (the lowest connection id keeps a
-  duplicate). Idle connections close once every wanted channel is covered.
+- Unwanted or duplicate channels on READY connections are PARTed (the connection ``keep`` names keeps
+  a duplicate: the target of a move, so a move is make-before-break; else the lowest connection id).
+  Idle connections close once every wanted channel is covered.
+- With ``rates`` (msg/s per channel, ingest/placement.py), homeless channels are joined hottest first,
+  each on the least-loaded connection by rate, then by count; without, first-fit in connection order.
 """
 
 from __future__ import annotations
@@ -58,6 +61,7 @@ class _Slot:
     conn_id: int
     free: int
     ready: bool
+    rate: float = 0.0
 
 
 def plan(
@@ -70,12 +74,15 @@ def plan(
     fresh_after: Mapping[str, int] | None = None,
     blocked: AbstractSet[str] = frozenset(),
     max_open: int | None = None,
+    rates: Mapping[str, float] | None = None,
+    keep: Mapping[str, int] | None = None,
 ) -> Plan:
     """The actions that bring ``conns`` towards ``wanted``.
 
     ``horizon`` bounds how many homeless channels are considered for opening connections in one go
     (the limiter's window: no point opening connections faster than JOINs can fill them); ``blocked``
-    channels (in failure backoff) are left alone; ``max_open`` caps the connections to open.
+    channels (in failure backoff) are left alone; ``max_open`` caps the connections to open;
+    ``rates`` makes the joins load-aware; ``keep`` names the connection that keeps a duplicate.
     """
     fresh_after = fresh_after or {}
     views = sorted(conns, key=lambda c: c.conn_id)
@@ -86,9 +93,12 @@ def plan(
     parts: list[tuple[int, str]] = []
     covered: set[str] = set()  # joined (not parting) or pending on a READY connection
     confirmed: set[str] = set()  # joined (not parting) on a READY connection
+    owners = _owners(keep, ready) if keep else {}
     for c in ready:
         staying = c.joined - c.parting if c.parting else c.joined
         drop = (staying - wanted) | (staying & confirmed)
+        if owners:
+            drop |= {ch for ch in staying if owners.get(ch, c.conn_id) != c.conn_id}
         parts.extend((c.conn_id, ch) for ch in sorted(drop))
         kept = staying - drop if drop else staying
         confirmed |= kept
@@ -98,14 +108,20 @@ def plan(
     homeless = wanted - covered
     if blocked:
         homeless -= blocked
-    ordered = _prioritised(homeless, draining)
+    ordered = _prioritised(homeless, draining, rates)
     if horizon is not None:
         ordered = ordered[: max(horizon, join_budget, 0)]
 
-    slots = [_Slot(c.conn_id, capacity - c.load, True) for c in ready]
+    if rates is None:
+        slots = [_Slot(c.conn_id, capacity - c.load, True) for c in ready]
+    else:
+        slots = [_Slot(c.conn_id, capacity - c.load, True, _held_rate(c, rates)) for c in ready]
     slots += [_Slot(c.conn_id, capacity, False) for c in connecting]
     slots.sort(key=lambda s: s.conn_id)
-    joins, used, new_conns = _assign(ordered, slots, capacity, join_budget, fresh_after)
+    if rates is None:
+        joins, used, new_conns = _assign(ordered, slots, capacity, join_budget, fresh_after)
+    else:
+        joins, used, new_conns = _assign_by_load(ordered, slots, capacity, join_budget, fresh_after, rates)
 
     close = [c.conn_id for c in draining if (c.joined & wanted) <= confirmed]
     if not homeless:
@@ -115,16 +131,79 @@ def plan(
     return Plan(joins, parts, opened, sorted(close), len(homeless))
 
 
-def _prioritised(homeless: AbstractSet[str], draining: Sequence[ConnView]) -> list[str]:
-    """Channels about to lose their (draining) connection first, then the rest; each sorted."""
+def _owners(keep: Mapping[str, int], ready: Sequence[ConnView]) -> dict[str, int]:
+    """Channel -> the connection that keeps it, where that connection is READY and has it joined."""
+    by_id = {c.conn_id: c for c in ready}
+    out: dict[str, int] = {}
+    for ch, cid in keep.items():
+        c = by_id.get(cid)
+        if c is not None and ch in c.joined and ch not in c.parting:
+            out[ch] = cid
+    return out
+
+
+def _held_rate(c: ConnView, rates: Mapping[str, float]) -> float:
+    held = (c.joined - c.parting) | c.pending if c.parting else c.joined | c.pending
+    return sum(rates.get(ch, 0.0) for ch in held)
+
+
+def _prioritised(
+    homeless: AbstractSet[str], draining: Sequence[ConnView], rates: Mapping[str, float] | None = None
+) -> list[str]:
+    """Channels about to lose their (draining) connection first, then the rest; each sorted (by
+    name, or hottest first when ``rates`` are given)."""
     if not homeless:
         return []
+
+    def order(chs: Iterable[str]) -> list[str]:
+        if rates is None:
+            return sorted(chs)
+        return sorted(chs, key=lambda ch: (-rates.get(ch, 0.0), ch))
+
     moving: set[str] = set()
     for c in draining:
         moving |= c.joined & homeless
     if not moving:
-        return sorted(homeless)
-    return sorted(moving) + sorted(homeless - moving)
+        return order(homeless)
+    return order(moving) + order(homeless - moving)
+
+
+def _assign_by_load(
+    ordered: Sequence[str],
+    slots: list[_Slot],
+    capacity: int,
+    join_budget: int,
+    fresh_after: Mapping[str, int],
+    rates: Mapping[str, float],
+) -> tuple[list[tuple[int, str]], set[int], int]:
+    """Like ``_assign``, but each channel goes to the least-loaded slot with room (by rate, then by
+    channels held, then id: ``placement.choose_connection``); slots gain the channel's rate. READY
+    connections come first (a JOIN now beats a better place later: a move can fix the place)."""
+    joins: list[tuple[int, str]] = []
+    used: set[int] = set()
+    new_conns = 0
+    new_free = 0
+    for ch in ordered:
+        min_id = fresh_after.get(ch, 0)
+        slot: _Slot | None = None
+        best: tuple[bool, float, int, int] | None = None
+        for s in slots:
+            if s.free > 0 and s.conn_id >= min_id:
+                key = (not s.ready, s.rate, capacity - s.free, s.conn_id)
+                if best is None or key < best:
+                    best, slot = key, s
+        if slot is None:
+            if new_free == 0:
+                new_conns += 1
+                new_free = capacity
+            new_free -= 1
+            continue
+        slot.free -= 1
+        slot.rate += rates.get(ch, 0.0)
+        used.add(slot.conn_id)
+        if slot.ready and len(joins) < join_budget:
+            joins.append((slot.conn_id, ch))
+    return joins, used, new_conns
 
 
 def _assign(
