@@ -70,6 +70,25 @@ def bench_rebalance(
     typer.echo(b.summary(result))
 
 
+@app.command("placement")
+def bench_placement(
+    channels: Annotated[int, typer.Option(min=10, help="Channels (Zipf-like rates).")] = 2000,
+    workers: Annotated[int, typer.Option(min=1, help="Workers (ingesters of one replica).")] = 4,
+    top10_rate: Annotated[
+        float, typer.Option(min=1, help="Rate of the 10th hottest channel, msg/s.")
+    ] = 300.0,
+    hours: Annotated[float, typer.Option(min=0.1, help="Simulated hours.")] = 2.0,
+    out: Annotated[Path, typer.Option(help="Result JSON.")] = Path("results/bench_placement.json"),
+) -> None:
+    """Channels on connections by count (before) vs by measured load (after), simulated: max/mean
+    msg/s per connection and per worker, moves per hour, messages lost during moves."""
+    from bench import placement as b
+
+    result = b.run(channels=channels, workers=workers, top10_rate=top10_rate, hours=hours, out=out)
+    typer.echo(b.summary(result))
+    typer.echo(f"wrote {out}")
+
+
 @app.command("sink")
 def bench_sink(
     events: Annotated[int, typer.Option(help="Events for the throughput run (0 = skip).")] = 150_000,

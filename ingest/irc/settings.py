@@ -71,6 +71,34 @@ class PoolSettings(IrcSettings):
         "memory); the connection stays up.",
     )
 
+    ingest_max_channels: int | None = Field(
+        default=None,
+        ge=1,
+        description="Most channels this worker joins (its capacity; unset = no limit). Assigned more, it "
+        "joins the hottest (channels already joined keep their place) and reports the rest as "
+        "over_capacity (heartbeat, chatlog status, chatlog_irc_channels_over_capacity) for an operator or "
+        "an autoscaler to add workers.",
+    )
+    irc_max_msgs_per_conn: float = Field(
+        default=1500.0,
+        gt=0,
+        description="Message rate (msg/s, measured, decayed over ~1 min) above which a connection moves its "
+        "hottest channel that fits to another connection, make-before-break (JOIN there, PART here once "
+        "the JOIN is echoed).",
+    )
+    irc_rebalance_ratio: float = Field(
+        default=1.25,
+        ge=0,
+        description="A connection above this many times the mean rate of the worker's connections also "
+        "moves a channel (when that is below CHATLOG_IRC_MAX_MSGS_PER_CONN); 0 = the ceiling only.",
+    )
+    irc_move_cooldown_s: float = Field(
+        default=120.0,
+        ge=0,
+        description="A channel moves between connections, and a connection gives one away, at most once "
+        "per this many seconds (no flapping).",
+    )
+
     @model_validator(mode="after")
     def _backoff_order(self) -> PoolSettings:
         if self.irc_reconnect_backoff_max_s < self.irc_reconnect_backoff_min_s:
