@@ -14,6 +14,9 @@ Nothing is dropped:
   ``source`` = ``irc:<worker id>``), is counted, and is logged once per reason with a sample
   (again at most every ``ingest_malformed_log_interval_s``).
 
+Dropped on purpose, and counted: the events of opted-out users and channels (the ``gate``,
+:class:`ingest.consent.OptOutGate`), before they are encoded.
+
 Delivery callbacks run inside :meth:`IngestProducer.poll` / ``flush`` on the worker's event-loop
 thread; re-produces are queued there and sent from the next :meth:`poll`, never from inside a callback.
 """
@@ -21,12 +24,13 @@ thread; re-produces are queued there and sent from the next :meth:`poll`, never 
 from __future__ import annotations
 
 import logging
+import re
 import time
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
-from typing import Any, Final
+from typing import Any, Final, Protocol
 
 from confluent_kafka import KafkaError, Producer
 
@@ -39,9 +43,55 @@ from schemas.chat_event import ChatEvent, encode
 log = logging.getLogger(__name__)
 
 ParseFn = Callable[..., ChatEvent | None]
+
+
+class Gate(Protocol):
+    """Consent on the hot path (:class:`ingest.consent.OptOutGate`)."""
+
+    def drop(self, event: ChatEvent) -> bool:
+        """Whether the event must not reach Kafka (an opted-out user or channel)."""
+        ...
+
+    def not_chat(self, line: str) -> None:
+        """A line that is no chat event (a ROOMSTATE teaches a channel's room id)."""
+        ...
+
+
 _STATUS_MAX_BYTES: Final = 16 * 1024 * 1024
 _DEAD_LETTER_MAX_BYTES: Final = 256 * 1024
 """A malformed line is dead-lettered up to this size (the topic's default limit is 1 MiB per record)."""
+
+
+_TWITCH_ID = re.compile(r"[0-9]{1,20}")
+
+
+def with_client_id_tags(parse: ParseFn) -> ParseFn:
+    """``parse`` that takes a line's Twitch ids from client-only tags when it has none: ``+user-id`` as
+    ``user_id``, ``+room-id`` as ``channel_id``, ``+badges`` as the ``badges`` tag.
+
+    For test and simulation servers only (``ingest_client_id_tags``): a plain IRC server (InspIRCd with
+    ``ircv3_ctctags``) relays the client tags a sender sets, so a test client can speak as a Twitch user
+    of a Twitch room through a real IRC server. Any client can set them: never on a real network."""
+
+    def parse_with_ids(line: str, **kwargs: Any) -> ChatEvent | None:
+        event = parse(line, **kwargs)
+        if event is None:
+            return None
+        tags = event.tags
+        if event.user_id is None:
+            user_id = tags.get("+user-id")
+            if user_id is not None and _TWITCH_ID.fullmatch(user_id):
+                event.user_id = user_id
+        if event.channel_id is None:
+            room = tags.get("+room-id")
+            if room is not None and _TWITCH_ID.fullmatch(room):
+                event.channel_id = room
+        badges = tags.get("+badges")
+        if badges is not None and "badges" not in tags:
+            tags["badges"] = badges
+        return event
+
+    return parse_with_ids
 
 
 def producer_config(settings: IngestSettings, worker_id: str) -> dict[str, Any]:
@@ -91,6 +141,7 @@ class IngestProducer:
         producer: Any = None,
         parse: ParseFn = parse_line,
         clock: Callable[[], float] = time.monotonic,
+        gate: Gate | None = None,
     ) -> None:
         self._settings = settings
         self._worker_id = worker_id
@@ -101,6 +152,7 @@ class IngestProducer:
         self._source = f"irc:{worker_id}".encode()
         self._parse = parse
         self._clock = clock
+        self.gate = gate
         self._attempts = settings.ingest_delivery_attempts
         self._log_interval = settings.ingest_malformed_log_interval_s
         self._malformed_logged: dict[str, tuple[float, int]] = {}
@@ -122,6 +174,7 @@ class IngestProducer:
         produce = self._producer.produce
         topic = self._topic
         ingester = self._worker_id
+        gate = self.gate
         events = not_chat = 0
         for line in lines:
             try:
@@ -134,6 +187,10 @@ class IngestProducer:
                 continue
             if event is None:
                 not_chat += 1
+                if gate is not None:
+                    gate.not_chat(line)
+                continue
+            if gate is not None and gate.drop(event):
                 continue
             value = encode(event)
             try:

@@ -11,8 +11,9 @@ import re
 import socket
 from typing import Literal
 
-from pydantic import Field, field_validator
+from pydantic import Field, field_validator, model_validator
 
+from consent.settings import ConsentSettings
 from core.settings import IrcSettings, KafkaSettings
 from ingest.irc.settings import PoolSettings
 
@@ -39,8 +40,9 @@ class StatusSettings(RegistrySettings):
     )
 
 
-class IngestSettings(PoolSettings, KafkaSettings):
-    """One ingester: its consumer-group membership, its producer, its heartbeats and its metrics."""
+class IngestSettings(PoolSettings, ConsentSettings):
+    """One ingester: its consumer-group membership, its producer, its heartbeats and its metrics, and
+    consent (the opt-out topic it enforces, the self-service command word: consent/settings.py)."""
 
     ingest_replica: int = Field(
         default=0, ge=0, le=999, description="Replica (consumer group) of this ingester."
@@ -107,6 +109,12 @@ class IngestSettings(PoolSettings, KafkaSettings):
     ingest_malformed_log_interval_s: float = Field(
         default=60.0, gt=0, description="Malformed lines are logged once per reason, then at most this often."
     )
+    ingest_client_id_tags: bool = Field(
+        default=False,
+        description="Take a line's Twitch ids from the client-only tags +user-id, +room-id (and +badges) "
+        "when it has none: for test servers (InspIRCd relays the tags a client sets), never on a real "
+        "network. Only with CHATLOG_IRC_FLAVOR=ircv3.",
+    )
     metrics_port: int = Field(
         default=9100,
         ge=0,
@@ -121,6 +129,12 @@ class IngestSettings(PoolSettings, KafkaSettings):
     def metrics_port_chosen(self) -> bool:
         """Whether the metrics port was set (variable or flag), so it must be that port or nothing."""
         return "metrics_port" in self.model_fields_set
+
+    @model_validator(mode="after")
+    def _client_ids_off_twitch(self) -> IngestSettings:
+        if self.ingest_client_id_tags and self.irc_flavor == "twitch":
+            raise ValueError("ingest_client_id_tags is for test servers: not with irc_flavor twitch")
+        return self
 
     @field_validator("ingest_worker_id")
     @classmethod

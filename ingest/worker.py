@@ -8,6 +8,10 @@ Coverage: every change of the confirmed set goes to ``chatlog.coverage`` as per-
 (ingest/coverage.py), and the confirmations of the other workers of the replica group, read from
 there, release the channels of revoked buckets (hand-off by confirmation, ingest/membership.py).
 
+Consent: the wanted channels go to the pool minus the opted-out ones, and the producer drops opted-out
+users' events (ingest/consent.py); an opt-out or a lift read by the registry's thread is applied on the
+loop at once (a part or a rejoin within about a second of the record, on every replica).
+
 Wiring: :class:`Worker` takes its collaborators as arguments (tests drive it with doubles);
 :func:`build_worker` makes the real ones.
 
@@ -32,14 +36,16 @@ from typing import Any, Protocol
 from prometheus_client import REGISTRY, CollectorRegistry
 
 from core.errors import ChatlogError
+from core.irc_parse import parse_line
 from core.kafka_probe import PROBE_TIMEOUT_S, probe
 from ingest import status
+from ingest.consent import OptOutGate
 from ingest.coverage import ConfirmationWatch, CoverageTracker
 from ingest.irc.pool import IrcPool
 from ingest.irc.stats import PoolStats
 from ingest.membership import GroupAssignments, Membership, Snapshot, consumer_config
 from ingest.metrics import FastHistogram, IngestCollector, MetricsServer, Sample
-from ingest.producer import IngestProducer
+from ingest.producer import IngestProducer, with_client_id_tags
 from ingest.registry import QUIET
 from ingest.settings import IngestSettings
 from schemas.coverage import CoverageEvent
@@ -114,6 +120,7 @@ class Worker:
         coverage: CoverageTracker,
         nothing_assigned: Callable[[str], bool],
         serve_metrics: ServeMetrics,
+        consent: OptOutGate | None = None,
     ) -> None:
         self.settings = settings
         self.worker_id = coverage.worker
@@ -127,6 +134,10 @@ class Worker:
         self.watch = watch
         self._nothing_assigned = nothing_assigned
         self._serve_metrics = serve_metrics
+        self.consent = consent
+        if consent is not None:
+            consent.notify = self._consent_notify
+            consent.channels_changed = self._consent_channels_changed
         self.snapshot = Snapshot(version=0, owned=(), loading=(), overlap=(), wanted=frozenset())
         self._loop: asyncio.AbstractEventLoop | None = None
         self._leaving = False
@@ -147,7 +158,38 @@ class Worker:
         changed = snap.wanted != self.snapshot.wanted
         self.snapshot = snap
         if changed:
-            self.pool.set_wanted(snap.wanted)
+            self.pool.set_wanted(self._allowed(snap.wanted))
+
+    def _allowed(self, wanted: AbstractSet[str]) -> AbstractSet[str]:
+        """The wanted channels minus those that opted out (ingest/consent.py)."""
+        return wanted if self.consent is None else self.consent.allowed(wanted)
+
+    # -- opt-outs -> pool ----------------------------------------------------------------------------
+    def _consent_notify(self) -> None:
+        """Called on the registry's thread when an opt-out or a lift arrived: refresh on the loop."""
+        loop = self._loop
+        if loop is not None and not loop.is_closed() and self.consent is not None:
+            with contextlib.suppress(RuntimeError):  # the loop is closing
+                loop.call_soon_threadsafe(self.consent.refresh)
+
+    def _consent_channels_changed(self) -> None:
+        """On the loop: the opted-out channels changed, or a channel's room id was learned; part (or
+        rejoin) at once. Deferred to the loop's next turn: it can be called from inside the pool's
+        line delivery."""
+        loop = self._loop
+        if loop is not None and not loop.is_closed():
+            loop.call_soon(self._reapply_wanted)
+
+    def _reapply_wanted(self) -> None:
+        if self._leaving:  # the hand-off loop sets the allowed channels every 0.2 s
+            return
+        allowed = self._allowed(self.snapshot.wanted)
+        parted = self.pool.wanted - allowed
+        self.pool.set_wanted(allowed)
+        if parted and self.consent is not None:
+            out = self.consent.opted_out_channels(parted)
+            if out:
+                log.info("parting %d opted-out channel(s): %s", len(out), ", ".join(out[:10]))
 
     # -- the process -------------------------------------------------------------------------------
     async def run(self, stop: asyncio.Event | None = None) -> int:
@@ -159,6 +201,12 @@ class Worker:
             for sig in (signal.SIGTERM, signal.SIGINT):
                 loop.add_signal_handler(sig, stop.set)
         metrics = self._start_metrics()
+        if self.consent is not None:  # every opt-out known before the first JOIN and the first line
+            try:
+                await loop.run_in_executor(None, self.consent.start, self.settings.optout_ready_timeout_s)
+            except BaseException:
+                metrics.stop()
+                raise
         await loop.run_in_executor(None, self.watch.start)  # at the topic's end before any revocation
         self.membership.start(self._published)
         log.info(
@@ -213,6 +261,8 @@ class Worker:
         await asyncio.gather(pool_task, return_exceptions=True)
         self._coverage_events(self.coverage.stop_all(status.now_ms(), "stopped"))
         self.watch.close()
+        if self.consent is not None:
+            await asyncio.get_running_loop().run_in_executor(None, self.consent.close)
         left = self.producer.flush(60)
         if left:
             log.error("%d record(s) were not acknowledged by Kafka at exit", left)
@@ -228,7 +278,7 @@ class Worker:
         deadline = time.monotonic() + limit_s
         while time.monotonic() < deadline:
             snap = self.membership.snapshot()
-            self.pool.set_wanted(snap.wanted)
+            self.pool.set_wanted(self._allowed(snap.wanted))
             if not snap.wanted:
                 log.info("every channel was handed off to a confirmed new owner")
                 return
@@ -394,6 +444,18 @@ class Worker:
             Sample(p + "coverage_errors", "Coverage events not delivered.", c.coverage_errors),
             Sample(p + "channels_wanted", "Channels this ingester should be in.", len(snap.wanted), "gauge"),
             Sample(p + "producer_queue", "Records waiting in the producer.", self.producer.queued(), "gauge"),
+            *self._consent_samples(),
+        ]  # fmt: skip
+
+    def _consent_samples(self) -> list[Sample]:
+        gate = self.consent
+        if gate is None:
+            return []
+        p = "chatlog_ingest_optout_"
+        return [
+            Sample(p + "dropped", "Events of opted-out users/channels dropped before Kafka.", gate.dropped),
+            Sample(p + "registered", "Self-service opt-outs registered from chat commands.", gate.registered),
+            Sample(p + "publish_errors", "Self-service opt-outs not written.", gate.publish_errors),
         ]  # fmt: skip
 
     def _histograms(self) -> Iterable[tuple[str, str, FastHistogram]]:
@@ -431,8 +493,17 @@ def check_topics(settings: IngestSettings, timeout: float = PROBE_TIMEOUT_S) -> 
 def build_worker(settings: IngestSettings) -> Worker:
     """The production wiring: a librdkafka producer, the IRC pool feeding it, the group membership, the
     coverage watch feeding confirmations to the membership, and the HTTP metrics endpoint."""
+    from consent.publish import OptOutPublisher
+    from consent.registry import OptOutRegistry
+
     worker_id = settings.worker_id
-    producer = IngestProducer(settings, worker_id)
+    gate = OptOutGate(
+        OptOutRegistry(settings, settings.topic_optout),
+        command_word=settings.optout_command,
+        publisher=OptOutPublisher(settings),
+    )
+    parse = with_client_id_tags(parse_line) if settings.ingest_client_id_tags else parse_line
+    producer = IngestProducer(settings, worker_id, parse=parse, gate=gate)
     membership = Membership(
         consumer_config(
             settings.kafka_client_config(),
@@ -472,6 +543,7 @@ def build_worker(settings: IngestSettings) -> Worker:
         coverage=CoverageTracker(settings.ingest_replica, worker_id, status.now_ms()),
         nothing_assigned=GroupAssignments(settings.kafka_client_config(), settings.group_id).nothing_for,
         serve_metrics=serve_metrics,
+        consent=gate,
     )
 
 
