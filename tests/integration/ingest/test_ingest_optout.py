@@ -239,9 +239,7 @@ def test_opted_out_users_are_dropped_and_opted_out_channels_parted_on_both_repli
             await alice.say(channels[0], rooms[channels[0]], "alice-is-back")
             await topic.until("alice's line after the lift", lambda t: t.count("alice-is-back") == 2)
             assert "in-an-opted-out-channel" not in topic.texts()
-            print(
-                f"channel opt-out: parted on both replicas in {took:.1f}s, rejoined {back:.1f}s after the lift"
-            )
+            print(f"channel opt-out: parted on both replicas in {took:.1f}s, back {back:.1f}s after the lift")
         finally:
             for chatter in (alice, bob):
                 await chatter.close()
