@@ -1,7 +1,8 @@
 """Settings of the sink (``chatlog sink``, ``chatlog logs``, ``chatlog bench sink``).
 
 Every key is a ``CHATLOG_*`` environment variable documented here with its default; flags override
-them. Kafka and Cassandra keys come from :class:`core.settings.KafkaSettings` and
+them. Kafka and Cassandra keys come from :class:`core.settings.KafkaSettings` (with the opt-out topic,
+:class:`consent.settings.ConsentSettings`) and
 :class:`core.settings.CassandraSettings` (e.g. ``CHATLOG_CASSANDRA_TTL_S`` for retention).
 """
 
@@ -13,7 +14,8 @@ from typing import Literal
 
 from pydantic import Field, field_validator
 
-from core.settings import PROJECT_ROOT, CassandraSettings, KafkaSettings
+from consent.settings import ConsentSettings
+from core.settings import PROJECT_ROOT, CassandraSettings
 
 _UNITS_MS = {
     "ms": 1,
@@ -42,8 +44,10 @@ def interval_ms(text: str) -> int:
     return round(float(match.group(1)) * _UNITS_MS[match.group(2)])
 
 
-class SinkSettings(KafkaSettings, CassandraSettings):
-    """The Spark Structured Streaming sink: Kafka ``chatlog.messages`` to Cassandra."""
+class SinkSettings(ConsentSettings, CassandraSettings):
+    """The Spark Structured Streaming sink: Kafka ``chatlog.messages`` to Cassandra; it drops the events of
+    opted-out users and channels (the opt-out topic of :class:`consent.settings.ConsentSettings`) and
+    erases the rows of new opt-outs (``sink_optout_erase``)."""
 
     state_dir: Path = Field(PROJECT_ROOT / ".state", description="Local state (checkpoint default).")
     cache_dir: Path = Field(PROJECT_ROOT / ".cache", description="Maven artifacts (Spark Kafka jars).")
@@ -150,6 +154,12 @@ class SinkSettings(KafkaSettings, CassandraSettings):
         description="Use the private Spark APIs fenced in sink/spark_private.py (raw-bytes hand-over, "
         "progress read from the JVM, the FileSystem checkpoint manager, the workers' zip-import patch); "
         "checked at start. false: public APIs only, slower but independent of Spark's internals.",
+    )
+    sink_optout_erase: bool = Field(
+        True,
+        description="The streaming sink erases the stored rows of every new opt-out without keep_history "
+        "(and, at start, of those the consent audit shows no erasure for), after the batches written "
+        "before it; the events of opted-out users and channels are never written, whatever this says.",
     )
     sink_ledger: bool = Field(
         True,

@@ -1,5 +1,10 @@
 """Replay / backfill: the sink's transformation as a bounded job over a time range of the topic.
 
+The events of opted-out users and channels are not written (the opt-outs the registry holds when the
+backfill starts, :mod:`sink.driver.optouts`), so a replay of the retained topic cannot bring erased rows
+back; an opt-out that arrives while the backfill runs is erased from its keyspace when it ends (unless
+it keeps the history, or ``sink_optout_erase`` is off).
+
 The range is by Kafka record time (when the ingester produced the event): ``--from`` inclusive,
 ``--to`` exclusive (default: everything there is now). Within the range the deduplication is exact
 (a batch ``dropDuplicates`` over the whole range). Rows go to the configured keyspace (created if
@@ -18,6 +23,7 @@ from core.errors import ChatlogError
 from core.times import format_time
 from sink import spark_private
 from sink.driver import offsets, transform
+from sink.driver.optouts import follower
 from sink.driver.session import get_session, kafka_options
 from sink.driver.stream import ensure_schema, failure_message
 from sink.driver.write import write_dataframe, write_dataframe_observed
@@ -39,6 +45,8 @@ class BackfillResult:
     read: int = 0
     invalid: int = 0
     duplicates: int = 0
+    opted_out: int = 0
+    """Events not written because their user or channel opted out."""
     written: WriteStats = field(default_factory=WriteStats)
     seconds: float = 0.0
     resent: bool = False
@@ -48,9 +56,11 @@ class BackfillResult:
         end = format_time(self.end_ms) if self.end_ms is not None else "now"
         tables = ", ".join(f"{t} {n}" for t, n in sorted(self.written.rows.items()))
         dead = f", {self.invalid} sent to the dead-letter topic" if self.invalid and self.resent else ""
+        optouts = f" and {self.opted_out} of opted-out users or channels" if self.opted_out else ""
         return (
             f"backfill {format_time(self.start_ms)} .. {end} into keyspace {self.keyspace}: "
-            f"read {self.read} events ({self.invalid} invalid{dead}), dropped {self.duplicates} duplicates, "
+            f"read {self.read} events ({self.invalid} invalid{dead}), dropped {self.duplicates} duplicates"
+            f"{optouts}, "
             f"wrote {self.written.events} events as {self.written.rows_total} rows"
             f"{f' ({tables})' if tables else ''} in {self.seconds:.1f}s"
         )
@@ -81,18 +91,28 @@ def run(
         .load()
     )
     rows = transform.sink_rows(kafka, settings.watermark_ms, observation=OBSERVED if private else None)
+    optouts = follower(settings, erase=settings.sink_optout_erase, catch_up=False)
     try:
-        if private:
-            written, counts = write_dataframe_observed(rows, settings, OBSERVED, dead_letters=deadletter)
-            read = int(counts.get("read", 0))
-        else:  # public APIs only: what the write's read observed is private, so the range is read twice
-            read = kafka.count()
-            written = write_dataframe(rows, settings, dead_letters=deadletter)
+        optouts.start()
+        with optouts.batch() as current:
+            if private:
+                written, counts = write_dataframe_observed(
+                    rows, settings, OBSERVED, dead_letters=deadletter, optouts=current
+                )
+                read = int(counts.get("read", 0))
+            else:  # public APIs only: what the write's read observed is private, so the range is read twice
+                read = kafka.count()
+                written = write_dataframe(rows, settings, dead_letters=deadletter, optouts=current)
+    except ChatlogError:
+        raise
     except Exception as exc:
         raise ChatlogError(f"backfill failed: {failure_message(exc, settings)}") from None
+    finally:
+        optouts.close()  # erases what opted out while the backfill wrote
     result.written = written
     result.read = read
     result.invalid = written.deadletters
-    result.duplicates = result.read - written.events - written.deadletters
+    result.opted_out = written.optout_dropped
+    result.duplicates = result.read - written.events - written.deadletters - written.optout_dropped
     result.seconds = time.monotonic() - started
     return result

@@ -58,6 +58,11 @@ def run_sink(
         f"sink stopped after {totals.batches} batches: read {totals.events_in} events "
         f"({totals.invalid} invalid), dropped {totals.duplicates} duplicates, "
         f"wrote {w.events} events as {w.rows_total} rows, {w.deadletters} dead letters"
+        + (
+            f", {w.optout_dropped} events of opted-out users or channels not written"
+            if w.optout_dropped
+            else ""
+        )
     )
 
 

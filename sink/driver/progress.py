@@ -76,9 +76,10 @@ class BatchReport:
     def line(self) -> str:
         w = self.written
         lag = "?" if self.kafka_lag is None else str(self.kafka_lag)
+        optouts = f"{w.optout_dropped} of opted-out users/channels dropped, " if w.optout_dropped else ""
         return (
             f"batch {self.batch_id}: {self.events_in} in ({self.invalid} invalid), "
-            f"{self.duplicates} duplicates dropped, "
+            f"{self.duplicates} duplicates dropped, {optouts}"
             f"{w.events} events -> {w.rows_total} rows, {w.deadletters} dead letters, "
             f"{self.duration_s:.2f}s, lag {lag}"
         )
@@ -103,6 +104,9 @@ class Metrics:
             "chatlog_sink_deadletters", "Records sent to the dead-letter topic.", registry=r
         )
         self.retries = Counter("chatlog_sink_write_retries", "Cassandra writes retried.", registry=r)
+        self.optout_dropped = Counter(
+            "chatlog_sink_optout_dropped", "Events of opted-out users or channels not written.", registry=r
+        )
         self.batches = Counter("chatlog_sink_batches", "Micro-batches completed.", registry=r)
         self.duration = Histogram(
             "chatlog_sink_batch_duration_seconds",
@@ -125,6 +129,7 @@ class Metrics:
             self.rows.labels(table).inc(count)
         self.deadletters.inc(report.written.deadletters)
         self.retries.inc(report.written.retries)
+        self.optout_dropped.inc(report.written.optout_dropped)
         self.batches.inc()
         self.duration.observe(report.duration_s)
         if report.kafka_lag is not None:

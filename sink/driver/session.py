@@ -134,7 +134,7 @@ def _ship_code(spark: SparkSession) -> None:
     root = Path(__file__).resolve().parent.parent
     path = Path(tempfile.mkdtemp(prefix="chatlog-py-")) / "chatlog_packages.zip"
     with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as archive:
-        for package in ("schemas", "core", "sink"):
+        for package in ("schemas", "core", "consent", "sink"):
             for file in (root / package).rglob("*"):
                 if file.is_file() and "__pycache__" not in file.parts:
                     archive.write(file, file.relative_to(root))

@@ -21,6 +21,7 @@ from core.errors import ChatlogError
 from sink import spark_private
 from sink.driver import transform
 from sink.driver.ledger import LedgerWriter
+from sink.driver.optouts import OptOutFollower, follower
 from sink.driver.progress import BatchTracker, Metrics, Totals
 from sink.driver.session import get_session, kafka_options
 from sink.driver.write import write_dataframe
@@ -82,13 +83,23 @@ def kafka_stream(spark: SparkSession, settings: SinkSettings) -> DataFrame:
 
 
 def start_query(
-    spark: SparkSession, settings: SinkSettings, tracker: BatchTracker, *, available_now: bool = False
+    spark: SparkSession,
+    settings: SinkSettings,
+    tracker: BatchTracker,
+    *,
+    available_now: bool = False,
+    optouts: OptOutFollower | None = None,
 ) -> StreamingQuery:
-    """Start the streaming query; ``available_now`` reads what Kafka holds now, then stops."""
+    """Start the streaming query; ``available_now`` reads what Kafka holds now, then stops. Each batch
+    is written without the events of the opt-outs ``optouts`` holds when it starts."""
     rows = transform.sink_rows(kafka_stream(spark, settings), settings.watermark_ms, observation=OBSERVATION)
 
     def process(batch: DataFrame, batch_id: int) -> None:
-        tracker.written(batch_id, write_dataframe(batch, settings))
+        if optouts is None:
+            tracker.written(batch_id, write_dataframe(batch, settings))
+            return
+        with optouts.batch() as current:
+            tracker.written(batch_id, write_dataframe(batch, settings, optouts=current))
 
     writer = (
         rows.writeStream.foreachBatch(process)
@@ -169,9 +180,14 @@ def run(
             ) from None
     tracker = BatchTracker(metrics)
     stop = stop or threading.Event()
-    ledger = _start_ledger(settings) if settings.sink_ledger and not available_now else None
+    optouts = _start_optouts(settings, metrics if own_metrics else None)
+    try:
+        ledger = _start_ledger(settings) if settings.sink_ledger and not available_now else None
+    except BaseException:
+        optouts.close()
+        raise
     restore = _stop_on_signals(stop)
-    query = start_query(spark, settings, tracker, available_now=available_now)
+    query = start_query(spark, settings, tracker, available_now=available_now, optouts=optouts)
     log.info(
         "sink started: %s -> keyspace %s, checkpoint %s, trigger %s, watermark %s",
         settings.topic_messages,
@@ -200,9 +216,23 @@ def run(
         restore()
         if ledger is not None:
             ledger.close()
+        optouts.close()
         if own_metrics:
             metrics.close()
     return tracker.totals
+
+
+def _start_optouts(settings: SinkSettings, metrics: Metrics | None) -> OptOutFollower:
+    """The opt-out follower (sink/driver/optouts.py), read to the end of its topic before any batch."""
+    optouts = follower(settings, erase=settings.sink_optout_erase, catch_up=settings.sink_optout_erase)
+    try:
+        optouts.start()
+    except BaseException:
+        optouts.close()
+        if metrics is not None:
+            metrics.close()
+        raise
+    return optouts
 
 
 def _start_ledger(settings: SinkSettings) -> LedgerWriter:

@@ -13,17 +13,25 @@ from sink.executor.partition import WriteStats, partition_task
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
+    from sink.executor.optout import OptOuts
     from sink.settings import SinkSettings
 
 
-def write_dataframe(rows: DataFrame, settings: SinkSettings, *, dead_letters: bool = True) -> WriteStats:
+def write_dataframe(
+    rows: DataFrame, settings: SinkSettings, *, dead_letters: bool = True, optouts: OptOuts | None = None
+) -> WriteStats:
     """Run the partition task over every partition of ``rows`` (columns value, partition, offset),
-    handed over as bytes (:mod:`sink.driver.handover`)."""
-    return write_dataframe_observed(rows, settings, dead_letters=dead_letters)[0]
+    handed over as bytes (:mod:`sink.driver.handover`); the events of ``optouts`` are not written."""
+    return write_dataframe_observed(rows, settings, dead_letters=dead_letters, optouts=optouts)[0]
 
 
 def write_dataframe_observed(
-    rows: DataFrame, settings: SinkSettings, observation: str | None = None, *, dead_letters: bool = True
+    rows: DataFrame,
+    settings: SinkSettings,
+    observation: str | None = None,
+    *,
+    dead_letters: bool = True,
+    optouts: OptOuts | None = None,
 ) -> tuple[WriteStats, dict[str, Any]]:
     """:func:`write_dataframe`, plus the metrics ``rows`` observed under ``observation`` (a bounded
     read: ``DataFrame.observe``). The write runs as an RDD action, which Spark's ``Observation``
@@ -37,6 +45,6 @@ def write_dataframe_observed(
         raise ValueError("the metrics observed by an RDD run are read through a private Spark API")
     framed, dataset = records(rows, private=private)
     total = WriteStats()
-    for part in framed.mapPartitions(partition_task(settings, dead_letters)).collect():
+    for part in framed.mapPartitions(partition_task(settings, dead_letters, optouts)).collect():
         total.add(WriteStats.from_dict(part))
     return total, (observed(dataset, observation) if observation is not None else {})

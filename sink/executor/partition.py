@@ -31,6 +31,7 @@ from sink.executor.rows import HOUR_MS, channel_name, channel_name_rows, user_na
 
 if TYPE_CHECKING:
     from schemas.chat_event import ChatEvent
+    from sink.executor.optout import OptOuts
     from sink.executor.rows import NameWrite, TableRows
     from sink.settings import SinkSettings
 
@@ -51,6 +52,8 @@ class WriteStats:
     deadletters: int = 0
     requests: int = 0
     retries: int = 0
+    optout_dropped: int = 0
+    """Valid events not written because their user or channel opted out (:mod:`sink.executor.optout`)."""
 
     @property
     def rows_total(self) -> int:
@@ -62,6 +65,7 @@ class WriteStats:
         self.deadletters += other.deadletters
         self.requests += other.requests
         self.retries += other.retries
+        self.optout_dropped += other.optout_dropped
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -70,6 +74,7 @@ class WriteStats:
             "deadletters": self.deadletters,
             "requests": self.requests,
             "retries": self.retries,
+            "optout_dropped": self.optout_dropped,
         }
 
     @classmethod
@@ -80,6 +85,7 @@ class WriteStats:
             deadletters=data["deadletters"],
             requests=data["requests"],
             retries=data["retries"],
+            optout_dropped=data.get("optout_dropped", 0),
         )
 
 
@@ -236,13 +242,17 @@ def write_partition(
     *,
     index_cache: IndexCache = INDEX_CACHE,
     name_cache: NameCache = NAME_CACHE,
+    optouts: OptOuts | None = None,
 ) -> WriteStats:
     """Write ``records`` (value, Kafka partition, offset) and return what was done; raise if it could not.
 
     Every value is validated with the contract's decoder; an invalid one is sent to the dead-letter
     sink with the reason and its Kafka position (only counted without a sink). ``collaborators``: the
-    Cassandra writer and the dead-letter sink; default :func:`production`'s.
+    Cassandra writer and the dead-letter sink; default :func:`production`'s. ``optouts``: the events of
+    these opted-out users and channels are counted in ``optout_dropped`` and not written (no row of
+    any table, the name history included).
     """
+    drops = optouts.drops if optouts else None
     wiring = collaborators if collaborators is not None else production(settings)
     cassandra, letters = wiring.cassandra, wiring.dead_letters
     stats = WriteStats()
@@ -299,6 +309,9 @@ def write_partition(
             event = decode(data)
         except InvalidEvent as exc:
             dead_letter(value, partition, offset, str(exc))
+            continue
+        if drops is not None and drops(event):
+            stats.optout_dropped += 1
             continue
         mark = len(items)
         try:
@@ -373,10 +386,11 @@ def write_partition(
     return stats
 
 
-def partition_task(settings: SinkSettings, dead_letters: bool) -> Any:
+def partition_task(settings: SinkSettings, dead_letters: bool, optouts: OptOuts | None = None) -> Any:
     """The function Spark runs on each partition of framed records (:mod:`sink.executor.unframe`): the
     executor side's one entry point, called on the driver to build it, and where the production
-    collaborators are wired (:func:`production`)."""
+    collaborators are wired (:func:`production`). ``optouts``: the driver's opt-outs at the start of
+    the batch, shipped with the task."""
     private = settings.sink_spark_private_api
 
     def task(records: Iterator[bytes]) -> Iterator[dict[str, Any]]:
@@ -385,6 +399,6 @@ def partition_task(settings: SinkSettings, dead_letters: bool) -> Any:
 
         prepare(private)
         wiring = production(settings, dead_letters=dead_letters)
-        yield write_partition(map(unframe, records), settings, wiring).to_dict()
+        yield write_partition(map(unframe, records), settings, wiring, optouts=optouts).to_dict()
 
     return task
