@@ -78,13 +78,16 @@ def bench_placement(
         float, typer.Option(min=1, help="Rate of the 10th hottest channel, msg/s.")
     ] = 300.0,
     hours: Annotated[float, typer.Option(min=0.1, help="Simulated hours.")] = 2.0,
+    seeds: Annotated[int, typer.Option(min=1, help="Runs with other hot channels and draws.")] = 3,
     out: Annotated[Path, typer.Option(help="Result JSON.")] = Path("results/bench_placement.json"),
 ) -> None:
     """Channels on connections by count (before) vs by measured load (after), simulated: max/mean
     msg/s per connection and per worker, moves per hour, messages lost during moves."""
     from bench import placement as b
 
-    result = b.run(channels=channels, workers=workers, top10_rate=top10_rate, hours=hours, out=out)
+    result = b.run(
+        channels=channels, workers=workers, top10_rate=top10_rate, hours=hours, seeds=seeds, out=out
+    )
     typer.echo(b.summary(result))
     typer.echo(f"wrote {out}")
 

@@ -84,6 +84,7 @@ class _Worker:
         self.next_id = 1
         self.rates: dict[str, float] = {}
         self.homeless = len(wanted)
+        self.spare_until = float("-inf")
 
     def echoes(self) -> None:
         for c in self.conns.values():
@@ -99,9 +100,12 @@ class _Worker:
         now = self.clock.now
         views = [c.view() for c in self.conns.values()]
         if self.load_aware:
-            for c in self.conns.values():
-                self.tracker.add(c.counts, now)
+            seen: dict[str, int] = {}
+            for c in self.conns.values():  # as the pool: a channel on two connections counted once
+                for ch, n in c.counts.items():
+                    seen[ch] = max(seen.get(ch, 0), n)
                 c.counts = {}
+            self.tracker.add(seen, now)
             self.rates = self.tracker.rates(self.wanted, now)
             self.book.settle(views)
             if self.homeless == 0:
@@ -116,6 +120,7 @@ class _Worker:
             max_open=self.s.irc_max_connections - len(views),
             rates=self.rates if self.load_aware else None,
             keep=self.book.keep() if self.load_aware else None,
+            spare=1 if now < self.spare_until else 0,
         )
         self.homeless = p.homeless
         for cid, ch in p.parts:
@@ -143,6 +148,8 @@ class _Worker:
                 tgt.pending.add(m.channel)
                 tgt.echo_joins.add(m.channel)
                 self.book.start(m)
+        if self.rebalancer.needs_connection:
+            self.spare_until = now + 30.0  # the pool's _SPARE_HOLD_S
 
 
 def zipf_rates(channels: int, top10_rate: float, rng: random.Random) -> dict[str, float]:
@@ -223,6 +230,7 @@ def simulate(
             timeline.append((clock.now / 60, _ratio([float(x) for x in loads])))
     span = window_s
     conn_rates = [c.window_msgs / span for w in sims for c in w.conns.values()]
+    within = [_ratio([c.window_msgs / span for c in w.conns.values()]) for w in sims]
     worker_rates = [sum(c.window_msgs for c in w.conns.values()) / span for w in sims]
     moves = sum(w.rebalancer.moves for w in sims)
     return {
@@ -234,6 +242,7 @@ def simulate(
             "mean": round(statistics.fmean(conn_rates), 1),
             "min": round(min(conn_rates), 1),
             "max_over_mean": _ratio(conn_rates),
+            "max_over_mean_within_worker": max(within),
         },
         "per_worker_msgs_per_s": {
             "max": round(max(worker_rates), 1),
@@ -258,14 +267,12 @@ def run(
     hours: float = 2.0,
     step_s: float = 5.0,
     window_s: float = 1800.0,
-    seed: int = 21,
+    seeds: int = 3,
     out: Path,
 ) -> dict[str, Any]:
     extras.require_plotting()
     settings = load(PoolSettings)
     buckets = int(os.environ.get("CHATLOG_CHANNEL_BUCKETS", "64"))
-    rates = zipf_rates(channels, top10_rate, random.Random(seed))
-    ranked = sorted(rates.values(), reverse=True)
     t0 = time.process_time()
     common: dict[str, Any] = {
         "workers": workers,
@@ -274,10 +281,20 @@ def run(
         "hours": hours,
         "step_s": step_s,
         "window_s": window_s,
-        "seed": seed,
     }
-    before = simulate(rates, load_aware=False, **common)
-    after = simulate(rates, load_aware=True, **common)
+    runs: list[dict[str, Any]] = []
+    for seed in range(21, 21 + seeds):  # each seed: other names get the hot ranks, other Poisson draws
+        rates = zipf_rates(channels, top10_rate, random.Random(seed))
+        before = simulate(rates, load_aware=False, seed=seed, **common)
+        after = simulate(rates, load_aware=True, seed=seed, **common)
+        runs.append({"seed": seed, "before_count_packing": before, "after_placement": after})
+    ranked = sorted(rates.values(), reverse=True)
+    worst = {
+        name: max(
+            (r[name] for r in runs), key=lambda x: float(x["per_connection_msgs_per_s"]["max_over_mean"])
+        )
+        for name in ("before_count_packing", "after_placement")
+    }
     result: dict[str, Any] = {
         "benchmark": "placement",
         "simulated": True,
@@ -303,8 +320,23 @@ def run(
         "hours_simulated": hours,
         "step_s": step_s,
         "measured_over_last_s": window_s,
-        "before_count_packing": before,
-        "after_placement": after,
+        "seeds": seeds,
+        "per_connection_max_over_mean_by_seed": {
+            name: [r[name]["per_connection_msgs_per_s"]["max_over_mean"] for r in runs]
+            for name in ("before_count_packing", "after_placement")
+        },
+        "per_worker_max_over_mean_by_seed": {
+            name: [r[name]["per_worker_msgs_per_s"]["max_over_mean"] for r in runs]
+            for name in ("before_count_packing", "after_placement")
+        },
+        "moves_per_hour_by_seed": [r["after_placement"]["moves_per_hour"] for r in runs],
+        "messages_lost_during_moves_all_seeds": sum(
+            r["after_placement"]["messages_lost_during_moves"] for r in runs
+        ),
+        "before_count_packing": worst["before_count_packing"],
+        "after_placement": worst["after_placement"],
+        "note": "before_count_packing / after_placement: the seed with the highest max/mean of each",
+        "runs": runs,
         "goal_max_over_mean_per_connection": 1.5,
         "cpu_s": round(time.process_time() - t0, 1),
         "at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
@@ -328,15 +360,19 @@ def _plot(before: dict[str, Any], after: dict[str, Any], path: Path) -> None:
 def summary(result: dict[str, Any]) -> str:
     b, a = result["before_count_packing"], result["after_placement"]
     r = result["rates"]
+    by_seed = result["per_connection_max_over_mean_by_seed"]
     return (
         f"{result['channels']} channels ({r['total_msgs_per_s']:,} msg/s, "
         f"top10 {r['top10_msgs_per_s']} msg/s), "
         f"{result['workers']} workers, {a['connections']} connections (simulated)\n"
-        f"per connection max/mean: before {b['per_connection_msgs_per_s']['max_over_mean']}, "
-        f"after {a['per_connection_msgs_per_s']['max_over_mean']} (goal <= 1.5)\n"
-        f"per worker max/mean: before {b['per_worker_msgs_per_s']['max_over_mean']}, "
-        f"after {a['per_worker_msgs_per_s']['max_over_mean']}\n"
+        f"per connection max/mean (worst of {result['seeds']} seeds): "
+        f"before {b['per_connection_msgs_per_s']['max_over_mean']}, "
+        f"after {a['per_connection_msgs_per_s']['max_over_mean']} (goal <= 1.5); by seed: "
+        f"before {by_seed['before_count_packing']}, after {by_seed['after_placement']}\n"
+        f"per worker max/mean by seed (buckets by count, placement does not move channels between "
+        f"workers): before {result['per_worker_max_over_mean_by_seed']['before_count_packing']}, "
+        f"after {result['per_worker_max_over_mean_by_seed']['after_placement']}\n"
         f"moves per hour: {a['moves_per_hour']} (second half {a['moves_per_hour_second_half']}); "
-        f"messages lost during moves: {a['messages_lost_during_moves']}, "
+        f"messages lost during moves (all seeds): {result['messages_lost_during_moves_all_seeds']}, "
         f"duplicated (removed by id downstream): {a['messages_duplicated_during_moves']}"
     )

@@ -23,27 +23,32 @@ from dataclasses import dataclass, field
 
 
 class RateTracker:
-    """Message rate per channel (msg/s), an exponentially decayed count: each message adds ``1/tau``
-    and the sum decays by ``exp(-dt/tau)``. A channel at a steady rate r reads r after a few ``tau``;
-    a silent channel fades towards 0. State is kept per channel seen, decayed lazily (O(1) per update).
+    """Message rate per channel (msg/s): an exponentially weighted moving average of the rate seen
+    in each interval between two ``add`` calls, weighted by ``1 - exp(-dt/tau)`` so that uneven
+    intervals weigh by their length. A channel at a steady rate r reads r after a few ``tau`` (no
+    bias); a silent channel fades towards 0. State is kept per channel seen and decayed lazily, so
+    an ``add`` costs O(channels in it), not O(all channels).
     """
 
-    __slots__ = ("_rates", "tau_s")
+    __slots__ = ("_last", "_rates", "tau_s")
 
     def __init__(self, tau_s: float = 60.0) -> None:
         if tau_s <= 0:
             raise ValueError("tau_s must be > 0")
         self.tau_s = tau_s
         self._rates: dict[str, tuple[float, float]] = {}  # channel -> (rate at t, t)
+        self._last: float | None = None  # time of the last add: counts cover (last, now]
 
     def add(self, counts: Mapping[str, int], now: float) -> None:
-        """Record ``counts[channel]`` messages read up to ``now``."""
-        tau = self.tau_s
-        rates = self._rates
+        """Record ``counts[channel]`` messages read since the previous call (a channel absent read
+        none). The first call only starts the clock."""
+        last, self._last = self._last, now
+        if last is None or now <= last:
+            return
+        dt = now - last
+        keep = math.exp(-dt / self.tau_s)
         for ch, n in counts.items():
-            old = rates.get(ch)
-            base = 0.0 if old is None else old[0] * math.exp(-max(0.0, now - old[1]) / tau)
-            rates[ch] = (base + n / tau, now)
+            self._rates[ch] = (self.rate(ch, last) * keep + (n / dt) * (1.0 - keep), now)
 
     def rate(self, channel: str, now: float) -> float:
         old = self._rates.get(channel)
@@ -126,6 +131,7 @@ def pick_moves(
     channel_moved_at: Mapping[str, float] | None = None,
     conn_shed_at: Mapping[int, float] | None = None,
     max_moves: int | None = None,
+    stuck: list[int] | None = None,
 ) -> list[Move]:
     """The moves that bring connections above the threshold back under it.
 
@@ -133,7 +139,9 @@ def pick_moves(
     in its own cool-down) that fits on another connection: the target keeps room under ``capacity``
     and ends at most ``threshold * (1 - hysteresis)``, so a move never makes a new hot spot and small
     rate swings do not move the channel back. One move per source per call; loads are updated as
-    moves are chosen.
+    moves are chosen. A source above the ceiling itself (not only above ``ratio`` x the mean: that
+    would snowball, each new connection lowering the mean) whose channels would fit by rate only on
+    connections that are full (by count) is appended to ``stuck``: the pool then opens a spare.
     """
     channel_moved_at = channel_moved_at or {}
     conn_shed_at = conn_shed_at or {}
@@ -157,11 +165,11 @@ def pick_moves(
             r = rates.get(ch, 0.0)
             if r <= 0:
                 break
-            targets = [
-                cid
-                for cid in rate_of
-                if cid != src.conn_id and count_of[cid] < capacity and rate_of[cid] + r <= fit
-            ]
+            targets = [cid for cid in rate_of if cid != src.conn_id and rate_of[cid] + r <= fit]
+            full = bool(targets) and all(count_of[cid] >= capacity for cid in targets)
+            if full and stuck is not None and src.rate > ceiling and src.conn_id not in stuck:
+                stuck.append(src.conn_id)
+            targets = [cid for cid in targets if count_of[cid] < capacity]
             if not targets:
                 continue
             tgt = min(targets, key=lambda cid: (rate_of[cid], count_of[cid], cid))
@@ -188,6 +196,7 @@ class Rebalancer:
     channel_moved_at: dict[str, float] = field(default_factory=dict)
     conn_shed_at: dict[int, float] = field(default_factory=dict)
     moves: int = 0
+    needs_connection: bool = False  # the last plan found a hot connection blocked by full ones
 
     def plan(
         self,
@@ -198,6 +207,7 @@ class Rebalancer:
         now: float,
         max_moves: int | None = None,
     ) -> list[Move]:
+        stuck: list[int] = []
         out = pick_moves(
             loads,
             rates,
@@ -210,7 +220,9 @@ class Rebalancer:
             channel_moved_at=self.channel_moved_at,
             conn_shed_at=self.conn_shed_at,
             max_moves=max_moves,
+            stuck=stuck,
         )
+        self.needs_connection = bool(stuck) and not out
         for m in out:
             self.channel_moved_at[m.channel] = now
             self.conn_shed_at[m.source] = now

@@ -68,6 +68,7 @@ class IrcConnection(asyncio.Protocol):
         self.last_rx = self.created_at
         self.ping_sent_at: float | None = None
         self.bytes_read = 0
+        self.line_counts: dict[str, int] = {}  # lines per channel (as the server spells it) since taken
         self.nick_collisions = 0
         self.close_reason: str | None = None
         self.loss_kind = "closed_by_server"
@@ -110,6 +111,7 @@ class IrcConnection(asyncio.Protocol):
         if lines:
             lines = route_lines(lines, self._handle)
             if lines:
+                _count_channels(lines, self.line_counts)
                 self._hooks.deliver(lines, received_at_ms)
 
     def eof_received(self) -> bool | None:
@@ -136,6 +138,11 @@ class IrcConnection(asyncio.Protocol):
         self._hooks.connection_closed(self, reason, kind, failure)
 
     # ---- actions ----------------------------------------------------------------------------------
+    def take_line_counts(self) -> dict[str, int]:
+        """Lines per channel since the last call (channel as written by the server, ``#`` stripped)."""
+        out, self.line_counts = self.line_counts, {}
+        return out
+
     @property
     def decode_errors(self) -> int:
         return self._splitter.decode_errors
@@ -346,3 +353,17 @@ class IrcConnection(asyncio.Protocol):
             if self.pending.pop(ch, None) is not None:
                 self._hooks.join_refused(self, ch, f"NOTICE {msg_id}")
         return False  # NOTICE lines are chat events for the caller too
+
+
+def _count_channels(lines: list[str], counts: dict[str, int]) -> None:
+    """Add one per line to the count of its channel: the first `` #word`` (tags and prefix hold no
+    space, so that is the first parameter starting with ``#``: the channel of a chat line). A line
+    without one (a NOTICE to us) is not counted; a ``#`` word in some other line's text is counted
+    under a name the pool then ignores (it only keeps counts of channels a connection has joined)."""
+    get = counts.get
+    for line in lines:
+        i = line.find(" #")
+        if i >= 0:
+            j = line.find(" ", i + 2)
+            ch = line[i + 2 : j] if j >= 0 else line[i + 2 :]
+            counts[ch] = get(ch, 0) + 1

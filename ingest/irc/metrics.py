@@ -32,6 +32,32 @@ JOINS_SENT = Counter("chatlog_irc_joins_sent", "JOIN commands sent (retries incl
 BLOCKED_CHANNELS = Gauge(
     "chatlog_irc_channels_blocked", "Channels in JOIN-failure backoff (refused or never echoed).", ["worker"]
 )
+OVER_CAPACITY = Gauge(
+    "chatlog_irc_channels_over_capacity",
+    "Wanted channels not joined because the worker is at CHATLOG_INGEST_MAX_CHANNELS (add workers).",
+    ["worker"],
+)
+MESSAGES_PER_S = Gauge(
+    "chatlog_irc_messages_per_second",
+    "Message rate of the channels this worker reads (measured per channel, decayed over ~1 min); the "
+    "HPA's custom metric (k8s/hpa-messages.yaml).",
+    ["worker"],
+)
+MAX_CONN_MESSAGES_PER_S = Gauge(
+    "chatlog_irc_connection_max_messages_per_second",
+    "Message rate of this worker's busiest IRC connection.",
+    ["worker"],
+)
+CPU_PER_MESSAGE = Gauge(
+    "chatlog_irc_cpu_seconds_per_message",
+    "Process CPU seconds per IRC line read (whole process: reading, parsing, producing), last few s.",
+    ["worker"],
+)
+CHANNEL_MOVES = Counter(
+    "chatlog_irc_channel_moves",
+    "Channels moved between connections for load (make-before-break).",
+    ["worker"],
+)
 
 
 class PoolMetrics:
@@ -60,6 +86,13 @@ class PoolMetrics:
         CHANNELS_CONFIRMED.labels(w).set(stats.confirmed)
         PENDING_JOINS.labels(w).set(stats.pending_joins)
         BLOCKED_CHANNELS.labels(w).set(stats.blocked)
+        OVER_CAPACITY.labels(w).set(stats.over_capacity)
+        MESSAGES_PER_S.labels(w).set(stats.msgs_per_s)
+        MAX_CONN_MESSAGES_PER_S.labels(w).set(stats.max_conn_msgs_per_s)
+        CPU_PER_MESSAGE.labels(w).set(stats.cpu_s_per_msg)
+
+    def move(self) -> None:
+        CHANNEL_MOVES.labels(self.worker).inc()
 
     def reconnect(self, reason: str) -> None:
         RECONNECTS.labels(self.worker, reason).inc()

@@ -4,6 +4,12 @@
 server confirmed, over up to K channels per connection, under the JOIN rate limit, with keepalive,
 reconnect backoff, make-before-break on RECONNECT and a JOIN-ack watchdog. Chat lines go to
 ``on_lines`` in batches straight from the socket reads; the planning lives in ``reconcile``.
+
+Placement by load (ingest/placement.py): lines are counted per channel to measure each channel's
+message rate (decayed); new JOINs go to the least-loaded connection; a connection above the rate
+threshold moves its hottest channel that fits elsewhere, make-before-break (ingest/irc/moves.py); with
+``ingest_max_channels`` the pool joins at most that many channels, hottest first, and reports the rest
+as ``over_capacity``.
 """
 
 from __future__ import annotations
@@ -22,11 +28,13 @@ from collections.abc import Set as AbstractSet
 from ingest.irc.connection import IrcConnection
 from ingest.irc.login import login_from_settings
 from ingest.irc.metrics import PoolMetrics
+from ingest.irc.moves import MoveBook
 from ingest.irc.ratelimit import Backoff, SlidingWindowLimiter
 from ingest.irc.reconcile import ConnState, ConnView, join_timeouts, plan
 from ingest.irc.settings import PoolSettings
 from ingest.irc.stats import PoolStats
 from ingest.irc.troubles import JoinTroubles
+from ingest.placement import RateTracker, Rebalancer, admit, conn_loads
 
 log = logging.getLogger(__name__)
 
@@ -34,6 +42,9 @@ OnLines = Callable[[list[str], int], None]
 _VALID_CHANNEL = re.compile(r"[^\s,\x00\x07#][^\s,\x00\x07]{0,62}")
 _STABLE_S = 30.0  # a connection that was READY this long before it was lost resets the backoff
 _CLOSE_WAIT_S = 5.0
+RATE_TAU_S = 60.0  # channel message rates are decayed over about this long
+_PLACE_EVERY_S = 1.0  # rates folded, moves planned this often
+_SPARE_HOLD_S = 30.0  # a spare connection opened for moves stays this long without one
 
 
 class IrcPool:
@@ -65,6 +76,20 @@ class IrcPool:
         self._next_open_at = 0.0
         self._wanted_input: AbstractSet[str] = frozenset()
         self._wanted: frozenset[str] = frozenset()
+        self._active: frozenset[str] = frozenset()  # wanted and within ingest_max_channels
+        self._over: frozenset[str] = frozenset()  # wanted, over capacity
+        self._tracker = RateTracker(RATE_TAU_S)
+        self._rates: dict[str, float] = {}  # of wanted and held channels, refreshed every second
+        self._placed_at = float("-inf")
+        self._rebalancer = Rebalancer(
+            settings.irc_max_msgs_per_conn, settings.irc_move_cooldown_s, settings.irc_rebalance_ratio
+        )
+        self._moves = MoveBook()
+        self._spare_until = float("-inf")  # keep a spare connection open for moves until then
+        self._msgs_per_s = 0.0
+        self._max_conn_msgs_per_s = 0.0
+        self._cpu_mark = (time.process_time(), 0)
+        self._cpu_per_msg = 0.0
         self._invalid_seen: set[str] = set()
         self._troubles = JoinTroubles(settings.irc_join_failure_backoff_s, clock)
         self._homeless = 0
@@ -101,11 +126,35 @@ class IrcPool:
                 self._invalid_seen.add(raw)
                 log.warning("irc pool: ignoring invalid channel name %r", raw)
         self._wanted = frozenset(clean)
+        self._admit()
         self._poke()
+
+    def _admit(self) -> None:
+        """Apply the worker capacity (``ingest_max_channels``): hottest first, joined ones kept."""
+        cap = self.settings.ingest_max_channels
+        if cap is None or len(self._wanted) <= cap:
+            self._active, self._over = self._wanted, frozenset()
+            return
+        a = admit(self._wanted, self._rates, cap, self.confirmed)
+        if a.over_capacity != self._over:
+            log.warning(
+                "irc pool: %d channels wanted, capacity %d (CHATLOG_INGEST_MAX_CHANNELS): %d over capacity",
+                len(self._wanted), cap, len(a.over_capacity),
+            )  # fmt: skip
+        self._active, self._over = a.join, a.over_capacity
 
     @property
     def wanted(self) -> frozenset[str]:
         return self._wanted
+
+    @property
+    def over_capacity(self) -> frozenset[str]:
+        """Wanted channels this worker does not join: it is at ``ingest_max_channels``."""
+        return self._over
+
+    def rates(self) -> dict[str, float]:
+        """Measured message rate (msg/s, decayed) per wanted or held channel, as of the last second."""
+        return dict(self._rates)
 
     @property
     def confirmed(self) -> frozenset[str]:
@@ -140,6 +189,12 @@ class IrcPool:
             bytes_read=self._bytes_closed + sum(x.bytes_read for x in live),
             nick_collisions=self._nick_collisions_closed + sum(x.nick_collisions for x in live),
             decode_errors=self._decode_errors_closed + sum(x.decode_errors for x in live),
+            over_capacity=len(self._over),
+            msgs_per_s=round(self._msgs_per_s, 1),
+            max_conn_msgs_per_s=round(self._max_conn_msgs_per_s, 1),
+            moves=self._rebalancer.moves,
+            moves_failed=self._moves.failed,
+            cpu_s_per_msg=self._cpu_per_msg,
         )
 
     async def run(self) -> None:
@@ -278,22 +333,89 @@ class IrcPool:
             if conn.state is ConnState.DRAINING and now - (conn.drain_since or now) >= s.irc_drain_timeout_s:
                 conn.close(f"drained for {s.irc_drain_timeout_s:g} s after RECONNECT")
         self._watchdog(now)
-        if self._troubles.settle(self._wanted, lambda: self.confirmed):
+        if self._troubles.settle(self._active, lambda: self.confirmed):
             self._dirty = True
+        if now - self._placed_at >= _PLACE_EVERY_S:
+            self._place(now)
         if self._dirty or self._homeless:
             self._reconcile(now)
         if now - self._published_at >= 1.0:
             self._published_at = now
             self._metrics.publish(self.stats())
 
-    def _reconcile(self, now: float) -> None:
-        s = self.settings
-        views = [
+    def _views(self) -> list[ConnView]:
+        return [
             ConnView(c.conn_id, c.state, c.joined, c.pending.keys(), c.parting) for c in self._conns.values()
         ]
+
+    def _place(self, now: float) -> None:
+        """Fold the lines counted per channel into the rates; settle and plan moves (make-before-break:
+        the JOIN is sent here, the PART by reconcile once the JOIN is echoed)."""
+        elapsed = now - self._placed_at
+        self._placed_at = now
+        held: dict[str, int] = {}
+        for conn in [*self._conns.values(), *self._leaving.values()]:
+            for raw, n in conn.take_line_counts().items():
+                ch = raw.lower()
+                if ch in conn.joined or ch in self._wanted:  # during a move both connections
+                    held[ch] = max(held.get(ch, 0), n)  # read the same lines: count them once
+        self._tracker.add(held, now)
+        self._tracker.prune(self._wanted, now)
+        views = self._views()
+        self._moves.settle(views)
+        holdings = self._moves.holdings(views)
+        channels = set(self._wanted)
+        for chs in holdings.values():
+            channels |= chs
+        self._rates = self._tracker.rates(channels, now)
+        loads = conn_loads(holdings, self._rates)
+        self._msgs_per_s = sum(c.rate for c in loads)
+        self._max_conn_msgs_per_s = max((c.rate for c in loads), default=0.0)
+        self._measure_cpu(elapsed)
+        if self.settings.ingest_max_channels is not None:
+            before = self._active
+            self._admit()
+            if self._active != before:
+                self._dirty = True
+        if self._homeless or self._closing:
+            return  # joining what is not covered comes first
+        budget = self._limiter.available()
+        moves = self._rebalancer.plan(
+            loads, self._rates, capacity=self.settings.irc_channels_per_connection, now=now, max_moves=budget
+        )
+        for m in moves:
+            target = self._conns.get(m.target)
+            if target is None or target.state is not ConnState.READY or not self._limiter.try_acquire(1):
+                continue
+            target.send_joins([m.channel], now)
+            self._counts["joins_sent"] += 1
+            self._moves.start(m)
+            self._metrics.move()
+            log.info(
+                "irc pool: moving #%s (%.1f msg/s) from conn %d to conn %d (make-before-break)",
+                m.channel, m.rate, m.source, m.target,
+            )  # fmt: skip
+        if self._rebalancer.needs_connection and len(self._conns) < self.settings.irc_max_connections:
+            self._spare_until = now + _SPARE_HOLD_S  # every lighter connection is full: open one
+            self._dirty = True
+        if moves:
+            self._dirty = True
+
+    def _measure_cpu(self, elapsed: float) -> None:
+        cpu0, lines0 = self._cpu_mark
+        lines = self._counts["lines_read"]
+        if lines - lines0 >= 1000 or elapsed > 10:
+            cpu = time.process_time()
+            if lines > lines0:
+                self._cpu_per_msg = (cpu - cpu0) / (lines - lines0)
+            self._cpu_mark = (cpu, lines)
+
+    def _reconcile(self, now: float) -> None:
+        s = self.settings
+        views = self._views()
         open_room = s.irc_max_connections - len(views)
         p = plan(
-            self._wanted,
+            self._active,
             views,
             capacity=s.irc_channels_per_connection,
             join_budget=self._limiter.available(),
@@ -301,6 +423,9 @@ class IrcPool:
             fresh_after=self._troubles.fresh_after,
             blocked=self._troubles.blocked.keys(),
             max_open=open_room if now >= self._next_open_at else 0,
+            rates=self._rates,
+            keep=self._moves.keep(),
+            spare=1 if now < self._spare_until else 0,
         )
         self._homeless = p.homeless
         self._dirty = bool(p.joins or p.parts or p.open or p.close)
@@ -326,7 +451,7 @@ class IrcPool:
         )
         for conn_id, ch in retry:
             conn = self._conns[conn_id]
-            if ch not in self._wanted:
+            if ch not in self._active:
                 del conn.pending[ch]
                 self._dirty = True
             elif self._limiter.try_acquire(1):
@@ -336,7 +461,7 @@ class IrcPool:
             conn = self._conns[conn_id]
             attempts = conn.pending.pop(ch).attempts
             self._dirty = True
-            if ch not in self._wanted:
+            if ch not in self._active:
                 continue
             self._counts["join_timeouts"] += 1
             if self._troubles.move(ch, self._next_id):

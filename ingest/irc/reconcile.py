@@ -76,13 +76,15 @@ def plan(
     max_open: int | None = None,
     rates: Mapping[str, float] | None = None,
     keep: Mapping[str, int] | None = None,
+    spare: int = 0,
 ) -> Plan:
     """The actions that bring ``conns`` towards ``wanted``.
 
     ``horizon`` bounds how many homeless channels are considered for opening connections in one go
     (the limiter's window: no point opening connections faster than JOINs can fill them); ``blocked``
     channels (in failure backoff) are left alone; ``max_open`` caps the connections to open;
-    ``rates`` makes the joins load-aware; ``keep`` names the connection that keeps a duplicate.
+    ``rates`` makes the joins load-aware; ``keep`` names the connection that keeps a duplicate;
+    ``spare`` idle connections are kept (or opened) for moves when every channel is covered.
     """
     fresh_after = fresh_after or {}
     views = sorted(conns, key=lambda c: c.conn_id)
@@ -125,8 +127,10 @@ def plan(
 
     close = [c.conn_id for c in draining if (c.joined & wanted) <= confirmed]
     if not homeless:
-        close += [c.conn_id for c in ready if c.load == 0 and c.conn_id not in used]
-        close += [c.conn_id for c in connecting if c.conn_id not in used]
+        idle = [c.conn_id for c in ready if c.load == 0 and c.conn_id not in used]
+        idle += [c.conn_id for c in connecting if c.conn_id not in used]
+        close += idle[spare:]
+        new_conns += max(0, spare - len(idle))
     opened = new_conns if max_open is None else max(0, min(new_conns, max_open))
     return Plan(joins, parts, opened, sorted(close), len(homeless))
 

@@ -24,3 +24,9 @@ class PoolStats:
     bytes_read: int
     nick_collisions: int
     decode_errors: int  # chunks with invalid UTF-8 (decoded with U+FFFD, not dropped)
+    over_capacity: int = 0  # wanted channels not joined: the worker is at CHATLOG_INGEST_MAX_CHANNELS
+    msgs_per_s: float = 0.0  # message rate of the joined channels (measured, decayed)
+    max_conn_msgs_per_s: float = 0.0  # the busiest connection's rate
+    moves: int = 0  # channels moved between connections for load (started)
+    moves_failed: int = 0  # moves whose JOIN on the target failed (the source kept the channel)
+    cpu_s_per_msg: float = 0.0  # process CPU seconds per line read, over the last few seconds

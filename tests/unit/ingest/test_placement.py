@@ -34,6 +34,17 @@ def test_rate_tracker_converges_to_a_steady_rate_and_decays() -> None:
     assert t.known() == {"cold"}
 
 
+def test_rate_tracker_is_unbiased_for_coarse_or_uneven_intervals() -> None:
+    t = RateTracker(tau_s=60.0)
+    now = 0.0
+    t.add({}, now)
+    for i in range(400):
+        dt = 5.0 if i % 2 else 1.0
+        now += dt
+        t.add({"ch": round(120 * dt)}, now)  # 120 msg/s
+    assert t.rate("ch", now) == pytest.approx(120.0, rel=1e-3)
+
+
 def test_rate_tracker_rejects_a_bad_tau() -> None:
     with pytest.raises(ValueError, match="tau_s"):
         RateTracker(0.0)
@@ -176,3 +187,16 @@ def test_admit_never_exceeds_the_limit_and_partitions_wanted(
     assert a.join | a.over_capacity == wanted and not a.join & a.over_capacity
     if len(joined) <= limit:
         assert joined <= a.join  # no churn
+
+
+def test_a_hot_connection_blocked_by_full_ones_asks_for_a_connection() -> None:
+    rates = {"hot": 100.0, "h2": 100.0, "a": 1.0, "b": 1.0}
+    loads = conn_loads({1: {"hot", "h2"}, 2: {"a", "b"}}, rates)
+    stuck: list[int] = []
+    assert pick_moves(loads, rates, capacity=2, ceiling=150.0, ratio=0.0, now=0.0, stuck=stuck) == []
+    assert stuck == [1]
+    r = Rebalancer(ceiling=150.0, ratio=0.0)
+    assert r.plan(loads, rates, capacity=2, now=0.0) == [] and r.needs_connection
+    spare = conn_loads({1: {"hot", "h2"}, 2: {"a", "b"}, 3: set()}, rates)
+    moves = r.plan(spare, rates, capacity=2, now=1.0)
+    assert [(m.source, m.target) for m in moves] == [(1, 3)] and not r.needs_connection

@@ -53,3 +53,12 @@ def test_a_move_in_flight_is_neither_parted_nor_joined_again() -> None:
     conns = [ConnView(1, READY, joined={"hot"}), ConnView(2, READY, pending={"hot"})]
     p = plan({"hot"}, conns, capacity=10, join_budget=100, keep={"hot": 2}, rates={"hot": 9.0})
     assert p.parts == [] and p.joins == []
+
+
+def test_a_spare_connection_is_opened_and_kept_idle_for_moves() -> None:
+    conns = [ConnView(1, READY, joined={"a"})]
+    assert plan({"a"}, conns, capacity=10, join_budget=10, spare=1).open == 1
+    conns = [ConnView(1, READY, joined={"a"}), ConnView(2, READY), ConnView(3, CONNECTING)]
+    p = plan({"a"}, conns, capacity=10, join_budget=10, spare=1)
+    assert p.open == 0 and p.close == [3]
+    assert plan({"a"}, conns, capacity=10, join_budget=10).close == [2, 3]

@@ -1,0 +1,98 @@
+"""The pool's placement against the fake IRC server: worker capacity, and a hot connection's channel
+moved make-before-break (JOIN on the target, PART on the source only after the echo; no line lost)."""
+
+from __future__ import annotations
+
+import asyncio
+import random
+from typing import Any
+
+from ingest.irc import IrcPool
+from ingest.irc.testing import FakeIrcServer
+from tests.unit.ingest.irc.test_pool import settings
+
+
+def test_capacity_joins_at_most_max_channels_and_reports_the_rest() -> None:
+    async def main() -> None:
+        async with FakeIrcServer() as server:
+            pool = IrcPool(
+                settings(server.port, ingest_max_channels=4, irc_channels_per_connection=3),
+                lambda _l, _t: None,
+                worker_id="cap",
+                rng=random.Random(1),
+            )
+            runner = asyncio.create_task(pool.run())
+            wanted = {f"c{i}" for i in range(10)}
+            try:
+                pool.set_wanted(wanted)
+                await server.wait_for(lambda: len(pool.confirmed) == 4)
+                await asyncio.sleep(0.5)
+                assert len(pool.confirmed) == 4
+                assert sum(len(c.joined) for c in server.live()) == 4  # the server agrees
+                assert pool.over_capacity == wanted - pool.confirmed
+                assert pool.stats().over_capacity == 6
+                first = pool.confirmed
+                pool.set_wanted(wanted | {"a0", "a1"})  # new channels do not push joined ones out
+                await asyncio.sleep(0.5)
+                assert pool.confirmed == first and len(pool.over_capacity) == 8
+                gone = sorted(first)[0]
+                pool.set_wanted(wanted - {gone})  # room again: one more is joined
+                await server.wait_for(lambda: len(pool.confirmed) == 4 and gone not in pool.confirmed)
+                assert first - {gone} < pool.confirmed
+            finally:
+                await pool.close()
+                await asyncio.wait_for(runner, 10)
+
+    asyncio.run(main())
+
+
+def test_a_hot_connection_moves_a_channel_make_before_break_without_losing_a_line() -> None:
+    got: list[str] = []
+
+    async def main() -> None:
+        async with FakeIrcServer() as server:
+            overrides: dict[str, Any] = {"irc_channels_per_connection": 3, "irc_move_cooldown_s": 0.0}
+            pool = IrcPool(
+                settings(server.port, **overrides),
+                lambda lines, _t: got.extend(lines),
+                worker_id="mv",
+                rng=random.Random(1),
+            )
+            runner = asyncio.create_task(pool.run())
+            try:
+                pool.set_wanted({"a", "b", "c", "d"})
+                await server.wait_for(lambda: len(pool.confirmed) == 4)
+                busy = max(server.live(), key=lambda c: len(c.joined))
+                idle = next(c for c in server.live() if c is not busy)
+                hot = sorted(busy.joined)
+                sent: list[str] = []
+                n = 0
+                moved = False
+                for _ in range(400):  # ~4 s of chat on the busy connection's channels
+                    for ch in hot:
+                        n += 1
+                        sent.append(f"m{n}")
+                        server.privmsg(ch, f"line {n}", msgid=f"m{n}")
+                    await asyncio.sleep(0.01)
+                    if any(ch in idle.joined for ch in hot) and not moved:
+                        moved = True
+                assert moved, "no channel moved to the idle connection"
+                await server.wait_for(lambda: len(busy.joined) == len(hot) - 1)
+                m = next(ch for ch in hot if ch in idle.joined)
+                join_seq = next(s for s, line in idle.received if line == f"JOIN #{m}")
+                part_seq = next(s for s, line in busy.received if line == f"PART #{m}")
+                assert join_seq < part_seq
+                # the JOIN echo came before the PART was sent: lines of both overlapped
+                await server.wait_for(lambda: {f"m{i}" for i in range(1, n + 1)} <= _ids(got))
+                assert len(got) > n  # duplicates from the overlap (removed downstream by id)
+                assert pool.stats().moves >= 1 and pool.stats().msgs_per_s > 0
+                assert pool.confirmed == {"a", "b", "c", "d"}
+            finally:
+                await pool.close()
+                await asyncio.wait_for(runner, 10)
+
+    asyncio.run(main())
+
+
+def _ids(lines: list[str]) -> set[str]:
+    return {line.split(";", 1)[0].removeprefix("@msgid=") for line in lines if line.startswith("@msgid=")}
