@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import ast
-import calendar
 import re
-import time
 import uuid
 from collections.abc import Mapping
 from importlib import resources
@@ -96,12 +94,9 @@ CHANNEL_ROW_BYTES: Final = 565.5
 """Uncompressed bytes of one channel-table row holding the whole raw line (no value stripped, text id)
 inside a large partition: results/bench_storage.json, layout C64, chat_by_channel,
 row_bytes_in_large_partition (E64s stores less: 495.4; lines without ids are not stripped)."""
-USER_POINTER_ROW_BYTES: Final = 31.7
-"""Uncompressed bytes of one user-table pointer row (sent_at, message_id uuid) inside a large partition:
-results/bench_storage.json, layout E64s, chat_by_user, row_bytes_in_large_partition."""
-USER_PERIOD_PARTS: Final = 4
-"""A calendar month of a user is this many partitions: part = (day of month - 1) * 4 // 31."""
-_MONTH_DAYS: Final = 31
+USER_PERIOD_MS: Final = 43_200_000
+"""A user's partition in a channel spans half a UTC day: a calendar month is 56-62 of them, and a user at
+Twitch's moderator limit stays under 100 MiB in one (each row holds the line: :data:`CHANNEL_ROW_BYTES`)."""
 
 LOGIN_KEY_PREFIX: Final = "login:"
 """Key of a channel or user without a Twitch id: its login under this prefix (a numeric id has no ':')."""
@@ -161,42 +156,17 @@ def message_uuid(message_id: str) -> uuid.UUID:
 
 
 def user_period(sent_at_ms: int) -> int:
-    """The user table's period of a time (UTC): ``yyyymm * 10 + part``, part = (day - 1) * 4 // 31."""
-    t = time.gmtime(sent_at_ms // 1000)
-    return (t.tm_year * 100 + t.tm_mon) * 10 + (t.tm_mday - 1) * USER_PERIOD_PARTS // _MONTH_DAYS
+    """The user table's period of a time: the half UTC day it falls in, ``sent_at_ms // USER_PERIOD_MS``."""
+    return sent_at_ms // USER_PERIOD_MS
 
 
-def _period_start_ms(period: int) -> int:
+def period_start_ms(period: int) -> int:
     """Epoch ms of the first instant of ``period``."""
-    yyyymm, part = divmod(period, 10)
-    year, month = divmod(yyyymm, 100)
-    day = 1 + -(-_MONTH_DAYS * part // USER_PERIOD_PARTS)  # the first day whose part is `part`
-    return calendar.timegm((year, month, day, 0, 0, 0)) * 1000
-
-
-def _next_period(period: int) -> int:
-    yyyymm, part = divmod(period, 10)
-    if part + 1 < USER_PERIOD_PARTS:
-        return period + 1
-    year, month = divmod(yyyymm, 100)
-    year, month = (year + 1, 1) if month == 12 else (year, month + 1)
-    return (year * 100 + month) * 10
+    return period * USER_PERIOD_MS
 
 
 def user_periods(since_ms: int, until_ms: int) -> list[int]:
     """The periods the range ``[since_ms, until_ms)`` touches, oldest first (empty when it is empty)."""
     if until_ms <= since_ms:
         return []
-    period = user_period(since_ms)
-    out = [period]
-    while True:
-        period = _next_period(period)
-        if _period_start_ms(period) >= until_ms:
-            return out
-        out.append(period)
-
-
-def longest_user_period_days() -> int:
-    """Days in the longest user period of a 31-day month (the partition bound's time span)."""
-    parts = [(day - 1) * USER_PERIOD_PARTS // _MONTH_DAYS for day in range(1, _MONTH_DAYS + 1)]
-    return max(parts.count(p) for p in set(parts))
+    return list(range(user_period(since_ms), user_period(until_ms - 1) + 1))

@@ -10,12 +10,13 @@
   of several keys merged by ``(sent_at, message_id)`` in Cassandra's order (:func:`_order`), the next
   :attr:`read_ahead` buckets' first pages requested while one is streamed (:mod:`serve.aiocql`: awaited,
   no thread per request). Every row becomes an event by :func:`serve.stored.stored_event`.
-* **A user's events.** The user's pointer partitions (``chat_by_user``, 4 per month per channel key and
-  user key) that hold anything are found with ``period IN ? PER PARTITION LIMIT 1`` probes over the
-  channel's life (its first to its latest bucket), read period by period (the next one started ahead)
-  and merged in time order; the pointers of one bucket are fetched from ``chat_by_channel`` with one
-  ``(sent_at, message_id) IN ?`` query per channel key (at most :data:`IN_CHUNK` pointers each), the next
-  :attr:`read_ahead` buckets' queries in flight.
+* **A user's events.** ``chat_by_user`` holds each of a user's events with its line, one partition per
+  channel key, user key and half UTC day (``period``). In time order: one ``period IN ?`` query per
+  (channel key, user key) over at most :attr:`probe_batch` periods of the range (Cassandra answers an
+  ``IN`` on the last partition-key column in the sorted order of its values, each partition in clustering
+  order, paged: time order, checked as the rows arrive), the keys' rows merged. Newest first (paging
+  forbids ``ORDER BY`` with ``IN``): the periods that hold anything, found with ``period IN ? PER PARTITION
+  LIMIT 1`` probes, read one by one in descending order, the next one started ahead.
 * **Channels**: ``SELECT DISTINCT channel_key FROM chat_buckets``, an id key named by its newest login
   (``channel_names``), a ``login:`` key by the newest login of the id that login had last (else by the
   login itself), merged into one :class:`~serve.store.Channel` per login; cached :attr:`channels_ttl_s`.
@@ -23,14 +24,13 @@
   by sender over a channel range, the stored lines scanned for their sender
   (:func:`serve.stored.stored_sender`).
 * **Random picks**: a random bucket of the channel, then the first event at or after (else before) a
-  random instant in it; a user's: a random pointer partition that holds something, the first pointer at or
-  after (else before) a random instant of its month. Cheap, not uniform over events.
+  random instant in it; a user's: a random user partition that holds something, the first event at or
+  after (else before) a random instant of its half-day. Cheap, not uniform over events.
 """
 
 from __future__ import annotations
 
 import asyncio
-import calendar
 import heapq
 import random
 import time
@@ -42,14 +42,20 @@ from datetime import UTC, date, datetime, timedelta
 from typing import Any, Final, TypeVar
 
 from schemas.chat_event import ChatEvent
-from schemas.cql import BUCKET_MS, bucket_of, channel_key, user_key, user_periods
+from schemas.cql import (
+    BUCKET_MS,
+    USER_PERIOD_MS,
+    bucket_of,
+    channel_key,
+    period_start_ms,
+    user_key,
+    user_periods,
+)
 from serve.aiocql import PagedQuery
 from serve.names import login_of
 from serve.store import ById, Channel, Named
 from serve.stored import stored_event, stored_sender
 
-IN_CHUNK: Final = 256
-"""Most pointers fetched by one ``(sent_at, message_id) IN ?`` query."""
 _ROW: Final = "sent_at, message_id, line, received_at"
 _EPOCH: Final = datetime(1970, 1, 1)
 _MS_DELTA: Final = timedelta(milliseconds=1)
@@ -149,13 +155,12 @@ def _newest(rows: Iterable[Any], value: Callable[[Any], str]) -> list[str]:
 
 
 def _month_of_period(period: int) -> tuple[int, int]:
-    return divmod(period // 10, 100)
+    moment = time.gmtime(period_start_ms(period) // 1000)
+    return moment.tm_year, moment.tm_mon
 
 
-def _month_bounds(period: int) -> tuple[int, int]:
-    year, month = _month_of_period(period)
-    nxt = (year + 1, 1) if month == 12 else (year, month + 1)
-    return calendar.timegm((year, month, 1, 0, 0, 0)) * 1000, calendar.timegm((*nxt, 1, 0, 0, 0)) * 1000
+class OutOfOrder(RuntimeError):
+    """Cassandra answered a ``period IN ?`` query out of time order (the reader relies on that order)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -199,7 +204,7 @@ class CassandraStore:
         window = "AND sent_at >= ? AND sent_at < ?"
         desc = "ORDER BY sent_at DESC, message_id DESC"
         rows = f"SELECT {_ROW} FROM chat_by_channel WHERE channel_key = ? AND bucket = ?"
-        pointers = "SELECT sent_at, message_id FROM chat_by_user WHERE channel_key = ? AND user_key = ?"
+        user_rows = f"SELECT {_ROW} FROM chat_by_user WHERE channel_key = ? AND user_key = ?"
         self._stmts: dict[str, Any] = {
             "distinct": prepare("SELECT DISTINCT channel_key FROM chat_buckets"),
             "buckets": prepare(
@@ -215,16 +220,15 @@ class CassandraStore:
             ),
             "rows": prepare(f"{rows} {window}"),
             "rows_desc": prepare(f"{rows} {window} {desc}"),
-            "rows_in": prepare(f"{rows} AND (sent_at, message_id) IN ?"),
             "row_from": prepare(f"{rows} AND sent_at >= ? LIMIT 1"),
             "row_before": prepare(f"{rows} AND sent_at < ? {desc} LIMIT 1"),
             "senders": prepare(
                 f"SELECT line FROM chat_by_channel WHERE channel_key = ? AND bucket = ? {window}"
             ),
-            "pointers": prepare(f"{pointers} AND period = ? {window}"),
-            "pointers_desc": prepare(f"{pointers} AND period = ? {window} {desc}"),
-            "pointer_from": prepare(f"{pointers} AND period = ? AND sent_at >= ? LIMIT 1"),
-            "pointer_before": prepare(f"{pointers} AND period = ? AND sent_at < ? {desc} LIMIT 1"),
+            "user_rows": prepare(f"{user_rows} AND period IN ? {window}"),
+            "user_rows_desc": prepare(f"{user_rows} AND period = ? {window} {desc}"),
+            "user_from": prepare(f"{user_rows} AND period = ? AND sent_at >= ? LIMIT 1"),
+            "user_before": prepare(f"{user_rows} AND period = ? AND sent_at < ? {desc} LIMIT 1"),
             "probe": prepare(
                 "SELECT period FROM chat_by_user WHERE channel_key = ? AND user_key = ? AND period IN ? "
                 "PER PARTITION LIMIT 1"
@@ -534,24 +538,42 @@ class CassandraStore:
     ) -> AsyncIterator[ChatEvent]:
         return self._user_events(channel, user, lo, hi, reverse)
 
-    async def _pointers(
-        self, hits: dict[int, list[Pair]], lo: int, hi: int, reverse: bool
-    ) -> AsyncGenerator[tuple[str, Any], None]:
-        """``(channel key, pointer row)`` of every pointer in ``[lo, hi)`` of the partitions ``hits``
-        names, in time order; the next period's queries started while one is read."""
-        periods = sorted(hits, reverse=reverse)
-        name = "pointers_desc" if reverse else "pointers"
-        order = _row_order(reverse)
+    async def _ascending(self, pair: Pair, periods: Sequence[int], lo: int, hi: int) -> AsyncIterator[Any]:
+        """The rows of one (channel key, user key) in ``[lo, hi)``, oldest first: ``period IN ?`` queries
+        over :attr:`probe_batch` periods each, the next one started with the current one."""
+        batches = [periods[i : i + self.probe_batch] for i in range(0, len(periods), self.probe_batch)]
+        window = (_dt(lo), _dt(hi))
 
-        def start(period: int) -> list[tuple[str, PagedQuery]]:
-            return [(c, self._query(name, c, u, period, _dt(lo), _dt(hi))) for c, u in hits[period]]
+        def start(i: int) -> PagedQuery | None:
+            return self._query("user_rows", *pair, list(batches[i]), *window) if i < len(batches) else None
+
+        nxt = start(0)
+        last: Any = None
+        for i in range(len(batches)):
+            current, nxt = nxt, start(i + 1)
+            assert current is not None
+            async for page in current.pages():
+                for row in page:
+                    if last is not None and row.sent_at < last:
+                        raise OutOfOrder(f"chat_by_user {pair}: {row.sent_at} after {last}")
+                    last = row.sent_at
+                    yield row
+
+    async def _descending(self, hits: dict[int, list[Pair]], lo: int, hi: int) -> AsyncIterator[Any]:
+        """The rows of the partitions ``hits`` names in ``[lo, hi)``, newest first: period by period, the
+        keys of one period merged, the next period's queries started while one is read."""
+        periods = sorted(hits, reverse=True)
+        order = _row_order(True)
+
+        def start(period: int) -> list[PagedQuery]:
+            return [self._query("user_rows_desc", c, u, period, _dt(lo), _dt(hi)) for c, u in hits[period]]
 
         nxt = start(periods[0]) if periods else []
         for i in range(len(periods)):
             current = nxt
             nxt = start(periods[i + 1]) if i + 1 < len(periods) else []
-            async for j, row in _merge([q.rows() for _, q in current], order):
-                yield current[j][0], row
+            async for _, row in _merge([q.rows() for q in current], order):
+                yield row
 
     async def _user_events(
         self, channel: Named, user: Named, lo: int, hi: int, reverse: bool
@@ -559,46 +581,19 @@ class CassandraStore:
         if lo >= hi:
             return
         channel_keys, _, pairs, periods = await self._pairs_and_periods(channel, user, lo, hi)
-        hits = await self._probe(pairs, periods)
-
-        def fetch(bucket: int, group: dict[str, dict[tuple[Any, Any], None]]) -> list[PagedQuery]:
-            out = []
-            for key, wanted in group.items():
-                points = list(wanted)
-                for i in range(0, len(points), IN_CHUNK):
-                    out.append(self._query("rows_in", key, _dt(bucket), points[i : i + IN_CHUNK]))
-            return out
-
-        async def buckets() -> AsyncIterator[list[PagedQuery]]:
-            bucket: int | None = None
-            group: dict[str, dict[tuple[Any, Any], None]] = {}
-            pointers = self._pointers(hits, lo, hi, reverse)
-            try:
-                async for key, row in pointers:
-                    at = bucket_of(_ms(row.sent_at))
-                    if at != bucket:
-                        if group and bucket is not None:
-                            yield fetch(bucket, group)
-                        bucket, group = at, {}
-                    group.setdefault(key, {})[(row.sent_at, row.message_id)] = None
-                if group and bucket is not None:
-                    yield fetch(bucket, group)
-            finally:
-                await pointers.aclose()
-
-        order = _row_order(reverse)
-        units = self._ahead(buckets())
+        if not pairs or not periods:
+            return
+        rows: AsyncIterator[Any]
+        if reverse:
+            rows = self._descending(await self._probe(pairs, periods), lo, hi)
+        else:
+            ascending = [self._ascending(pair, periods, lo, hi) for pair in pairs]
+            rows = (row async for _, row in _merge(ascending, _row_order(False)))
         try:
-            async for queries in units:
-                rows = [row for query in queries for row in await query.all()]
-                if len(queries) > 1:
-                    rows.sort(key=order)
-                elif reverse:
-                    rows.reverse()  # an IN query answers in clustering order
-                for row in rows:
-                    yield self._event(row, channel_keys.name)
+            async for row in rows:
+                yield self._event(row, channel_keys.name)
         finally:
-            await units.aclose()
+            await _close(rows)
 
     def senders(self, channel: Named, lo: int, hi: int) -> AsyncIterator[tuple[str | None, str | None]]:
         return self._senders(channel, lo, hi)
@@ -661,15 +656,9 @@ class CassandraStore:
         ]
         random.shuffle(hits)
         for (key, who), period in hits[:_RANDOM_TRIES]:
-            month_lo, month_hi = _month_bounds(period)
-            at = _dt(random.randrange(month_lo, month_hi))
-            for name in ("pointer_from", "pointer_before"):
-                pointers = await self._query(name, key, who, period, at).all()
-                if pointers:
-                    point = (pointers[0].sent_at, pointers[0].message_id)
-                    bucket = _dt(bucket_of(_ms(point[0])))
-                    rows = await self._query("rows_in", key, bucket, [point]).all()
-                    if rows:
-                        return self._event(rows[0], channel_keys.name)
-                    break
+            at = _dt(period_start_ms(period) + random.randrange(USER_PERIOD_MS))
+            for name in ("user_from", "user_before"):
+                rows = await self._query(name, key, who, period, at).all()
+                if rows:
+                    return self._event(rows[0], channel_keys.name)
         return None

@@ -1,6 +1,6 @@
 """CHATLOG_CASSANDRA_REPLICATION goes into CQL only as a parsed, re-rendered replication map (issue 13,
 item 10): a ``;``, a quote or a comment cannot reach the statement. The keys of the id-keyed tables
-(issue 17, layout E64s): ids and logins never collide, a month is 4 user periods, partitions stay bounded."""
+(issue 17, layout E64s): ids and logins never collide, a month is its half-days' user periods, partitions stay bounded."""
 
 from __future__ import annotations
 
@@ -23,11 +23,11 @@ from schemas.cql import (
     MESSAGE_ID_NAMESPACE,
     MODERATOR_MSGS_PER_S,
     PARTITION_LIMIT_BYTES,
-    USER_POINTER_ROW_BYTES,
+    USER_PERIOD_MS,
     channel_key,
-    longest_user_period_days,
     message_uuid,
     normalize_replication,
+    period_start_ms,
     replication_map,
     statements,
     user_key,
@@ -159,36 +159,40 @@ def test_a_twitch_uuid_is_its_own_key_and_any_other_id_a_fixed_uuid5() -> None:
     assert str(message_uuid("abc")) == "7a64279c-6bba-5c98-a830-d53575e878ee"
 
 
-def test_user_periods_split_a_month_by_day() -> None:
-    assert user_period(ms(2024, 2, 1)) == 2024_02_0
-    assert user_period(ms(2024, 2, 8, 23, 59, 59) + 999) == 2024_02_0
-    assert user_period(ms(2024, 2, 9)) == 2024_02_1
-    assert user_period(ms(2024, 2, 17)) == 2024_02_2
-    assert user_period(ms(2024, 2, 25)) == 2024_02_3
-    assert user_period(ms(2024, 2, 29)) == 2024_02_3
-    assert user_period(ms(1969, 12, 31, 23, 59, 59)) == 1969_12_3  # before the epoch too
+def test_user_periods_are_half_utc_days() -> None:
+    assert USER_PERIOD_MS == 12 * 3_600_000
+    assert user_period(ms(2024, 2, 1)) == user_period(ms(2024, 2, 1, 11, 59, 59) + 999)
+    assert user_period(ms(2024, 2, 1, 12)) == user_period(ms(2024, 2, 1)) + 1
+    assert period_start_ms(user_period(ms(2024, 2, 1, 17, 3))) == ms(2024, 2, 1, 12)
+    assert user_period(ms(1969, 12, 31, 23, 59, 59)) == -1  # before the epoch too
+    # below every period of the old pointer rows (yyyymm * 10 + part, still in old keyspaces) until 3999
+    assert user_period(ms(3999, 12, 31, 23)) < 1970_01_0
 
 
 @pytest.mark.parametrize(("year", "month"), [(2024, 1), (2024, 2), (2023, 2), (2024, 4), (2024, 12)])
-def test_a_calendar_month_is_exactly_four_periods(year: int, month: int) -> None:
+def test_a_calendar_month_is_exactly_its_half_days(year: int, month: int) -> None:
     days = calendar.monthrange(year, month)[1]
     start = datetime(year, month, 1, tzinfo=UTC)
     until = start + timedelta(days=days)
     first, last = int(start.timestamp() * 1000), int(until.timestamp() * 1000)
-    periods = [year * 1000 + month * 10 + p for p in range(4)]
-    assert user_periods(first, last) == periods
+    periods = user_periods(first, last)
+    assert len(periods) == 2 * days and periods == list(range(periods[0], periods[0] + 2 * days))
+    assert period_start_ms(periods[0]) == first and period_start_ms(periods[-1] + 1) == last
     seen = sorted({user_period(first + h * 3_600_000) for h in range(days * 24)})
     assert seen == periods  # every hour of the month lands in one of them, each is used
     assert user_period(last) not in periods
 
 
 def test_a_range_across_a_month_and_a_year_end() -> None:
-    assert user_periods(ms(2023, 12, 28), ms(2024, 1, 10)) == [2023_12_3, 2024_01_0, 2024_01_1]
-    assert user_periods(ms(2024, 1, 31, 23), ms(2024, 2, 1, 1)) == [2024_01_3, 2024_02_0]
-    assert user_periods(ms(2024, 1, 9), ms(2024, 1, 9) + 1) == [2024_01_1]
-    assert user_periods(ms(2024, 1, 9) - 1, ms(2024, 1, 9)) == [2024_01_0]  # until is excluded
+    assert user_periods(ms(2023, 12, 31, 23), ms(2024, 1, 1, 1)) == [
+        user_period(ms(2023, 12, 31, 23)),
+        user_period(ms(2024, 1, 1)),
+    ]
+    assert user_periods(ms(2024, 1, 9), ms(2024, 1, 9) + 1) == [user_period(ms(2024, 1, 9))]
+    before = user_periods(ms(2024, 1, 9) - 1, ms(2024, 1, 9))
+    assert before == [user_period(ms(2024, 1, 8, 12))]  # until is excluded
     assert user_periods(ms(2024, 1, 9), ms(2024, 1, 9)) == []
-    assert len(user_periods(ms(2023, 1, 1), ms(2024, 1, 1))) == 48
+    assert len(user_periods(ms(2023, 1, 1), ms(2024, 1, 1))) == 730
 
 
 @settings(max_examples=300, deadline=None)
@@ -202,16 +206,15 @@ def test_user_periods_are_exactly_the_periods_of_the_range(since: int, span: int
 
 
 def test_the_partitions_stay_within_the_bound_at_the_limits() -> None:
-    """The layout's largest partitions at Twitch's moderator limit and a 300 msg/s channel."""
-    days = longest_user_period_days()
-    assert days == 8
-    user_rows = days * 86_400 * MODERATOR_MSGS_PER_S
-    assert round(user_rows) == 2_304_000
-    assert user_rows * USER_POINTER_ROW_BYTES <= PARTITION_LIMIT_BYTES  # 69.7 MiB
+    """The layout's largest partitions at Twitch's moderator limit and a 300 msg/s channel: every row holds
+    the whole line (the worst case: nothing stripped)."""
+    user_rows = USER_PERIOD_MS / 1000 * MODERATOR_MSGS_PER_S
+    assert round(user_rows) == 144_000
+    assert user_rows * CHANNEL_ROW_BYTES <= PARTITION_LIMIT_BYTES  # 77.7 MiB
     channel_rows = BUCKET_MS / 1000 * CHANNEL_MSGS_PER_S
     assert channel_rows * CHANNEL_ROW_BYTES <= PARTITION_LIMIT_BYTES  # 48.5 MiB
-    # what the bound rules out: a full row per user message does not fit a user period
-    assert user_rows * CHANNEL_ROW_BYTES > PARTITION_LIMIT_BYTES
+    # what the bound rules out: a whole day of a user at the limit in one partition
+    assert 2 * user_rows * CHANNEL_ROW_BYTES > PARTITION_LIMIT_BYTES
 
 
 RESULTS = Path(__file__).resolve().parents[3] / "results" / "bench_storage.json"
@@ -221,10 +224,9 @@ def test_the_bound_holds_with_the_latest_measurement() -> None:
     if not RESULTS.exists():
         pytest.skip(f"{RESULTS} is not here (chatlog bench storage writes it)")
     layouts = {item["layout"]: item for item in json.loads(RESULTS.read_text())["layouts"]}
-    if "E64s" not in layouts:
-        pytest.skip("the last chatlog bench storage did not measure E64s")
-    tables = layouts["E64s"]["tables"]
-    pointer = tables["chat_by_user"]["row_bytes_in_large_partition"]
-    line = tables["chat_by_channel"]["row_bytes_in_large_partition"]
-    assert pointer <= USER_POINTER_ROW_BYTES * 1.05 and line <= CHANNEL_ROW_BYTES
-    assert longest_user_period_days() * 86_400 * MODERATOR_MSGS_PER_S * pointer <= PARTITION_LIMIT_BYTES
+    if "C64" not in layouts:
+        pytest.skip("the last chatlog bench storage did not measure C64 (the line in both tables)")
+    tables = layouts["C64"]["tables"]
+    for table in ("chat_by_user", "chat_by_channel"):
+        assert tables[table]["row_bytes_in_large_partition"] <= CHANNEL_ROW_BYTES * 1.05
+    assert USER_PERIOD_MS / 1000 * MODERATOR_MSGS_PER_S * CHANNEL_ROW_BYTES <= PARTITION_LIMIT_BYTES

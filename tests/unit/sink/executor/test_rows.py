@@ -57,10 +57,18 @@ def _rows(event: ChatEvent) -> dict[str, dict[str, object]]:
 
 def test_the_schema_has_the_three_tables_of_the_layout() -> None:
     assert set(LIVE_COLUMNS) == set(TABLES) == {"chat_by_channel", "chat_buckets", "chat_by_user"}
-    assert LIVE_COLUMNS["chat_by_user"] == ["channel_key", "user_key", "period", "sent_at", "message_id"]
+    assert LIVE_COLUMNS["chat_by_user"] == [
+        "channel_key",
+        "user_key",
+        "period",
+        "sent_at",
+        "message_id",
+        "line",
+        "received_at",
+    ]
 
 
-def test_a_message_becomes_a_stripped_line_a_bucket_and_a_pointer_keyed_by_ids() -> None:
+def test_a_message_becomes_a_stripped_line_in_a_channel_row_and_a_user_row_keyed_by_ids() -> None:
     event = _message()
     rows = _rows(event)
     assert set(rows) == {"chat_by_channel", "chat_buckets", "chat_by_user"}
@@ -82,6 +90,8 @@ def test_a_message_becomes_a_stripped_line_a_bucket_and_a_pointer_keyed_by_ids()
         "period": user_period(SENT_AT),
         "sent_at": SENT_AT,
         "message_id": uuid.UUID(MESSAGE_ID),
+        "line": channel_row["line"],
+        "received_at": SENT_AT + 44,
     }
 
 
