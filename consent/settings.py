@@ -54,6 +54,14 @@ class ConsentSettings(KafkaSettings):
         gt=0,
         description="Seconds a service waits at start for the opt-out registry to read the whole topic.",
     )
+    serve_consent: bool = Field(
+        default=True,
+        description=(
+            "`chatlog serve` reads the opt-out registry at start (refusing to start without it) and answers "
+            "403 for opted-out users and channels; false: nothing is enforced (a deployment that logs no "
+            "Twitch chat)."
+        ),
+    )
     serve_admin_keys: SecretStr | None = Field(
         default=None,
         description=(

@@ -23,11 +23,13 @@ from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from serve.api import capabilities, live, namehistory, random, recent, stats
+from serve.api import optout as optout_api
 from serve.api.errors import ApiError, on_api_error, on_http_error, on_validation_error
 from serve.api.metrics import MetricsMiddleware, ServeMetrics
 from serve.api.middleware import NormalizePath
 from serve.api.routes import router
 from serve.api.search import search_router
+from serve.consent import OptedOut, on_opted_out, start_consent, stop_consent
 from serve.settings import ServeSettings
 from serve.store import LogStore
 from serve.web import mount as mount_web
@@ -56,17 +58,20 @@ def open_store(settings: ServeSettings) -> tuple[Any, LogStore]:
     return cluster, store
 
 
-def create_app(settings: ServeSettings, store: LogStore | None = None) -> FastAPI:
-    """The app; without ``store`` it connects to Cassandra (``settings``) when it starts."""
+def create_app(settings: ServeSettings, store: LogStore | None = None, *, consent: Any = None) -> FastAPI:
+    """The app; without ``store`` it connects to Cassandra (``settings``) when it starts. ``consent``:
+    :class:`consent.settings.ConsentSettings` (default: from the environment)."""
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         cluster = None
         if store is None:
             cluster, app.state.store = await asyncio.to_thread(open_store, settings)
+        await start_consent(app, settings, consent)  # the opt-out registry read whole, the store wrapped
         try:
             yield
         finally:
+            await stop_consent(app)
             if cluster is not None:
                 await asyncio.to_thread(cluster.shutdown)
 
@@ -83,6 +88,7 @@ def create_app(settings: ServeSettings, store: LogStore | None = None) -> FastAP
     if store is not None:
         app.state.store = store
     app.add_exception_handler(ApiError, on_api_error)
+    app.add_exception_handler(OptedOut, on_opted_out)
     app.add_exception_handler(StarletteHTTPException, on_http_error)
     app.add_exception_handler(RequestValidationError, on_validation_error)
 
@@ -102,6 +108,7 @@ def create_app(settings: ServeSettings, store: LogStore | None = None) -> FastAP
     _add_docs(app)
     mount_web(app, settings)  # `/`, /static, /web/gaps: before /{ct}/{c}, which would match the last two
     # before the log routes: /{ct}/{c}/{ut}/{u}/random would otherwise match /{ct}/{c}/{y}/{m}/{d}
+    app.include_router(optout_api.router, tags=["consent"])  # before /{ct}/{c}, which matches /admin/optout
     app.include_router(recent.router)
     app.include_router(live.live_router(), tags=["live"])  # Kafka settings read when the app starts
     app.include_router(namehistory.router, tags=["names"])  # before /{ct}/{c}

@@ -98,10 +98,10 @@ def write(settings: SinkSettings, events: list[ChatEvent]) -> None:
     assert (stats.events, stats.deadletters) == (len(events), 0)
 
 
-@pytest.fixture
-def filled(fresh_keyspace: StackSettings, tmp_path: Path) -> Filled:
+def fill(keyspace: str, tmp_path: Path) -> Filled:
+    """:func:`all_events` written into ``keyspace`` by the sink's executor."""
     values: dict[str, Any] = {
-        "cassandra_keyspace": fresh_keyspace.cassandra_keyspace,
+        "cassandra_keyspace": keyspace,
         "sink_checkpoint": str(tmp_path / "checkpoint"),
         "sink_metrics_port": 0,
     }
@@ -109,6 +109,11 @@ def filled(fresh_keyspace: StackSettings, tmp_path: Path) -> Filled:
     events = all_events()
     write(settings, events)
     return Filled(settings, events)
+
+
+@pytest.fixture
+def filled(fresh_keyspace: StackSettings, tmp_path: Path) -> Filled:
+    return fill(fresh_keyspace.cassandra_keyspace, tmp_path)
 
 
 @pytest.fixture
@@ -122,29 +127,36 @@ def session(filled: Filled) -> Iterator[Any]:
         cluster.shutdown()
 
 
-@pytest.fixture
-def optout_settings(stack: StackSettings, unique: str) -> Iterator[ConsentSettings]:
-    """Consent settings with a new opt-out topic (created from schemas/topics.toml's spec, deleted after)."""
+@contextlib.contextmanager
+def optout_topic(stack: StackSettings, name: str, **values: Any) -> Iterator[ConsentSettings]:
+    """Consent settings (plus ``values``) with a new opt-out topic ``name``, created from
+    schemas/topics.toml's spec and deleted afterwards."""
     from confluent_kafka.admin import NewTopic
 
     from core.kafka_admin import admin_client, wait_until_ready
     from schemas.topics import topic_specs
 
     spec = next(s for s in topic_specs() if s.role == "optout")
-    settings = ConsentSettings(
-        **{k: getattr(stack, k) for k in StackSettings.model_fields if k in ConsentSettings.model_fields},
-        topic_optout=f"t{unique}.optout",
-    )
+    common = {k: getattr(stack, k) for k in StackSettings.model_fields if k in ConsentSettings.model_fields}
+    settings = ConsentSettings(**{**common, **values, "topic_optout": name})
     admin = admin_client(settings)
-    for fut in admin.create_topics(
-        [NewTopic(settings.topic_optout, spec.partitions, 1, config=spec.config)]
-    ).values():
+    new = NewTopic(settings.topic_optout, spec.partitions, 1, config=spec.config)
+    for fut in admin.create_topics([new]).values():
         fut.result(timeout=30)
     wait_until_ready(admin, {settings.topic_optout: spec.partitions}, timeout=30, where="test")
-    yield settings
-    for fut in admin.delete_topics([settings.topic_optout], operation_timeout=30).values():
-        with contextlib.suppress(Exception):
-            fut.result(timeout=60)
+    try:
+        yield settings
+    finally:
+        for fut in admin.delete_topics([settings.topic_optout], operation_timeout=30).values():
+            with contextlib.suppress(Exception):
+                fut.result(timeout=60)
+
+
+@pytest.fixture
+def optout_settings(stack: StackSettings, unique: str) -> Iterator[ConsentSettings]:
+    """Consent settings with a new opt-out topic."""
+    with optout_topic(stack, f"t{unique}.optout") as settings:
+        yield settings
 
 
 # --- reading every table back ---------------------------------------------------------------------------

@@ -1,0 +1,255 @@
+"""Consent on the read side: a :class:`~serve.store.LogStore` that hides whoever opted out.
+
+:class:`ConsentStore` wraps the app's store and asks the opt-out registry (:mod:`consent.registry`, read
+whole from the compacted topic and followed while the app runs):
+
+* a route that names an opted-out channel or user (by id, or by a login whose newest id opted out) gets
+  :class:`OptedOut`, answered as a 403 ``{"error": "user or channel has opted out", ...}``;
+* ``channels()`` leaves opted-out channels out (so ``/channels`` does not list them);
+* the events of a channel skip those of opted-out users: what they sent, and the bans, timeouts and deleted
+  messages that name them by id (their rows are erased on opt-out, unless kept with ``keep_history``, and
+  a row written before the opt-out reached the sink may still be there).
+
+Every other attribute (the Cassandra ``session``, name lookups) is the wrapped store's.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Awaitable, Callable
+from datetime import date
+from typing import Any, Final, Protocol
+
+from fastapi import Request
+from fastapi.responses import JSONResponse
+
+from schemas.chat_event import ChatEvent
+from serve.api.errors import ApiError, error_response
+from serve.store import ById, Channel, LogStore, Named
+
+OPTED_OUT: Final = "user or channel has opted out"
+
+
+class OptedOut(ApiError):
+    """The channel or user a request names opted out: a 403 (an :class:`ApiError`, so a stream that is
+    peeked before its answer starts passes it on)."""
+
+    def __init__(self) -> None:
+        super().__init__(403, OPTED_OUT, code="opted_out")
+
+
+async def on_opted_out(request: Request, exc: Exception) -> JSONResponse:
+    """``{"status": 403, "message": ..., "error": "user or channel has opted out", ...}``."""
+    return error_response(403, OPTED_OUT, "opted_out")
+
+
+class OptOuts(Protocol):
+    """What the store asks of the registry (:class:`consent.registry.OptOutRegistry` has it)."""
+
+    def user_out(self, user_id: str | None) -> bool: ...
+    def channel_out(self, channel_id: str | None) -> bool: ...
+
+
+def hidden(event: ChatEvent, optouts: OptOuts) -> bool:
+    """Whether ``event`` belongs to someone who opted out: its channel, its sender, or the user a ban,
+    timeout or deleted message targets by id."""
+    return (
+        optouts.channel_out(event.channel_id)
+        or optouts.user_out(event.user_id)
+        or optouts.user_out(event.tags.get("target-user-id"))
+    )
+
+
+def target_login(event: ChatEvent) -> str | None:
+    """The login a deleted message (``login`` tag) or a ban/timeout without ``target-user-id`` names."""
+    if event.kind == "CLEARMSG":
+        return event.tags.get("login") or None
+    if event.kind == "CLEARCHAT" and not event.tags.get("target-user-id"):
+        return (event.text or "").strip().lower() or None
+    return None
+
+
+class ConsentStore:
+    """``inner`` with the opt-outs of ``optouts`` enforced (see the module doc)."""
+
+    def __init__(self, inner: LogStore, optouts: OptOuts) -> None:
+        self.inner = inner
+        self.optouts = optouts
+
+    def __getattr__(self, name: str) -> Any:  # session, channel_keys, ...: the wrapped store's
+        return getattr(self.inner, name)
+
+    # --- who is named ---------------------------------------------------------------------------------
+
+    async def _id_of(self, who: Named, *, channel: bool) -> str | None:
+        if isinstance(who, ById):
+            return who.id.strip()
+        lookup: Callable[[Named], Awaitable[Any]] | None = getattr(
+            self.inner, "channel_keys" if channel else "user_keys", None
+        )
+        if lookup is not None:
+            found = await lookup(who)
+            the_id = getattr(found, "id", None)
+            return the_id if isinstance(the_id, str) else None
+        if channel:
+            login = who.strip().lstrip("#").lower()
+            for c in await self.inner.channels():
+                if c.login == login:
+                    return c.channel_id
+        return None
+
+    async def check_channel(self, channel: Named) -> None:
+        """OptedOut when ``channel`` (by id, or its login's id) opted out."""
+        if self.optouts.channel_out(await self._id_of(channel, channel=True)):
+            raise OptedOut()
+
+    async def check_user(self, user: Named) -> None:
+        """OptedOut when ``user`` (by id, or its login's newest id) opted out."""
+        if self.optouts.user_out(await self._id_of(user, channel=False)):
+            raise OptedOut()
+
+    async def _check(self, channel: Named, user: Named | None = None) -> None:
+        await self.check_channel(channel)
+        if user is not None:
+            await self.check_user(user)
+
+    async def hides(self, event: ChatEvent) -> bool:
+        """:func:`hidden`, and a deleted message or ban that names an opted-out user by login only (its
+        newest id looked up: the wrapped store caches the lookups)."""
+        if hidden(event, self.optouts):
+            return True
+        login = target_login(event) if event.user_id is None else None
+        return login is not None and self.optouts.user_out(await self._id_of(login, channel=False))
+
+    # --- LogStore ---------------------------------------------------------------------------------------
+
+    async def channels(self) -> list[Channel]:
+        return [c for c in await self.inner.channels() if not self.optouts.channel_out(c.channel_id)]
+
+    async def channel_by_id(self, channel_id: str) -> str | None:
+        if self.optouts.channel_out(channel_id.strip()):
+            raise OptedOut()
+        return await self.inner.channel_by_id(channel_id)
+
+    async def user_by_id(self, channel: Named, user_id: str) -> str | None:
+        if self.optouts.user_out(user_id.strip()):
+            raise OptedOut()
+        return await self.inner.user_by_id(channel, user_id)
+
+    async def channel_days(self, channel: Named) -> list[date]:
+        await self._check(channel)
+        return await self.inner.channel_days(channel)
+
+    async def latest_day(self, channel: Named) -> date | None:
+        await self._check(channel)
+        return await self.inner.latest_day(channel)
+
+    async def user_months(self, channel: Named, user: Named) -> list[tuple[int, int]]:
+        await self._check(channel, user)
+        return await self.inner.user_months(channel, user)
+
+    async def latest_user_month(self, channel: Named, user: Named) -> tuple[int, int] | None:
+        await self._check(channel, user)
+        return await self.inner.latest_user_month(channel, user)
+
+    async def channel_events(
+        self, channel: Named, lo: int, hi: int, *, reverse: bool = False
+    ) -> AsyncIterator[ChatEvent]:
+        await self._check(channel)
+        async for event in self.inner.channel_events(channel, lo, hi, reverse=reverse):
+            if not await self.hides(event):
+                yield event
+
+    async def user_events(
+        self, channel: Named, user: Named, lo: int, hi: int, *, reverse: bool = False
+    ) -> AsyncIterator[ChatEvent]:
+        await self._check(channel, user)
+        async for event in self.inner.user_events(channel, user, lo, hi, reverse=reverse):
+            if not await self.hides(event):
+                yield event
+
+    async def random_channel_event(self, channel: Named) -> ChatEvent | None:
+        await self._check(channel)
+        event = await self.inner.random_channel_event(channel)
+        return None if event is None or await self.hides(event) else event
+
+    async def random_user_event(self, channel: Named, user: Named) -> ChatEvent | None:
+        await self._check(channel, user)
+        event = await self.inner.random_user_event(channel, user)
+        return None if event is None or await self.hides(event) else event
+
+    async def user_count(self, channel: Named, user: Named, lo: int, hi: int) -> tuple[int, str | None]:
+        await self._check(channel, user)
+        count, user_id = await self.inner.user_count(channel, user, lo, hi)
+        if self.optouts.user_out(user_id):
+            raise OptedOut()
+        return count, user_id
+
+    async def senders(self, channel: Named, lo: int, hi: int) -> AsyncIterator[tuple[str | None, str | None]]:
+        await self._check(channel)
+        async for login, user_id in self.inner.senders(channel, lo, hi):
+            if not self.optouts.user_out(user_id):
+                yield login, user_id
+
+    async def ping(self) -> None:
+        await self.inner.ping()
+
+    async def user_name_history(self, user_id: str) -> list[Any]:
+        """The name history route's reader (:mod:`serve.api.namehistory`): nothing for an opted-out id (a
+        404 there; that route turns any error into a 503)."""
+        if self.optouts.user_out(user_id.strip()):
+            return []
+        method = getattr(self.inner, "user_name_history", None)
+        if callable(method):
+            rows: list[Any] = await method(user_id)
+            return rows
+        from serve.name_reads import user_names
+
+        session = getattr(self.inner, "session", None)
+        if session is None:
+            return []
+        return list(await user_names(session, user_id))
+
+
+# --- the app's side: the registry started with the app -----------------------------------------------
+
+
+async def start_consent(app: Any, settings: Any, consent: Any = None) -> None:
+    """In the app's lifespan, before it answers: read the opt-out registry to its end (a one-line
+    ChatlogError, and no start, when it cannot be read within ``CHATLOG_OPTOUT_READY_TIMEOUT_S``), wrap
+    ``app.state.store`` in a :class:`ConsentStore`, and keep the registry and a publisher for the consent
+    routes (:mod:`serve.api.optout`). ``consent``: ConsentSettings, default from the environment;
+    ``serve_consent`` false: nothing is enforced."""
+    import asyncio
+
+    from consent.publish import OptOutPublisher
+    from consent.registry import OptOutRegistry
+    from consent.settings import ConsentSettings
+    from core.settings import load
+
+    config: ConsentSettings = consent if consent is not None else load(ConsentSettings)
+    app.state.consent_settings = config
+    app.state.consent_keyspace = settings.cassandra_keyspace
+    if not config.serve_consent:
+        return
+    registry = OptOutRegistry(config, config.topic_optout)
+    registry.start()
+    try:
+        await asyncio.to_thread(registry.wait_ready, config.optout_ready_timeout_s)
+        app.state.optout_publisher = OptOutPublisher(config)
+    except BaseException:
+        await asyncio.to_thread(registry.close)
+        raise
+    app.state.optout_registry = registry
+    app.state.store = ConsentStore(app.state.store, registry)
+
+
+async def stop_consent(app: Any) -> None:
+    import asyncio
+
+    registry = getattr(app.state, "optout_registry", None)
+    if registry is not None:
+        await asyncio.to_thread(registry.close)
+        app.state.optout_registry = None
+    store = getattr(app.state, "store", None)
+    if isinstance(store, ConsentStore):
+        app.state.store = store.inner
