@@ -44,6 +44,10 @@ class Heartbeat(msgspec.Struct, kw_only=True):
     rates: dict[str, float] = msgspec.field(default_factory=dict)
     metrics_port: int | None = None
     """Port of the worker's /metrics and /ready on ``host`` (a free one when the default was taken)."""
+    max_channels: int | None = None
+    """The worker's capacity (``CHATLOG_INGEST_MAX_CHANNELS``); None = no limit."""
+    over_capacity: list[str] = msgspec.field(default_factory=list)
+    """Channels of its buckets the worker does not join: it is full (add workers)."""
 
 
 _encode = msgspec.json.Encoder().encode
@@ -92,6 +96,10 @@ class ReplicaCoverage:
     events_per_s: float = 0.0
     metrics: dict[str, str] = field(default_factory=dict)
     """worker id -> ``host:port`` of its /metrics (workers that sent the port)."""
+    over_capacity: dict[str, int] = field(default_factory=dict)
+    """worker id -> channels it owns but does not join (at its capacity), for workers with any."""
+    capacity: dict[str, int] = field(default_factory=dict)
+    """worker id -> its channel capacity, for workers that have one."""
 
     @property
     def ok(self) -> bool:
@@ -127,6 +135,8 @@ def coverage(
                 unregistered_joined=len(joined - registered_set),
                 events_per_s=sum(hb.rates.get("events", 0.0) for hb in beats),
                 metrics={hb.worker_id: f"{hb.host}:{hb.metrics_port}" for hb in beats if hb.metrics_port},
+                over_capacity={hb.worker_id: len(hb.over_capacity) for hb in beats if hb.over_capacity},
+                capacity={hb.worker_id: hb.max_channels for hb in beats if hb.max_channels is not None},
             )
         )
     return out
@@ -148,6 +158,9 @@ def report_json(report: list[ReplicaCoverage], *, limit: int | None = None) -> d
                 "unregistered_joined": c.unregistered_joined,
                 "events_per_s": round(c.events_per_s, 1),
                 "metrics": c.metrics,
+                "over_capacity": c.over_capacity,
+                "over_capacity_count": sum(c.over_capacity.values()),
+                "capacity": c.capacity,
             }
             for c in report
         ],
@@ -166,10 +179,19 @@ def report_text(report: list[ReplicaCoverage], *, show: int = 20) -> str:
         for worker, buckets in c.owners.items():
             extra = f" (+ overlap {c.overlap[worker]})" if worker in c.overlap else ""
             extra += f", metrics {c.metrics[worker]}" if worker in c.metrics else ""
+            if worker in c.capacity:
+                extra += f", capacity {c.capacity[worker]}"
+            if worker in c.over_capacity:
+                extra += f", {c.over_capacity[worker]} OVER CAPACITY"
             lines.append(f"  {worker}: {len(buckets)} bucket(s) {_ranges(buckets)}{extra}")
         if c.uncovered:
             more = f" ... and {len(c.uncovered) - show} more" if len(c.uncovered) > show else ""
             lines.append(f"  nobody logs: {', '.join(c.uncovered[:show])}{more}")
+        if c.over_capacity:
+            lines.append(
+                f"  over capacity: {sum(c.over_capacity.values())} channel(s) not joined by their owner "
+                "(CHATLOG_INGEST_MAX_CHANNELS): add workers"
+            )
         if c.unregistered_joined:
             lines.append(f"  joined but not registered (leaving soon): {c.unregistered_joined}")
     return "\n".join(lines)
