@@ -96,3 +96,39 @@ def test_a_hot_connection_moves_a_channel_make_before_break_without_losing_a_lin
 
 def _ids(lines: list[str]) -> set[str]:
     return {line.split(";", 1)[0].removeprefix("@msgid=") for line in lines if line.startswith("@msgid=")}
+
+
+def test_lines_are_counted_per_channel_from_the_first_hash_parameter() -> None:
+    from ingest.irc.connection import _count_channels
+
+    counts: dict[str, int] = {}
+    _count_channels(
+        [
+            "@id=1;color=#FF0000 :a!a@a.tmi.twitch.tv PRIVMSG #Chan :hi #other",
+            ":a!a@a PRIVMSG #chan :again",
+            "@msg-id=x :tmi.twitch.tv USERNOTICE #b",
+            ":tmi.twitch.tv NOTICE * :no channel here",
+        ],
+        counts,
+    )
+    assert counts == {"Chan": 1, "chan": 1, "b": 1}  # the pool lower-cases when it folds them
+
+
+def test_pool_metrics_export_rate_cpu_moves_and_over_capacity() -> None:
+    from prometheus_client import REGISTRY
+
+    from ingest.irc.metrics import PoolMetrics
+    from ingest.irc.stats import PoolStats
+
+    import dataclasses
+
+    zeros: dict[str, Any] = {f.name: 0 for f in dataclasses.fields(PoolStats)}
+    stats = PoolStats(**(zeros | {"over_capacity": 7, "msgs_per_s": 123.5, "cpu_s_per_msg": 2e-5}))
+    m = PoolMetrics("metrics-test")
+    m.publish(stats)
+    m.move()
+    value = REGISTRY.get_sample_value
+    assert value("chatlog_irc_channels_over_capacity", {"worker": "metrics-test"}) == 7
+    assert value("chatlog_irc_messages_per_second", {"worker": "metrics-test"}) == 123.5
+    assert value("chatlog_irc_cpu_seconds_per_message", {"worker": "metrics-test"}) == 2e-5
+    assert value("chatlog_irc_channel_moves_total", {"worker": "metrics-test"}) == 1
