@@ -115,12 +115,12 @@ def test_lines_are_counted_per_channel_from_the_first_hash_parameter() -> None:
 
 
 def test_pool_metrics_export_rate_cpu_moves_and_over_capacity() -> None:
+    import dataclasses
+
     from prometheus_client import REGISTRY
 
     from ingest.irc.metrics import PoolMetrics
     from ingest.irc.stats import PoolStats
-
-    import dataclasses
 
     zeros: dict[str, Any] = {f.name: 0 for f in dataclasses.fields(PoolStats)}
     stats = PoolStats(**(zeros | {"over_capacity": 7, "msgs_per_s": 123.5, "cpu_s_per_msg": 2e-5}))
