@@ -187,8 +187,12 @@ class ConsentStore:
     async def senders(self, channel: Named, lo: int, hi: int) -> AsyncIterator[tuple[str | None, str | None]]:
         await self._check(channel)
         async for login, user_id in self.inner.senders(channel, lo, hi):
-            if not self.optouts.user_out(user_id):
-                yield login, user_id
+            if user_id is None and login:  # a deleted message names its user by login only
+                if self.optouts.user_out(await self._id_of(login, channel=False)):
+                    continue
+            elif self.optouts.user_out(user_id):
+                continue
+            yield login, user_id
 
     async def ping(self) -> None:
         await self.inner.ping()

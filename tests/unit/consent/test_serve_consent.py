@@ -1,0 +1,195 @@
+"""chatlog serve's side of consent without a server: the store wrapper over a test double, and the admin
+key check."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from datetime import date
+from typing import Any
+
+import pytest
+from pydantic import SecretStr
+
+from consent.settings import ConsentSettings
+from core.testing import twitch_event
+from schemas.chat_event import ChatEvent
+from serve.api.errors import ApiError
+from serve.api.optout import key_name
+from serve.consent import ConsentStore, OptedOut
+from serve.store import ById, Channel, Named
+
+AT = 1_790_000_000_000
+SECRET = "0123456789abcdef-secret"
+
+
+@dataclass
+class OptOuts:
+    users: set[str] = field(default_factory=set)
+    channels: set[str] = field(default_factory=set)
+
+    def user_out(self, user_id: str | None) -> bool:
+        return user_id in self.users
+
+    def channel_out(self, channel_id: str | None) -> bool:
+        return channel_id in self.channels
+
+
+@dataclass
+class Keys:
+    id: str | None
+
+
+EVENTS = [
+    twitch_event("PRIVMSG", "chan0", sent_at=AT, login="alice", user_id="1", room_id="500", text="hi"),
+    twitch_event("PRIVMSG", "chan0", sent_at=AT + 1, login="bob", user_id="2", room_id="500", text="yo"),
+    twitch_event("CLEARCHAT", "chan0", sent_at=AT + 2, text="alice", user_id="1", room_id="500"),
+    twitch_event("CLEARMSG", "chan0", sent_at=AT + 3, login="alice", room_id="500", message_id="m"),
+    twitch_event("CLEARMSG", "chan0", sent_at=AT + 4, login="bob", room_id="500", message_id="n"),
+]
+
+
+class Store:
+    """A LogStore double: one channel (chan0, id 500) with EVENTS; logins alice=1, bob=2."""
+
+    session = "the session"
+    ids: dict[str, str] = {"alice": "1", "bob": "2", "chan0": "500", "chan1": "501"}
+
+    async def channels(self) -> list[Channel]:
+        return [Channel("chan0", "500"), Channel("chan1", "501")]
+
+    async def channel_by_id(self, channel_id: str) -> str | None:
+        return {"500": "chan0", "501": "chan1"}.get(channel_id)
+
+    async def user_by_id(self, channel: Named, user_id: str) -> str | None:
+        return {"1": "alice", "2": "bob"}.get(user_id)
+
+    async def user_keys(self, user: Named) -> Keys:
+        return Keys(self.ids.get(str(user)))
+
+    async def channel_keys(self, channel: Named) -> Keys:
+        return Keys(self.ids.get(str(channel)))
+
+    async def channel_days(self, channel: Named) -> list[date]:
+        return [date(2026, 9, 21)]
+
+    async def latest_day(self, channel: Named) -> date | None:
+        return date(2026, 9, 21)
+
+    async def user_months(self, channel: Named, user: Named) -> list[tuple[int, int]]:
+        return [(2026, 9)]
+
+    async def latest_user_month(self, channel: Named, user: Named) -> tuple[int, int] | None:
+        return (2026, 9)
+
+    async def channel_events(
+        self, channel: Named, lo: int, hi: int, *, reverse: bool = False
+    ) -> AsyncIterator[ChatEvent]:
+        for e in EVENTS:
+            yield e
+
+    async def user_events(
+        self, channel: Named, user: Named, lo: int, hi: int, *, reverse: bool = False
+    ) -> AsyncIterator[ChatEvent]:
+        for e in EVENTS:
+            yield e
+
+    async def random_channel_event(self, channel: Named) -> ChatEvent | None:
+        return EVENTS[0]
+
+    async def random_user_event(self, channel: Named, user: Named) -> ChatEvent | None:
+        return EVENTS[0]
+
+    async def user_count(self, channel: Named, user: Named, lo: int, hi: int) -> tuple[int, str | None]:
+        return 3, self.ids.get(str(user))
+
+    async def senders(self, channel: Named, lo: int, hi: int) -> AsyncIterator[tuple[str | None, str | None]]:
+        for e in EVENTS:
+            yield e.user_login, e.user_id
+
+    async def ping(self) -> None:
+        return None
+
+
+def run(coro: Any) -> Any:
+    return asyncio.run(coro)
+
+
+async def collect(it: AsyncIterator[Any]) -> list[Any]:
+    return [x async for x in it]
+
+
+def test_nothing_changes_without_opt_outs() -> None:
+    store = ConsentStore(Store(), OptOuts())
+    assert len(run(store.channels())) == 2
+    assert run(collect(store.channel_events("chan0", 0, AT * 2))) == EVENTS
+    assert store.session == "the session"  # the rest is the wrapped store's
+
+
+def test_an_opted_out_channel_is_hidden_and_forbidden() -> None:
+    store = ConsentStore(Store(), OptOuts(channels={"500"}))
+    assert [c.login for c in run(store.channels())] == ["chan1"]
+    for call in (
+        store.channel_by_id("500"),
+        store.latest_day("chan0"),
+        store.latest_day(ById("500", "chan0")),
+        store.user_months("chan0", "bob"),
+        collect(store.channel_events("chan0", 0, 1)),
+        collect(store.senders("chan0", 0, 1)),
+    ):
+        with pytest.raises(OptedOut):
+            run(call)
+    assert run(store.latest_day("chan1")) == date(2026, 9, 21)
+
+
+def test_an_opted_out_user_is_forbidden_and_left_out_of_channel_logs() -> None:
+    store = ConsentStore(Store(), OptOuts(users={"1"}))
+    for call in (
+        store.user_by_id("chan0", "1"),
+        store.user_months("chan0", "alice"),
+        store.user_months("chan0", ById("1", "alice")),
+        store.user_count("chan0", "alice", 0, 1),
+        collect(store.user_events("chan0", "alice", 0, 1)),
+    ):
+        with pytest.raises(OptedOut):
+            run(call)
+    left = run(collect(store.channel_events("chan0", 0, AT * 2)))
+    # alice's message, her timeout, and the deletion of her message (named by login only) are left out
+    assert left == [EVENTS[1], EVENTS[4]]
+    assert run(collect(store.senders("chan0", 0, 1))) == [("bob", "2"), (None, None), ("bob", None)]
+    assert run(store.random_channel_event("chan0")) is None
+    assert run(store.user_name_history("1")) == []
+    assert run(store.user_months("chan0", "bob")) == [(2026, 9)]
+
+
+def test_opted_out_is_a_403_api_error() -> None:
+    exc = OptedOut()
+    assert isinstance(exc, ApiError) and exc.status == 403 and exc.message == "user or channel has opted out"
+
+
+def settings(keys: str | None) -> ConsentSettings:
+    return ConsentSettings(serve_admin_keys=SecretStr(keys) if keys is not None else None)
+
+
+def test_admin_keys_by_bearer_or_header() -> None:
+    s = settings(f"ops:{SECRET},bot:{SECRET}-bot")
+    assert key_name(s, f"Bearer {SECRET}", None) == "ops"
+    assert key_name(s, f"bearer   {SECRET}-bot", None) == "bot"
+    assert key_name(s, None, f"{SECRET}-bot") == "bot"
+
+
+@pytest.mark.parametrize(
+    ("auth", "key", "status"),
+    [(None, None, 401), ("Bearer nope", None, 401), (f"Basic {SECRET}", None, 401), (None, SECRET[:-1], 401)],
+)
+def test_no_or_a_wrong_key_is_401(auth: str | None, key: str | None, status: int) -> None:
+    with pytest.raises(ApiError) as caught:
+        key_name(settings(f"ops:{SECRET}"), auth, key)
+    assert caught.value.status == status and SECRET not in caught.value.message
+
+
+def test_without_keys_the_admin_routes_are_404() -> None:
+    with pytest.raises(ApiError) as caught:
+        key_name(settings(None), f"Bearer {SECRET}", None)
+    assert caught.value.status == 404
