@@ -140,8 +140,9 @@ def pick_moves(
     and ends at most ``threshold * (1 - hysteresis)``, so a move never makes a new hot spot and small
     rate swings do not move the channel back. One move per source per call; loads are updated as
     moves are chosen. A source above the ceiling itself (not only above ``ratio`` x the mean: that
-    would snowball, each new connection lowering the mean) whose channels would fit by rate only on
-    connections that are full (by count) is appended to ``stuck``: the pool then opens a spare.
+    would snowball, each new connection lowering the mean) with a channel that fits on no other
+    connection (all full, or too busy) but would on an empty one is appended to ``stuck``: the pool
+    then opens a spare connection, so connections follow the load, not only the channel count.
     """
     channel_moved_at = channel_moved_at or {}
     conn_shed_at = conn_shed_at or {}
@@ -165,12 +166,14 @@ def pick_moves(
             r = rates.get(ch, 0.0)
             if r <= 0:
                 break
-            targets = [cid for cid in rate_of if cid != src.conn_id and rate_of[cid] + r <= fit]
-            full = bool(targets) and all(count_of[cid] >= capacity for cid in targets)
-            if full and stuck is not None and src.rate > ceiling and src.conn_id not in stuck:
-                stuck.append(src.conn_id)
-            targets = [cid for cid in targets if count_of[cid] < capacity]
+            targets = [
+                cid
+                for cid in rate_of
+                if cid != src.conn_id and count_of[cid] < capacity and rate_of[cid] + r <= fit
+            ]
             if not targets:
+                if stuck is not None and src.rate > ceiling and r <= fit and src.conn_id not in stuck:
+                    stuck.append(src.conn_id)  # it would fit on a new connection
                 continue
             tgt = min(targets, key=lambda cid: (rate_of[cid], count_of[cid], cid))
             moves.append(Move(ch, src.conn_id, tgt, r))
@@ -196,7 +199,7 @@ class Rebalancer:
     channel_moved_at: dict[str, float] = field(default_factory=dict)
     conn_shed_at: dict[int, float] = field(default_factory=dict)
     moves: int = 0
-    needs_connection: bool = False  # the last plan found a hot connection blocked by full ones
+    needs_connection: bool = False  # the last plan found a connection above the ceiling with no target
 
     def plan(
         self,

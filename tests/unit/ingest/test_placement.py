@@ -200,3 +200,16 @@ def test_a_hot_connection_blocked_by_full_ones_asks_for_a_connection() -> None:
     spare = conn_loads({1: {"hot", "h2"}, 2: {"a", "b"}, 3: set()}, rates)
     moves = r.plan(spare, rates, capacity=2, now=1.0)
     assert [(m.source, m.target) for m in moves] == [(1, 3)] and not r.needs_connection
+
+
+def test_every_connection_above_the_ceiling_asks_for_a_connection_but_the_ratio_alone_does_not() -> None:
+    rates = {"a": 100.0, "b": 100.0, "c": 100.0, "d": 100.0}
+    loads = conn_loads({1: {"a", "b"}, 2: {"c", "d"}}, rates)  # 200 each, ceiling 150
+    stuck: list[int] = []
+    assert pick_moves(loads, rates, capacity=90, ceiling=150.0, now=0.0, stuck=stuck) == []
+    assert stuck == [1, 2]
+    rates = {"a": 100.0, "b": 100.0, "c": 10.0, "d": 10.0}
+    loads = conn_loads({1: {"a", "b"}, 2: {"c", "d"}}, rates)  # above 1.25 x mean, below the ceiling
+    stuck = []
+    moves = pick_moves(loads, rates, capacity=2, ceiling=1000.0, now=0.0, stuck=stuck)
+    assert moves == [] and stuck == []  # conn 2 is full: no move, and no new connection either
