@@ -23,7 +23,7 @@ from core.errors import ChatlogError
 from core.times import format_time
 from sink import spark_private
 from sink.driver import offsets, transform
-from sink.driver.optouts import follower
+from sink.driver.optouts import follower, logins_in
 from sink.driver.session import get_session, kafka_options
 from sink.driver.stream import ensure_schema, failure_message
 from sink.driver.write import write_dataframe, write_dataframe_observed
@@ -94,6 +94,8 @@ def run(
     optouts = follower(settings, erase=settings.sink_optout_erase, catch_up=False)
     try:
         optouts.start()
+        if optouts.current().users:
+            optouts.learn(logins_in(kafka, optouts.current().users))
         with optouts.batch() as current:
             if private:
                 written, counts = write_dataframe_observed(

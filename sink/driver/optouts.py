@@ -36,7 +36,7 @@ import contextlib
 import logging
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Final, Protocol
@@ -46,6 +46,8 @@ from core.errors import ChatlogError
 from sink.executor.optout import OptOuts
 
 if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
+
     from consent.erase import ErasureReport
     from sink.settings import SinkSettings
 
@@ -110,9 +112,12 @@ class OptOutFollower:
         self._pending: list[_Pending] = []
         self._audit: list[OptOut] = []
         self._logins: dict[str, frozenset[str]] = {}
+        self._learned: dict[str, str] = {}
+        """Login -> user id, seen on the events of opted-out users."""
         self._snapshot: tuple[frozenset[str], frozenset[str], OptOuts] | None = None
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
+        self._following = False
         self.erased: list[ErasureReport] = []
         self.failures = 0
         self._failing = False
@@ -125,6 +130,7 @@ class OptOutFollower:
         self.registry.subscribe(self._on_record)
         self.registry.start()
         self.registry.wait_ready(self.settings.optout_ready_timeout_s)
+        self._following = True  # records read from now on are new (the catch-up sees the others)
         current = self.current()
         if current:
             log.info("opt-outs: %d user(s), %d channel(s)", len(current.users), len(current.channels))
@@ -170,9 +176,20 @@ class OptOutFollower:
             return snap[2]
         self._learn_logins(users)
         logins = frozenset(login for user in users for login in self._logins.get(user, ()))
-        optouts = OptOuts(users=users, channels=channels, logins=logins)
+        learned = frozenset(login for login, user in self._learned.items() if user in users)
+        optouts = OptOuts(users=users, channels=channels, logins=logins | learned)
         self._snapshot = (users, channels, optouts)
         return optouts
+
+    def learn(self, logins: Mapping[str, str]) -> None:
+        """Logins (-> user id) the written batches saw opted-out users send with (``optout_logins`` of
+        :class:`sink.executor.partition.WriteStats`, a backfill's pre-pass): later batches drop the
+        events that name those users by login only."""
+        new = {login: user for login, user in logins.items() if self._learned.get(login) != user}
+        if new:
+            with self._cond:
+                self._learned.update(new)
+                self._snapshot = None
 
     @contextlib.contextmanager
     def batch(self) -> Iterator[OptOuts]:
@@ -192,7 +209,7 @@ class OptOutFollower:
 
     # -- the registry's thread ----------------------------------------------------------------------
     def _on_record(self, key: str, value: OptOut | Code | None) -> None:
-        if not isinstance(value, OptOut) or self._connect is None:
+        if not isinstance(value, OptOut) or self._connect is None or not self._following:
             return
         if value.kind == "user":
             self._learn_logins(frozenset({value.id}))  # before an erasure deletes the name history
@@ -351,6 +368,22 @@ class OptOutFollower:
                     erased[(row.kind, row.id)] = max(at, erased.get((row.kind, row.id), 0))
             month = month + 1 if month % 100 < 12 else (month // 100 + 1) * 100 + 1
         return [o for o in owed if erased.get((o.kind, o.id), -1) < o.at]
+
+
+def logins_in(kafka: DataFrame, users: frozenset[str]) -> dict[str, str]:
+    """Login -> user id of every event of ``users`` in ``kafka`` (Spark's Kafka source rows): a pass of
+    its own over a backfill's range, in the JVM (JSON paths), before the write, so that the range's
+    deleted messages (CLEARMSG names its author by login only) of those users are dropped wherever they
+    fall. Its cost: the range read once more; only run when someone opted out."""
+    from pyspark.sql import functions as F
+
+    text = F.col("value").cast("string")
+    pairs = kafka.select(
+        F.get_json_object(text, "$.user_id").alias("user_id"),
+        F.get_json_object(text, "$.user_login").alias("login"),
+    )
+    found = pairs.where(F.col("user_id").isin(sorted(users)) & F.col("login").isNotNull()).distinct()
+    return {str(row["login"]): str(row["user_id"]) for row in found.collect()}
 
 
 def _consent_erase() -> Erase:

@@ -99,7 +99,9 @@ def start_query(
             tracker.written(batch_id, write_dataframe(batch, settings))
             return
         with optouts.batch() as current:
-            tracker.written(batch_id, write_dataframe(batch, settings, optouts=current))
+            written = write_dataframe(batch, settings, optouts=current)
+        optouts.learn(written.optout_logins)
+        tracker.written(batch_id, written)
 
     writer = (
         rows.writeStream.foreachBatch(process)

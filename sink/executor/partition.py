@@ -54,6 +54,9 @@ class WriteStats:
     retries: int = 0
     optout_dropped: int = 0
     """Valid events not written because their user or channel opted out (:mod:`sink.executor.optout`)."""
+    optout_logins: dict[str, str] = field(default_factory=dict)
+    """Login -> user id of the dropped events of opted-out users (the driver matches later events that
+    name a user by login only against these logins)."""
 
     @property
     def rows_total(self) -> int:
@@ -66,6 +69,7 @@ class WriteStats:
         self.requests += other.requests
         self.retries += other.retries
         self.optout_dropped += other.optout_dropped
+        self.optout_logins.update(other.optout_logins)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -75,6 +79,7 @@ class WriteStats:
             "requests": self.requests,
             "retries": self.retries,
             "optout_dropped": self.optout_dropped,
+            "optout_logins": dict(self.optout_logins),
         }
 
     @classmethod
@@ -86,6 +91,7 @@ class WriteStats:
             requests=data["requests"],
             retries=data["retries"],
             optout_dropped=data.get("optout_dropped", 0),
+            optout_logins=dict(data.get("optout_logins", {})),
         )
 
 
@@ -253,6 +259,7 @@ def write_partition(
     any table, the name history included).
     """
     drops = optouts.drops if optouts else None
+    opted_out_users = optouts.users if optouts else frozenset()
     wiring = collaborators if collaborators is not None else production(settings)
     cassandra, letters = wiring.cassandra, wiring.dead_letters
     stats = WriteStats()
@@ -312,6 +319,8 @@ def write_partition(
             continue
         if drops is not None and drops(event):
             stats.optout_dropped += 1
+            if event.user_login is not None and event.user_id in opted_out_users:
+                stats.optout_logins[event.user_login] = event.user_id
             continue
         mark = len(items)
         try:

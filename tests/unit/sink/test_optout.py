@@ -75,6 +75,7 @@ def test_write_partition_writes_no_row_of_an_opted_out_user_and_counts_them() ->
         optouts=optouts,
     )  # fmt: skip
     assert (stats.events, stats.optout_dropped) == (1, 3)
+    assert stats.optout_logins == {"bob": "42"}  # not carol's: her line was dropped for its channel
     written = {item.origin[2] for item in cassandra.sent}
     assert written == {1}  # only carol's line in the logged channel: no row, no name of the others
     assert WriteStats.from_dict(stats.to_dict()) == stats
@@ -208,6 +209,9 @@ def test_at_start_the_erasures_the_audit_does_not_show_are_caught_up(
     quiet_cassandra: list[list[OptOut]], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     registry, eraser = Registry(), Eraser()
+    settings = SinkSettings(cassandra_keyspace="ks")  # type: ignore[call-arg]
+    follower = OptOutFollower(settings, registry, connect=object, eraser=eraser, catch_up=True)
+    registry.subscribe(follower._on_record)  # as if they were read while the registry caught up
     erased_before = registry.opt_out("user", "1")
     registry.opt_out("user", "2")
     registry.opt_out("user", "3", keep_history=True)
@@ -216,6 +220,25 @@ def test_at_start_the_erasures_the_audit_does_not_show_are_caught_up(
         "_not_erased",
         lambda self, optouts: [o for o in optouts if not o.keep_history and o.id != erased_before.id],
     )
-    follower = _follower(registry, eraser, catch_up=True)
+    follower.start()
     follower.close(5)  # waits for the erasures that may run (no batch is under way)
     assert [c.get("user_id") for c in eraser.calls] == ["2"]
+
+
+def test_logins_seen_on_an_opted_out_users_events_are_matched_until_a_lift(
+    quiet_cassandra: list[list[OptOut]],
+) -> None:
+    registry, eraser = Registry(), Eraser()
+    follower = OptOutFollower(SinkSettings(cassandra_keyspace="ks"), registry)  # type: ignore[call-arg]
+    follower.start()
+    try:
+        registry.opt_out("user", "42")
+        assert follower.current().logins == frozenset()
+        follower.learn({"bob": "42"})
+        clearmsg = _event("CLEARMSG", login="bob", user_id=None, text="deleted")
+        assert follower.current().drops(clearmsg)
+        registry.apply("user:42", None)
+        assert not follower.current().drops(clearmsg)
+        assert eraser.calls == [] and not follower.erase  # no Cassandra: nothing erased
+    finally:
+        follower.close(5)
