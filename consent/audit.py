@@ -134,18 +134,26 @@ def read(
     kind: str | None = None,
     id: str | None = None,
     now_ms: int | None = None,
+    since_ms: int | None = None,
+    action: str | None = None,
 ) -> list[AuditEntry]:
-    """The newest ``limit`` audit rows (of ``kind``/``id`` when given), newest first, month by month."""
+    """The newest ``limit`` audit rows (of ``kind``/``id``/``action`` when given, at or after ``since_ms``),
+    newest first, month by month."""
     statement = session.prepare(
         f"SELECT at, action, kind, id, channel, actor, reason, deleted FROM {keyspace}.consent_audit "
         "WHERE month = ?"
     )
     month = month_of(int(time.time() * 1000) if now_ms is None else now_ms)
+    first = FIRST_MONTH if since_ms is None else max(FIRST_MONTH, month_of(since_ms))
     out: list[AuditEntry] = []
-    while month >= FIRST_MONTH and len(out) < limit:
+    while month >= first and len(out) < limit:
         for row in session.execute(statement, (month,)):
             if (kind is not None and row.kind != kind) or (id is not None and row.id != id):
                 continue
+            if action is not None and row.action != action:
+                continue
+            if since_ms is not None and _ms(row.at) < since_ms:
+                break  # newest first: the rest of the month is older
             out.append(
                 AuditEntry(
                     at=_ms(row.at),

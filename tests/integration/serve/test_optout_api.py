@@ -8,9 +8,9 @@ from __future__ import annotations
 import socket
 import threading
 import time
+import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import httpx
@@ -53,31 +53,42 @@ def _free_port() -> int:
         return port
 
 
-@pytest.fixture
-def served(
-    stack: StackSettings, fresh_keyspace: StackSettings, unique: str, tmp_path: Path
-) -> Iterator[Served]:
-    filled = fill(fresh_keyspace.cassandra_keyspace, tmp_path)
-    with optout_topic(stack, f"t{unique}.optout", serve_admin_keys=f"ops:{SECRET}") as consent:
-        port = _free_port()
-        values: dict[str, Any] = {
-            "cassandra_keyspace": fresh_keyspace.cassandra_keyspace,
-            "serve_port": port,
-            "serve_channels_ttl_s": 0,
-        }
-        app = create_app(ServeSettings(**values), consent=consent)
-        server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
-        thread = threading.Thread(target=server.run, daemon=True)
-        thread.start()
-        deadline = time.monotonic() + 30
-        while not server.started:
-            assert time.monotonic() < deadline and thread.is_alive(), "uvicorn did not start"
-            time.sleep(0.05)
+@pytest.fixture(scope="module")
+def served(stack: StackSettings, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
+    """One server for the module (its setup is most of the time): the tests use distinct ids, in order."""
+    from core.cql import apply_schema, connect
+
+    unique = uuid.uuid4().hex[:10]
+    keyspace = stack.model_copy(update={"cassandra_keyspace": f"t{unique}"})
+    apply_schema(keyspace)
+    filled = fill(keyspace.cassandra_keyspace, tmp_path_factory.mktemp("sink"))
+    try:
+        with optout_topic(stack, f"t{unique}.optout", serve_admin_keys=f"ops:{SECRET}") as consent:
+            port = _free_port()
+            values: dict[str, Any] = {
+                "cassandra_keyspace": keyspace.cassandra_keyspace,
+                "serve_port": port,
+                "serve_channels_ttl_s": 0,
+            }
+            app = create_app(ServeSettings(**values), consent=consent)
+            server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
+            thread = threading.Thread(target=server.run, daemon=True)
+            thread.start()
+            deadline = time.monotonic() + 30
+            while not server.started:
+                assert time.monotonic() < deadline and thread.is_alive(), "uvicorn did not start"
+                time.sleep(0.05)
+            try:
+                yield Served(f"http://127.0.0.1:{port}", filled, consent)
+            finally:
+                server.should_exit = True
+                thread.join(30)
+    finally:
+        cluster, session = connect(keyspace)
         try:
-            yield Served(f"http://127.0.0.1:{port}", filled, consent)
+            session.execute(f"DROP KEYSPACE IF EXISTS {keyspace.cassandra_keyspace}", timeout=60)
         finally:
-            server.should_exit = True
-            thread.join(30)
+            cluster.shutdown()
 
 
 def eventually(check: Callable[[], bool], timeout: float = 10.0) -> float:
@@ -101,7 +112,7 @@ def test_admin_routes_need_a_key(served: Served) -> None:
     assert served.get("/admin/optout", headers={"X-Api-Key": SECRET[:-1]}).status_code == 401
     assert served.delete("/admin/optout/user/1007").status_code == 401
     assert served.post("/admin/erase", json={"user_id": "1007"}).status_code == 401
-    assert served.get("/admin/optout", headers={"X-Api-Key": SECRET}).json() == {"optouts": []}
+    assert served.get("/admin/optout", headers={"X-Api-Key": SECRET}).json() == {"optouts": []}  # first test
     assert served.get("/channel/chan1/user/user7/2026/9").status_code == 200  # nothing changed
 
 
@@ -152,8 +163,9 @@ def test_a_user_opt_out_erases_or_hides_their_lines_and_the_audit_has_ids_only(s
     assert served.get("/channel/chan1/userid/1005/2026/9").status_code == 403  # still opted out
 
     listed = served.get("/admin/optout", headers=ADMIN).json()["optouts"]
-    assert [(o["kind"], o["id"], o["reason"]) for o in listed] == [("user", "1005", "asked")]
-    entries = served.get("/admin/optout?audit=1", headers=ADMIN).json()["audit"]
+    assert [(o["kind"], o["id"], o["reason"]) for o in listed] == [("user", "1005", "asked")]  # 502 lifted
+    every = served.get("/admin/optout?audit=1", headers=ADMIN).json()["audit"]
+    entries = [e for e in every if e["id"] in ("1005", "1007")]
     assert [(e["action"], e["id"]) for e in entries] == [
         ("lift", "1007"),
         ("optout", "1007"),
@@ -163,17 +175,6 @@ def test_a_user_opt_out_erases_or_hides_their_lines_and_the_audit_has_ids_only(s
     assert {e["by"] for e in entries} == {"api:ops"}
     text = str(entries)
     assert "message " not in text and "run " not in text
-
-
-def test_admin_erase_and_bad_input(served: Served) -> None:
-    erased = served.post("/admin/erase", json={"channel_id": "501"}, headers=ADMIN)
-    assert erased.status_code == 200, erased.text
-    assert erased.json()["erased"]["rows"]["chat_by_channel"] > 0
-    assert served.get("/channel/chan1/2026/9/21").status_code == 404
-    assert served.post("/admin/erase", json={}, headers=ADMIN).status_code == 400
-    assert served.post("/admin/erase", json={"user_id": "x1"}, headers=ADMIN).status_code == 400
-    assert served.post("/admin/optout", json={"kind": "team", "id": "1"}, headers=ADMIN).status_code == 400
-    assert served.delete("/admin/optout/user/abc", headers=ADMIN).status_code == 400
 
 
 def test_self_service_code_is_published(served: Served) -> None:
@@ -192,6 +193,46 @@ def test_self_service_code_is_published(served: Served) -> None:
         registry.close()
     assert served.post("/optout").json()["code"] != code
     entries = served.get("/admin/optout?audit=1", headers=ADMIN).json()["audit"]
-    assert [(e["action"], e["kind"], e["id"]) for e in entries] == [
-        ("code", "code", c) for c in [e["id"] for e in entries]
-    ] and code in {e["id"] for e in entries}
+    codes = [(e["kind"], e["id"], e["by"]) for e in entries if e["action"] == "code"]
+    assert ("code", code, "api:self-service") in codes
+
+
+def test_an_opt_out_from_chat_is_audited_and_erased_by_the_server(served: Served) -> None:
+    """What the ingester writes when a user types the command with a valid code (by code:<code>)."""
+    from consent.publish import OptOutPublisher
+    from tests.integration.consent.conftest import read_tables
+
+    code = served.post("/optout").json()["code"]
+    OptOutPublisher(served.consent).add("user", "1011", reason=None, by=f"code:{code}")
+    eventually(lambda: served.get("/channel/chan0/userid/1011/2026/9").status_code == 403)
+
+    def erased() -> bool:
+        every = served.get("/admin/optout?audit=1", headers=ADMIN).json()["audit"]
+        entries = [e for e in every if e["id"] == "1011"]
+        return [(e["action"], e["by"]) for e in entries][:2] == [
+            ("erase", f"code:{code}"),
+            ("optout", f"code:{code}"),
+        ]
+
+    eventually(erased, 30)
+    from core.cql import connect
+
+    cluster, session = connect(served.filled.settings, keyspace=served.filled.settings.cassandra_keyspace)
+    try:
+        tables = read_tables(session)
+    finally:
+        cluster.shutdown()
+    assert [k for _c, k in tables.chat_by_channel if k in ("1011", "login:user11")] == []
+    assert [k for _c, k in tables.chat_by_user if k in ("1011", "login:user11")] == []
+    assert [n for n in tables.user_names if n[0] == "1011"] == []
+
+
+def test_admin_erase_and_bad_input(served: Served) -> None:
+    erased = served.post("/admin/erase", json={"channel_id": "501"}, headers=ADMIN)
+    assert erased.status_code == 200, erased.text
+    assert erased.json()["erased"]["rows"]["chat_by_channel"] > 0
+    assert served.get("/channel/chan1/2026/9/21").status_code == 404
+    assert served.post("/admin/erase", json={}, headers=ADMIN).status_code == 400
+    assert served.post("/admin/erase", json={"user_id": "x1"}, headers=ADMIN).status_code == 400
+    assert served.post("/admin/optout", json={"kind": "team", "id": "1"}, headers=ADMIN).status_code == 400
+    assert served.delete("/admin/optout/user/abc", headers=ADMIN).status_code == 400
