@@ -109,9 +109,8 @@ class IrcConnection(asyncio.Protocol):
                 self.conn_id, splitter.max_line_bytes, splitter.lines_too_long,
             )  # fmt: skip
         if lines:
-            lines = route_lines(lines, self._handle)
+            lines = route_lines(lines, self._handle, self.line_counts)
             if lines:
-                _count_channels(lines, self.line_counts)
                 self._hooks.deliver(lines, received_at_ms)
 
     def eof_received(self) -> bool | None:
@@ -353,17 +352,3 @@ class IrcConnection(asyncio.Protocol):
             if self.pending.pop(ch, None) is not None:
                 self._hooks.join_refused(self, ch, f"NOTICE {msg_id}")
         return False  # NOTICE lines are chat events for the caller too
-
-
-def _count_channels(lines: list[str], counts: dict[str, int]) -> None:
-    """Add one per line to the count of its channel: the first `` #word`` (tags and prefix hold no
-    space, so that is the first parameter starting with ``#``: the channel of a chat line). A line
-    without one (a NOTICE to us) is not counted; a ``#`` word in some other line's text is counted
-    under a name the pool then ignores (it only keeps counts of channels a connection has joined)."""
-    get = counts.get
-    for line in lines:
-        i = line.find(" #")
-        if i >= 0:
-            j = line.find(" ", i + 2)
-            ch = line[i + 2 : j] if j >= 0 else line[i + 2 :]
-            counts[ch] = get(ch, 0) + 1

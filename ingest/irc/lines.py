@@ -88,21 +88,34 @@ class LineSplitter:
             return [p.decode(errors="replace") for p in parts]
 
 
-def route_lines(lines: list[str], handle: Callable[[str], bool]) -> list[str]:
+def route_lines(
+    lines: list[str], handle: Callable[[str], bool], counts: dict[str, int] | None = None
+) -> list[str]:
     """Give every protocol line to ``handle`` and return the others, in order.
 
     ``handle(line)`` returns True when it consumed the line, False to pass it on (another user's
-    JOIN, a NOTICE). Chat lines (``@tags :prefix PRIVMSG ...``) take the shortest path.
+    JOIN, a NOTICE). Chat lines (``@tags :prefix PRIVMSG ...``) take the shortest path. With
+    ``counts``, each returned line whose first parameter is a ``#channel`` adds one to
+    ``counts[channel]`` (as the server spells it), from the positions found anyway: the pool's
+    per-channel message rates (placement by load) cost no extra scan of the line.
     """
     out: list[str] = []
     keep = out.append
     protocol = PROTOCOL_COMMANDS
+    counting = counts is not None
+    tally: dict[str, int] = counts if counts is not None else {}
+    get = tally.get
     for line in lines:
         p = line.find(" ") + 1 if line[0] == "@" else 0  # start of ":prefix" or of the command
         if line.startswith(":", p):
             q = line.find(" ", p)  # the space before the command
-            if line.startswith(" PRIVMSG ", q):
+            if line.startswith(" PRIVMSG #", q):
                 keep(line)
+                if counting:
+                    start = q + 10
+                    end = line.find(" ", start)
+                    ch = line[start:end] if end >= 0 else line[start:]
+                    tally[ch] = get(ch, 0) + 1
                 continue
             p = q + 1
         e = line.find(" ", p)
@@ -110,6 +123,10 @@ def route_lines(lines: list[str], handle: Callable[[str], bool]) -> list[str]:
         if (cmd in protocol or (len(cmd) == 3 and cmd.isdigit())) and handle(line):
             continue
         keep(line)
+        if counting and e >= 0 and line.startswith(" #", e):
+            end = line.find(" ", e + 2)
+            ch = line[e + 2 : end] if end >= 0 else line[e + 2 :]
+            tally[ch] = get(ch, 0) + 1
     return out
 
 

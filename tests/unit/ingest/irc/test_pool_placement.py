@@ -98,20 +98,22 @@ def _ids(lines: list[str]) -> set[str]:
     return {line.split(";", 1)[0].removeprefix("@msgid=") for line in lines if line.startswith("@msgid=")}
 
 
-def test_lines_are_counted_per_channel_from_the_first_hash_parameter() -> None:
-    from ingest.irc.connection import _count_channels
+def test_lines_are_counted_per_channel_while_they_are_routed() -> None:
+    from ingest.irc.lines import route_lines
 
     counts: dict[str, int] = {}
-    _count_channels(
-        [
-            "@id=1;color=#FF0000 :a!a@a.tmi.twitch.tv PRIVMSG #Chan :hi #other",
-            ":a!a@a PRIVMSG #chan :again",
-            "@msg-id=x :tmi.twitch.tv USERNOTICE #b",
-            ":tmi.twitch.tv NOTICE * :no channel here",
-        ],
-        counts,
-    )
-    assert counts == {"Chan": 1, "chan": 1, "b": 1}  # the pool lower-cases when it folds them
+    lines = [
+        "@id=1;color=#FF0000 :a!a@a.tmi.twitch.tv PRIVMSG #Chan :hi #other",
+        ":a!a@a PRIVMSG #chan :again",
+        "@msg-id=x :tmi.twitch.tv USERNOTICE #b",
+        "CLEARCHAT #b",
+        ":tmi.twitch.tv NOTICE * :no channel here",
+        ":tmi.twitch.tv PING :x",
+    ]
+    out = route_lines(lines, lambda line: "PING" in line, counts)
+    assert out == lines[:5]
+    assert counts == {"Chan": 1, "chan": 1, "b": 2}  # the pool lower-cases when it folds them
+    assert route_lines(lines, lambda _l: False) == lines  # without counts: unchanged
 
 
 def test_pool_metrics_export_rate_cpu_moves_and_over_capacity() -> None:
