@@ -485,7 +485,7 @@ class Worker:
 def check_topics(settings: IngestSettings, timeout: float = PROBE_TIMEOUT_S) -> None:
     """Fail in one line when Kafka is unreachable or a topic is missing (instead of waiting forever)."""
     topics = probe(settings, timeout).topics
-    missing = [t for t in settings.topic_names() if t not in topics]
+    missing = [t for t in (*settings.topic_names(), settings.topic_optout) if t not in topics]
     if missing:
         raise ChatlogError(f"missing Kafka topic(s) {', '.join(missing)}; `chatlog stack up` creates them")
 

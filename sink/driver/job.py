@@ -79,6 +79,11 @@ def preflight(settings: SinkSettings) -> None:
             f"topic {settings.topic_messages} does not exist in Kafka at {settings.kafka_bootstrap_servers} "
             "(CHATLOG_TOPIC_MESSAGES; `chatlog init` creates the topics)"
         )
+    if settings.topic_optout not in topics:
+        raise ChatlogError(
+            f"the opt-out topic {settings.topic_optout} does not exist in Kafka at "
+            f"{settings.kafka_bootstrap_servers} (CHATLOG_TOPIC_OPTOUT; `chatlog init` creates the topics)"
+        )
     driver_log = logging.getLogger("cassandra")
     level = driver_log.level
     driver_log.setLevel(logging.CRITICAL)  # a refused connection is one line, not the driver's tracebacks
