@@ -1,0 +1,99 @@
+"""Worker capacity with real ingesters (``chatlog ingest`` processes) in a consumer group on the real
+Kafka and InspIRCd: CHATLOG_INGEST_MAX_CHANNELS=30, 120 registered channels, 2 workers → exactly 60
+channels joined (30 by each, by the server's NAMES), never more; a third worker joins more of them."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from pathlib import Path
+
+import pytest
+
+from chatlog.demo.observer import NamesObserver, worker_of
+from chatlog.demo.supervisor import Supervisor
+from core.settings import StackSettings
+from ingest.registry import Registry
+
+pytestmark = pytest.mark.integration
+
+CAPACITY = 30
+
+
+def test_workers_join_at_most_their_capacity(
+    fresh_topics: StackSettings, unique: str, tmp_path: Path
+) -> None:
+    settings = fresh_topics
+    channels = [f"w{unique}_{i}" for i in range(120)]
+    Registry(settings).add(channels)
+    env = {
+        "CHATLOG_KAFKA_BOOTSTRAP_SERVERS": settings.kafka_bootstrap_servers,
+        **settings.topic_env(),
+        "CHATLOG_INGEST_GROUP_PREFIX": f"test-{unique}",
+        "CHATLOG_INGEST_HANDOFF_TIMEOUT_S": "0",
+        "CHATLOG_INGEST_SHUTDOWN_DRAIN_S": "0",
+        "CHATLOG_IRC_HOST": "127.0.0.1",
+        "CHATLOG_IRC_PORT": str(settings.irc_port),
+        "CHATLOG_IRC_FLAVOR": "ircv3",
+        "CHATLOG_IRC_JOIN_RATE": "1000",
+        "CHATLOG_METRICS_PORT": "0",
+        "CHATLOG_INGEST_MAX_CHANNELS": str(CAPACITY),
+    }
+    workers = [f"k{unique[:6]}{n}" for n in "abc"]
+
+    async def joined_by(observer: NamesObserver, live: list[str]) -> dict[str, set[str]]:
+        members = await observer.members(channels)
+        out: dict[str, set[str]] = {w: set() for w in live}
+        for ch, nicks in members.items():
+            for nick in nicks:
+                w = worker_of(nick, live)
+                if w is not None:
+                    out[w].add(ch)
+        return out
+
+    async def until(observer: NamesObserver, live: list[str], counts: list[int], timeout: float) -> None:
+        deadline = time.monotonic() + timeout
+        while True:
+            seen = await joined_by(observer, live)
+            assert all(len(chs) <= CAPACITY for chs in seen.values()), {w: len(c) for w, c in seen.items()}
+            if [len(seen[w]) for w in live] == counts:
+                return
+            for w in live:
+                child = sup.children[w]
+                if not child.alive:
+                    pytest.fail(f"{w} exited: {child.log.read_text()[-3000:]}")
+            if time.monotonic() > deadline:
+                pytest.fail(f"timed out: joined {[len(seen[w]) for w in live]}, wanted {counts}")
+            await asyncio.sleep(0.3)
+
+    async def scenario() -> None:
+        observer = NamesObserver("127.0.0.1", settings.irc_port)
+        await observer.connect()
+        try:
+            for w in workers[:2]:
+                sup.start(w, ["ingest", "--replica", "0", "--worker-id", w])
+            await until(observer, workers[:2], [CAPACITY, CAPACITY], 60)
+            for _ in range(5):  # and it stays there: nothing beyond the limit, no churn
+                await asyncio.sleep(0.5)
+                seen = await joined_by(observer, workers[:2])
+                assert [len(seen[w]) for w in workers[:2]] == [CAPACITY, CAPACITY]
+            assert not seen[workers[0]] & seen[workers[1]]
+            first = seen
+
+            sup.start(workers[2], ["ingest", "--replica", "0", "--worker-id", workers[2]])
+            deadline = time.monotonic() + 60
+            while True:  # the third worker takes a share of the buckets: more channels are logged
+                seen = await joined_by(observer, workers)
+                assert all(len(chs) <= CAPACITY for chs in seen.values())
+                if len(seen[workers[2]]) >= 20 and sum(len(c) for c in seen.values()) > 2 * CAPACITY:
+                    break
+                if time.monotonic() > deadline:
+                    pytest.fail(f"third worker: joined {[len(seen[w]) for w in workers]}")
+                await asyncio.sleep(0.3)
+            kept = sum(len(first[w] & seen[w]) for w in workers[:2])
+            assert kept > 0  # channels a worker still owns keep their place
+        finally:
+            await observer.close()
+
+    with Supervisor(tmp_path / "logs", env=env) as sup:
+        asyncio.run(asyncio.wait_for(scenario(), 200))
