@@ -173,12 +173,13 @@ class Worker:
                 loop.call_soon_threadsafe(self.consent.refresh)
 
     def _consent_channels_changed(self) -> None:
-        """On the loop: the opted-out channels changed, or a channel's room id was learned; part (or
-        rejoin) at once. Deferred to the loop's next turn: it can be called from inside the pool's
-        line delivery."""
+        """The opted-out channels changed, or a channel's room id was learned: part (or rejoin) at once.
+        Deferred to the loop's next turn: it is called from inside the pool's line delivery, and once
+        from the thread that starts the gate."""
         loop = self._loop
         if loop is not None and not loop.is_closed():
-            loop.call_soon(self._reapply_wanted)
+            with contextlib.suppress(RuntimeError):  # the loop is closing
+                loop.call_soon_threadsafe(self._reapply_wanted)
 
     def _reapply_wanted(self) -> None:
         if self._leaving:  # the hand-off loop sets the allowed channels every 0.2 s
