@@ -12,17 +12,22 @@ from core.settings import KafkaSettings
 DEFAULT_TOPIC: Final = "chatlog.optout"
 _KEY_NAME: Final = re.compile(r"[A-Za-z0-9_.\-]{1,40}")
 MIN_SECRET_CHARS: Final = 16
+DEFAULT_KEY_NAME: Final = "admin"
+"""Name of a key given without one (``CHATLOG_SERVE_ADMIN_KEYS=<secret>``)."""
 
 
 def parse_admin_keys(text: str) -> dict[str, SecretStr]:
-    """``name:secret[,name:secret...]`` -> {name: secret}; ValueError naming the pair (never the secret)."""
+    """``name:secret[,name:secret...]`` -> {name: secret} (a bare ``secret`` is named ``admin``); ValueError
+    naming the pair (never the secret)."""
     keys: dict[str, SecretStr] = {}
     for number, pair in enumerate((p.strip() for p in text.split(",")), 1):
         if not pair:
             continue
         name, sep, secret = pair.partition(":")
         name = name.strip()
-        if not sep or not _KEY_NAME.fullmatch(name):
+        if not sep:  # a bare secret: the key named "admin"
+            name, secret = DEFAULT_KEY_NAME, pair
+        if not _KEY_NAME.fullmatch(name):
             raise ValueError(f"pair {number} is not name:secret (name: letters, digits, _ . -)")
         if len(secret) < MIN_SECRET_CHARS:
             raise ValueError(f"the secret of key {name!r} is shorter than {MIN_SECRET_CHARS} characters")
@@ -66,8 +71,8 @@ class ConsentSettings(KafkaSettings):
         default=None,
         description=(
             "Keys of the consent admin API (`/admin/optout`, `/admin/erase`) as name:secret pairs, comma "
-            "separated (secrets of 16+ characters); the name is written to the audit. Unset: those routes "
-            "answer 404 (secret)."
+            "separated (secrets of 16+ characters; a bare secret is named admin); the name is written to "
+            "the audit. Unset: those routes answer 404 (secret)."
         ),
     )
 

@@ -15,12 +15,13 @@ def test_pairs_are_parsed_by_name() -> None:
     keys = parse_admin_keys(f"ops:{SECRET}, bot:{SECRET}x")
     assert {n: k.get_secret_value() for n, k in keys.items()} == {"ops": SECRET, "bot": SECRET + "x"}
     assert parse_admin_keys("") == {}
+    assert list(parse_admin_keys(SECRET)) == ["admin"]  # a bare secret
 
 
 @pytest.mark.parametrize(
     ("text", "message"),
     [
-        (SECRET, "pair 1 is not name:secret"),
+        ("ops:", "shorter than 16"),
         ("ops:short", "shorter than 16"),
         (f"ops:{SECRET},ops:{SECRET}", "given twice"),
         (f"bad name:{SECRET}", "pair 1 is not name:secret"),
