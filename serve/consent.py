@@ -225,7 +225,6 @@ async def start_consent(app: Any, settings: Any, consent: Any = None) -> None:
     ``serve_consent`` false: nothing is enforced."""
     import asyncio
 
-    from consent.followup import OptOutFollowUp
     from consent.publish import OptOutPublisher
     from consent.registry import OptOutRegistry
     from consent.settings import ConsentSettings
@@ -237,11 +236,6 @@ async def start_consent(app: Any, settings: Any, consent: Any = None) -> None:
     if not config.serve_consent:
         return
     registry = OptOutRegistry(config, config.topic_optout)
-    session = getattr(app.state.store, "session", None)
-    if session is not None:  # self-service opt-outs (from chat) audited and erased here
-        followup = OptOutFollowUp(registry, session, settings.cassandra_keyspace)
-        followup.start()  # subscribed before the registry reads: it sees the records that came meanwhile
-        app.state.optout_followup = followup
     registry.start()
     try:
         await asyncio.to_thread(registry.wait_ready, config.optout_ready_timeout_s)
@@ -261,10 +255,6 @@ async def stop_consent(app: Any) -> None:
     if registry is not None:
         await asyncio.to_thread(registry.close)
         app.state.optout_registry = None
-    followup = getattr(app.state, "optout_followup", None)
-    if followup is not None:
-        await asyncio.to_thread(followup.close)
-        app.state.optout_followup = None
     store = getattr(app.state, "store", None)
     if isinstance(store, ConsentStore):
         app.state.store = store.inner

@@ -197,36 +197,6 @@ def test_self_service_code_is_published(served: Served) -> None:
     assert ("code", code, "api:self-service") in codes
 
 
-def test_an_opt_out_from_chat_is_audited_and_erased_by_the_server(served: Served) -> None:
-    """What the ingester writes when a user types the command with a valid code (by code:<code>)."""
-    from consent.publish import OptOutPublisher
-    from tests.integration.consent.conftest import read_tables
-
-    code = served.post("/optout").json()["code"]
-    OptOutPublisher(served.consent).add("user", "1011", reason=None, by=f"code:{code}")
-    eventually(lambda: served.get("/channel/chan0/userid/1011/2026/9").status_code == 403)
-
-    def erased() -> bool:
-        every = served.get("/admin/optout?audit=1", headers=ADMIN).json()["audit"]
-        entries = [e for e in every if e["id"] == "1011"]
-        return [(e["action"], e["by"]) for e in entries][:2] == [
-            ("erase", f"code:{code}"),
-            ("optout", f"code:{code}"),
-        ]
-
-    eventually(erased, 30)
-    from core.cql import connect
-
-    cluster, session = connect(served.filled.settings, keyspace=served.filled.settings.cassandra_keyspace)
-    try:
-        tables = read_tables(session)
-    finally:
-        cluster.shutdown()
-    assert [k for _c, k in tables.chat_by_channel if k in ("1011", "login:user11")] == []
-    assert [k for _c, k in tables.chat_by_user if k in ("1011", "login:user11")] == []
-    assert [n for n in tables.user_names if n[0] == "1011"] == []
-
-
 def test_admin_erase_and_bad_input(served: Served) -> None:
     erased = served.post("/admin/erase", json={"channel_id": "501"}, headers=ADMIN)
     assert erased.status_code == 200, erased.text
