@@ -5,7 +5,8 @@ The tables (``schemas/cassandra.cql``) and how each is reached:
 * ``chat_by_user``: a user's pointers, partition ``(channel_key, user_key, period)``. The user's keys are
   its Twitch id and ``login:<login>`` for every login of it in ``user_names`` (a deleted message names its
   user by login only, and lines without ids are keyed by login). Its channels: the one given, else every
-  channel key of ``chat_buckets``; its periods: those of the channel's buckets. The pointers include the
+  channel key of ``chat_buckets``; its periods: those of the channel's buckets (asked 64 at a time, for
+  the non-empty ones, then those read). The pointers include the
   bans, timeouts and deleted messages that target the user.
 * ``chat_by_channel``: the rows the pointers point to. In each 5-minute bucket that holds any, the bucket's
   keys are read and the user's rows deleted as whole runs: the whole partition when every row is the
@@ -60,6 +61,8 @@ TABLES: Final = (
 
 CONCURRENCY: Final = 32
 """Requests in flight at once."""
+PROBE_PERIODS: Final = 64
+"""User periods asked at once (one ``IN`` query) to find the user's non-empty pointer partitions."""
 
 MODERATION_KINDS: Final = frozenset({"CLEARCHAT", "CLEARMSG"})
 
@@ -117,6 +120,10 @@ class _Cql:
         self.channel_logins = prepare(f"SELECT channel FROM {k}.channel_names WHERE channel_id = ?")
         self.channel_keys = f"SELECT DISTINCT channel_key FROM {k}.chat_buckets"
         self.buckets = prepare(f"SELECT bucket FROM {k}.chat_buckets WHERE channel_key = ?")
+        self.nonempty = prepare(
+            f"SELECT period FROM {k}.chat_by_user WHERE channel_key = ? AND user_key = ? AND period IN ? "
+            "PER PARTITION LIMIT 1"
+        )
         self.pointers = prepare(
             f"SELECT sent_at, message_id FROM {k}.chat_by_user WHERE channel_key = ? AND user_key = ? "
             "AND period = ?"
@@ -229,7 +236,16 @@ def _erase_user(
         channels = sorted({row.channel_key for row in cql.session.execute(cql.channel_keys)})
     for channel in channels:
         periods = sorted({user_period(_ms(row.bucket)) for row in cql.rows(cql.buckets, (channel,))})
-        partitions = [(channel, key, period) for key in keys for period in periods]
+        probes = [
+            (channel, key, periods[i : i + PROBE_PERIODS])
+            for key in keys
+            for i in range(0, len(periods), PROBE_PERIODS)
+        ]
+        partitions = sorted(
+            (channel, key, row.period)
+            for (_c, key, _p), rows in zip(probes, cql.many(cql.nonempty, probes), strict=True)
+            for row in rows
+        )
         for partition, pointers in zip(partitions, cql.many(cql.pointers, partitions), strict=True):
             if not pointers:
                 continue

@@ -178,8 +178,9 @@ class OptOutRegistry:
                 self.error = None
                 self._consume(consumer, ends)
             except ChatlogError as exc:
+                if str(exc) != self.error:  # once per new reason, not every retry
+                    log.warning("opt-out registry: %s; retrying every %.0fs", exc, RETRY_S)
                 self.error = str(exc)
-                log.warning("opt-out registry: %s; retrying in %.0fs", exc, RETRY_S)
                 self._stop.wait(RETRY_S)
             except Exception as exc:  # the thread keeps trying; the reason is kept for wait_ready
                 self.error = f"{type(exc).__name__}: {' '.join(str(exc).split())[:200]}"
