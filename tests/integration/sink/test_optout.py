@@ -1,7 +1,8 @@
 """Opt-outs in the sink on the real stack (Kafka -> Spark -> Cassandra, issue 20): a self-service opt-out
 that nobody followed with `chatlog erase` is erased by the sink, audited; a channel opt-out too; a backfill
 of the whole retained topic writes none of their rows back; a user who opts out while the sink runs is
-erased after the batches written before, and what they say afterwards is never stored."""
+erased after the batches written before, what they say afterwards is never stored, and after a lift their
+new lines are stored again while the old ones stay gone."""
 
 from __future__ import annotations
 
@@ -167,6 +168,14 @@ def test_a_user_who_opts_out_while_the_sink_runs_is_erased_and_stays_unstored(
         assert sorted(message_ids(settings)) == sorted(uuids(e.message_id for e in first[0::2] + later[0::2]))
         assert "3001" not in store.column("chat_by_user", "user_key")
         assert "3001" not in store.column("user_names", "user_id")
+
+        OptOutPublisher(settings).remove("user", "3001", by="cli:test")  # lifted: stored again from now on
+        time.sleep(1.0)
+        back = [line(200 + n, 1, f"back {n}") for n in range(3)]
+        produce(settings, back, bad_every=10**9)
+        until("the lifted user's new lines", lambda: len(message_ids(settings)) == 23)
+        expected = first[0::2] + later[0::2] + back  # the old ones stay gone
+        assert sorted(message_ids(settings)) == sorted(uuids(e.message_id for e in expected))
     finally:
         stop.set()
         sink.join(120)
