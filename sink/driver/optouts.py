@@ -120,6 +120,8 @@ class OptOutFollower:
         self._thread: threading.Thread | None = None
         self._following = False
         self.erased: list[ErasureReport] = []
+        self._erased_at: dict[str, int] = {}
+        """Key -> when its last erasure started: a record of the same opt-out written before needs none."""
         self.failures = 0
         self._failing = False
         """The last attempt to reach Cassandra failed: :meth:`close` does not wait for it."""
@@ -217,7 +219,13 @@ class OptOutFollower:
         with self._cond:
             self._audit.append(value)
             if self.erase and not value.keep_history:
-                self._pending.append(_Pending(value, self._started))
+                # the same opt-out written twice (both ingesters of a redundant pair saw the chat
+                # command) is erased once: the erasure waits for the batches of the later record
+                same = next((p for p in self._pending if p.optout.key == value.key), None)
+                if same is not None:
+                    same.after_batches = self._started
+                elif self._erased_at.get(value.key, -1) < value.at:
+                    self._pending.append(_Pending(value, self._started))
             self._cond.notify_all()
 
     # -- the audit and erasure thread ---------------------------------------------------------------
@@ -286,6 +294,7 @@ class OptOutFollower:
             self._failed()
             return False
         self._failing = False
+        self._erased_at[optout.key] = report.at
         self.erased.append(report)
         log.info(
             "erased %s %s (opted out by %s): %d row(s)", optout.kind, optout.id, optout.by, report.total_rows

@@ -187,6 +187,11 @@ def test_an_erasure_that_fails_is_retried_and_a_lifted_one_is_not_done(
         assert eraser.done.wait(5)
         assert eraser.calls == [{"keyspace": "ks", "user_id": "42", "by": "sink:code:abcdefgh"}]
         assert follower.failures == 2
+        # the other ingester of the pair wrote the same opt-out a moment before the erasure: not again
+        follower._erased_at["user:42"] = int(time.time() * 1000) + 1000
+        registry.opt_out("user", "42", by="code:abcdefgh")
+        time.sleep(0.3)
+        assert len(eraser.calls) == 1 and follower.pending == 0
     finally:
         follower.close(5)
 
