@@ -64,6 +64,10 @@ _CONCURRENT_LOOKUPS: Final = 16
 _RANDOM_TRIES: Final = 8
 _CACHE_MAX: Final = 10_000
 _LOW64: Final = (1 << 64) - 1
+_MISS_TTL_S: Final = 5.0
+"""How long a channel key found empty stays so (a new channel's first bucket shows within it)."""
+_LONG_RANGE_MS: Final = 400 * 86_400_000
+"""A user's range longer than this (their whole life in a channel) ends at the channel's latest bucket."""
 T = TypeVar("T")
 U = TypeVar("U")
 Order = tuple[int, int, int, int]
@@ -200,6 +204,7 @@ class CassandraStore:
         self._channels: tuple[float, list[Channel]] | None = None
         self._channels_lock = asyncio.Lock()
         self._names: dict[tuple[str, str], tuple[float, list[str]]] = {}
+        self._firsts: dict[str, tuple[float, int | None]] = {}
         prepare = session.prepare
         window = "AND sent_at >= ? AND sent_at < ?"
         desc = "ORDER BY sent_at DESC, message_id DESC"
@@ -425,16 +430,38 @@ class CassandraStore:
         starts = [_ms(rows[0].bucket) for rows in found if rows]
         return _day(max(starts)) if starts else None
 
+    async def _first_bucket(self, key: str) -> int | None:
+        """The first bucket of a channel key (None: nothing stored under it); cached, a miss briefly."""
+        now = time.monotonic()
+        hit = self._firsts.get(key)
+        if hit is not None and now < hit[0]:
+            return hit[1]
+        rows = await self._query("first", key).all()
+        first = _ms(rows[0].bucket) if rows else None
+        if len(self._firsts) >= _CACHE_MAX:
+            self._firsts.clear()
+        ttl = self.names_ttl_s if first is not None else min(self.names_ttl_s, _MISS_TTL_S)
+        self._firsts[key] = (now + ttl, first)
+        return first
+
     async def _pairs_and_periods(
         self, channel: Named, user: Named, lo: int = 0, hi: int = _FAR
     ) -> tuple[Keys, Keys, list[Pair], list[int]]:
-        """The channel's and user's keys, their (channel key, user key) pairs, and the user periods of
-        ``[lo, hi)`` within the channel's life."""
+        """The channel's and user's keys, the (channel key, user key) pairs of the channel keys that hold
+        anything, and the user periods of ``[lo, hi)`` from the channel's first bucket on (to its latest
+        one when the range is longer than :data:`_LONG_RANGE_MS`: a channel's whole life)."""
         channel_keys, user_keys = await asyncio.gather(self.channel_keys(channel), self.user_keys(user))
-        pairs = [(c, u) for c in channel_keys.keys for u in user_keys.keys]
-        span = await self._span(channel_keys.keys) if pairs else None
-        periods = [] if span is None else user_periods(max(lo, span[0]), min(hi, span[1]))
-        return channel_keys, user_keys, pairs, periods
+        firsts = await asyncio.gather(*(self._first_bucket(key) for key in channel_keys.keys))
+        found = zip(channel_keys.keys, firsts, strict=True)
+        having = {key: first for key, first in found if first is not None}
+        if not having or not user_keys.keys:
+            return channel_keys, user_keys, [], []
+        start, end = max(lo, min(having.values())), hi
+        if end - start > _LONG_RANGE_MS:
+            span = await self._span(list(having))
+            end = hi if span is None else min(hi, span[1])
+        pairs = [(c, u) for c in having for u in user_keys.keys]
+        return channel_keys, user_keys, pairs, user_periods(start, end)
 
     async def _probe(self, pairs: Sequence[Pair], periods: Sequence[int]) -> dict[int, list[Pair]]:
         """Which of ``periods`` hold a pointer of each pair: period -> the pairs (in ``pairs`` order)."""
