@@ -71,6 +71,7 @@ bench: setup $(STAMPS)/bench-extra ## every benchmark on the local stack; JSON a
 	$(BIN)/chatlog bench irc
 	$(BIN)/chatlog bench serve
 	$(BIN)/chatlog bench read
+	$(BIN)/chatlog bench placement
 
 demo: setup $(STAMPS)/bench-extra ## the main job
 	$(BIN)/chatlog stack up

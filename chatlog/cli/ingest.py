@@ -131,13 +131,26 @@ def register(app: typer.Typer) -> None:
         worker_id: Annotated[
             str | None, typer.Option(help="Worker id (CHATLOG_INGEST_WORKER_ID); default <host>-<pid>.")
         ] = None,
+        max_channels: Annotated[
+            int | None,
+            typer.Option(
+                min=1,
+                help="Most channels this worker joins, hottest first; the rest are reported over "
+                "capacity (CHATLOG_INGEST_MAX_CHANNELS); default no limit.",
+            ),
+        ] = None,
     ) -> None:
         """One ingester: joins the replica's consumer group and logs the channels of its buckets."""
         from core.settings import load
         from ingest.settings import IngestSettings
         from ingest.worker import run
 
-        settings = load(IngestSettings, ingest_replica=replica, ingest_worker_id=worker_id)
+        settings = load(
+            IngestSettings,
+            ingest_replica=replica,
+            ingest_worker_id=worker_id,
+            ingest_max_channels=max_channels,
+        )
         raise typer.Exit(run(settings))
 
     @app.command()

@@ -24,6 +24,7 @@ COMMANDS = (
     "storage",
     "serve",
     "read",
+    "placement",
 )
 
 
