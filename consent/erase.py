@@ -28,12 +28,15 @@ all (a re-run reads the emptied buckets again, cheaply: nothing is in them). A s
 and deletes it; when nothing is left it deletes nothing. Counts in :class:`ErasureReport` are of rows found
 and deleted by this run.
 
-Deletes carry the current time as their timestamp: a row the sink writes later (a replay) is newer and
-stays, which is why the sink drops opted-out users and channels before writing.
+Each delete carries as its timestamp the time just before the read that found its rows (:func:`now_us`),
+so a row written after that read is newer and stays: another user's late event inside a deleted range, a
+new bucket of a channel, and equally a replayed row of the erased user, which is why the sink drops
+opted-out users and channels before writing.
 """
 
 from __future__ import annotations
 
+import time
 import uuid
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Sequence
@@ -102,6 +105,13 @@ class ErasureReport:
         }
 
 
+def now_us() -> int:
+    """The write timestamp of a delete (microseconds, as the driver's own): taken before the read whose
+    rows it deletes, so a row written after that read (a late event of someone else inside a deleted range,
+    a new bucket of a channel) is newer than the tombstone and stays."""
+    return time.time_ns() // 1000
+
+
 def _ms(value: datetime) -> int:
     if value.tzinfo is not None:
         value = value.astimezone(UTC).replace(tzinfo=None)
@@ -134,26 +144,31 @@ class _Cql:
         self.bucket_rows = prepare(
             f"SELECT sent_at, message_id, line FROM {k}.chat_by_channel WHERE channel_key = ? AND bucket = ?"
         )
-        self.delete_bucket = prepare(f"DELETE FROM {k}.chat_by_channel WHERE channel_key = ? AND bucket = ?")
+        self.delete_bucket = prepare(
+            f"DELETE FROM {k}.chat_by_channel USING TIMESTAMP ? WHERE channel_key = ? AND bucket = ?"
+        )
         self.delete_range = prepare(
-            f"DELETE FROM {k}.chat_by_channel WHERE channel_key = ? AND bucket = ? "
+            f"DELETE FROM {k}.chat_by_channel USING TIMESTAMP ? WHERE channel_key = ? AND bucket = ? "
             "AND (sent_at, message_id) >= (?, ?) AND (sent_at, message_id) <= (?, ?)"
         )
         self.delete_row = prepare(
-            f"DELETE FROM {k}.chat_by_channel WHERE channel_key = ? AND bucket = ? AND sent_at = ? "
-            "AND message_id = ?"
+            f"DELETE FROM {k}.chat_by_channel USING TIMESTAMP ? WHERE channel_key = ? AND bucket = ? "
+            "AND sent_at = ? AND message_id = ?"
         )
         self.delete_pointers = prepare(
-            f"DELETE FROM {k}.chat_by_user WHERE channel_key = ? AND user_key = ? AND period = ?"
+            f"DELETE FROM {k}.chat_by_user USING TIMESTAMP ? WHERE channel_key = ? AND user_key = ? "
+            "AND period = ?"
         )
-        self.delete_buckets = prepare(f"DELETE FROM {k}.chat_buckets WHERE channel_key = ?")
-        self.delete_user_names = prepare(f"DELETE FROM {k}.user_names WHERE user_id = ?")
+        self.delete_buckets = prepare(f"DELETE FROM {k}.chat_buckets USING TIMESTAMP ? WHERE channel_key = ?")
+        self.delete_user_names = prepare(f"DELETE FROM {k}.user_names USING TIMESTAMP ? WHERE user_id = ?")
         self.delete_user_login = prepare(
-            f"DELETE FROM {k}.user_ids_by_login WHERE user_login = ? AND user_id = ?"
+            f"DELETE FROM {k}.user_ids_by_login USING TIMESTAMP ? WHERE user_login = ? AND user_id = ?"
         )
-        self.delete_channel_names = prepare(f"DELETE FROM {k}.channel_names WHERE channel_id = ?")
+        self.delete_channel_names = prepare(
+            f"DELETE FROM {k}.channel_names USING TIMESTAMP ? WHERE channel_id = ?"
+        )
         self.delete_channel_login = prepare(
-            f"DELETE FROM {k}.channel_ids_by_login WHERE channel = ? AND channel_id = ?"
+            f"DELETE FROM {k}.channel_ids_by_login USING TIMESTAMP ? WHERE channel = ? AND channel_id = ?"
         )
 
     def rows(self, statement: Any, values: Sequence[Any]) -> list[Any]:
@@ -227,6 +242,7 @@ def erase(
 def _erase_user(
     cql: _Cql, user_id: str, channel_id: str | None, report: ErasureReport, tell: Progress
 ) -> None:
+    started = now_us()
     names = cql.rows(cql.user_logins, (user_id,))  # a row per (login, display name)
     logins = sorted({row.user_login for row in names})
     keys = [user_id, *(LOGIN_KEY_PREFIX + login.lower() for login in logins)]
@@ -246,20 +262,21 @@ def _erase_user(
             for (_c, key, _p), rows in zip(probes, cql.many(cql.nonempty, probes), strict=True)
             for row in rows
         )
+        read_at = now_us()
         for partition, pointers in zip(partitions, cql.many(cql.pointers, partitions), strict=True):
             if not pointers:
                 continue
             _delete_payload(cql, channel, pointers, report)
-            cql.session.execute(cql.delete_pointers, partition)
+            cql.session.execute(cql.delete_pointers, (read_at, *partition))
             report.rows["chat_by_user"] += len(pointers)
             report.partitions["chat_by_user"] += 1
             tell(f"chat_by_user {partition[0]} {partition[1]} {partition[2]}: {len(pointers)} pointer(s)")
     if channel_id is None:  # the name history is not per channel
         for login in logins:
-            cql.session.execute(cql.delete_user_login, (login, user_id))
+            cql.session.execute(cql.delete_user_login, (started, login, user_id))
             report.rows["user_ids_by_login"] += 1
         if logins:
-            cql.session.execute(cql.delete_user_names, (user_id,))
+            cql.session.execute(cql.delete_user_names, (started, user_id))
             report.rows["user_names"] += len(names)
             report.partitions["user_names"] += 1
             tell(f"user_names {user_id}: {len(names)} name(s)")
@@ -279,6 +296,7 @@ def _delete_payload(cql: _Cql, channel: str, pointers: list[Any], report: Erasur
         sent_at = _ms(p.sent_at)
         by_bucket[bucket_of(sent_at)].add((sent_at, p.message_id))
     buckets = sorted(by_bucket)
+    read_at = now_us()
     contents = cql.many(cql.bucket_keys, [(channel, b) for b in buckets])
     for bucket, rows in zip(buckets, contents, strict=True):
         wanted = by_bucket[bucket]
@@ -289,16 +307,18 @@ def _delete_payload(cql: _Cql, channel: str, pointers: list[Any], report: Erasur
             continue
         report.rows["chat_by_channel"] += found
         if found == len(keys):
-            cql.session.execute(cql.delete_bucket, (channel, bucket))
+            cql.session.execute(cql.delete_bucket, (read_at, channel, bucket))
             report.partitions["chat_by_channel"] += 1
             continue
         deletes: list[tuple[Any, tuple[Any, ...]]] = []
         for start, end in _runs(flags):
             first, last = keys[start], keys[end]
             if start == end:
-                deletes.append((cql.delete_row, (channel, bucket, first[0], first[1])))
+                deletes.append((cql.delete_row, (read_at, channel, bucket, first[0], first[1])))
             else:
-                deletes.append((cql.delete_range, (channel, bucket, first[0], first[1], last[0], last[1])))
+                deletes.append(
+                    (cql.delete_range, (read_at, channel, bucket, first[0], first[1], last[0], last[1]))
+                )
         for statement, values in deletes:
             cql.session.execute(statement, values)
 
@@ -338,11 +358,13 @@ def row_user_key(line: str, message_id: uuid.UUID, sent_at_ms: int) -> str | Non
 
 
 def _erase_channel(cql: _Cql, channel_id: str, report: ErasureReport, tell: Progress) -> None:
+    started = now_us()
     logins = sorted({row.channel for row in cql.rows(cql.channel_logins, (channel_id,))})
     for channel in [channel_id, *(LOGIN_KEY_PREFIX + login.lower() for login in logins)]:
         done: set[tuple[str, int]] = set()
         for bucket_row in cql.rows(cql.buckets, (channel,)):
             bucket = _ms(bucket_row.bucket)
+            read_at = now_us()
             rows = cql.rows(cql.bucket_rows, (channel, bucket))
             users: set[tuple[str, int]] = set()
             for row in rows:
@@ -351,22 +373,22 @@ def _erase_channel(cql: _Cql, channel_id: str, report: ErasureReport, tell: Prog
                 if key is not None:
                     users.add((key, user_period(sent_at)))
             new = sorted(users - done)
-            cql.many(cql.delete_pointers, [(channel, key, period) for key, period in new])
+            cql.many(cql.delete_pointers, [(read_at, channel, key, period) for key, period in new])
             done.update(new)
             report.partitions["chat_by_user"] += len(new)
             if rows:
-                cql.session.execute(cql.delete_bucket, (channel, bucket))
+                cql.session.execute(cql.delete_bucket, (read_at, channel, bucket))
                 report.rows["chat_by_channel"] += len(rows)
                 report.partitions["chat_by_channel"] += 1
             report.rows["chat_buckets"] += 1
             tell(f"chat_by_channel {channel} {bucket}: {len(rows)} row(s), {len(new)} user partition(s)")
         if report.rows["chat_buckets"] or done:
-            cql.session.execute(cql.delete_buckets, (channel,))  # last: it is what finds the buckets
+            cql.session.execute(cql.delete_buckets, (started, channel))  # last: it is what finds the buckets
             report.partitions["chat_buckets"] += 1
     for login in logins:
-        cql.session.execute(cql.delete_channel_login, (login, channel_id))
+        cql.session.execute(cql.delete_channel_login, (started, login, channel_id))
         report.rows["channel_ids_by_login"] += 1
     if logins:
-        cql.session.execute(cql.delete_channel_names, (channel_id,))
+        cql.session.execute(cql.delete_channel_names, (started, channel_id))
         report.rows["channel_names"] += len(logins)
         report.partitions["channel_names"] += 1
