@@ -258,3 +258,20 @@ async def stop_consent(app: Any) -> None:
     store = getattr(app.state, "store", None)
     if isinstance(store, ConsentStore):
         app.state.store = store.inner
+
+
+def preflight(config: Any) -> None:
+    """For ``chatlog serve`` before the server starts: one line (ChatlogError) when the opt-out registry
+    cannot be read (Kafka not reachable, the topic missing), rather than uvicorn's startup traceback.
+    Nothing to check when ``serve_consent`` is off."""
+    from core.errors import ChatlogError
+    from core.kafka_probe import probe
+
+    if not config.serve_consent:
+        return
+    if config.topic_optout not in probe(config).topics:
+        raise ChatlogError(
+            f"the opt-out topic {config.topic_optout} does not exist in Kafka at "
+            f"{config.kafka_bootstrap_servers} (CHATLOG_TOPIC_OPTOUT; `chatlog init` creates it; "
+            "CHATLOG_SERVE_CONSENT=false serves without enforcing opt-outs)"
+        )

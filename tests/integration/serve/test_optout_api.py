@@ -206,3 +206,15 @@ def test_admin_erase_and_bad_input(served: Served) -> None:
     assert served.post("/admin/erase", json={"user_id": "x1"}, headers=ADMIN).status_code == 400
     assert served.post("/admin/optout", json={"kind": "team", "id": "1"}, headers=ADMIN).status_code == 400
     assert served.delete("/admin/optout/user/abc", headers=ADMIN).status_code == 400
+
+
+def test_preflight_says_in_one_line_why_consent_cannot_be_enforced(served: Served) -> None:
+    from core.errors import ChatlogError
+    from serve.consent import preflight
+
+    preflight(served.consent)  # the topic is there
+    with pytest.raises(ChatlogError, match="does not exist in Kafka"):
+        preflight(served.consent.model_copy(update={"topic_optout": "no.such.optout"}))
+    with pytest.raises(ChatlogError, match="CHATLOG_KAFKA_BOOTSTRAP_SERVERS"):
+        preflight(served.consent.model_copy(update={"kafka_bootstrap_servers": "127.0.0.1:1"}))
+    preflight(served.consent.model_copy(update={"serve_consent": False, "topic_optout": "no.such.optout"}))
