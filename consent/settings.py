@@ -40,10 +40,6 @@ def parse_admin_keys(text: str) -> dict[str, SecretStr]:
 class ConsentSettings(KafkaSettings):
     """Consent: the opt-out registry (topic ``chatlog.optout``), self-service codes, the admin API."""
 
-    topic_optout: str = Field(
-        default=DEFAULT_TOPIC,
-        description="Compacted opt-out registry topic (keys user:<id>, channel:<id>, code:<code>).",
-    )
     optout_command: str = Field(
         default="!chatlog",
         min_length=1,
@@ -92,4 +88,4 @@ class ConsentSettings(KafkaSettings):
 
 def optout_topic(settings: KafkaSettings) -> str:
     """The opt-out topic of ``settings`` (its ``topic_optout`` when it has one, else the default)."""
-    return str(getattr(settings, "topic_optout", DEFAULT_TOPIC))
+    return settings.topic_optout

@@ -58,7 +58,7 @@ PASSWORD_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
 """SASL mechanisms with a user and password: all chatlog clients (librdkafka, Spark, faust) speak them."""
 
 
-TOPIC_ROLES = ("channels", "messages", "deadletter", "status", "coverage")
+TOPIC_ROLES = ("channels", "messages", "deadletter", "status", "coverage", "optout")
 
 
 def tls_context(
@@ -122,6 +122,10 @@ class KafkaSettings(_Base):
     topic_status: str = Field(default="chatlog.status", description="Ingester heartbeats.")
     topic_coverage: str = Field(
         default="chatlog.coverage", description="Per-channel coverage events (hand-off, ledger)."
+    )
+    topic_optout: str = Field(
+        default="chatlog.optout",
+        description="Compacted opt-out registry topic (keys user:<id>, channel:<id>, code:<code>).",
     )
     channel_buckets: int = Field(default=64, ge=1, le=10_000, description="Partitions of the channel topic.")
     messages_partitions: int = Field(default=12, ge=1, description="Partitions of the message topic.")

@@ -73,6 +73,8 @@ class Pool(Protocol):
     def pause_reading(self) -> None: ...
     def resume_reading(self) -> None: ...
     def stats(self) -> PoolStats: ...
+    @property
+    def over_capacity(self) -> AbstractSet[str]: ...
 
 
 class Watch(Protocol):
@@ -372,6 +374,8 @@ class Worker:
             "irc_joins_sent": p.joins_sent,
             "irc_join_timeouts": p.join_timeouts,
             "irc_pending_joins": p.pending_joins,
+            "irc_over_capacity": p.over_capacity,
+            "irc_channel_moves": p.moves,
         }
 
     def _rates(self, counts: dict[str, int]) -> dict[str, float]:
@@ -379,10 +383,12 @@ class Worker:
         then, base = self._rate_base
         self._rate_base = (now, counts)
         elapsed = max(now - then, 1e-3)
-        return {
+        out = {
             k: round((counts[k] - base.get(k, 0)) / elapsed, 1)
             for k in ("lines", "events", "malformed", "delivery_errors")
         }
+        out["irc_msgs_per_s"] = self.pool.stats().msgs_per_s  # decayed, per channel (placement)
+        return out
 
     def _send_heartbeat(self, state: str) -> None:
         snap = self.snapshot
@@ -403,6 +409,8 @@ class Worker:
             counts=counts,
             rates=self._rates(counts),
             metrics_port=self.metrics_port,
+            max_channels=self.settings.ingest_max_channels,
+            over_capacity=sorted(self.pool.over_capacity),
         )
         self.producer.produce_status(
             status.status_key(self.replica, self.worker_id), status.encode_heartbeat(hb)

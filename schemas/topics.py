@@ -45,7 +45,7 @@ def topic_specs(settings: TopicSettings | None = None) -> list[TopicSpec]:
         partitions = int(entry["partitions"])
         config = {str(k): str(v) for k, v in entry.get("config", {}).items()}
         if settings is not None:
-            name = str(getattr(settings, f"topic_{role}", name))  # topic_optout: consent.settings
+            name = str(getattr(settings, f"topic_{role}", name))
             if role == "channels":
                 partitions = settings.channel_buckets
             elif role == "messages":

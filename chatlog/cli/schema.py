@@ -18,6 +18,7 @@ import typer
 from pydantic_settings import BaseSettings
 
 import chatlog.monitor.settings
+import consent.settings
 import core.settings
 import ingest.irc.settings
 import ingest.settings
@@ -31,6 +32,7 @@ from schemas.topics import topic_specs
 
 SETTINGS_MODULES: Final[tuple[ModuleType, ...]] = (
     core.settings,
+    consent.settings,
     ingest.irc.settings,
     ingest.settings,
     sink.settings,

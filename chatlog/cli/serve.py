@@ -19,17 +19,21 @@ def register(app: typer.Typer) -> None:
         """Serve the logs over HTTP (justlog/rustlog API, /docs, /metrics, /health) until stopped."""
         import uvicorn
 
+        from consent.settings import ConsentSettings
         from core.cql import quiet_driver_logs
         from core.settings import load
         from serve.api.app import create_app, open_store
+        from serve.consent import preflight
         from serve.settings import ServeSettings
 
         settings = load(ServeSettings, serve_host=host, serve_port=port, cassandra_keyspace=keyspace)
+        consent = load(ConsentSettings)
+        preflight(consent)  # the opt-out registry readable: one line when it is not, before the server
         quiet_driver_logs()  # a failure to connect is reported in one line, not as the driver's tracebacks
         cluster, store = open_store(settings)
         try:
             uvicorn.run(
-                create_app(settings, store),
+                create_app(settings, store, consent=consent),
                 host=settings.serve_host,
                 port=settings.serve_port,
                 log_level=settings.serve_log_level,

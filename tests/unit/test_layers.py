@@ -13,14 +13,15 @@ REPO: Final = Path(__file__).resolve().parents[2]
 LAYERS: Final[dict[str, int]] = {
     "schemas": 0,  # contracts
     "core": 1,  # settings, errors, clients, the Maven resolver
-    "ingest": 2,  # the services
-    "sink": 2,
-    "serve": 2,
-    "chatlog": 3,  # the operator's tools: CLI, local stack, demo, monitor
-    "bench": 4,  # benchmarks
+    "consent": 2,  # the opt-out registry, erasure, audit: used by every service
+    "ingest": 3,  # the services
+    "sink": 3,
+    "serve": 3,
+    "chatlog": 4,  # the operator's tools: CLI, local stack, demo, monitor
+    "bench": 5,  # benchmarks
 }
 PLOTTING_AND_PROFILING: Final = ("matplotlib", "psutil")
-PRODUCT: Final = ("schemas", "core", "ingest", "sink", "serve")
+PRODUCT: Final = ("schemas", "core", "consent", "ingest", "sink", "serve")
 
 
 def imports_of(path: Path) -> list[tuple[int, str]]:

@@ -37,6 +37,7 @@ class PoolDouble:
     def __init__(self, on_lines: OnLines) -> None:
         self.on_lines = on_lines
         self.wanted: frozenset[str] = frozenset()
+        self.over_capacity: frozenset[str] = frozenset()
         self.confirmed: frozenset[str] = frozenset()
         self.membership_version = 0
         self.changes: list[frozenset[str]] = []

@@ -1,6 +1,7 @@
 """CHATLOG_CASSANDRA_REPLICATION goes into CQL only as a parsed, re-rendered replication map (issue 13,
 item 10): a ``;``, a quote or a comment cannot reach the statement. The keys of the id-keyed tables
-(issue 17, layout E64s): ids and logins never collide, a month is its half-days' user periods, partitions stay bounded."""
+(issue 17): ids and logins never collide, a month is its half-days' user periods, partitions stay
+bounded."""
 
 from __future__ import annotations
 

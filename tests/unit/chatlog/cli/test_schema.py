@@ -14,7 +14,7 @@ from core.settings_env import DIRECT_VARIABLES, known_variables, secret_variable
 from tests.unit.cli_runs import chatlog
 
 REPO = Path(__file__).resolve().parents[4]
-PACKAGES = ("schemas", "core", "ingest", "sink", "serve", "chatlog", "bench")
+PACKAGES = ("schemas", "core", "consent", "ingest", "sink", "serve", "chatlog", "bench")
 
 
 def test_the_catalog_holds_every_settings_module_of_the_project() -> None:
