@@ -187,6 +187,8 @@ def optout_list(
                 ) from None
         for e in entries:
             typer.echo(json.dumps(e.as_json()) if as_json else audit_line(e))
+        if not entries and not as_json:
+            typer.echo(f"no consent audit entries in keyspace {ks}", err=True)
         return
     from consent.registry import OptOutRegistry
 
@@ -198,10 +200,11 @@ def optout_list(
         optouts = registry.optouts()
     finally:
         registry.close()
-    for o in optouts:
-        if kind is not None and (o.kind, o.id) != (kind, id_):
-            continue
+    shown = [o for o in optouts if kind is None or (o.kind, o.id) == (kind, id_)]
+    for o in shown:
         typer.echo(o.model_dump_json() if as_json else optout_line(o))
+    if not shown and not as_json:
+        typer.echo(f"no opt-outs in {settings.topic_optout}", err=True)
 
 
 def register(app: typer.Typer) -> None:
