@@ -289,6 +289,8 @@ class LiveHub:
         self._last_failure: tuple[float, str] | None = None
         self.events_published = 0
         self.duplicates = 0
+        self.hidden: Callable[[ChatEvent], bool] | None = None
+        """Which events nobody is shown (those of opted-out users and channels: serve/consent.py)."""
 
     @property
     def running(self) -> bool:
@@ -417,6 +419,8 @@ class LiveHub:
             except InvalidEvent:
                 continue  # the sink sends it to the dead letters; nothing to show
             if event.channel not in wanted:
+                continue
+            if self.hidden is not None and self.hidden(event):
                 continue
             if not recent.first(event.message_id):
                 self.duplicates += 1

@@ -36,6 +36,7 @@ from core.errors import ChatlogError
 from core.settings import load
 from schemas.chat_event import MAX_LOGIN_CHARS
 from serve.api.errors import error_response
+from serve.consent import OptedOut, hidden
 from serve.formats import encode_json
 from serve.live import LiveHub, LiveUnavailable, Subscriber
 from serve.settings import LiveSettings
@@ -104,6 +105,8 @@ async def _unknown(request: Request, channel: str) -> bool:
         return False
     try:
         return await asyncio.wait_for(store.latest_day(channel), _KNOWN_TIMEOUT_S) is None
+    except OptedOut:  # a 403, as every route answers for it
+        raise
     except Exception as exc:
         log.warning("live: could not tell whether #%s is logged: %s", channel, type(exc).__name__)
         return False
@@ -152,6 +155,11 @@ def live_router(settings: LiveSettings | None = None) -> APIRouter:
             return error_response(503, f"live events are off: {hub or 'the app has not started'}")
         if await _unknown(request, name):
             return error_response(400, f"channel {name!r} is not logged")
+        registry = getattr(request.app.state, "optout_registry", None)
+        if registry is not None:
+            if who is not None:
+                await request.app.state.store.check_user(who)  # OptedOut: a 403
+            hub.hidden = lambda event: hidden(event, registry)
         try:
             sub = await hub.subscribe(name, who)
         except LiveUnavailable as exc:

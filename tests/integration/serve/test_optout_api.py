@@ -129,6 +129,8 @@ def test_a_channel_opt_out_is_hidden_and_403_until_lifted(served: Served) -> Non
         answer = served.get(path)
         assert answer.status_code == 403, path
         assert answer.json()["error"] == "user or channel has opted out"
+    live = served.get("/api/live/chan2")  # its new lines are not followed either
+    assert live.status_code == 403 and live.json()["error"] == "user or channel has opted out"
     lifted = served.delete("/admin/optout/channel/502", headers=ADMIN)
     assert lifted.status_code == 200, lifted.text
     eventually(lambda: served.get("/channel/chan2/2026/9/21").status_code == 200)
@@ -152,6 +154,7 @@ def test_a_user_opt_out_erases_or_hides_their_lines_and_the_audit_has_ids_only(s
     eventually(lambda: served.get("/channel/chan1/user/user7/2026/9").status_code == 403)
     assert served.get("/channel/chan1/userid/1005/2026/9").status_code == 403
     assert served.get("/channel/chan1/userid/1007/2026/9").status_code == 403
+    assert served.get("/api/live/chan1?user=user7").status_code == 403
     # erased: no name row is left to tell user5's id (403 while the store's name cache still has it)
     assert served.get("/channel/chan1/user/user5/2026/9").status_code in (403, 404)
     assert served.get("/namehistory/1007").status_code == 404  # hidden (that route answers errors as 503)

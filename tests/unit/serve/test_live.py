@@ -357,3 +357,18 @@ def test_wrong_settings_leave_the_api_up_and_the_route_says_why(monkeypatch: pyt
     response = _get(None, "/api/live/known")
     assert response.status_code == 503
     assert "CHATLOG_SERVE_LIVE_QUEUE" in response.json()["message"]
+
+
+def test_the_hub_leaves_out_what_its_hidden_rule_hides() -> None:
+    """The rule chatlog serve sets from the opt-out registry (serve/consent.py): hidden events are never
+    delivered; the others are, each once."""
+    hub = LiveHub(_settings(), prober=lambda _s, _t: Metadata(1))
+    hub.fanout.add("chan0")
+    events = [e for e in chat_events(40, channels=1) if e.kind == "PRIVMSG"]
+    hidden_user = events[0].user_id
+    assert hidden_user is not None
+    hub.hidden = lambda event: event.user_id == hidden_user
+    shown = hub.select([_record(e) for e in events], RecentIds(100))
+    expected = [e.message_id for e in events if e.user_id != hidden_user]
+    assert [s.message_id for s in shown] == expected
+    assert 0 < len(expected) < len(events)
