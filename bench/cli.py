@@ -102,8 +102,18 @@ def bench_sink(
     ] = 30.0,
     trigger: Annotated[str | None, typer.Option(help="Trigger interval of the latency run.")] = None,
     name: Annotated[str, typer.Option(help="Results file name under results/.")] = "bench_sink",
+    outage_s: Annotated[
+        float,
+        typer.Option(
+            min=0,
+            help="Catch-up run: the sink stops this long under the load, then restarts (0 = skip).",
+        ),
+    ] = 0.0,
+    catch_up_s: Annotated[
+        float, typer.Option(min=1, help="Seconds of load after the restart of the catch-up run.")
+    ] = 300.0,
 ) -> None:
-    """Sink throughput (Kafka -> Spark -> Cassandra) next to a raw driver insert, and latency."""
+    """Sink throughput (Kafka -> Spark -> Cassandra) next to a raw driver insert, latency, and catch-up."""
     from bench.sink import run_bench
     from core.settings import load
     from sink.settings import SinkSettings
@@ -117,6 +127,8 @@ def bench_sink(
             warmup_s=warmup_s,
             trigger=trigger,
             name=name,
+            outage_s=outage_s,
+            catch_up_s=catch_up_s,
         )
     )
 

@@ -27,6 +27,8 @@ from typing import Any
 
 from bench import cpu as bench_cpu
 from bench.scratch import scratch_keyspaces
+from bench.sink_catchup import catch_up
+from bench.sink_catchup import summary as catch_up_summary
 from bench.sink_data import fresh, produce, synthetic_events
 from bench.sink_latency import latency
 from chatlog import extras
@@ -187,9 +189,11 @@ def run_bench(
     warmup_s: float = 30.0,
     trigger: str | None = None,
     name: str = "bench_sink",
+    outage_s: float = 0.0,
+    catch_up_s: float = 300.0,
 ) -> str:
-    """Run the benchmarks (``events=0`` skips throughput, ``latency_s=0`` latency); write
-    results/<name>.json and .png; return a summary."""
+    """Run the benchmarks (``events=0`` skips throughput, ``latency_s=0`` latency, ``outage_s=0`` the
+    catch-up); write results/<name>.json and .png; return a summary."""
     extras.require_plotting()
     extras.require_cpu_accounting()
     tag = uuid.uuid4().hex[:6]
@@ -208,6 +212,10 @@ def run_bench(
                 f"{tag}l",
                 warmup_s=warmup_s,
             )
+        if outage_s > 0:
+            result["catch_up"] = catch_up(
+                settings, rate, outage_s, catch_up_s, trigger or settings.sink_trigger, work, f"{tag}c"
+            )
     json_path = write_json(RESULTS_DIR / f"{name}.json", result, indent=1)
     _plot(result, json_path.with_suffix(".png"))
     lines = []
@@ -220,6 +228,8 @@ def run_bench(
             f"trigger {lat['trigger']}: p50 {lat['p50_ms']} ms, "
             f"p95 {lat['p95_ms']} ms, p99 {lat['p99_ms']} ms, max {lat['max_ms']} ms ({lat['events']} events)"
         )
+    if "catch_up" in result:
+        lines.append(catch_up_summary(result["catch_up"]))
     lines.append(f"results: {json_path}, {json_path.with_suffix('.png')}")
     return "\n".join(lines)
 

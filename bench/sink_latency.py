@@ -106,7 +106,6 @@ def _measure(s: SinkSettings, rate: int, seconds: float, warmup_s: float) -> dic
     """The sink streaming on ``s`` in a thread of this process, the load from another; then the rows."""
     from confluent_kafka import Producer
 
-    from core.cql import connect
     from sink.driver import stream
     from sink.driver.progress import Metrics
 
@@ -146,24 +145,8 @@ def _measure(s: SinkSettings, rate: int, seconds: float, warmup_s: float) -> dic
     thread.join(120)
     if failure:
         raise failure[0]
-    cluster, session = connect(s, keyspace=s.cassandra_keyspace)
-    try:
-        latencies = []
-        timeline = []
-        # rows are keyed by the uuid of the event id (schemas.cql.message_uuid): the warm-up's are left out
-        warm_ids = {message_uuid(e.message_id) for e in warm}
-        for row in session.execute("SELECT message_id, sent_at, WRITETIME(line) AS wt FROM chat_by_channel"):
-            if row.message_id in warm_ids:
-                continue
-            sent_ms = int(row.sent_at.timestamp() * 1000) if row.sent_at.tzinfo else _naive_ms(row.sent_at)
-            latency = row.wt / 1000 - sent_ms
-            if sent_ms >= measured_from_ms:
-                latencies.append(latency)
-            timeline.append((sent_ms, latency))
-    finally:
-        cluster.shutdown()
-    latencies.sort()
-    timeline.sort()
+    timeline = written_timeline(s, {message_uuid(e.message_id) for e in warm})
+    latencies = sorted(latency for sent_ms, latency in timeline if sent_ms >= measured_from_ms)
     t0 = load_start_ms
 
     def pct(p: float) -> float:
@@ -184,6 +167,25 @@ def _measure(s: SinkSettings, rate: int, seconds: float, warmup_s: float) -> dic
             (round((t - t0) / 1000, 2), round(v)) for t, v in timeline[:: max(1, len(timeline) // 2000)]
         ],
     }
+
+
+def written_timeline(s: SinkSettings, leave_out: set[uuid.UUID]) -> list[tuple[int, float]]:
+    """``(sent_at ms, write time - sent_at ms)`` of every ``chat_by_channel`` row but those keyed by
+    ``leave_out`` (the warm-up's: rows are keyed by the uuid of the event id), in sent order."""
+    from core.cql import connect
+
+    cluster, session = connect(s, keyspace=s.cassandra_keyspace)
+    try:
+        timeline = []
+        for row in session.execute("SELECT message_id, sent_at, WRITETIME(line) AS wt FROM chat_by_channel"):
+            if row.message_id in leave_out:
+                continue
+            sent_ms = int(row.sent_at.timestamp() * 1000) if row.sent_at.tzinfo else _naive_ms(row.sent_at)
+            timeline.append((sent_ms, row.wt / 1000 - sent_ms))
+    finally:
+        cluster.shutdown()
+    timeline.sort()
+    return timeline
 
 
 def _naive_ms(value: datetime) -> int:
