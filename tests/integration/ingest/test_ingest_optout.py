@@ -14,7 +14,7 @@ import re
 import secrets
 import time
 import urllib.request
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -25,7 +25,6 @@ from chatlog.demo.supervisor import Supervisor
 from consent.publish import OptOutPublisher
 from consent.registry import OptOutRegistry
 from consent.settings import ConsentSettings
-from core.kafka_admin import admin_client, ensure_topics
 from core.settings import KafkaSettings, StackSettings
 from ingest.registry import Registry
 from schemas import chat_event
@@ -37,16 +36,11 @@ PART_WITHIN_S = 10.0
 
 
 @pytest.fixture
-def consent(fresh_topics: StackSettings, unique: str) -> Iterator[ConsentSettings]:
-    """Consent settings on the test's topics, with an opt-out topic of its own (deleted afterwards)."""
+def consent(fresh_topics: StackSettings, unique: str) -> ConsentSettings:
+    """Consent settings on the test's topics (their opt-out topic is the test's own, as every topic)."""
     kafka = {name: getattr(fresh_topics, name) for name in KafkaSettings.model_fields}
-    settings = ConsentSettings(**kafka, topic_optout=f"t{unique}.optout")
-    ensure_topics(settings)
-    yield settings
-    admin = admin_client(settings)
-    for fut in admin.delete_topics([settings.topic_optout], operation_timeout=30).values():
-        with contextlib.suppress(Exception):
-            fut.result(timeout=60)
+    assert kafka["topic_optout"] == f"t{unique}.optout"
+    return ConsentSettings(**kafka)
 
 
 def _env(settings: ConsentSettings, irc_port: int, unique: str) -> dict[str, str]:
