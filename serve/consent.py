@@ -198,10 +198,10 @@ class ConsentStore:
         await self.inner.ping()
 
     async def user_name_history(self, user_id: str) -> list[Any]:
-        """The name history route's reader (:mod:`serve.api.namehistory`): nothing for an opted-out id (a
-        404 there; that route turns any error into a 503)."""
+        """The name history route's reader (:mod:`serve.api.namehistory`): :class:`OptedOut` (a 403) for
+        an opted-out id."""
         if self.optouts.user_out(user_id.strip()):
-            return []
+            raise OptedOut()
         method = getattr(self.inner, "user_name_history", None)
         if callable(method):
             rows: list[Any] = await method(user_id)

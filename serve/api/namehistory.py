@@ -128,6 +128,8 @@ async def name_history(
         raise ApiError(501, "this log storage keeps no name history")
     try:
         rows = await reader(the_id)
+    except ApiError:  # the store's own answer (an opted-out id: a 403)
+        raise
     except Exception as exc:
         log.warning("reading the name history failed: %s: %s", type(exc).__name__, str(exc)[:200])
         raise ApiError(503, "the log storage did not answer; try again") from None

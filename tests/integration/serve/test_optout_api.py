@@ -157,7 +157,7 @@ def test_a_user_opt_out_erases_or_hides_their_lines_and_the_audit_has_ids_only(s
     assert served.get("/api/live/chan1?user=user7").status_code == 403
     # erased: no name row is left to tell user5's id (403 while the store's name cache still has it)
     assert served.get("/channel/chan1/user/user5/2026/9").status_code in (403, 404)
-    assert served.get("/namehistory/1007").status_code == 404  # hidden (that route answers errors as 503)
+    assert served.get("/namehistory/1007").status_code == 403
     day = served.get("/channel/chan1/2026/9/21").text
     assert "user7:" not in day and "user5:" not in day and "user8:" in day
 

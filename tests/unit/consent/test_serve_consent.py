@@ -159,7 +159,8 @@ def test_an_opted_out_user_is_forbidden_and_left_out_of_channel_logs() -> None:
     assert left == [EVENTS[1], EVENTS[4]]
     assert run(collect(store.senders("chan0", 0, 1))) == [("bob", "2"), (None, None), ("bob", None)]
     assert run(store.random_channel_event("chan0")) is None
-    assert run(store.user_name_history("1")) == []
+    with pytest.raises(OptedOut):
+        run(store.user_name_history("1"))
     assert run(store.user_months("chan0", "bob")) == [(2026, 9)]
 
 
