@@ -18,7 +18,7 @@ import threading
 import time
 import uuid
 from collections.abc import Callable
-from typing import Any, Final
+from typing import Any, Final, Protocol
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, TopicPartition
 
@@ -38,6 +38,21 @@ PROBE_TIMEOUT_S: Final = 5.0
 FETCH_WAIT_MS: Final = 100
 
 Callback = Callable[[str, Value | None], None]
+
+
+class RegistryView(Protocol):
+    """What a service asks of the opt-out registry: the ingester's gate (:class:`ingest.consent.OptOutGate`)
+    and the sink's follower (:class:`sink.driver.optouts.OptOutFollower`). :class:`OptOutRegistry` is
+    one; tests give a fake."""
+
+    def start(self) -> None: ...
+    def wait_ready(self, timeout_s: float) -> None: ...
+    def close(self) -> None: ...
+    def users(self) -> frozenset[str]: ...
+    def channels(self) -> frozenset[str]: ...
+    def optouts(self) -> list[OptOut]: ...
+    def code(self, code: str) -> Code | None: ...
+    def subscribe(self, callback: Callback) -> None: ...
 
 
 class OptOutRegistry:

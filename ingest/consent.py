@@ -38,11 +38,14 @@ from collections.abc import Callable, Iterable
 from collections.abc import Set as AbstractSet
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Final, Protocol
+from typing import TYPE_CHECKING, Final, Protocol
 
 from consent.records import Code, Kind, OptOut, normalize_code
 from core.irc_tags import parse_tags
 from schemas.chat_event import ChatEvent
+
+if TYPE_CHECKING:
+    from consent.registry import RegistryView
 
 log = logging.getLogger(__name__)
 
@@ -55,18 +58,6 @@ consent command: dropped, nothing registered."""
 _RETIRED_MAX: Final = 10_000
 _MODERATION: Final = frozenset({"CLEARCHAT", "CLEARMSG"})
 _LEARNED_LOGINS_MAX: Final = 100_000
-
-
-class Registry(Protocol):
-    """What the gate asks of the opt-out registry (:class:`consent.registry.OptOutRegistry`)."""
-
-    def start(self) -> None: ...
-    def wait_ready(self, timeout_s: float) -> None: ...
-    def close(self) -> None: ...
-    def users(self) -> frozenset[str]: ...
-    def channels(self) -> frozenset[str]: ...
-    def code(self, code: str) -> Code | None: ...
-    def subscribe(self, callback: Callable[[str, OptOut | Code | None], None]) -> None: ...
 
 
 class Publisher(Protocol):
@@ -134,7 +125,7 @@ class OptOutGate:
 
     def __init__(
         self,
-        registry: Registry,
+        registry: RegistryView,
         *,
         command_word: str = "!chatlog",
         publisher: Publisher | None = None,

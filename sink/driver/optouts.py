@@ -40,7 +40,7 @@ import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, Final, Protocol
+from typing import TYPE_CHECKING, Any, Final
 
 from consent.records import Code, OptOut
 from core.errors import ChatlogError
@@ -50,24 +50,13 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
     from consent.erase import ErasureReport
+    from consent.registry import RegistryView
     from sink.settings import SinkSettings
 
 log = logging.getLogger(__name__)
 
 RETRY_S: Final = 5.0
 """Seconds between attempts of an erasure that failed (Cassandra down)."""
-
-
-class Registry(Protocol):
-    """What the follower asks of the opt-out registry (:class:`consent.registry.OptOutRegistry`)."""
-
-    def start(self) -> None: ...
-    def wait_ready(self, timeout_s: float) -> None: ...
-    def close(self) -> None: ...
-    def users(self) -> frozenset[str]: ...
-    def channels(self) -> frozenset[str]: ...
-    def optouts(self) -> list[OptOut]: ...
-    def subscribe(self, callback: Callable[[str, OptOut | Code | None], None]) -> None: ...
 
 
 Erase = Callable[..., "ErasureReport"]
@@ -92,7 +81,7 @@ class OptOutFollower:
     def __init__(
         self,
         settings: SinkSettings,
-        registry: Registry,
+        registry: RegistryView,
         *,
         connect: Callable[[], Any] | None = None,
         erase: bool = True,
