@@ -45,7 +45,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any, Final
 
 from consent import audit
-from consent.records import check_id
+from consent.records import Kind, check_id
 from core.errors import ChatlogError
 from core.irc_parse import MalformedLine, parse_line
 from schemas.cql import LOGIN_KEY_PREFIX, bucket_of, user_key, user_period
@@ -144,31 +144,30 @@ class _Cql:
         self.bucket_rows = prepare(
             f"SELECT sent_at, message_id, line FROM {k}.chat_by_channel WHERE channel_key = ? AND bucket = ?"
         )
-        self.delete_bucket = prepare(
-            f"DELETE FROM {k}.chat_by_channel USING TIMESTAMP ? WHERE channel_key = ? AND bucket = ?"
+        delete = self._delete
+        self.delete_bucket = delete("chat_by_channel", "channel_key", "bucket")
+        self.delete_range = delete(
+            "chat_by_channel",
+            "channel_key",
+            "bucket",
+            then="(sent_at, message_id) >= (?, ?) AND (sent_at, message_id) <= (?, ?)",
         )
-        self.delete_range = prepare(
-            f"DELETE FROM {k}.chat_by_channel USING TIMESTAMP ? WHERE channel_key = ? AND bucket = ? "
-            "AND (sent_at, message_id) >= (?, ?) AND (sent_at, message_id) <= (?, ?)"
-        )
-        self.delete_row = prepare(
-            f"DELETE FROM {k}.chat_by_channel USING TIMESTAMP ? WHERE channel_key = ? AND bucket = ? "
-            "AND sent_at = ? AND message_id = ?"
-        )
-        self.delete_pointers = prepare(
-            f"DELETE FROM {k}.chat_by_user USING TIMESTAMP ? WHERE channel_key = ? AND user_key = ? "
-            "AND period = ?"
-        )
-        self.delete_buckets = prepare(f"DELETE FROM {k}.chat_buckets USING TIMESTAMP ? WHERE channel_key = ?")
-        self.delete_user_names = prepare(f"DELETE FROM {k}.user_names USING TIMESTAMP ? WHERE user_id = ?")
-        self.delete_user_login = prepare(
-            f"DELETE FROM {k}.user_ids_by_login USING TIMESTAMP ? WHERE user_login = ? AND user_id = ?"
-        )
-        self.delete_channel_names = prepare(
-            f"DELETE FROM {k}.channel_names USING TIMESTAMP ? WHERE channel_id = ?"
-        )
-        self.delete_channel_login = prepare(
-            f"DELETE FROM {k}.channel_ids_by_login USING TIMESTAMP ? WHERE channel = ? AND channel_id = ?"
+        self.delete_row = delete("chat_by_channel", "channel_key", "bucket", "sent_at", "message_id")
+        self.delete_pointers = delete("chat_by_user", "channel_key", "user_key", "period")
+        self.delete_buckets = delete("chat_buckets", "channel_key")
+        self.delete_user_names = delete("user_names", "user_id")
+        self.delete_user_login = delete("user_ids_by_login", "user_login", "user_id")
+        self.delete_channel_names = delete("channel_names", "channel_id")
+        self.delete_channel_login = delete("channel_ids_by_login", "channel", "channel_id")
+
+    def _delete(self, table: str, *columns: str, then: str | None = None) -> Any:
+        """``DELETE FROM <table> USING TIMESTAMP ? WHERE <column> = ? AND ...`` (and ``then``), prepared:
+        every delete's first value is its write timestamp (:func:`now_us`)."""
+        where = [f"{column} = ?" for column in columns]
+        if then is not None:
+            where.append(then)
+        return self.session.prepare(
+            f"DELETE FROM {self.keyspace}.{table} USING TIMESTAMP ? WHERE {' AND '.join(where)}"
         )
 
     def rows(self, statement: Any, values: Sequence[Any]) -> list[Any]:
@@ -272,13 +271,8 @@ def _erase_user(
             report.partitions["chat_by_user"] += 1
             tell(f"chat_by_user {partition[0]} {partition[1]} {partition[2]}: {len(pointers)} pointer(s)")
     if channel_id is None:  # the name history is not per channel
-        for login in logins:
-            cql.session.execute(cql.delete_user_login, (started, login, user_id))
-            report.rows["user_ids_by_login"] += 1
+        _delete_names(cql, "user", user_id, logins, len(names), started, report)
         if logins:
-            cql.session.execute(cql.delete_user_names, (started, user_id))
-            report.rows["user_names"] += len(names)
-            report.partitions["user_names"] += 1
             tell(f"user_names {user_id}: {len(names)} name(s)")
 
 
@@ -385,10 +379,25 @@ def _erase_channel(cql: _Cql, channel_id: str, report: ErasureReport, tell: Prog
         if report.rows["chat_buckets"] or done:
             cql.session.execute(cql.delete_buckets, (started, channel))  # last: it is what finds the buckets
             report.partitions["chat_buckets"] += 1
+    _delete_names(cql, "channel", channel_id, logins, len(logins), started, report)
+
+
+# --- the name history of either ------------------------------------------------------------------------
+
+
+def _delete_names(
+    cql: _Cql, kind: Kind, id: str, logins: Sequence[str], names: int, at: int, report: ErasureReport
+) -> None:
+    """The name history of a user or a channel, with the timestamp ``at``: its row of each login in
+    ``<kind>_ids_by_login``, then (when it has any login) its ``<kind>_names`` partition of ``names`` rows."""
+    if kind == "user":
+        by_login, history = cql.delete_user_login, cql.delete_user_names
+    else:
+        by_login, history = cql.delete_channel_login, cql.delete_channel_names
     for login in logins:
-        cql.session.execute(cql.delete_channel_login, (started, login, channel_id))
-        report.rows["channel_ids_by_login"] += 1
+        cql.session.execute(by_login, (at, login, id))
+        report.rows[f"{kind}_ids_by_login"] += 1
     if logins:
-        cql.session.execute(cql.delete_channel_names, (started, channel_id))
-        report.rows["channel_names"] += len(logins)
-        report.partitions["channel_names"] += 1
+        cql.session.execute(history, (at, id))
+        report.rows[f"{kind}_names"] += names
+        report.partitions[f"{kind}_names"] += 1

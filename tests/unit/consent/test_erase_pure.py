@@ -1,9 +1,11 @@
-"""The pure parts of erasure: runs of a user's rows, the report, and the user key of a stored row (the
-same as the sink's)."""
+"""The pure parts of erasure: runs of a user's rows, the report, the user key of a stored row (the
+same as the sink's), the delete statements and the name history's deletes."""
 
 from __future__ import annotations
 
-from consent.erase import ErasureReport, _runs, row_user_key
+from typing import Any
+
+from consent.erase import ErasureReport, _Cql, _delete_names, _runs, row_user_key
 from core.testing import chat_events, twitch_event
 from schemas.cql import message_uuid
 from sink.executor.rows import _event_user_key, _stored_line
@@ -38,3 +40,65 @@ def test_a_rows_user_key_is_the_sinks() -> None:
         assert row_user_key(stored, message_uuid(event.message_id), event.sent_at) == _event_user_key(event)
         kinds.add(event.kind)
     assert kinds == {"PRIVMSG", "CLEARCHAT", "CLEARMSG"}
+
+
+class _Session:
+    """Prepares a statement as its text; records what is executed."""
+
+    def __init__(self) -> None:
+        self.executed: list[tuple[str, tuple[Any, ...]]] = []
+
+    def prepare(self, query: str) -> str:
+        return query
+
+    def execute(self, statement: str, values: tuple[Any, ...]) -> list[Any]:
+        self.executed.append((statement, values))
+        return []
+
+
+def test_every_delete_carries_its_timestamp_first() -> None:
+    cql = _Cql(_Session(), "ks")
+    head = "DELETE FROM ks.{} USING TIMESTAMP ? WHERE "
+    assert {name: query for name, query in vars(cql).items() if name.startswith("delete_")} == {
+        "delete_bucket": head.format("chat_by_channel") + "channel_key = ? AND bucket = ?",
+        "delete_range": head.format("chat_by_channel") + "channel_key = ? AND bucket = ? "
+        "AND (sent_at, message_id) >= (?, ?) AND (sent_at, message_id) <= (?, ?)",
+        "delete_row": head.format("chat_by_channel")
+        + "channel_key = ? AND bucket = ? AND sent_at = ? AND message_id = ?",
+        "delete_pointers": head.format("chat_by_user") + "channel_key = ? AND user_key = ? AND period = ?",
+        "delete_buckets": head.format("chat_buckets") + "channel_key = ?",
+        "delete_user_names": head.format("user_names") + "user_id = ?",
+        "delete_user_login": head.format("user_ids_by_login") + "user_login = ? AND user_id = ?",
+        "delete_channel_names": head.format("channel_names") + "channel_id = ?",
+        "delete_channel_login": head.format("channel_ids_by_login") + "channel = ? AND channel_id = ?",
+    }
+
+
+def test_the_name_history_is_its_login_rows_then_its_partition() -> None:
+    session = _Session()
+    cql = _Cql(session, "ks")
+    report = ErasureReport(user_id="1", channel_id=None)
+    _delete_names(cql, "user", "1", ["a", "b"], 3, 77, report)
+    _delete_names(cql, "channel", "9", ["c"], 1, 88, report)
+    assert session.executed == [
+        (cql.delete_user_login, (77, "a", "1")),
+        (cql.delete_user_login, (77, "b", "1")),
+        (cql.delete_user_names, (77, "1")),
+        (cql.delete_channel_login, (88, "c", "9")),
+        (cql.delete_channel_names, (88, "9")),
+    ]
+    assert report.deleted() == {
+        "user_ids_by_login": 2,
+        "user_names": 3,
+        "channel_ids_by_login": 1,
+        "channel_names": 1,
+        "user_names:partitions": 1,
+        "channel_names:partitions": 1,
+    }
+
+
+def test_no_login_no_name_partition_deleted() -> None:
+    session = _Session()
+    report = ErasureReport(user_id="1", channel_id=None)
+    _delete_names(_Cql(session, "ks"), "user", "1", [], 0, 77, report)
+    assert session.executed == [] and report.total_rows == 0
