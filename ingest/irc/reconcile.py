@@ -64,6 +64,36 @@ class _Slot:
     rate: float = 0.0
 
 
+@dataclass(slots=True)
+class _Assigned:
+    """What an assignment collects: the JOINs to send now, the conn_ids given a channel, and the new
+    connections needed for the channels no slot had room for."""
+
+    capacity: int
+    join_budget: int
+    joins: list[tuple[int, str]] = field(default_factory=list)
+    used: set[int] = field(default_factory=set)
+    new_conns: int = 0
+    new_free: int = 0  # room left on the last new connection counted
+
+    def take(self, slot: _Slot, ch: str) -> None:
+        """``ch`` goes to ``slot``: a JOIN now when the connection is READY and the budget allows."""
+        slot.free -= 1
+        self.used.add(slot.conn_id)
+        if slot.ready and len(self.joins) < self.join_budget:
+            self.joins.append((slot.conn_id, ch))
+
+    def no_slot(self) -> None:
+        """No slot has room: the channel takes one on a new connection (one more when the last is full)."""
+        if self.new_free == 0:
+            self.new_conns += 1
+            self.new_free = self.capacity
+        self.new_free -= 1
+
+    def result(self) -> tuple[list[tuple[int, str]], set[int], int]:
+        return self.joins, self.used, self.new_conns
+
+
 def plan(
     wanted: AbstractSet[str],
     conns: Iterable[ConnView],
@@ -183,10 +213,7 @@ def _assign_by_load(
     """Like ``_assign``, but each channel goes to the least-loaded slot with room (by rate, then by
     channels held, then id: ``placement.choose_connection``); slots gain the channel's rate. READY
     connections come first (a JOIN now beats a better place later: a move can fix the place)."""
-    joins: list[tuple[int, str]] = []
-    used: set[int] = set()
-    new_conns = 0
-    new_free = 0
+    out = _Assigned(capacity, join_budget)
     for ch in ordered:
         min_id = fresh_after.get(ch, 0)
         slot: _Slot | None = None
@@ -197,17 +224,11 @@ def _assign_by_load(
                 if best is None or key < best:
                     best, slot = key, s
         if slot is None:
-            if new_free == 0:
-                new_conns += 1
-                new_free = capacity
-            new_free -= 1
+            out.no_slot()
             continue
-        slot.free -= 1
         slot.rate += rates.get(ch, 0.0)
-        used.add(slot.conn_id)
-        if slot.ready and len(joins) < join_budget:
-            joins.append((slot.conn_id, ch))
-    return joins, used, new_conns
+        out.take(slot, ch)
+    return out.result()
 
 
 def _assign(
@@ -220,10 +241,7 @@ def _assign(
     """First-fit in connection order. Returns (joins to send now, conn_ids given a channel, new
     connections needed). Slots of CONNECTING connections and slots beyond the JOIN budget are only
     reserved, so that the number of connections to open is right."""
-    joins: list[tuple[int, str]] = []
-    used: set[int] = set()
-    new_conns = 0
-    new_free = 0
+    out = _Assigned(capacity, join_budget)
     cursor = 0  # first slot that may have room; free only ever decreases
     for ch in ordered:
         min_id = fresh_after.get(ch, 0)
@@ -236,16 +254,10 @@ def _assign(
         else:
             slot = next((s for s in slots if s.free > 0 and s.conn_id >= min_id), None)
         if slot is None:
-            if new_free == 0:
-                new_conns += 1
-                new_free = capacity
-            new_free -= 1
+            out.no_slot()
             continue
-        slot.free -= 1
-        used.add(slot.conn_id)
-        if slot.ready and len(joins) < join_budget:
-            joins.append((slot.conn_id, ch))
-    return joins, used, new_conns
+        out.take(slot, ch)
+    return out.result()
 
 
 @dataclass(frozen=True, slots=True)

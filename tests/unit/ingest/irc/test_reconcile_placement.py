@@ -62,3 +62,14 @@ def test_a_spare_connection_is_opened_and_kept_idle_for_moves() -> None:
     p = plan({"a"}, conns, capacity=10, join_budget=10, spare=1)
     assert p.open == 0 and p.close == [3]
     assert plan({"a"}, conns, capacity=10, join_budget=10).close == [2, 3]
+
+
+def test_both_assignments_count_new_connections_and_the_budget_alike() -> None:
+    # 5 free places on conn 1, then 25 channels without a slot: 3 new connections of 10
+    conns = [ConnView(1, READY, joined={f"old{i}" for i in range(5)})]
+    wanted = {f"old{i}" for i in range(5)} | {f"new{i:02}" for i in range(30)}
+    by_count = plan(wanted, conns, capacity=10, join_budget=3)
+    by_load = plan(wanted, conns, capacity=10, join_budget=3, rates={})
+    for p in (by_count, by_load):
+        assert p.open == 3
+        assert len(p.joins) == 3 and {cid for cid, _ch in p.joins} == {1}
