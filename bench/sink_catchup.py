@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from bench.sink_data import fresh, synthetic_events
-from bench.sink_latency import steady_load, written_timeline
+from bench.sink_latency import percentile, plotted, steady_load, written_timeline
 from core.errors import ChatlogError
 from schemas.chat_event import encode
 from schemas.cql import message_uuid
@@ -143,10 +143,6 @@ def _catch_up(s: SinkSettings, rate: int, outage_s: float, seconds: float) -> di
             second.close()
     timeline = written_timeline(s, {message_uuid(e.message_id) for e in warm})
     caught_up_s, backlog, drained, after = recovery(timeline, restart_ms)
-
-    def pct(values: list[float], p: float) -> float | None:
-        return round(values[min(len(values) - 1, int(p * len(values)))], 1) if values else None
-
     return {
         "rate_target": rate,
         "rate_achieved": round(sent / produce_s),
@@ -160,11 +156,12 @@ def _catch_up(s: SinkSettings, rate: int, outage_s: float, seconds: float) -> di
         "caught_up": caught_up_s < seconds,
         "drain_events_per_s": round(drained / caught_up_s) if caught_up_s > 0 else None,
         "batches_after_restart": batches,
-        "after_catch_up": {"events": len(after), "p50_ms": pct(after, 0.5), "p99_ms": pct(after, 0.99)},
-        "timeline": [
-            (round((t - load_start_ms) / 1000, 2), round(v))
-            for t, v in timeline[:: max(1, len(timeline) // 2000)]
-        ],
+        "after_catch_up": {
+            "events": len(after),
+            "p50_ms": percentile(after, 0.5),
+            "p99_ms": percentile(after, 0.99),
+        },
+        "timeline": plotted(timeline, load_start_ms),
         "restart_at_s": round((restart_ms - load_start_ms) / 1000, 2),
     }
 

@@ -12,7 +12,7 @@ import time
 import uuid
 from datetime import datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 import msgspec
 
@@ -23,6 +23,8 @@ from sink.settings import SinkSettings
 
 LOAD_POOL_EVENTS = 100_000
 """Distinct event shapes the steady load cycles through (each sent with a fresh message id)."""
+TIMELINE_POINTS: Final = 2000
+"""About how many points of a run's timeline its result keeps (for the plot)."""
 
 
 def steady_load(settings: SinkSettings, rate: int, seconds: float) -> tuple[int, float, int]:
@@ -147,10 +149,10 @@ def _measure(s: SinkSettings, rate: int, seconds: float, warmup_s: float) -> dic
         raise failure[0]
     timeline = written_timeline(s, {message_uuid(e.message_id) for e in warm})
     latencies = sorted(latency for sent_ms, latency in timeline if sent_ms >= measured_from_ms)
-    t0 = load_start_ms
 
     def pct(p: float) -> float:
-        return round(latencies[min(len(latencies) - 1, int(p * len(latencies)))], 1) if latencies else 0.0
+        value = percentile(latencies, p)
+        return 0.0 if value is None else value
 
     return {
         "rate_target": rate,
@@ -163,10 +165,20 @@ def _measure(s: SinkSettings, rate: int, seconds: float, warmup_s: float) -> dic
         "p95_ms": pct(0.95),
         "p99_ms": pct(0.99),
         "max_ms": round(latencies[-1], 1) if latencies else 0.0,
-        "timeline": [
-            (round((t - t0) / 1000, 2), round(v)) for t, v in timeline[:: max(1, len(timeline) // 2000)]
-        ],
+        "timeline": plotted(timeline, load_start_ms),
     }
+
+
+def percentile(values: list[float], p: float) -> float | None:
+    """The ``p`` quantile (0..1) of the sorted ``values``, to 0.1; None for none."""
+    return round(values[min(len(values) - 1, int(p * len(values)))], 1) if values else None
+
+
+def plotted(timeline: list[tuple[int, float]], t0_ms: int) -> list[tuple[float, int]]:
+    """Every n-th point of ``timeline`` (``(sent ms, latency ms)``), about :data:`TIMELINE_POINTS` of them,
+    as (seconds since ``t0_ms``, latency ms rounded): a run's timeline in its result."""
+    step = max(1, len(timeline) // TIMELINE_POINTS)
+    return [(round((t - t0_ms) / 1000, 2), round(v)) for t, v in timeline[::step]]
 
 
 def written_timeline(s: SinkSettings, leave_out: set[uuid.UUID]) -> list[tuple[int, float]]:
