@@ -18,13 +18,16 @@ and Cassandra session). The tables are then flushed and major-compacted as ``cha
 * **bytes on disk**: the ``*-Data.db`` files of ``chat_by_channel``, ``chat_by_user`` and ``chat_buckets``
   per message, against the raw line's mean size (goal at most 0.42x, justlog's);
 * **the channel-day** read in time order through :class:`serve.cassandra_store.CassandraStore` (every
-  event consumed) and, alternately in the same run, a raw cassandra-driver read of the same rows (the same
-  session, ``chat_buckets`` for the buckets, then ``SELECT sent_at, message_id, line, received_at`` bucket by
-  bucket with the store's fetch size and read-ahead), ``repeat`` times each: lines/s (best and median) and
-  the ratio; the reader's CPU per line, and what restoring (:func:`schemas.stored_line.restore`) and
-  restoring + parsing (:func:`serve.stored.stored_event`) the rows read cost per line (the store has no
-  path without parsing); a cProfile of one more reader run (not timed);
-* **the user-month** (:meth:`CassandraStore.user_events` over the month) ``reads`` times at each
+  line's IRC text restored: :attr:`serve.stored.LogLine.raw`, what ``?raw`` answers) and, alternately in
+  the same run, a raw cassandra-driver read of the same rows (the same session, ``chat_buckets`` for the
+  buckets, then ``SELECT sent_at, message_id, line, received_at`` bucket by bucket with the store's fetch
+  size and read-ahead), ``repeat`` times each: lines/s (best and median) and the ratio (the goal's). Beside
+  them, ``repeat`` reader runs each of what other answers do with the lines: ``text`` (the justlog text
+  line, :func:`serve.formats.log_text_line`) and ``events`` (every line parsed into its event, what JSON
+  needs). The reader's CPU per line, and what restoring (:func:`schemas.stored_line.restore`) and restoring
+  + parsing (:func:`serve.stored.stored_event`) the rows read cost per line; a cProfile of one more
+  reader run (not timed);
+* **the user-month** (:meth:`CassandraStore.user_lines` over the month) ``reads`` times at each
   concurrency (asyncio tasks in this process, a closed loop): p50/p99, this process's CPU (cores busy
   and ms per read) and Cassandra's (ms per read); then, one read at a time, the CPU of this process and of
   its main thread (the event loop; the rest is the driver's I/O thread), and a cProfile of a few reads.
@@ -57,6 +60,7 @@ import msgspec
 from bench.serve_data import event_line
 from core.errors import ChatlogError
 from schemas.cql import bucket_of, channel_key
+from serve.formats import log_text_line
 
 if TYPE_CHECKING:
     from schemas.chat_event import ChatEvent
@@ -528,9 +532,18 @@ class RawReader:
         return n
 
 
-async def _consume(events: AsyncIterator[Any]) -> int:
+USES: Final[dict[str, Callable[[Any], object]]] = {
+    "raw": lambda line: line.raw,
+    "text": log_text_line,
+    "events": lambda line: line.event,
+}
+"""What a channel-day read does with each :class:`~serve.stored.LogLine`: ``raw`` is the goal's."""
+
+
+async def _consume(lines: AsyncIterator[Any], use: Callable[[Any], object] = USES["raw"]) -> int:
     n = 0
-    async for _ in events:
+    async for line in lines:
+        use(line)
         n += 1
     return n
 
@@ -621,13 +634,14 @@ async def channel_day(store: Any, params: Params, fetch_size: int) -> dict[str, 
     key = channel_key(DAY_ROOM, DAY_CHANNEL)
     lo, hi = DAY_LO, DAY_LO + DAY_MS
     expected = params.day_messages
-    await _consume(store.channel_events(DAY_CHANNEL, lo, hi))  # warm: prepared statements, name lookups
+    await _consume(store.channel_lines(DAY_CHANNEL, lo, hi))  # warm: prepared statements, name lookups
     raw.day(key, lo, hi)
     reader_runs, raw_runs = [], []
+    used: dict[str, list[dict[str, Any]]] = {"text": [], "events": []}
     kept: list[Any] = []
     for i in range(params.repeat):
         load_before, cpu0, t0 = load_average(), time.process_time(), time.perf_counter()
-        n = await _consume(store.channel_events(DAY_CHANNEL, lo, hi))
+        n = await _consume(store.channel_lines(DAY_CHANNEL, lo, hi))
         wall, cpu = time.perf_counter() - t0, time.process_time() - cpu0
         if n != expected:
             raise ChatlogError(f"the reader gave {n:,} events of the day, not {expected:,}")
@@ -639,9 +653,14 @@ async def channel_day(store: Any, params: Params, fetch_size: int) -> dict[str, 
         if n != expected:
             raise ChatlogError(f"the raw read gave {n:,} rows of the day, not {expected:,}")
         raw_runs.append(_run(n, wall, cpu, load_before))
+        for name in ("text", "events"):
+            load_before, cpu0, t0 = load_average(), time.process_time(), time.perf_counter()
+            n = await _consume(store.channel_lines(DAY_CHANNEL, lo, hi), USES[name])
+            used[name].append(_run(n, time.perf_counter() - t0, time.process_time() - cpu0, load_before))
         say(
             f"channel-day run {i + 1}: reader {reader_runs[-1]['lines_per_s']:,} lines/s, "
-            f"raw {raw_runs[-1]['lines_per_s']:,} lines/s"
+            f"raw {raw_runs[-1]['lines_per_s']:,} lines/s; text {used['text'][-1]['lines_per_s']:,}, "
+            f"events {used['events'][-1]['lines_per_s']:,} lines/s"
         )
     out: dict[str, Any] = {
         "channel": DAY_CHANNEL,
@@ -652,13 +671,14 @@ async def channel_day(store: Any, params: Params, fetch_size: int) -> dict[str, 
         "read_ahead": store.read_ahead,
         "reader": _runs_summary(reader_runs),
         "raw": _runs_summary(raw_runs),
+        **{f"reader_{name}": _runs_summary(runs) for name, runs in used.items()},
     }
     out["ratio_to_raw"] = round(out["reader"]["best_lines_per_s"] / out["raw"]["best_lines_per_s"], 3)
     out["ratio_to_raw_median"] = round(
         out["reader"]["median_lines_per_s"] / out["raw"]["median_lines_per_s"], 3
     )
     cpu0, main0 = time.process_time(), time.thread_time()
-    await _consume(store.channel_events(DAY_CHANNEL, lo, hi))
+    await _consume(store.channel_lines(DAY_CHANNEL, lo, hi))
     cpu, main = time.process_time() - cpu0, time.thread_time() - main0
     out["cpu_split_us_per_line"] = {
         "process": round(cpu / expected * 1e6, 2),
@@ -669,7 +689,7 @@ async def channel_day(store: Any, params: Params, fetch_size: int) -> dict[str, 
     profile = cProfile.Profile()
     t0 = time.perf_counter()
     profile.enable()
-    await _consume(store.channel_events(DAY_CHANNEL, lo, hi))
+    await _consume(store.channel_lines(DAY_CHANNEL, lo, hi))
     profile.disable()
     out["profile"] = {
         "seconds_profiled": round(time.perf_counter() - t0, 2),
@@ -696,7 +716,7 @@ async def user_month(store: Any, params: Params, cassandra_pid: int | None) -> d
     expected = params.user_messages
 
     async def fetch() -> int:
-        n = await _consume(store.user_events(MONTH_CHANNEL, USER, MONTH_LO, MONTH_HI))
+        n = await _consume(store.user_lines(MONTH_CHANNEL, USER, MONTH_LO, MONTH_HI))
         if n != expected:
             raise ChatlogError(f"the user-month gave {n} events, not {expected}")
         return n

@@ -176,13 +176,20 @@ def _wait_healthy(base: str, proc: subprocess.Popen[bytes], log: Any, timeout_s:
 
 
 def _encoders() -> dict[str, Callable[[Any], bytes]]:
-    from serve.formats import encode_json, full_message, text_line
+    """What the service does with each :class:`~serve.stored.LogLine` of an answer, by format."""
+    from serve.formats import encode_json, full_message, log_text_line
 
     return {
-        "text": lambda e: text_line(e).encode() + b"\n",
-        "json": lambda e: encode_json(full_message(e)),
-        "events": lambda e: b"",
+        "text": lambda line: log_text_line(line).encode() + b"\n",
+        "json": lambda line: encode_json(full_message(line.event)),
+        "events": _parsed_only,
     }
+
+
+def _parsed_only(line: Any) -> bytes:
+    """Nothing encoded: the line's event only made (what the JSON answers parse)."""
+    assert line.event is not None
+    return b""
 
 
 class Direct:
@@ -197,13 +204,13 @@ class Direct:
 
         if kind.startswith("user_month"):
             lo, hi = month_range(str(YEAR), str(MONTH))
-            return self.store.user_events(CHANNEL, USER, lo, hi)  # type: ignore[no-any-return]
+            return self.store.user_lines(CHANNEL, USER, lo, hi)  # type: ignore[no-any-return]
         if kind.startswith("whole_month"):
             lo, hi = MONTH_LO, MONTH_HI
         else:
             day = QUIET_DAY if kind.startswith("channel_day") else BIG_DAY
             lo, hi = day_range(str(day.year), str(day.month), str(day.day))
-        return self.store.channel_events(CHANNEL, lo, hi)  # type: ignore[no-any-return]
+        return self.store.channel_lines(CHANNEL, lo, hi)  # type: ignore[no-any-return]
 
     def fetcher(self, kind: str, encoding: str | None = None) -> Callable[[], Awaitable[int]]:
         encode = self.encoders[encoding or kind.rsplit("_", 1)[1]]

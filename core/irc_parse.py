@@ -62,6 +62,7 @@ __all__ = [
     "command_of",
     "line_hash",
     "parse_line",
+    "privmsg_parts",
     "unescape_tag_value",
 ]
 
@@ -287,3 +288,51 @@ def parse_line(line: str, *, received_at: int, ingester: str | None = None) -> C
         raw=line,
         ingester=ingester,
     )
+
+
+def privmsg_parts(line: str) -> tuple[str, str | None, str | None] | None:
+    """``(channel, user_login, text)`` of a PRIVMSG line as :func:`parse_line` gives them, without parsing
+    its tags (what a text log line shows: about a tenth of the work). ``None`` for any line this cannot
+    tell without them or that is not a plain ``PRIVMSG #channel :text`` (another command, a ``login``
+    tag, the general parameter shape, a bound crossed): parse those. Equal to :func:`parse_line`'s
+    fields for every line that parses, but one whose ``id``, ``room-id`` or ``user-id`` tag is over its
+    bound (a :class:`MalformedLine` there; the tags are not read here)."""
+    if line[-1:] == "\r":
+        line = line[:-1]
+    if not 0 < len(line) <= MAX_LINE_CHARS:
+        return None
+    rest = line
+    if line[0] == "@":
+        space = line.find(" ")
+        if space < 0 or line.startswith("login", 1) or line.find(";login", 1, space) >= 0:
+            return None
+        rest = line[space + 1 :].lstrip(" ")
+    if rest[:1] != ":":
+        return None
+    space = rest.find(" ")
+    if space < 0:
+        return None
+    prefix = rest[1:space]
+    rest = rest[space + 1 :].lstrip(" ")
+    if not rest.startswith("PRIVMSG "):
+        return None
+    channel, sep, trailing = rest[8:].partition(" :")
+    if channel[:1] != "#" or " " in channel:
+        return None
+    channel = channel[1:].lower()
+    if not 0 < len(channel) <= MAX_LOGIN_CHARS:
+        return None
+    nick_end = prefix.find("!")
+    if nick_end < 0:
+        nick_end = prefix.find("@")
+    if nick_end < 0:
+        nick_end = -1 if "." in prefix else len(prefix)
+    user_login = prefix[:nick_end].lower() if nick_end > 0 else None
+    if user_login is not None and len(user_login) > MAX_LOGIN_CHARS:
+        return None
+    text: str | None = trailing if sep else None
+    if text is not None and text[:7] == "\x01ACTION" and text[7:8] in (" ", "\x01", ""):
+        text = text[8:] if text[7:8] == " " else text[7:]
+        if text[-1:] == "\x01":
+            text = text[:-1]
+    return channel, user_login, text

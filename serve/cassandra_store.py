@@ -9,7 +9,8 @@
   merged in time order; each bucket of each key read from ``chat_by_channel`` page by page, the buckets
   of several keys merged by ``(sent_at, message_id)`` in Cassandra's order (:func:`_order`), the next
   :attr:`read_ahead` buckets' first pages requested while one is streamed (:mod:`serve.aiocql`: awaited,
-  no thread per request). Every row becomes an event by :func:`serve.stored.stored_event`.
+  no thread per request). Every row becomes a :class:`serve.stored.LogLine` (restored and parsed on
+  demand).
 * **A user's events.** ``chat_by_user`` holds each of a user's events with its line, one partition per
   channel key, user key and half UTC day (``period``). In time order: one ``period IN ?`` query per
   (channel key, user key) over at most :attr:`probe_batch` periods of the range (Cassandra answers an
@@ -54,7 +55,7 @@ from schemas.cql import (
 from serve.aiocql import PagedQuery
 from serve.names import login_of
 from serve.store import ById, Channel, Named
-from serve.stored import stored_event, stored_sender
+from serve.stored import LogLine, stored_sender
 
 _ROW: Final = "sent_at, message_id, line, received_at"
 _EPOCH: Final = datetime(1970, 1, 1)
@@ -496,15 +497,19 @@ class CassandraStore:
     # -- events --------------------------------------------------------------------------------------------
 
     @staticmethod
-    def _event(row: Any, hint: str) -> ChatEvent:
+    def _line(row: Any, hint: str) -> LogLine:
         received = row.received_at
-        return stored_event(
+        return LogLine(
             row.line or "",
             row.message_id,
             _ms(row.sent_at),
             None if received is None else _ms(received),
             hint,
         )
+
+    @staticmethod
+    def _event(row: Any, hint: str) -> ChatEvent:
+        return CassandraStore._line(row, hint).event
 
     async def _ahead(self, units: AsyncIterator[U]) -> AsyncGenerator[U, None]:
         """The units of ``units`` in order, the next :attr:`read_ahead` of them made (so their queries
@@ -530,14 +535,12 @@ class CassandraStore:
         finally:
             await _close(units)
 
-    def channel_events(
+    def channel_lines(
         self, channel: Named, lo: int, hi: int, *, reverse: bool = False
-    ) -> AsyncIterator[ChatEvent]:
-        return self._channel_events(channel, lo, hi, reverse)
+    ) -> AsyncIterator[LogLine]:
+        return self._channel_lines(channel, lo, hi, reverse)
 
-    async def _channel_events(
-        self, channel: Named, lo: int, hi: int, reverse: bool
-    ) -> AsyncIterator[ChatEvent]:
+    async def _channel_lines(self, channel: Named, lo: int, hi: int, reverse: bool) -> AsyncIterator[LogLine]:
         keys = await self.channel_keys(channel)
         name = "rows_desc" if reverse else "rows"
         window = (_dt(lo), _dt(hi))
@@ -553,17 +556,17 @@ class CassandraStore:
                 if len(queries) == 1:
                     async for page in queries[0].pages():
                         for row in page:
-                            yield self._event(row, keys.name)
+                            yield self._line(row, keys.name)
                 else:  # one bucket under several keys (an id and a login): merged
                     async for _, row in _merge([q.rows() for q in queries], order):
-                        yield self._event(row, keys.name)
+                        yield self._line(row, keys.name)
         finally:
             await units.aclose()
 
-    def user_events(
+    def user_lines(
         self, channel: Named, user: Named, lo: int, hi: int, *, reverse: bool = False
-    ) -> AsyncIterator[ChatEvent]:
-        return self._user_events(channel, user, lo, hi, reverse)
+    ) -> AsyncIterator[LogLine]:
+        return self._user_lines(channel, user, lo, hi, reverse)
 
     async def _ascending(self, pair: Pair, periods: Sequence[int], lo: int, hi: int) -> AsyncIterator[Any]:
         """The rows of one (channel key, user key) in ``[lo, hi)``, oldest first: ``period IN ?`` queries
@@ -602,9 +605,9 @@ class CassandraStore:
             async for _, row in _merge([q.rows() for q in current], order):
                 yield row
 
-    async def _user_events(
+    async def _user_lines(
         self, channel: Named, user: Named, lo: int, hi: int, reverse: bool
-    ) -> AsyncIterator[ChatEvent]:
+    ) -> AsyncIterator[LogLine]:
         if lo >= hi:
             return
         channel_keys, _, pairs, periods = await self._pairs_and_periods(channel, user, lo, hi)
@@ -618,7 +621,7 @@ class CassandraStore:
             rows = (row async for _, row in _merge(ascending, _row_order(False)))
         try:
             async for row in rows:
-                yield self._event(row, channel_keys.name)
+                yield self._line(row, channel_keys.name)
         finally:
             await _close(rows)
 

@@ -25,6 +25,7 @@ from fastapi.responses import JSONResponse
 from schemas.chat_event import ChatEvent
 from serve.api.errors import ApiError, error_response
 from serve.store import ById, Channel, LogStore, Named
+from serve.stored import LogLine
 
 OPTED_OUT: Final = "user or channel has opted out"
 
@@ -47,6 +48,8 @@ class OptOuts(Protocol):
 
     def user_out(self, user_id: str | None) -> bool: ...
     def channel_out(self, channel_id: str | None) -> bool: ...
+    def users(self) -> frozenset[str]: ...
+    def channels(self) -> frozenset[str]: ...
 
 
 def hidden(event: ChatEvent, optouts: OptOuts) -> bool:
@@ -151,21 +154,27 @@ class ConsentStore:
         await self._check(channel, user)
         return await self.inner.latest_user_month(channel, user)
 
-    async def channel_events(
-        self, channel: Named, lo: int, hi: int, *, reverse: bool = False
-    ) -> AsyncIterator[ChatEvent]:
-        await self._check(channel)
-        async for event in self.inner.channel_events(channel, lo, hi, reverse=reverse):
-            if not await self.hides(event):
-                yield event
+    async def _shown(self, lines: AsyncIterator[LogLine]) -> AsyncIterator[LogLine]:
+        """The lines that :meth:`hides` does not; none is parsed while nobody has opted out."""
+        optouts = self.optouts
+        async for line in lines:
+            if (optouts.users() or optouts.channels()) and await self.hides(line.event):
+                continue
+            yield line
 
-    async def user_events(
+    async def channel_lines(
+        self, channel: Named, lo: int, hi: int, *, reverse: bool = False
+    ) -> AsyncIterator[LogLine]:
+        await self._check(channel)
+        async for line in self._shown(self.inner.channel_lines(channel, lo, hi, reverse=reverse)):
+            yield line
+
+    async def user_lines(
         self, channel: Named, user: Named, lo: int, hi: int, *, reverse: bool = False
-    ) -> AsyncIterator[ChatEvent]:
+    ) -> AsyncIterator[LogLine]:
         await self._check(channel, user)
-        async for event in self.inner.user_events(channel, user, lo, hi, reverse=reverse):
-            if not await self.hides(event):
-                yield event
+        async for line in self._shown(self.inner.user_lines(channel, user, lo, hi, reverse=reverse)):
+            yield line
 
     async def random_channel_event(self, channel: Named) -> ChatEvent | None:
         await self._check(channel)

@@ -24,12 +24,16 @@ Read from their sources (gempir/justlog ``api/server.go``; boring-nick/rustlog `
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from typing import Any, Final
+from functools import lru_cache
+from typing import TYPE_CHECKING, Any, Final
 
 import msgspec
 
 from schemas.chat_event import ChatEvent
 from serve.terminal import escape_controls
+
+if TYPE_CHECKING:
+    from serve.stored import LogLine
 
 MESSAGE_TYPES: Final[dict[str, int]] = {
     "WHISPER": 0,
@@ -97,14 +101,37 @@ def timestamp(ms: int) -> str:
     return f"{head}.{ms % 1000:03d}Z" if ms % 1000 else f"{head}Z"
 
 
+@lru_cache(maxsize=4096)
+def _clock(second: int) -> str:
+    """``2024-01-02 15:04:05`` (UTC) of an epoch second; kept, as a log's lines share their seconds."""
+    return datetime.fromtimestamp(second, UTC).strftime("%Y-%m-%d %H:%M:%S")
+
+
+def _text_line(sent_at: int, channel: str, user: str | None, text: str) -> str:
+    if user:
+        return escape_controls(f"[{_clock(sent_at // 1000)}] #{channel} {user}: {text}")
+    return escape_controls(f"[{_clock(sent_at // 1000)}] #{channel} {text}")
+
+
 def text_line(event: ChatEvent) -> str:
     """The justlog/rustlog text line of the event, without its line end."""
-    moment = datetime.fromtimestamp(event.sent_at // 1000, UTC).strftime("%Y-%m-%d %H:%M:%S")
-    user = event.user_login or ""
-    text = friendly_text(event)
-    if user:
-        return escape_controls(f"[{moment}] #{event.channel} {user}: {text}")
-    return escape_controls(f"[{moment}] #{event.channel} {text}")
+    return _text_line(event.sent_at, event.channel, event.user_login, friendly_text(event))
+
+
+def line_text(line: LogLine) -> str:
+    """:func:`friendly_text` of a stored line's event; a chat message's without parsing it whole."""
+    chat = line.chat()
+    return friendly_text(line.event) if chat is None else chat[2] or ""
+
+
+def log_text_line(line: LogLine) -> str:
+    """:func:`text_line` of a stored line's event; a chat message's without parsing it whole
+    (:meth:`~serve.stored.LogLine.chat`)."""
+    chat = line.chat()
+    if chat is None:
+        return text_line(line.event)
+    channel, user, text = chat
+    return _text_line(line.sent_at, channel, user, text or "")
 
 
 def basic_message(event: ChatEvent) -> dict[str, Any]:

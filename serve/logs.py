@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from core.coverage_spans import Gap
     from core.settings import CassandraSettings
     from serve.cassandra_store import CassandraStore
+    from serve.stored import LogLine
 
 MAX_MS: Final = 253_402_300_799_999
 """9999-12-31T23:59:59.999Z: the end of an open range."""
@@ -128,12 +129,23 @@ class LogReader:
         lo = since_ms if since_ms is not None else 0
         hi = until_ms if until_ms is not None else MAX_MS
         if user is None:
-            source = self.store.channel_events(channel, lo, hi, reverse=reverse)
+            lines = self.store.channel_lines(channel, lo, hi, reverse=reverse)
         else:
-            source = self.store.user_events(channel, user, lo, hi, reverse=reverse)
+            lines = self.store.user_lines(channel, user, lo, hi, reverse=reverse)
+        source = _parsed(lines)
         if limit is not None:
             source = _limited(source, limit)
         return self.iterate(source, f"reading #{channel}")
+
+
+async def _parsed(lines: AsyncIterator[LogLine]) -> AsyncIterator[ChatEvent]:
+    try:
+        async for line in lines:
+            yield line.event
+    finally:
+        close = getattr(lines, "aclose", None)
+        if close is not None:
+            await close()
 
 
 async def _limited(source: AsyncIterator[T], limit: int) -> AsyncIterator[T]:

@@ -17,7 +17,8 @@ from collections.abc import AsyncGenerator, AsyncIterator
 from dataclasses import dataclass
 
 from schemas.chat_event import ChatEvent
-from serve.formats import friendly_text
+from serve.formats import friendly_text, line_text
+from serve.stored import LogLine
 
 
 class BadQuery(ValueError):
@@ -44,6 +45,9 @@ class Needle:
     def matches_event(self, event: ChatEvent) -> bool:
         return self.matches(friendly_text(event))
 
+    def matches_line(self, line: LogLine) -> bool:
+        return self.matches(line_text(line))
+
 
 def needle(query: str | None, *, max_chars: int) -> Needle:
     """The needle of ``query``; :class:`BadQuery` when it is missing, blank or over ``max_chars``."""
@@ -54,13 +58,13 @@ def needle(query: str | None, *, max_chars: int) -> Needle:
     return Needle(query, fold(query))
 
 
-async def matching(events: AsyncIterator[ChatEvent], wanted: Needle) -> AsyncGenerator[ChatEvent, None]:
-    """The events of ``events`` that ``wanted`` matches, in their order; closing this closes ``events``."""
+async def matching(lines: AsyncIterator[LogLine], wanted: Needle) -> AsyncGenerator[LogLine, None]:
+    """The lines of ``lines`` that ``wanted`` matches, in their order; closing this closes ``lines``."""
     try:
-        async for event in events:
-            if wanted.matches_event(event):
-                yield event
+        async for line in lines:
+            if wanted.matches_line(line):
+                yield line
     finally:
-        close = getattr(events, "aclose", None)
+        close = getattr(lines, "aclose", None)
         if close is not None:
             await close()

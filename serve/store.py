@@ -4,8 +4,10 @@
 A channel or a user is named by its login (a ``str``: the id that login had last, every login of that id
 and the login itself are read, so a renamed channel or user keeps one history) or by its Twitch id
 (:class:`ById`: the ``/channelid/`` and ``/userid/`` routes, ``--channel-id`` / ``--user-id``). Times are
-epoch milliseconds, ranges half-open (``lo <= sent_at < hi``); events come back as
-:class:`~schemas.chat_event.ChatEvent`, in time order (``reverse``: newest first).
+epoch milliseconds, ranges half-open (``lo <= sent_at < hi``); a range's events come back as
+:class:`~serve.stored.LogLine` (the stored line, restored and parsed into its
+:class:`~schemas.chat_event.ChatEvent` only when asked: a text or raw answer needs no parse), in time
+order (``reverse``: newest first); a single event picked at random as its ``ChatEvent``.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from datetime import date
 from typing import Protocol
 
 from schemas.chat_event import ChatEvent
+from serve.stored import LogLine
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,15 +81,15 @@ class LogStore(Protocol):
         """The newest (year, month), UTC, in which ``user`` has events in ``channel`` (None: none)."""
         ...
 
-    def channel_events(
+    def channel_lines(
         self, channel: Named, lo: int, hi: int, *, reverse: bool = False
-    ) -> AsyncIterator[ChatEvent]:
+    ) -> AsyncIterator[LogLine]:
         """Every event of ``channel`` with ``lo <= sent_at < hi``."""
         ...
 
-    def user_events(
+    def user_lines(
         self, channel: Named, user: Named, lo: int, hi: int, *, reverse: bool = False
-    ) -> AsyncIterator[ChatEvent]:
+    ) -> AsyncIterator[LogLine]:
         """Every event of ``user`` in ``channel`` with ``lo <= sent_at < hi``: what the user sent, and the
         bans, timeouts and deleted messages that name the user."""
         ...

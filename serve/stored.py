@@ -18,19 +18,27 @@ from __future__ import annotations
 import uuid
 from typing import Final
 
-from core.irc_parse import MalformedLine, command_of, parse_line
+from core.irc_parse import MalformedLine, command_of, parse_line, privmsg_parts
 from core.irc_tags import parse_tags
-from schemas.chat_event import MAX_KIND_CHARS, ChatEvent
+from schemas.chat_event import MAX_KIND_CHARS, MAX_LINE_CHARS, ChatEvent
 from schemas.stored_line import VERBATIM, restore
 
-__all__ = ["UNKNOWN_KIND", "stored_event", "stored_sender"]
+__all__ = ["UNKNOWN_KIND", "LogLine", "stored_event", "stored_sender"]
 
 UNKNOWN_KIND: Final = "UNKNOWN"
 """``kind`` of a stored line that has no command word."""
 
 
+_RESTORED_MAX: Final = MAX_LINE_CHARS - 200
+"""A stored line this long may be over the line bound once its id and time are back: parsed whole."""
+
+
 def stored_event(
-    line: str, message_id: uuid.UUID, sent_at_ms: int, received_at_ms: int | None, channel_login_hint: str
+    line: str,
+    message_id: uuid.UUID | str,
+    sent_at_ms: int,
+    received_at_ms: int | None,
+    channel_login_hint: str,
 ) -> ChatEvent:
     """The event of a ``chat_by_channel`` row (see the module doc); never raises for any ``line``."""
     raw = restore(line, message_id, sent_at_ms)
@@ -84,3 +92,63 @@ def stored_sender(line: str) -> tuple[str | None, str | None]:
     if nick_end < 0:
         nick_end = -1 if "." in prefix else len(prefix)
     return (prefix[:nick_end].lower() if nick_end > 0 else None), user_id
+
+
+class LogLine:
+    """One stored event as the reader gives it: the row's values, the line restored (:attr:`raw`) and
+    parsed (:attr:`event`, kept once made) only when asked, so a reader that needs less pays less (the
+    text of a chat message, :meth:`chat`, needs neither; the raw line no parse). ``sent_at`` is the row's,
+    as :attr:`event`'s is."""
+
+    __slots__ = ("_event", "channel_hint", "message_id", "received_at", "sent_at", "stored")
+
+    def __init__(
+        self,
+        stored: str,
+        message_id: uuid.UUID | str,
+        sent_at: int,
+        received_at: int | None,
+        channel_hint: str,
+    ) -> None:
+        self.stored = stored
+        """The line as the row holds it (:mod:`schemas.stored_line`)."""
+        self.message_id = message_id
+        self.sent_at = sent_at
+        self.received_at = received_at
+        self.channel_hint = channel_hint
+        """The channel it was read under (the event's channel when its line does not name one)."""
+        self._event: ChatEvent | None = None
+
+    @classmethod
+    def of(cls, event: ChatEvent) -> LogLine:
+        """An event already parsed (read from elsewhere than a row) as a line."""
+        line = cls(VERBATIM + event.raw, event.message_id, event.sent_at, event.received_at, event.channel)
+        line._event = event
+        return line
+
+    @property
+    def raw(self) -> str:
+        """The IRC line as it was received."""
+        if self._event is not None:
+            return self._event.raw
+        return restore(self.stored, self.message_id, self.sent_at)
+
+    @property
+    def event(self) -> ChatEvent:
+        """The event (:func:`stored_event`), parsed on first use."""
+        if self._event is None:
+            self._event = stored_event(
+                self.stored, self.message_id, self.sent_at, self.received_at, self.channel_hint
+            )
+        return self._event
+
+    def chat(self) -> tuple[str, str | None, str | None] | None:
+        """``(channel, user_login, text)`` of a chat message (PRIVMSG) as :attr:`event` has them, read
+        without parsing the tags (:func:`core.irc_parse.privmsg_parts`); None for every other line."""
+        if self._event is not None:
+            event = self._event
+            return (event.channel, event.user_login, event.text) if event.kind == "PRIVMSG" else None
+        stored = self.stored
+        if len(stored) > _RESTORED_MAX:
+            return None
+        return privmsg_parts(stored[1:] if stored[:1] == VERBATIM else stored)

@@ -17,13 +17,14 @@ from serve.api.routes import _count as line_counter
 from serve.api.routes import _user as user_login
 from serve.api.stream import stream_events
 from serve.store import LogStore
+from serve.stored import LogLine
 
 router = APIRouter()
 
 _NO_CACHE = {"Cache-Control": "no-cache"}
 
 
-async def _answer(request: Request, pick: AsyncIterator[ChatEvent], empty: str) -> Response:
+async def _answer(request: Request, pick: AsyncIterator[LogLine], empty: str) -> Response:
     fmt = output_format(request.query_params)  # one line: no range, order or paging
     query = LogQuery(format=fmt, reverse=False, limit=None, offset=0, since_ms=None, until_ms=None)
     return await stream_events(
@@ -31,10 +32,10 @@ async def _answer(request: Request, pick: AsyncIterator[ChatEvent], empty: str) 
     )
 
 
-async def _picked(pick: AsyncIterator[ChatEvent | None]) -> AsyncIterator[ChatEvent]:
+async def _picked(pick: AsyncIterator[ChatEvent | None]) -> AsyncIterator[LogLine]:
     async for event in pick:
         if event is not None:
-            yield event
+            yield LogLine.of(event)
 
 
 @router.get("/{ct}/{c}/random", summary="One random line of the channel's logs", dependencies=[FORMATS])

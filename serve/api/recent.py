@@ -91,15 +91,16 @@ async def _newest(store: LogStore, channel: str, lo: int, hi: int, limit: int) -
     found: list[ChatEvent] = []
     if limit <= 0 or lo >= hi:
         return found
-    events = store.channel_events(channel, lo, hi, reverse=True)
+    lines = store.channel_lines(channel, lo, hi, reverse=True)
     try:
-        async for event in events:
+        async for line in lines:
+            event = line.event
             if exported(event):
                 found.append(event)
                 if len(found) >= limit:
                     break
     finally:
-        close = getattr(events, "aclose", None)
+        close = getattr(lines, "aclose", None)
         if close is not None:
             await close()
     found.reverse()

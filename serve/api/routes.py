@@ -99,7 +99,7 @@ def _redirect(request: Request, path: str) -> RedirectResponse:
 async def _channel_range(request: Request, channel: Named, lo: int, hi: int, query: LogQuery) -> Response:
     if lo >= hi:
         raise bad_request("invalid range: from is after to")
-    events = _store(request).channel_events(channel, lo, hi, reverse=query.reverse)
+    events = _store(request).channel_lines(channel, lo, hi, reverse=query.reverse)
     return await stream_events(
         events,
         query,
@@ -114,7 +114,7 @@ async def _user_range(
 ) -> Response:
     if lo >= hi:
         raise bad_request("invalid range: from is after to")
-    events = _store(request).user_events(channel, user, lo, hi, reverse=query.reverse)
+    events = _store(request).user_lines(channel, user, lo, hi, reverse=query.reverse)
     return await stream_events(
         events,
         query,

@@ -28,7 +28,6 @@ from typing import Annotated, Final
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import Response
 
-from schemas.chat_event import ChatEvent
 from serve.api.errors import ApiError, bad_request, not_found
 from serve.api.params import LogQuery, log_query, narrowed
 from serve.api.query_docs import FORMATS, PAGING, RANGE
@@ -40,6 +39,7 @@ from serve.api.stream import stream_events
 from serve.search import BadQuery, Needle, matching, needle
 from serve.settings import ServeSettings
 from serve.store import LogStore
+from serve.stored import LogLine
 
 DAY_MS: Final = 86_400_000
 _SHOWN: Final = 40
@@ -93,7 +93,7 @@ def search_router(settings: ServeSettings) -> APIRouter:
         if lo >= hi:
             raise bad_request("invalid range: from is after to")
         store = _store(request)
-        events = matching(store.user_events(channel, user, lo, hi, reverse=query.reverse), wanted)
+        events = matching(store.user_lines(channel, user, lo, hi, reverse=query.reverse), wanted)
         try:
             return await _answer(request, events, query, hi, f"no line of {user} in #{channel} contains")
         except ApiError as exc:
@@ -116,7 +116,7 @@ def search_router(settings: ServeSettings) -> APIRouter:
         channel = await channel_login(request, ct, c)
         query = log_query(request.query_params)
         lo, hi = channel_range(query, settings, _now_ms())
-        events = matching(_store(request).channel_events(channel, lo, hi, reverse=query.reverse), wanted)
+        events = matching(_store(request).channel_lines(channel, lo, hi, reverse=query.reverse), wanted)
         return await _answer(request, events, query, hi, f"no line of #{channel} in that range contains")
 
     @router.get(
@@ -141,11 +141,11 @@ def search_router(settings: ServeSettings) -> APIRouter:
         if query.reverse:
             channels.reverse()
 
-        async def everywhere() -> AsyncIterator[ChatEvent]:
+        async def everywhere() -> AsyncIterator[LogLine]:
             for channel in channels:
-                events = store.user_events(channel, user, lo, hi, reverse=query.reverse)
-                async for event in matching(events, wanted) if wanted else events:
-                    yield event
+                lines = store.user_lines(channel, user, lo, hi, reverse=query.reverse)
+                async for line in matching(lines, wanted) if wanted else lines:
+                    yield line
 
         headers = {"Cache-Control": "no-store"}
         empty = f"nothing of {user} in any channel in that range" + (
@@ -190,7 +190,7 @@ def channel_range(query: LogQuery, settings: ServeSettings, now_ms: int) -> tupl
 
 
 async def _answer(
-    request: Request, events: AsyncIterator[ChatEvent], query: LogQuery, hi: int, empty: str
+    request: Request, events: AsyncIterator[LogLine], query: LogQuery, hi: int, empty: str
 ) -> Response:
     shown = _shown(request.query_params.get("q", ""))
     return await stream_events(

@@ -13,10 +13,10 @@ from typing import Final
 
 from fastapi.responses import StreamingResponse
 
-from schemas.chat_event import ChatEvent
 from serve.api.errors import ApiError, not_found
 from serve.api.params import Format, LogQuery
-from serve.formats import basic_message, encode_json, full_message, text_line
+from serve.formats import basic_message, encode_json, full_message, log_text_line
+from serve.stored import LogLine
 
 CHUNK_LINES: Final = 500
 MEDIA_TYPES: Final = {
@@ -29,42 +29,21 @@ MEDIA_TYPES: Final = {
 log = logging.getLogger("chatlog.serve")
 
 
-def _encoder(fmt: Format) -> Callable[[ChatEvent], bytes]:
+def _encoder(fmt: Format) -> Callable[[LogLine], bytes]:
+    """A line's bytes in ``fmt``: text and raw without parsing it (:class:`~serve.stored.LogLine`)."""
     if fmt is Format.TEXT:
-        return lambda e: text_line(e).encode() + b"\n"
+        return lambda line: log_text_line(line).encode() + b"\n"
     if fmt is Format.RAW:
-        return lambda e: e.raw.encode() + b"\n"
+        return lambda line: line.raw.encode() + b"\n"
     if fmt is Format.JSON_BASIC:
-        return lambda e: encode_json(basic_message(e))
+        return lambda line: encode_json(basic_message(line.event))
     if fmt is Format.JSON:
-        return lambda e: encode_json(full_message(e))
-    return lambda e: encode_json(full_message(e)) + b"\n"
-
-
-async def _limited(
-    first: ChatEvent, events: AsyncIterator[ChatEvent], query: LogQuery
-) -> AsyncIterator[ChatEvent]:
-    skip = query.offset
-    left = query.limit
-
-    async def everything() -> AsyncIterator[ChatEvent]:
-        yield first
-        async for event in events:
-            yield event
-
-    async for event in everything():
-        if skip:
-            skip -= 1
-            continue
-        if left is not None:
-            if left <= 0:
-                return
-            left -= 1
-        yield event
+        return lambda line: encode_json(full_message(line.event))
+    return lambda line: encode_json(full_message(line.event)) + b"\n"
 
 
 async def _body(
-    first: ChatEvent, events: AsyncIterator[ChatEvent], query: LogQuery, count: Callable[[int], None]
+    first: LogLine, events: AsyncIterator[LogLine], query: LogQuery, count: Callable[[int], None]
 ) -> AsyncIterator[bytes]:
     encode_one = _encoder(query.format)
     is_array = query.format in (Format.JSON, Format.JSON_BASIC)
@@ -72,15 +51,33 @@ async def _body(
         yield b'{"messages":['
     chunk: list[bytes] = []
     lines = 0
+    skip = query.offset
+    left = query.limit
+
+    def add(line: LogLine) -> bool:
+        """Encode ``line`` unless ``offset`` skips it; False once ``limit`` lines are in."""
+        nonlocal skip, left, lines
+        if skip:
+            skip -= 1
+            return True
+        if left is not None:
+            if left <= 0:
+                return False
+            left -= 1
+        if is_array and lines:
+            chunk.append(b",")
+        chunk.append(encode_one(line))
+        lines += 1
+        return True
+
     try:
-        async for event in _limited(first, events, query):
-            if is_array and lines:
-                chunk.append(b",")
-            chunk.append(encode_one(event))
-            lines += 1
-            if len(chunk) >= CHUNK_LINES:
-                yield b"".join(chunk)
-                chunk.clear()
+        if add(first):
+            async for line in events:  # straight from the store: no generator step per line in between
+                if not add(line):
+                    break
+                if len(chunk) >= CHUNK_LINES:
+                    yield b"".join(chunk)
+                    chunk.clear()
     except Exception as exc:  # the status line is sent: the body ends early, the log says why
         log.warning("response cut short after %d lines: %s: %s", lines, type(exc).__name__, str(exc)[:200])
         return
@@ -96,7 +93,7 @@ async def _body(
 
 
 async def stream_events(
-    events: AsyncIterator[ChatEvent],
+    events: AsyncIterator[LogLine],
     query: LogQuery,
     *,
     empty: str,

@@ -22,6 +22,7 @@ from schemas.chat_event import ChatEvent
 from schemas.cql import message_uuid
 from serve.cassandra_store import CassandraStore, _order
 from serve.store import ById, Channel, Named
+from serve.stored import LogLine
 from sink.executor.rows import DERIVED
 from sink.settings import SinkSettings
 from tests.integration.serve.conftest import line_event, write
@@ -141,8 +142,17 @@ def _run(session: Any, body: Callable[[CassandraStore], Awaitable[T]]) -> T:
     return asyncio.run(main())
 
 
-async def _all(events: AsyncIterator[ChatEvent]) -> list[ChatEvent]:
-    return [e async for e in events]
+async def _all(lines: AsyncIterator[LogLine]) -> list[ChatEvent]:
+    """The events of ``lines``; each line's own fields (read without a parse) are its event's."""
+    out = []
+    async for line in lines:
+        raw, sent_at, chat = line.raw, line.sent_at, line.chat()
+        event = line.event
+        assert (raw, sent_at) == (event.raw, event.sent_at)
+        if chat is not None:
+            assert event.kind == "PRIVMSG" and chat == (event.channel, event.user_login, event.text)
+        out.append(event)
+    return out
 
 
 @pytest.fixture
@@ -165,7 +175,7 @@ def test_a_renamed_channel_is_one_history_by_id_and_by_either_name(
 
     async def body(store: CassandraStore) -> list[list[ChatEvent]]:
         return [
-            await _all(store.channel_events(c, 0, FAR, reverse=r)) for c in CHANNELS for r in (False, True)
+            await _all(store.channel_lines(c, 0, FAR, reverse=r)) for c in CHANNELS for r in (False, True)
         ]
 
     got = _run(session, body)
@@ -184,7 +194,7 @@ def test_a_renamed_user_is_one_history_by_id_and_by_either_name(story: list[Chat
 
     async def body(store: CassandraStore) -> list[list[ChatEvent]]:
         return [
-            await _all(store.user_events(c, u, 0, FAR, reverse=r))
+            await _all(store.user_lines(c, u, 0, FAR, reverse=r))
             for c in CHANNELS
             for u in USERS
             for r in (False, True)
@@ -198,10 +208,10 @@ def test_a_renamed_user_is_one_history_by_id_and_by_either_name(story: list[Chat
 
 def test_a_timeout_is_in_the_log_of_the_user_it_names(story: list[ChatEvent], session: Any) -> None:
     timeouts = _sorted([e for e in _of_channel(story) if e.kind == "CLEARCHAT"])
-    got = _run(session, lambda s: _all(s.user_events("newchan", "oldname", 0, FAR)))
+    got = _run(session, lambda s: _all(s.user_lines("newchan", "oldname", 0, FAR)))
     assert [e for e in got if e.kind == "CLEARCHAT"] == timeouts
     assert [e.text for e in timeouts] == ["oldname", "newname", "newname", "newname", "newname"]
-    other = _run(session, lambda s: _all(s.user_events("newchan", "other", 0, FAR)))
+    other = _run(session, lambda s: _all(s.user_lines("newchan", "other", 0, FAR)))
     assert other and all(e.user_login == "other" for e in other)
 
 
@@ -212,12 +222,12 @@ def test_ranges_reverse_and_paging(story: list[ChatEvent], session: Any) -> None
 
     async def body(store: CassandraStore) -> tuple[list[ChatEvent], ...]:
         return (
-            await _all(store.channel_events("newchan", lo, hi)),
-            await _all(store.channel_events("newchan", lo, hi, reverse=True)),
-            await _all(store.user_events("newchan", "newname", lo, hi)),
-            await _all(store.user_events(ById("500", "x"), ById("1001", "y"), lo, hi, reverse=True)),
-            await _all(store.channel_events("newchan", hi, lo)),
-            await _all(store.user_events("newchan", "newname", hi, hi)),
+            await _all(store.channel_lines("newchan", lo, hi)),
+            await _all(store.channel_lines("newchan", lo, hi, reverse=True)),
+            await _all(store.user_lines("newchan", "newname", lo, hi)),
+            await _all(store.user_lines(ById("500", "x"), ById("1001", "y"), lo, hi, reverse=True)),
+            await _all(store.channel_lines("newchan", hi, lo)),
+            await _all(store.user_lines("newchan", "newname", hi, hi)),
         )
 
     forward, backward, mine, mine_back, empty, none = _run(session, body)
@@ -284,14 +294,14 @@ def test_chat_events_read_back_by_login_and_id(sink_settings: SinkSettings, sess
 
     async def body(store: CassandraStore) -> list[list[ChatEvent]]:
         reads = [
-            store.channel_events("chan0", 0, FAR),
-            store.user_events("chan0", "user5", 0, FAR),
-            store.user_events("#CHAN0", "User3", 0, FAR),
+            store.channel_lines("chan0", 0, FAR),
+            store.user_lines("chan0", "user5", 0, FAR),
+            store.user_lines("#CHAN0", "User3", 0, FAR),
         ]
         if ids:
             reads += [
-                store.channel_events(ById("500", "chan0"), 0, FAR),
-                store.user_events(ById("500", "chan0"), ById("1005", "user5"), 0, FAR),
+                store.channel_lines(ById("500", "chan0"), 0, FAR),
+                store.user_lines(ById("500", "chan0"), ById("1005", "user5"), 0, FAR),
             ]
         return [await _all(r) for r in reads]
 
@@ -318,8 +328,8 @@ def test_a_stored_line_that_does_not_parse_comes_back(sink_settings: SinkSetting
 
     async def body(store: CassandraStore) -> tuple[list[ChatEvent], list[ChatEvent], Any]:
         return (
-            await _all(store.channel_events("weird", 0, FAR)),
-            await _all(store.user_events("weird", "someone", 0, FAR, reverse=True)),
+            await _all(store.channel_lines("weird", 0, FAR)),
+            await _all(store.user_lines("weird", "someone", 0, FAR, reverse=True)),
             await store.random_user_event("weird", "someone"),
         )
 

@@ -19,6 +19,7 @@ from serve.api.errors import ApiError
 from serve.api.optout import key_name
 from serve.consent import ConsentStore, OptedOut
 from serve.store import ById, Channel, Named
+from serve.stored import LogLine
 
 AT = 1_790_000_000_000
 SECRET = "0123456789abcdef-secret"
@@ -26,14 +27,20 @@ SECRET = "0123456789abcdef-secret"
 
 @dataclass
 class OptOuts:
-    users: set[str] = field(default_factory=set)
-    channels: set[str] = field(default_factory=set)
+    user_ids: set[str] = field(default_factory=set)
+    channel_ids: set[str] = field(default_factory=set)
 
     def user_out(self, user_id: str | None) -> bool:
-        return user_id in self.users
+        return user_id in self.user_ids
 
     def channel_out(self, channel_id: str | None) -> bool:
-        return channel_id in self.channels
+        return channel_id in self.channel_ids
+
+    def users(self) -> frozenset[str]:
+        return frozenset(self.user_ids)
+
+    def channels(self) -> frozenset[str]:
+        return frozenset(self.channel_ids)
 
 
 @dataclass
@@ -83,17 +90,17 @@ class Store:
     async def latest_user_month(self, channel: Named, user: Named) -> tuple[int, int] | None:
         return (2026, 9)
 
-    async def channel_events(
+    async def channel_lines(
         self, channel: Named, lo: int, hi: int, *, reverse: bool = False
-    ) -> AsyncIterator[ChatEvent]:
+    ) -> AsyncIterator[LogLine]:
         for e in EVENTS:
-            yield e
+            yield LogLine.of(e)
 
-    async def user_events(
+    async def user_lines(
         self, channel: Named, user: Named, lo: int, hi: int, *, reverse: bool = False
-    ) -> AsyncIterator[ChatEvent]:
+    ) -> AsyncIterator[LogLine]:
         for e in EVENTS:
-            yield e
+            yield LogLine.of(e)
 
     async def random_channel_event(self, channel: Named) -> ChatEvent | None:
         return EVENTS[0]
@@ -117,25 +124,26 @@ def run(coro: Any) -> Any:
 
 
 async def collect(it: AsyncIterator[Any]) -> list[Any]:
-    return [x async for x in it]
+    """The items of ``it``; a stored line's as its event."""
+    return [x.event if isinstance(x, LogLine) else x async for x in it]
 
 
 def test_nothing_changes_without_opt_outs() -> None:
     store = ConsentStore(Store(), OptOuts())
     assert len(run(store.channels())) == 2
-    assert run(collect(store.channel_events("chan0", 0, AT * 2))) == EVENTS
+    assert run(collect(store.channel_lines("chan0", 0, AT * 2))) == EVENTS
     assert store.session == "the session"  # the rest is the wrapped store's
 
 
 def test_an_opted_out_channel_is_hidden_and_forbidden() -> None:
-    store = ConsentStore(Store(), OptOuts(channels={"500"}))
+    store = ConsentStore(Store(), OptOuts(channel_ids={"500"}))
     assert [c.login for c in run(store.channels())] == ["chan1"]
     for call in (
         store.channel_by_id("500"),
         store.latest_day("chan0"),
         store.latest_day(ById("500", "chan0")),
         store.user_months("chan0", "bob"),
-        collect(store.channel_events("chan0", 0, 1)),
+        collect(store.channel_lines("chan0", 0, 1)),
         collect(store.senders("chan0", 0, 1)),
     ):
         with pytest.raises(OptedOut):
@@ -144,17 +152,17 @@ def test_an_opted_out_channel_is_hidden_and_forbidden() -> None:
 
 
 def test_an_opted_out_user_is_forbidden_and_left_out_of_channel_logs() -> None:
-    store = ConsentStore(Store(), OptOuts(users={"1"}))
+    store = ConsentStore(Store(), OptOuts(user_ids={"1"}))
     for call in (
         store.user_by_id("chan0", "1"),
         store.user_months("chan0", "alice"),
         store.user_months("chan0", ById("1", "alice")),
         store.user_count("chan0", "alice", 0, 1),
-        collect(store.user_events("chan0", "alice", 0, 1)),
+        collect(store.user_lines("chan0", "alice", 0, 1)),
     ):
         with pytest.raises(OptedOut):
             run(call)
-    left = run(collect(store.channel_events("chan0", 0, AT * 2)))
+    left = run(collect(store.channel_lines("chan0", 0, AT * 2)))
     # alice's message, her timeout, and the deletion of her message (named by login only) are left out
     assert left == [EVENTS[1], EVENTS[4]]
     assert run(collect(store.senders("chan0", 0, 1))) == [("bob", "2"), (None, None), ("bob", None)]

@@ -6,7 +6,18 @@ from __future__ import annotations
 from typing import Any
 
 from schemas.chat_event import ChatEvent
-from serve.formats import basic_message, full_message, message_type, text_line, timestamp
+from serve.formats import (
+    basic_message,
+    friendly_text,
+    full_message,
+    line_text,
+    log_text_line,
+    message_type,
+    text_line,
+    timestamp,
+)
+from serve.stored import LogLine
+from tests.unit.serve.test_stored import _every_event, _stored_lines
 
 # rustlog's parse_old_message example: a PRIVMSG of Snusbot in #forsen at 1489263601000.
 SNUSBOT_RAW = (
@@ -105,3 +116,21 @@ def test_message_types_and_timestamps() -> None:
     ]
     assert timestamp(1686947117960) == "2023-06-16T20:25:17.960Z"
     assert timestamp(0) == "1970-01-01T00:00:00Z"
+
+
+def test_a_stored_lines_text_line_is_its_events_whether_read_the_short_way_or_parsed() -> None:
+    events = _every_event()
+    assert len(events) > 600
+    for event, line in _stored_lines(events):
+        assert log_text_line(line) == text_line(event), event.raw
+        assert line_text(line) == friendly_text(event), event.raw
+
+
+def test_a_text_line_escapes_what_the_short_way_reads() -> None:
+    line = LogLine(
+        ":eve!e@h PRIVMSG #c :\x1b[2Jfake\r\n[2017-01-01 00:00:00] #c admin: hi", "m", 0, None, "c"
+    )
+    assert (
+        log_text_line(line)
+        == "[1970-01-01 00:00:00] #c eve: \\x1b[2Jfake\\r\\n[2017-01-01 00:00:00] #c admin: hi"
+    )

@@ -10,6 +10,7 @@ import pytest
 
 from schemas.chat_event import ChatEvent
 from serve.search import BadQuery, fold, matching, needle
+from serve.stored import LogLine
 
 
 def _event(i: int, text: str, *, kind: str = "PRIVMSG", tags: dict[str, str] | None = None) -> ChatEvent:
@@ -91,19 +92,19 @@ def test_matching_is_lazy_in_order_and_closes_its_source() -> None:
     read: list[int] = []
     closed: list[bool] = []
 
-    async def source() -> AsyncIterator[ChatEvent]:
+    async def source() -> AsyncIterator[LogLine]:
         try:
             for i in range(1000):
                 read.append(i)
-                yield _event(i, "hello" if i % 10 == 0 else "nope")
+                yield LogLine.of(_event(i, "hello" if i % 10 == 0 else "nope"))
         finally:
             closed.append(True)
 
     async def first_three() -> list[str]:
         found = matching(source(), needle("HELLO", max_chars=200))
         out = []
-        async for event in found:
-            out.append(event.message_id)
+        async for line in found:
+            out.append(line.event.message_id)
             if len(out) == 3:
                 break
         await found.aclose()
@@ -115,11 +116,11 @@ def test_matching_is_lazy_in_order_and_closes_its_source() -> None:
 
 
 def test_matching_reads_to_the_end_when_nothing_matches() -> None:
-    async def source() -> AsyncIterator[ChatEvent]:
+    async def source() -> AsyncIterator[LogLine]:
         for i in range(50):
-            yield _event(i, "nope")
+            yield LogLine.of(_event(i, "nope"))
 
-    async def everything() -> list[ChatEvent]:
+    async def everything() -> list[LogLine]:
         return [e async for e in matching(source(), needle("yes", max_chars=200))]
 
     assert asyncio.run(everything()) == []

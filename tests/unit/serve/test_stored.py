@@ -17,7 +17,7 @@ from core.testing import chat_events, twitch_line
 from schemas.chat_event import ChatEvent
 from schemas.cql import message_uuid
 from schemas.stored_line import strip
-from serve.stored import UNKNOWN_KIND, stored_event, stored_sender
+from serve.stored import UNKNOWN_KIND, LogLine, stored_event, stored_sender
 
 PEER_LINES = Path(__file__).resolve().parents[4] / "shared" / "testdata" / "twitch_peer_lines.jsonl"
 NOW = 1_900_000_000_000  # a receive time after every real line's tmi-sent-ts
@@ -164,3 +164,39 @@ def test_a_record_whose_line_has_no_time_keeps_the_rows_sent_at() -> None:
         T,
         T + 3,
     )
+
+
+def _stored_lines(events: list[ChatEvent]) -> list[tuple[ChatEvent, LogLine]]:
+    return [(event, LogLine(*_row(event), event.channel)) for event in events]
+
+
+def _every_event() -> list[ChatEvent]:
+    """The real Twitch lines' events and every kind chatlog's tests write, with and without ids."""
+    written = [e for ids in (True, False) for e in chat_events(300, channels=3, now_ms=T, ids=ids)]
+    return [e for _, e in _events_of_peer_lines(NOW)] + written
+
+
+def test_a_log_line_gives_its_raw_line_and_chat_text_without_a_parse_and_the_event_with_one() -> None:
+    answered = 0
+    for event, line in _stored_lines(_every_event()):
+        raw, chat = line.raw, line.chat()
+        assert line._event is None  # neither parsed
+        assert raw == event.raw
+        if chat is not None:
+            answered += 1
+            assert event.kind == "PRIVMSG" and chat == (event.channel, event.user_login, event.text)
+        assert line.event == msgspec.structs.replace(event, ingester=None)
+        assert line.event is line.event  # parsed once
+    assert answered > 300
+
+
+def test_a_log_line_of_an_event_is_that_event() -> None:
+    event = chat_events(1, channels=1, now_ms=T)[0]
+    line = LogLine.of(event)
+    assert line.event is event and line.raw == event.raw and line.sent_at == event.sent_at
+
+
+def test_a_stored_line_near_the_bound_is_left_to_the_parser() -> None:
+    text = "x" * 16_300
+    line = LogLine(f":bob!b@h PRIVMSG #c :{text}", uuid.uuid4(), T, None, "c")
+    assert line.chat() is None and line.event.text == text

@@ -14,6 +14,7 @@ from schemas.chat_event import ChatEvent
 from serve.api.app import create_app
 from serve.settings import ServeSettings
 from serve.store import Channel, LookupUnsupported, Named
+from serve.stored import LogLine
 
 DAY = 1_704_153_600_000  # 2024-01-02
 
@@ -51,21 +52,21 @@ class FakeStore:
     async def latest_user_month(self, channel: Named, user: Named) -> tuple[int, int] | None:
         return (2024, 1)
 
-    async def _events(self) -> AsyncIterator[ChatEvent]:
+    async def _lines(self) -> AsyncIterator[LogLine]:
         for i in range(5):
             if self.fail_at == i:
                 raise RuntimeError("Cassandra timed out")
-            yield _event(i)
+            yield LogLine.of(_event(i))
 
-    def channel_events(
+    def channel_lines(
         self, channel: Named, lo: int, hi: int, *, reverse: bool = False
-    ) -> AsyncIterator[ChatEvent]:
-        return self._events()
+    ) -> AsyncIterator[LogLine]:
+        return self._lines()
 
-    def user_events(
+    def user_lines(
         self, channel: Named, user: Named, lo: int, hi: int, *, reverse: bool = False
-    ) -> AsyncIterator[ChatEvent]:
-        return self._events()
+    ) -> AsyncIterator[LogLine]:
+        return self._lines()
 
     async def random_channel_event(self, channel: Named) -> ChatEvent | None:
         if self.fail_at is not None:
@@ -81,8 +82,8 @@ class FakeStore:
         return 5, None
 
     async def senders(self, channel: Named, lo: int, hi: int) -> AsyncIterator[tuple[str | None, str | None]]:
-        async for event in self._events():
-            yield event.user_login, event.user_id
+        async for line in self._lines():
+            yield line.event.user_login, line.event.user_id
 
     async def ping(self) -> None:
         if self.down:
