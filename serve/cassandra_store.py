@@ -6,11 +6,14 @@
   the id and its logins' ``login:`` keys. Users the same way (``user_ids_by_login``, ``user_names``), so
   ``oldname``, ``newname`` and the id give one history. Lookups are cached :attr:`names_ttl_s`.
 * **A channel's events.** Each key's buckets from ``chat_buckets`` (the index, one row per active bucket),
-  merged in time order; each bucket of each key read from ``chat_by_channel`` page by page, the buckets
-  of several keys merged by ``(sent_at, message_id)`` in Cassandra's order (:func:`_order`), the next
-  :attr:`read_ahead` buckets' first pages requested while one is streamed (:mod:`serve.aiocql`: awaited,
-  no thread per request). Every row becomes a :class:`serve.stored.LogLine` (restored and parsed on
-  demand).
+  merged in time order. Oldest first, a run of buckets that one key alone has (the usual case: the
+  channel's id) is one ``bucket IN ?`` query of up to :attr:`bucket_batch` buckets, answered in time
+  order, paged (checked as the rows arrive); newest first (paging forbids ``ORDER BY`` with ``IN``), or
+  where several keys have a bucket (an id and a login), one query per bucket and key, the keys' rows
+  merged by ``(sent_at, message_id)`` in Cassandra's order (:func:`_order`). The next :attr:`read_ahead`
+  queries' first pages are requested while one is streamed (:mod:`serve.aiocql`: awaited, no thread per
+  request): a quiet day of 288 buckets is 12 queries, not 288. Every row becomes a
+  :class:`serve.stored.LogLine` (restored and parsed on demand).
 * **A user's events.** ``chat_by_user`` holds each of a user's events with its line, one partition per
   channel key, user key and half UTC day (``period``). In time order: one ``period IN ?`` query per
   (channel key, user key) over at most :attr:`probe_batch` periods of the range (Cassandra answers an
@@ -194,12 +197,14 @@ class CassandraStore:
         fetch_size: int = 1000,
         read_ahead: int = 16,
         probe_batch: int = 200,
+        bucket_batch: int = 24,
         channels_ttl_s: float = 60.0,
         names_ttl_s: float | None = None,
     ) -> None:
         self.session = session
         self.read_ahead = max(read_ahead, 0)
         self.probe_batch = max(probe_batch, 1)
+        self.bucket_batch = max(bucket_batch, 1)
         self.channels_ttl_s = channels_ttl_s
         self.names_ttl_s = channels_ttl_s if names_ttl_s is None else names_ttl_s
         self._channels: tuple[float, list[Channel]] | None = None
@@ -226,6 +231,9 @@ class CassandraStore:
             ),
             "rows": prepare(f"{rows} {window}"),
             "rows_desc": prepare(f"{rows} {window} {desc}"),
+            "rows_in": prepare(
+                f"SELECT {_ROW} FROM chat_by_channel WHERE channel_key = ? AND bucket IN ? {window}"
+            ),
             "row_from": prepare(f"{rows} AND sent_at >= ? LIMIT 1"),
             "row_before": prepare(f"{rows} AND sent_at < ? {desc} LIMIT 1"),
             "senders": prepare(
@@ -542,26 +550,48 @@ class CassandraStore:
 
     async def _channel_lines(self, channel: Named, lo: int, hi: int, reverse: bool) -> AsyncIterator[LogLine]:
         keys = await self.channel_keys(channel)
-        name = "rows_desc" if reverse else "rows"
         window = (_dt(lo), _dt(hi))
 
-        async def buckets() -> AsyncIterator[list[PagedQuery]]:
+        def one(key: str, starts: list[int]) -> PagedQuery:
+            if len(starts) > 1:
+                return self._query("rows_in", key, [_dt(s) for s in starts], *window)
+            return self._query("rows_desc" if reverse else "rows", key, _dt(starts[0]), *window)
+
+        async def units() -> AsyncIterator[list[PagedQuery]]:
+            """A bucket's query per key that has it; oldest first, runs of buckets only one key has in
+            one ``bucket IN ?`` query (:attr:`bucket_batch` at most; Cassandra pages IN queries only in
+            ascending order)."""
+            run: list[int] = []
+            run_key = ""
             async for start, having in self._bucket_groups(keys.keys, lo, hi, reverse=reverse):
-                yield [self._query(name, key, _dt(start), *window) for key in having]
+                if run and (having != [run_key] or len(run) >= self.bucket_batch):
+                    yield [one(run_key, run)]
+                    run = []
+                if len(having) == 1 and not reverse:
+                    run.append(start)
+                    run_key = having[0]
+                else:
+                    yield [one(key, [start]) for key in having]
+            if run:
+                yield [one(run_key, run)]
 
         order = _row_order(reverse)
-        units = self._ahead(buckets())
+        ahead = self._ahead(units())
         try:
-            async for queries in units:
+            async for queries in ahead:
                 if len(queries) == 1:
+                    last: Any = None
                     async for page in queries[0].pages():
                         for row in page:
+                            if last is not None and row.sent_at < last and not reverse:
+                                raise OutOfOrder(f"chat_by_channel {keys.name}: {row.sent_at} after {last}")
+                            last = row.sent_at
                             yield self._line(row, keys.name)
                 else:  # one bucket under several keys (an id and a login): merged
                     async for _, row in _merge([q.rows() for q in queries], order):
                         yield self._line(row, keys.name)
         finally:
-            await units.aclose()
+            await ahead.aclose()
 
     def user_lines(
         self, channel: Named, user: Named, lo: int, hi: int, *, reverse: bool = False

@@ -136,7 +136,9 @@ def _run(session: Any, body: Callable[[CassandraStore], Awaitable[T]]) -> T:
     """``body`` with a store of small pages and batches (so paging, read-ahead and batching are used)."""
 
     async def main() -> T:
-        store = CassandraStore(session, fetch_size=50, read_ahead=3, probe_batch=1, channels_ttl_s=0)
+        store = CassandraStore(
+            session, fetch_size=50, read_ahead=3, probe_batch=1, bucket_batch=2, channels_ttl_s=0
+        )
         return await body(store)
 
     return asyncio.run(main())
@@ -164,6 +166,24 @@ def story(sink_settings: SinkSettings, session: Any) -> list[ChatEvent]:
 
 CHANNELS: list[Named] = ["oldchan", "#NewChan", ById("500", "newchan")]
 USERS: list[Named] = ["oldname", "NEWNAME", ById("1001", "newname")]
+
+
+def test_a_channel_reads_the_same_bucket_by_bucket_and_in_bucket_runs(
+    story: list[ChatEvent], session: Any
+) -> None:
+    expected = _sorted(_of_channel(story))
+
+    async def main() -> list[list[ChatEvent]]:
+        out = []
+        for batch in (1, 3, 1000):
+            store = CassandraStore(session, fetch_size=7, read_ahead=2, bucket_batch=batch, channels_ttl_s=0)
+            out.append(await _all(store.channel_lines("newchan", 0, FAR)))
+            out.append(await _all(store.channel_lines("newchan", T0 + DAY + 1, T0 + 4 * DAY)))
+        return out
+
+    got = asyncio.run(main())
+    window = [e for e in expected if T0 + DAY + 1 <= e.sent_at < T0 + 4 * DAY]
+    assert got == [expected, window] * 3 and 0 < len(window) < len(expected)
 
 
 def test_a_renamed_channel_is_one_history_by_id_and_by_either_name(

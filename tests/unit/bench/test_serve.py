@@ -242,7 +242,7 @@ def _result(p99: float, rate: int, direct: int, growth: float) -> dict[str, Any]
         "grid": {"user_month_text": {"http": {"32": {"p99_ms": p99}}}},
         "stream": {
             "http_text": {"lines_per_s": rate},
-            "ratio_text_to_direct_events": round(rate / direct, 3),
+            "ratio_text_to_direct_text": round(rate / direct, 3),
         },
         "memory": {"whole_month_one_response": {"growth_mb": growth, "lines": 1000}},
     }
