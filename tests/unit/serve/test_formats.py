@@ -120,7 +120,7 @@ def test_message_types_and_timestamps() -> None:
 
 def test_a_stored_lines_text_line_is_its_events_whether_read_the_short_way_or_parsed() -> None:
     events = _every_event()
-    assert len(events) > 600
+    assert len(events) >= 600  # 600 written; the real lines too where ../shared is here
     for event, line in _stored_lines(events):
         assert log_text_line(line) == text_line(event), event.raw
         assert line_text(line) == friendly_text(event), event.raw
