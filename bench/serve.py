@@ -189,7 +189,7 @@ def _encoders() -> dict[str, Callable[[Any], bytes]]:
 
 def _parsed_only(line: Any) -> bytes:
     """Nothing encoded: the line's event only made (what the JSON answers parse)."""
-    assert line.event is not None
+    line.event  # noqa: B018 (the parse is the work measured)
     return b""
 
 

@@ -62,6 +62,7 @@ __all__ = [
     "command_of",
     "line_hash",
     "parse_line",
+    "prefix_nick",
     "privmsg_parts",
     "unescape_tag_value",
 ]
@@ -144,6 +145,17 @@ def _split_params(params: str) -> list[str]:
     if sep:
         out.append(trailing)
     return out
+
+
+def prefix_nick(prefix: str) -> str | None:
+    """The sender's login in an IRC ``prefix`` (``nick!user@host``, ``nick@host`` or ``nick``), lower
+    case; ``None`` for a server name (a prefix with a dot and neither ``!`` nor ``@``) or an empty nick."""
+    nick_end = prefix.find("!")
+    if nick_end < 0:
+        nick_end = prefix.find("@")
+    if nick_end < 0:
+        nick_end = -1 if "." in prefix else len(prefix)  # a server name: no sender
+    return prefix[:nick_end].lower() if nick_end > 0 else None
 
 
 def parse_line(line: str, *, received_at: int, ingester: str | None = None) -> ChatEvent | None:
@@ -243,18 +255,10 @@ def parse_line(line: str, *, received_at: int, ingester: str | None = None) -> C
         if len(user_login) > MAX_LOGIN_CHARS:
             raise _too_long("login", user_login, MAX_LOGIN_CHARS)
     elif prefix:
-        nick_end = prefix.find("!")
-        if nick_end < 0:
-            nick_end = prefix.find("@")
-        if nick_end < 0:
-            nick_end = -1 if "." in prefix else len(prefix)  # a server name: no sender
-        if nick_end > 0:
-            user_login = prefix[:nick_end].lower()
-            # str.lower() at most doubles a length (U+0130), so a short nick needs no len()
-            if nick_end > _HALF_LOGIN and len(user_login) > MAX_LOGIN_CHARS:
-                raise _too_long("nick", user_login, MAX_LOGIN_CHARS)
-        else:
-            user_login = None
+        user_login = prefix_nick(prefix)
+        # str.lower() at most doubles a length (U+0130), so a short prefix needs no len()
+        if user_login is not None and len(prefix) > _HALF_LOGIN and len(user_login) > MAX_LOGIN_CHARS:
+            raise _too_long("nick", user_login, MAX_LOGIN_CHARS)
     else:
         user_login = None
 
@@ -322,12 +326,7 @@ def privmsg_parts(line: str) -> tuple[str, str | None, str | None] | None:
     channel = channel[1:].lower()
     if not 0 < len(channel) <= MAX_LOGIN_CHARS:
         return None
-    nick_end = prefix.find("!")
-    if nick_end < 0:
-        nick_end = prefix.find("@")
-    if nick_end < 0:
-        nick_end = -1 if "." in prefix else len(prefix)
-    user_login = prefix[:nick_end].lower() if nick_end > 0 else None
+    user_login = prefix_nick(prefix)
     if user_login is not None and len(user_login) > MAX_LOGIN_CHARS:
         return None
     text: str | None = trailing if sep else None

@@ -58,7 +58,7 @@ from schemas.cql import (
 from serve.aiocql import PagedQuery
 from serve.names import login_of
 from serve.store import ById, Channel, Named
-from serve.stored import LogLine, stored_sender
+from serve.stored import LogLine, aclose, stored_event, stored_sender
 
 _ROW: Final = "sent_at, message_id, line, received_at"
 _EPOCH: Final = datetime(1970, 1, 1)
@@ -113,12 +113,6 @@ def _negated(key: Order) -> Order:
     return -key[0], -key[1], -key[2], -key[3]
 
 
-async def _close(source: object) -> None:
-    close = getattr(source, "aclose", None)
-    if close is not None:
-        await close()
-
-
 async def _merge(
     sources: Sequence[AsyncIterator[T]], key: Callable[[T], Any]
 ) -> AsyncIterator[tuple[int, T]]:
@@ -145,7 +139,7 @@ async def _merge(
                 heapq.heapreplace(heap, (key(nxt), i, nxt))
     finally:
         for source in sources:
-            await _close(source)
+            await aclose(source)
 
 
 def _newest(rows: Iterable[Any], value: Callable[[Any], str]) -> list[str]:
@@ -517,7 +511,8 @@ class CassandraStore:
 
     @staticmethod
     def _event(row: Any, hint: str) -> ChatEvent:
-        return CassandraStore._line(row, hint).event
+        received = None if row.received_at is None else _ms(row.received_at)
+        return stored_event(row.line or "", row.message_id, _ms(row.sent_at), received, hint)
 
     async def _ahead(self, units: AsyncIterator[U]) -> AsyncGenerator[U, None]:
         """The units of ``units`` in order, the next :attr:`read_ahead` of them made (so their queries
@@ -541,7 +536,7 @@ class CassandraStore:
                     return
                 yield ahead.popleft()  # while it is used, the next `read_ahead` are under way
         finally:
-            await _close(units)
+            await aclose(units)
 
     def channel_lines(
         self, channel: Named, lo: int, hi: int, *, reverse: bool = False
@@ -653,7 +648,7 @@ class CassandraStore:
             async for row in rows:
                 yield self._line(row, channel_keys.name)
         finally:
-            await _close(rows)
+            await aclose(rows)
 
     def senders(self, channel: Named, lo: int, hi: int) -> AsyncIterator[tuple[str | None, str | None]]:
         return self._senders(channel, lo, hi)

@@ -25,7 +25,7 @@ from fastapi.responses import JSONResponse
 from schemas.chat_event import ChatEvent
 from serve.api.errors import ApiError, error_response
 from serve.store import ById, Channel, LogStore, Named
-from serve.stored import LogLine
+from serve.stored import LogLine, aclose
 
 OPTED_OUT: Final = "user or channel has opted out"
 
@@ -154,27 +154,34 @@ class ConsentStore:
         await self._check(channel, user)
         return await self.inner.latest_user_month(channel, user)
 
-    async def _shown(self, lines: AsyncIterator[LogLine]) -> AsyncIterator[LogLine]:
-        """The lines that :meth:`hides` does not; none is parsed while nobody has opted out."""
-        optouts = self.optouts
-        async for line in lines:
-            if (optouts.users() or optouts.channels()) and await self.hides(line.event):
-                continue
-            yield line
+    async def _shown(
+        self, check: Callable[[], Awaitable[None]], lines: AsyncIterator[LogLine]
+    ) -> AsyncIterator[LogLine]:
+        """``check()``, then the lines that :meth:`hides` does not; none is parsed while nobody has
+        opted out. One generator per answer, not one per layer: this runs once per line served."""
+        try:
+            await check()
+            optouts = self.optouts
+            async for line in lines:
+                if (optouts.users() or optouts.channels()) and await self.hides(line.event):
+                    continue
+                yield line
+        finally:
+            await aclose(lines)
 
-    async def channel_lines(
+    def channel_lines(
         self, channel: Named, lo: int, hi: int, *, reverse: bool = False
     ) -> AsyncIterator[LogLine]:
-        await self._check(channel)
-        async for line in self._shown(self.inner.channel_lines(channel, lo, hi, reverse=reverse)):
-            yield line
+        return self._shown(
+            lambda: self._check(channel), self.inner.channel_lines(channel, lo, hi, reverse=reverse)
+        )
 
-    async def user_lines(
+    def user_lines(
         self, channel: Named, user: Named, lo: int, hi: int, *, reverse: bool = False
     ) -> AsyncIterator[LogLine]:
-        await self._check(channel, user)
-        async for line in self._shown(self.inner.user_lines(channel, user, lo, hi, reverse=reverse)):
-            yield line
+        return self._shown(
+            lambda: self._check(channel, user), self.inner.user_lines(channel, user, lo, hi, reverse=reverse)
+        )
 
     async def random_channel_event(self, channel: Named) -> ChatEvent | None:
         await self._check(channel)

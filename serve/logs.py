@@ -17,6 +17,7 @@ from core.times import format_time
 from schemas.chat_event import ChatEvent
 from serve.names import login_of
 from serve.store import ById, Named
+from serve.stored import aclose
 
 if TYPE_CHECKING:
     from core.coverage_spans import Gap
@@ -92,9 +93,8 @@ class LogReader:
                     return
                 yield item
         finally:
-            close = getattr(source, "aclose", None)
-            if close is not None and not self._loop.is_closed():
-                self._loop.run_until_complete(close())
+            if not self._loop.is_closed():
+                self._loop.run_until_complete(aclose(source))
 
     def channel(self, login: str | None, channel_id: str | None) -> Named:
         """The channel ``login`` or ``channel_id`` names; ChatlogError for an id nothing is logged under."""
@@ -143,9 +143,7 @@ async def _parsed(lines: AsyncIterator[LogLine]) -> AsyncIterator[ChatEvent]:
         async for line in lines:
             yield line.event
     finally:
-        close = getattr(lines, "aclose", None)
-        if close is not None:
-            await close()
+        await aclose(lines)
 
 
 async def _limited(source: AsyncIterator[T], limit: int) -> AsyncIterator[T]:
@@ -159,9 +157,7 @@ async def _limited(source: AsyncIterator[T], limit: int) -> AsyncIterator[T]:
             if n >= limit:
                 return
     finally:
-        close = getattr(source, "aclose", None)
-        if close is not None:
-            await close()
+        await aclose(source)
 
 
 def read_events(

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 from schemas.chat_event import ChatEvent
 from serve.formats import friendly_text, line_text
-from serve.stored import LogLine
+from serve.stored import LogLine, aclose
 
 
 class BadQuery(ValueError):
@@ -65,6 +65,4 @@ async def matching(lines: AsyncIterator[LogLine], wanted: Needle) -> AsyncGenera
             if wanted.matches_line(line):
                 yield line
     finally:
-        close = getattr(lines, "aclose", None)
-        if close is not None:
-            await close()
+        await aclose(lines)

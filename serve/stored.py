@@ -18,7 +18,7 @@ from __future__ import annotations
 import uuid
 from typing import Final
 
-from core.irc_parse import MalformedLine, command_of, parse_line, privmsg_parts
+from core.irc_parse import MalformedLine, command_of, parse_line, prefix_nick, privmsg_parts
 from core.irc_tags import parse_tags
 from schemas.chat_event import MAX_KIND_CHARS, MAX_LINE_CHARS, ChatEvent
 from schemas.stored_line import VERBATIM, restore
@@ -86,12 +86,7 @@ def stored_sender(line: str) -> tuple[str | None, str | None]:
         return None, user_id
     end = rest.find(" ")
     prefix = rest[1:end] if end >= 0 else rest[1:]
-    nick_end = prefix.find("!")
-    if nick_end < 0:
-        nick_end = prefix.find("@")
-    if nick_end < 0:
-        nick_end = -1 if "." in prefix else len(prefix)
-    return (prefix[:nick_end].lower() if nick_end > 0 else None), user_id
+    return prefix_nick(prefix), user_id
 
 
 class LogLine:
@@ -152,3 +147,11 @@ class LogLine:
         if len(stored) > _RESTORED_MAX:
             return None
         return privmsg_parts(stored[1:] if stored[:1] == VERBATIM else stored)
+
+
+async def aclose(source: object) -> None:
+    """Close an async source (an async generator, a paged query) if it can be closed: a reader that stops
+    early (a limit reached, a client gone) ends the source's queries at once."""
+    close = getattr(source, "aclose", None)
+    if close is not None:
+        await close()

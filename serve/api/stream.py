@@ -16,7 +16,7 @@ from fastapi.responses import StreamingResponse
 from serve.api.errors import ApiError, not_found
 from serve.api.params import Format, LogQuery
 from serve.formats import basic_message, encode_json, full_message, log_text_line
-from serve.stored import LogLine
+from serve.stored import LogLine, aclose
 
 CHUNK_LINES: Final = 500
 MEDIA_TYPES: Final = {
@@ -83,9 +83,7 @@ async def _body(
         return
     finally:
         count(lines)
-        close = getattr(events, "aclose", None)
-        if close is not None:
-            await close()
+        await aclose(events)
     if chunk:
         yield b"".join(chunk)
     if is_array:
