@@ -13,7 +13,9 @@ The tables (``schemas/cassandra.cql``) and how each is reached:
   user's, a clustering range for a run of two or more consecutive rows, a row delete for a lone row. So the
   tombstones are partition, range or row tombstones, never one per cell.
 * ``user_names`` (partition of the id) and ``user_ids_by_login`` (a row per login), when the user is erased
-  everywhere (they are not per channel).
+  everywhere (they are not per channel). Before they go, each login's digest is written to
+  ``erased_logins`` (:func:`consent.records.login_digest`): a deleted message names its author by login
+  only, and a sink started after the erasure matches such a line by the digest (sink/driver/optouts.py).
 * A channel: every bucket of ``chat_buckets``; in each, the users of its rows (parsed as the sink keys
   them: sender, else the target of a ban or deleted message) give the ``chat_by_user`` partitions of the
   channel (there is no other way to list them: their key starts with the channel, but it is a partition
@@ -45,7 +47,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any, Final
 
 from consent import audit
-from consent.records import Kind, check_id
+from consent.records import Kind, check_id, login_digest
 from core.errors import ChatlogError
 from core.irc_parse import MalformedLine, parse_line
 from schemas.cql import LOGIN_KEY_PREFIX, bucket_of, user_key, user_period
@@ -128,6 +130,7 @@ class _Cql:
         prepare = session.prepare
         self.user_logins = prepare(f"SELECT user_login FROM {k}.user_names WHERE user_id = ?")
         self.channel_logins = prepare(f"SELECT channel FROM {k}.channel_names WHERE channel_id = ?")
+        self.keep_digest = prepare(f"INSERT INTO {k}.erased_logins (user_id, digest) VALUES (?, ?)")
         self.channel_keys = f"SELECT DISTINCT channel_key FROM {k}.chat_buckets"
         self.buckets = prepare(f"SELECT bucket FROM {k}.chat_buckets WHERE channel_key = ?")
         self.nonempty = prepare(
@@ -271,6 +274,8 @@ def _erase_user(
             report.partitions["chat_by_user"] += 1
             tell(f"chat_by_user {partition[0]} {partition[1]} {partition[2]}: {len(pointers)} pointer(s)")
     if channel_id is None:  # the name history is not per channel
+        # its logins' digests first: a sink started later still knows a deleted message naming one
+        cql.many(cql.keep_digest, [(user_id, login_digest(login)) for login in logins])
         _delete_names(cql, "user", user_id, logins, len(names), started, report)
         if logins:
             tell(f"user_names {user_id}: {len(names)} name(s)")

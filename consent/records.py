@@ -7,6 +7,7 @@ code. Values are JSON objects of the pydantic models below.
 
 from __future__ import annotations
 
+import hashlib
 import re
 import secrets
 from typing import Final, Literal
@@ -82,6 +83,12 @@ def check_id(kind: str, value: str) -> str:
 def key_of(kind: str, value: str) -> str:
     """The topic key of an opt-out: ``user:<id>`` or ``channel:<id>`` (the id checked)."""
     return f"{kind}:{check_id(kind, value)}"
+
+
+def login_digest(login: str) -> str:
+    """The digest under which an erased user's login is kept (``erased_logins``): SHA-256 hex of the
+    lower-case login. Matches a deleted message's ``login`` tag without keeping the name in clear."""
+    return hashlib.sha256(login.lower().encode()).hexdigest()
 
 
 def code_key(code: str) -> str:

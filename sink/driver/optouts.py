@@ -102,6 +102,8 @@ class OptOutFollower:
         self._pending: list[_Pending] = []
         self._audit: list[OptOut] = []
         self._logins: dict[str, frozenset[str]] = {}
+        self._digests: dict[str, frozenset[str]] = {}
+        """User id -> the digests of its logins an erasure kept (``erased_logins``)."""
         self._learned: dict[str, str] = {}
         """Login -> user id, seen on the events of opted-out users."""
         self._snapshot: tuple[frozenset[str], frozenset[str], OptOuts] | None = None
@@ -169,7 +171,8 @@ class OptOutFollower:
         self._learn_logins(users)
         logins = frozenset(login for user in users for login in self._logins.get(user, ()))
         learned = frozenset(login for login, user in self._learned.items() if user in users)
-        optouts = OptOuts(users=users, channels=channels, logins=logins | learned)
+        digests = frozenset(digest for user in users for digest in self._digests.get(user, ()))
+        optouts = OptOuts(users=users, channels=channels, logins=logins | learned, login_digests=digests)
         self._snapshot = (users, channels, optouts)
         return optouts
 
@@ -328,24 +331,36 @@ class OptOutFollower:
         return self._session
 
     def _learn_logins(self, users: frozenset[str]) -> None:
-        """Read the logins of the users not looked up yet from ``user_names``."""
+        """Read the logins of the users not looked up yet from ``user_names``, and the digests of the
+        logins their erasures kept (``erased_logins``: the name history of an erased user is gone)."""
         new = [u for u in users if u not in self._logins]
         if not new or self._connect is None:
             return
+        names = self._per_user("SELECT user_login FROM {}.user_names WHERE user_id = ?", new, "logins")
+        digests = self._per_user("SELECT digest FROM {}.erased_logins WHERE user_id = ?", new, "digests")
+        if names is None:  # Cassandra down: looked up again next time, and their CLEARMSGs matched then
+            return
+        for user, rows in zip(new, names, strict=True):
+            self._logins[user] = frozenset(row[0] for row in rows)
+        for user, rows in zip(new, digests or [], strict=True):
+            self._digests[user] = frozenset(row[0] for row in rows)
+
+    def _per_user(self, query: str, users: list[str], what: str) -> list[list[Any]] | None:
+        """The rows of ``query`` (``{}``: the keyspace) for each of ``users``; None, logged, on failure."""
         from cassandra.concurrent import execute_concurrent_with_args
 
         try:
             session = self.session()
-            statement = session.prepare(
-                f"SELECT user_login FROM {self.keyspace}.user_names WHERE user_id = ?"
+            statement = session.prepare(query.format(self.keyspace))
+            results = execute_concurrent_with_args(
+                session, statement, [(u,) for u in users], concurrency=32, raise_on_first_error=True
             )
-            results = execute_concurrent_with_args(session, statement, [(u,) for u in new], concurrency=32)
-        except Exception as exc:  # Cassandra down: their CLEARMSGs are matched once it is back
-            log.warning("opt-outs: the logins of %d user(s) could not be read: %s", len(new), _one_line(exc))
-            return
-        for user, (ok, rows) in zip(new, results, strict=True):
-            if ok:
-                self._logins[user] = frozenset(row.user_login for row in rows)
+        except Exception as exc:
+            log.warning(
+                "opt-outs: the %s of %d user(s) could not be read: %s", what, len(users), _one_line(exc)
+            )
+            return None
+        return [list(rows) for _ok, rows in results]
 
     def _not_erased(self, optouts: list[OptOut]) -> list[OptOut]:
         """The opt-outs without ``keep_history`` that no erasure since their ``at`` is audited for."""

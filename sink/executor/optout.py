@@ -9,13 +9,16 @@ per event, done before any row of the event is built.
 An event is dropped when its sender's ``user_id`` opted out, when its channel's ``channel_id`` did, when
 it is a ban or timeout (CLEARCHAT) whose ``target-user-id`` did, or when it names its user by login only
 (a deleted message, CLEARMSG, names its author by ``login``; a line without Twitch ids) and that login is
-one the registry's users were seen with (``logins``, read by the driver from the name history).
+one the registry's users were seen with (``logins``, read by the driver from the name history) or one
+whose digest an erasure kept (``login_digests``: an erased user's name history is gone).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final
+
+from consent.records import login_digest
 
 if TYPE_CHECKING:
     from schemas.chat_event import ChatEvent
@@ -30,6 +33,8 @@ class OptOuts:
     users: frozenset[str] = frozenset()
     channels: frozenset[str] = frozenset()
     logins: frozenset[str] = frozenset()
+    login_digests: frozenset[str] = frozenset()
+    """:func:`consent.records.login_digest` of the logins their erasures kept (the names are gone)."""
 
     def __bool__(self) -> bool:
         return bool(self.users or self.channels)
@@ -47,4 +52,8 @@ class OptOuts:
             if target is not None and target in self.users:
                 return True
         login = event.user_login
-        return login is not None and login in self.logins
+        if login is None:
+            return False
+        if login in self.logins:
+            return True
+        return bool(self.login_digests) and login_digest(login) in self.login_digests

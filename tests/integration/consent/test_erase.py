@@ -15,6 +15,7 @@ import pytest
 
 from consent import audit
 from consent.erase import erase
+from consent.records import login_digest
 from core.errors import ChatlogError
 
 from .conftest import TARGET_ID, TARGET_LOGIN, Filled, read_tables
@@ -34,6 +35,13 @@ def assert_user_gone(session: Any, *, channel: str | None = None) -> None:
         assert [u for u in t.user_ids_by_login if u[1] == TARGET_ID or u[0] == TARGET_LOGIN] == []
         marks = (f"user-id={TARGET_ID}", f"login={TARGET_LOGIN};", f":{TARGET_LOGIN}!", f" :{TARGET_LOGIN}")
         assert [line for line in t.lines if any(m in line for m in marks)] == []
+
+
+def _erased_logins(session: Any, keyspace: str) -> dict[str, set[str]]:
+    out: dict[str, set[str]] = {}
+    for row in session.execute(f"SELECT user_id, digest FROM {keyspace}.erased_logins"):
+        out.setdefault(row.user_id, set()).add(row.digest)
+    return out
 
 
 def test_erase_a_user_everywhere_leaves_no_row_and_a_rerun_deletes_nothing(
@@ -60,6 +68,8 @@ def test_erase_a_user_everywhere_leaves_no_row_and_a_rerun_deletes_nothing(
     assert Counter(after.chat_by_channel) == others
     assert len(after.chat_buckets) == len(before.chat_buckets)
     assert sorted(after.user_names) == sorted(n for n in before.user_names if n[0] != TARGET_ID)
+    # the login survives only as its digest, for a sink started later (a CLEARMSG names it by login)
+    assert _erased_logins(session, keyspace) == {TARGET_ID: {login_digest(TARGET_LOGIN)}}
 
     again = erase(session, keyspace, user_id=TARGET_ID, by="test:erase")
     assert again.total_rows == 0 and sum(again.partitions.values()) == 0
@@ -85,6 +95,7 @@ def test_erase_a_user_in_one_channel_keeps_the_other_channels(filled: Filled, se
         assert kept
     assert after.user_names == before.user_names  # the name history is not per channel
     assert report.rows["user_names"] == 0
+    assert _erased_logins(session, filled.settings.cassandra_keyspace) == {}  # the logins stay in clear
 
 
 def test_erase_a_channel_removes_its_rows_from_every_table(filled: Filled, session: Any) -> None:

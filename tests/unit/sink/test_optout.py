@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from consent.erase import ErasureReport
-from consent.records import OptOut
+from consent.records import OptOut, login_digest
 from consent.registry import OptOutRegistry
 from core.errors import ChatlogError
 from core.irc_parse import parse_line
@@ -57,6 +57,15 @@ def test_the_filter_drops_senders_targets_channels_and_known_logins() -> None:
     assert not out.drops(_event("CLEARMSG", login="carol", user_id=None, text="deleted"))
     assert not out.drops(_event(user_id="44", login="bob"))  # the login of another id: not theirs
     assert not OptOuts() and OptOuts(channels=frozenset({"1"}))
+
+
+def test_the_filter_matches_a_deleted_message_by_the_digest_an_erasure_kept() -> None:
+    out = OptOuts(users=frozenset({"42"}), login_digests=frozenset({login_digest("Bob")}))
+    assert out.drops(_event("CLEARMSG", login="bob", user_id=None, text="deleted"))  # the name is gone
+    assert not out.drops(_event("CLEARMSG", login="carol", user_id=None, text="deleted"))
+    assert not out.drops(_event(user_id="44", login="bob"))  # the login of another id: not theirs
+    assert login_digest("bob") == login_digest("BOB") != login_digest("bob ")
+    assert "bob" not in login_digest("bob") and len(login_digest("bob")) == 64
 
 
 def test_write_partition_writes_no_row_of_an_opted_out_user_and_counts_them() -> None:
