@@ -231,7 +231,7 @@ class CassandraStore:
             "row_from": prepare(f"{rows} AND sent_at >= ? LIMIT 1"),
             "row_before": prepare(f"{rows} AND sent_at < ? {desc} LIMIT 1"),
             "senders": prepare(
-                f"SELECT line FROM chat_by_channel WHERE channel_key = ? AND bucket = ? {window}"
+                f"SELECT line FROM chat_by_channel WHERE channel_key = ? AND bucket IN ? {window}"
             ),
             "user_rows": prepare(f"{user_rows} AND period IN ? {window}"),
             "user_rows_desc": prepare(f"{user_rows} AND period = ? {window} {desc}"),
@@ -660,8 +660,16 @@ class CassandraStore:
         window = (_dt(lo), _dt(hi))
 
         async def buckets() -> AsyncIterator[list[PagedQuery]]:
+            """Each key's buckets in ``bucket IN ?`` runs of :attr:`bucket_batch` (a count needs no order)."""
+            runs: dict[str, list[datetime]] = {}
             async for start, having in self._bucket_groups(keys.keys, lo, hi, reverse=False):
-                yield [self._query("senders", key, _dt(start), *window) for key in having]
+                for key in having:
+                    run = runs.setdefault(key, [])
+                    run.append(_dt(start))
+                    if len(run) >= self.bucket_batch:
+                        yield [self._query("senders", key, run, *window)]
+                        runs[key] = []
+            yield [self._query("senders", key, run, *window) for key, run in runs.items() if run]
 
         units = self._ahead(buckets())
         try:
