@@ -29,6 +29,9 @@ class PagedQuery:
             return
         if exc is not None:
             waiter.set_exception(exc)
+            # whoever awaits it gets the exception all the same; a query nobody reads any more (a reader
+            # that stopped early, its read-ahead abandoned) must not log "exception was never retrieved"
+            waiter.exception()
         else:
             waiter.set_result(list(rows or ()))
 

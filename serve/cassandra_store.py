@@ -515,15 +515,18 @@ class CassandraStore:
         return stored_event(row.line or "", row.message_id, _ms(row.sent_at), received, hint)
 
     async def _ahead(self, units: AsyncIterator[U]) -> AsyncGenerator[U, None]:
-        """The units of ``units`` in order, the next :attr:`read_ahead` of them made (so their queries
-        started) while one is used."""
+        """The units of ``units`` in order, the next ones made (so their queries started) while one is
+        used: one at first, twice as many after each unit used, up to :attr:`read_ahead`. So a reader that
+        stops early (``?limit=1`` on a busy day, a client gone) has started two queries, not
+        ``read_ahead + 1`` (each up to a page of rows that Cassandra reads and sends all the same)."""
         ahead: deque[U] = deque()
         exhausted = False
+        depth = min(1, self.read_ahead)
         try:
 
             async def fill() -> None:
                 nonlocal exhausted
-                while not exhausted and len(ahead) < self.read_ahead + 1:
+                while not exhausted and len(ahead) < depth + 1:
                     nxt = await anext(units, None)
                     if nxt is None:
                         exhausted = True
@@ -534,7 +537,8 @@ class CassandraStore:
                 await fill()
                 if not ahead:
                     return
-                yield ahead.popleft()  # while it is used, the next `read_ahead` are under way
+                yield ahead.popleft()  # while it is used, the next `depth` are under way
+                depth = min(2 * depth, self.read_ahead)
         finally:
             await aclose(units)
 

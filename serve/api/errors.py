@@ -46,7 +46,9 @@ async def on_api_error(request: Request, exc: Exception) -> JSONResponse:
 async def on_http_error(request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, StarletteHTTPException)
     message = "no such route" if exc.status_code == 404 else str(exc.detail)
-    return error_response(exc.status_code, message)
+    response = error_response(exc.status_code, message)
+    response.headers.update(exc.headers or {})  # e.g. a 405's Allow
+    return response
 
 
 async def on_validation_error(request: Request, exc: Exception) -> JSONResponse:

@@ -1,12 +1,13 @@
-"""Path normalisation before routing (pure ASGI): a trailing ``/`` is ignored (as rustlog does), and a
-path with upper-case letters is redirected (302) to its lower-case form with the same query (justlog)."""
+"""Pure ASGI middleware. Path normalisation before routing: a trailing ``/`` is ignored (as rustlog does),
+and a path with upper-case letters is redirected (302) to its lower-case form with the same query
+(justlog). :class:`ResponseGuard`: ``nosniff``, HEAD, and streamed bodies that are cut."""
 
 from __future__ import annotations
 
 from typing import Final
 from urllib.parse import quote
 
-from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 _KEEP_CASE: Final = ("/docs",)
 
@@ -40,3 +41,53 @@ class NormalizePath:
             await send({"type": "http.response.body", "body": b""})
             return
         await self.app(scope, receive, send)
+
+
+class StreamCut(Exception):
+    """A streamed body that cannot be finished (the storage failed after the status line was sent)."""
+
+
+class _HeadDone(Exception):
+    """A HEAD request's status line and headers are sent: the body is not made."""
+
+
+NOSNIFF: Final = (b"x-content-type-options", b"nosniff")
+
+
+class ResponseGuard:
+    """Every response gets ``X-Content-Type-Options: nosniff`` (log lines are text anyone can write, never
+    to be sniffed as HTML); HEAD is answered as GET with its status and headers but no body (the body is
+    never made); and a streamed body cut by :class:`StreamCut` ends the connection without its last chunk,
+    so the client sees an incomplete transfer, never a complete 200 that lacks lines (or a proxy caching
+    one), and the log has the one line the body wrote, not a traceback."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        head = scope["method"] == "HEAD"
+        if head:
+            scope = dict(scope, method="GET")
+        started = False
+
+        async def sending(message: Message) -> None:
+            nonlocal started
+            if message["type"] == "http.response.start":
+                started = True
+                await send(dict(message, headers=[*message.get("headers", []), NOSNIFF]))
+                if head:
+                    await send({"type": "http.response.body", "body": b"", "more_body": False})
+                    raise _HeadDone
+                return
+            await send(message)
+
+        try:
+            await self.app(scope, receive, sending)
+        except _HeadDone:
+            return
+        except StreamCut:
+            if not started:
+                raise

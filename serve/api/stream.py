@@ -14,6 +14,7 @@ from typing import Final
 from fastapi.responses import StreamingResponse
 
 from serve.api.errors import ApiError, not_found
+from serve.api.middleware import StreamCut
 from serve.api.params import Format, LogQuery
 from serve.formats import basic_message, encode_json, full_message, log_text_line
 from serve.stored import LogLine, aclose
@@ -78,9 +79,9 @@ async def _body(
                 if len(chunk) >= CHUNK_LINES:
                     yield b"".join(chunk)
                     chunk.clear()
-    except Exception as exc:  # the status line is sent: the body ends early, the log says why
+    except Exception as exc:  # the status line is sent: the connection is cut (no last chunk); log says why
         log.warning("response cut short after %d lines: %s: %s", lines, type(exc).__name__, str(exc)[:200])
-        return
+        raise StreamCut from None
     finally:
         count(lines)
         await aclose(events)

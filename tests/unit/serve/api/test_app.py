@@ -3,12 +3,19 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+import contextlib
+import socket
+import threading
+import time
+from collections.abc import AsyncIterator, Iterator
 from datetime import date
 from typing import Any
 
 import httpx
+import pytest
+import uvicorn
 
+from consent.settings import ConsentSettings
 from core.settings import load
 from schemas.chat_event import ChatEvent
 from serve.api.app import create_app
@@ -106,12 +113,48 @@ def test_storage_failure_before_the_first_line_is_a_503() -> None:
     assert response.json() == {"status": 503, "message": "the log storage did not answer; try again"}
 
 
-def test_storage_failure_mid_stream_cuts_the_body() -> None:
-    response = _get(FakeStore(fail_at=3), "/channel/alpha/2024/1/2?json")
-    assert response.status_code == 200
-    assert response.text.startswith('{"messages":[') and not response.text.endswith("]}")
-    complete = _get(FakeStore(), "/channel/alpha/2024/1/2?json")
-    assert complete.text.endswith("]}") and len(complete.json()["messages"]) == 5
+@contextlib.contextmanager
+def _served(store: FakeStore) -> Iterator[str]:
+    """The app on ``store`` under uvicorn on a free loopback port (a real socket); its base URL."""
+    app = create_app(load(ServeSettings), store, consent=ConsentSettings(serve_consent=False))  # no Kafka
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="critical"))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 20
+    while not server.started:
+        assert time.monotonic() < deadline and thread.is_alive(), "uvicorn did not start"
+        time.sleep(0.02)
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.should_exit = True
+        thread.join(20)
+
+
+def test_storage_failure_mid_stream_cuts_the_connection_so_the_client_sees_an_incomplete_body() -> None:
+    with _served(FakeStore(fail_at=3)) as url:
+        for fmt in ("json", "raw", "ndjson", "text"):
+            with pytest.raises(httpx.RemoteProtocolError):  # no last chunk: never a complete 200
+                httpx.get(f"{url}/channel/alpha/2024/1/2?{fmt}")
+        assert httpx.get(f"{url}/channel/alpha").status_code == 302  # the server is fine afterwards
+    with _served(FakeStore()) as url:
+        complete = httpx.get(f"{url}/channel/alpha/2024/1/2?json")
+        assert complete.text.endswith("]}") and len(complete.json()["messages"]) == 5
+
+
+def test_head_answers_like_get_without_a_body_and_every_answer_says_nosniff() -> None:
+    with _served(FakeStore()) as url:
+        for path in ("/health", "/channels", "/channel/alpha/2024/1/2", "/channel/nosuch/2024/1/2"):
+            got, head = httpx.get(url + path), httpx.head(url + path)
+            assert head.status_code == got.status_code, path
+            assert head.content == b"" and head.headers["content-type"] == got.headers["content-type"], path
+            assert got.headers["x-content-type-options"] == "nosniff", path
+        refused = httpx.post(f"{url}/channels")
+        assert refused.status_code == 405 and "GET" in refused.headers["allow"]
+        assert refused.json()["status"] == 405
 
 
 def test_health() -> None:
