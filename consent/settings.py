@@ -30,9 +30,10 @@ def parse_admin_keys(text: str) -> dict[str, SecretStr]:
         if not _KEY_NAME.fullmatch(name):
             raise ValueError(f"pair {number} is not name:secret (name: letters, digits, _ . -)")
         if len(secret) < MIN_SECRET_CHARS:
-            raise ValueError(f"the secret of key {name!r} is shorter than {MIN_SECRET_CHARS} characters")
+            # by its number, never its name: in a mistyped pair the "name" may be the secret's own start
+            raise ValueError(f"the secret of pair {number} is shorter than {MIN_SECRET_CHARS} characters")
         if name in keys:
-            raise ValueError(f"key name {name!r} is given twice")
+            raise ValueError(f"the key name of pair {number} is given before")
         keys[name] = SecretStr(secret)
     return keys
 

@@ -6,12 +6,20 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 from collections.abc import Iterable, Mapping
 from typing import Final
 
 MASK: Final = "**********"
 MIN_SECRET_LEN: Final = 4
 """Shorter values are not masked: they would mask ordinary words (and are no secret anyway)."""
+_USERINFO: Final = re.compile(
+    r"(?P<scheme>\b[a-z][a-z0-9+.-]*://)[^\s/@:]+:(?!\d+/)[^\s@'\"]+@"  # a URL's: its password may hold a '/'
+    r"|(?<![^\s'\"(,=\[<])[^\s/@:'\"]+:[^\s/@'\"]+@(?=[\w.\[-])"  # a bare host's: user:password@host
+)
+"""``user:password@`` before a host, as in a URL (``s3a://key:secret@bucket``) or a bootstrap server: settings
+that are no secret themselves may carry one this way."""
+_TOKEN_PREFIX: Final = "oauth:"
 
 
 def secret_values(environ: Mapping[str, str] | None = None) -> list[str]:
@@ -21,13 +29,18 @@ def secret_values(environ: Mapping[str, str] | None = None) -> list[str]:
     env = os.environ if environ is None else environ
     names = secret_variables()
     values = {v for k, v in env.items() if k.upper() in names and len(v) >= MIN_SECRET_LEN}
+    bare = {v[len(_TOKEN_PREFIX) :] for v in values if v.lower().startswith(_TOKEN_PREFIX)}
+    values |= {v for v in bare if len(v) >= MIN_SECRET_LEN}  # the IRC token as PASS sends it
     return sorted(values, key=len, reverse=True)
 
 
 def redact(text: str, secrets: Iterable[str]) -> str:
+    """``text`` with each of ``secrets`` and any ``user:password@`` credentials masked."""
     for secret in secrets:
         if secret in text:
             text = text.replace(secret, MASK)
+    if "@" in text:
+        text = _USERINFO.sub(lambda m: f"{m['scheme'] or ''}{MASK}@", text)
     return text
 
 
@@ -39,8 +52,6 @@ class SecretFilter(logging.Filter):
         self.secrets = list(secret_values() if secrets is None else secrets)
 
     def filter(self, record: logging.LogRecord) -> bool:
-        if not self.secrets:
-            return True
         message = record.getMessage()
         clean = redact(message, self.secrets)
         if clean != message:

@@ -40,13 +40,20 @@ PROJECT_ROOT: Final = CHATLOG_HOME
 """The same directory, under the name the services, the demo and the benchmarks import."""
 
 
+MAX_TTL_S: Final = 630_720_000
+"""Cassandra's largest TTL (20 years): a larger one fails every write."""
 SETTINGS_CLASSES: list[type[BaseSettings]] = []
 """Every settings class imported so far; each adds itself. The operator layer imports every settings
 module (``chatlog/cli/schema.py``), so there this is all of them."""
 
 
 class _Base(BaseSettings):
-    model_config = SettingsConfigDict(env_prefix="CHATLOG_", extra="ignore", frozen=True)
+    model_config = SettingsConfigDict(
+        env_prefix="CHATLOG_",
+        extra="ignore",
+        frozen=True,
+        allow_inf_nan=False,  # no `inf` timeout or rate
+    )
 
     @classmethod
     def __pydantic_init_subclass__(cls, **kwargs: Any) -> None:
@@ -249,7 +256,10 @@ class CassandraSettings(_Base):
         default=True, description="Check that Cassandra's certificate names the host connected to."
     )
     cassandra_ttl_s: int = Field(
-        default=0, ge=0, description="Row TTL in seconds for retention; 0 keeps forever."
+        default=0,
+        ge=0,
+        le=MAX_TTL_S,
+        description="Row TTL in seconds for retention; 0 keeps forever; at most 630720000 (20 years).",
     )
 
     @field_validator("cassandra_replication")

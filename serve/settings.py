@@ -6,6 +6,8 @@ Every key is a ``CHATLOG_*`` environment variable documented here with its defau
 
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic import Field, SecretStr
 
 from core.settings import CassandraSettings, KafkaSettings
@@ -14,7 +16,12 @@ from core.settings import CassandraSettings, KafkaSettings
 class ServeSettings(CassandraSettings):
     """``chatlog serve``: the justlog/rustlog HTTP API on the logs in Cassandra."""
 
-    serve_host: str = Field("127.0.0.1", description="Address the HTTP service listens on.")
+    serve_host: str = Field(
+        "127.0.0.1",
+        min_length=1,
+        pattern=r"^\S+$",
+        description="Address the HTTP service listens on (0.0.0.0: every interface, said explicitly).",
+    )
     serve_port: int = Field(8025, ge=0, le=65535, description="Port the HTTP service listens on (0: any).")
     serve_fetch_size: int = Field(
         1000, ge=10, le=100_000, description="Rows per Cassandra page while streaming a response."
@@ -39,7 +46,9 @@ class ServeSettings(CassandraSettings):
     serve_request_timeout_s: float = Field(
         10.0, gt=0, description="Timeout of one Cassandra request made by the service."
     )
-    serve_log_level: str = Field("info", description="uvicorn's log level (critical .. trace).")
+    serve_log_level: Literal["critical", "error", "warning", "info", "debug", "trace"] = Field(
+        "info", description="uvicorn's log level."
+    )
     serve_search_max_query_chars: int = Field(
         200, ge=1, le=10_000, description="Longest search query (`q`) accepted; longer is a 400."
     )
@@ -54,8 +63,10 @@ class ServeSettings(CassandraSettings):
     )
     serve_admin_key: SecretStr | None = Field(
         default=None,
+        min_length=16,
         description=(
-            "Bearer key of the admin routes (a user's lines across every channel, `/admin/user/{u}/search`); "
+            "Bearer key (16+ characters) of the admin routes (a user's lines across every channel, "
+            "`/admin/user/{u}/search`); "
             "unset: those routes answer 403 (secret)."
         ),
     )

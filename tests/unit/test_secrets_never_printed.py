@@ -197,3 +197,35 @@ def test_the_secret_names_are_found_in_every_settings_module() -> None:
         if "SecretStr" in path.read_text()
     }
     assert "core/settings.py" in declared  # where the secrets live today; a new one is found too
+
+
+def test_an_irc_token_is_masked_with_and_without_its_oauth_prefix() -> None:
+    secrets = redact.secret_values({"CHATLOG_IRC_OAUTH": "oauth:abcdef0123456789"})
+    line = redact.redact("PASS abcdef0123456789 refused; token oauth:abcdef0123456789", secrets)
+    assert "abcdef0123456789" not in line and line.count(redact.MASK) == 2
+
+
+@pytest.mark.parametrize(
+    ("text", "kept"),
+    [
+        ("Kafka at alice:hunter2@broker:9092 is not reachable", "@broker:9092 is not reachable"),
+        ("checkpoint s3a://AKIAKEY:se/cret+x@bucket/cp failed", "s3a://"),
+        ("{'bootstrap.servers': 'u:pw@10.0.0.1:9092'}", "@10.0.0.1:9092"),
+    ],
+)
+def test_credentials_in_a_url_or_host_are_masked_without_any_secret_setting(text: str, kept: str) -> None:
+    line = redact.redact(text, [])
+    assert redact.MASK in line and kept in line
+    assert not any(word in line for word in ("hunter2", "se/cret", "AKIAKEY", "u:pw"))
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "@badge-info=;emotes=25:0-4 :bob!bob@bob.tmi.twitch.tv PRIVMSG #a :mail me at x@y.z",
+        "GET http://127.0.0.1:8025/channel/forsen/user/a@b",
+        "user@example.com",
+    ],
+)
+def test_irc_prefixes_addresses_and_ports_are_not_taken_for_credentials(text: str) -> None:
+    assert redact.redact(text, []) == text

@@ -14,6 +14,7 @@ from chatlog.stack.security import TlsFiles
 from core import settings
 from core.errors import SettingsError
 from core.settings import StackSettings, home_dir, load
+from serve.settings import ServeSettings
 from tests.unit.core.tls_settings import SECRET, kafka, sasl_ssl
 
 
@@ -90,3 +91,29 @@ def test_the_home_is_fixed_when_chatlog_starts_never_the_installed_code(
     )
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == str(tmp_path / state)
+
+
+@pytest.mark.parametrize(
+    ("cls", "variable", "value"),
+    [
+        (StackSettings, "CHATLOG_CASSANDRA_TTL_S", "630720001"),  # past 20 years: every write refused
+        (StackSettings, "CHATLOG_START_TIMEOUT_S", "inf"),
+        (StackSettings, "CHATLOG_START_TIMEOUT_S", "nan"),
+        (ServeSettings, "CHATLOG_SERVE_HOST", ""),  # would bind every interface
+        (ServeSettings, "CHATLOG_SERVE_LOG_LEVEL", "loud"),
+        (ServeSettings, "CHATLOG_SERVE_ADMIN_KEY", "weakkey1"),  # a guessable key for every channel's logs
+    ],
+)
+def test_a_setting_out_of_range_is_one_line_naming_it(
+    monkeypatch: pytest.MonkeyPatch, cls: type[StackSettings] | type[ServeSettings], variable: str, value: str
+) -> None:
+    monkeypatch.setenv(variable, value)
+    with pytest.raises(SettingsError) as info:
+        load(cls)
+    text = str(info.value)
+    assert variable in text and "\n" not in text and "weakkey1" not in text
+
+
+def test_the_largest_ttl_cassandra_takes_is_accepted(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("CHATLOG_CASSANDRA_TTL_S", "630720000")
+    assert load(StackSettings).cassandra_ttl_s == 630_720_000
