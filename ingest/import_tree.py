@@ -128,7 +128,11 @@ def _walk(top: Path, problems: list[str]) -> list[Path]:
     found: list[Path] = []
     for root, dirs, names in os.walk(top, onerror=failed):
         dirs[:] = [d for d in dirs if not d.startswith(".")]
-        found.extend(Path(root, n) for n in names if not n.startswith("."))
+        for path in (Path(root, n) for n in names if not n.startswith(".")):
+            if path.is_file():
+                found.append(path)
+            else:  # a FIFO would block the import, a device never end; a dangling link has nothing
+                problems.append(f"{path}: skipped: not a regular file")
     return sorted(found, key=lambda p: natural_key(p.relative_to(top)))
 
 
@@ -193,6 +197,8 @@ def plan_import(paths: Sequence[str], *, justlog: bool | None = None) -> ImportP
         if name == STDIN:
             plan.files.append(ImportFile(STDIN))
             continue
+        if not name:
+            raise PlanFailed("an empty path names no file (the working directory is '.')")
         path = Path(name)
         try:
             is_dir = path.is_dir()

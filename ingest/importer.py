@@ -3,8 +3,9 @@
 What is read: the files, ``.gz`` files (gunzipped as they are read), directories and justlog trees that
 :mod:`ingest.import_tree` lists, one after the other, into one producer. A file that cannot be opened or
 whose gzip data is corrupt or cut short is reported in one line (``PATH: skipped ...: reason``) and the
-import goes on with the next one; the lines read from it before the damage are imported (a truncated
-``.gz`` loses only its tail), and the summary counts it as unreadable or corrupt.
+import goes on with the next one; the summary counts it as unreadable or corrupt. A truncated ``.gz`` loses
+only its tail (the lines before the cut are imported); a corrupt one (a CRC mismatch shows only at the end,
+after garbled lines: :func:`gzip_damage` checks first) is skipped whole.
 
 Each line of a file is one IRC line as received (``\\n`` or ``\\r\\n`` terminated, UTF-8). A line may
 start with a logger's timestamp in brackets, ``[2026-11-21 15:04:05] `` (optionally ``.fff`` and a ``Z``
@@ -396,6 +397,11 @@ class _Run:
         self.stats.files += 1
         self._progress.file(item.path)
         before = self.stats.read
+        damage = gzip_damage(item.path) if item.gz else None
+        if damage is not None:
+            self._bad_file(item.path, 0, damage)  # "skipped:": none of its lines, as none can be trusted
+            self._progress.file_done()
+            return
         try:
             stream = _open(item)
         except OSError as exc:
@@ -439,6 +445,24 @@ def _time_base(item: ImportFile) -> int | None:
         return path.stat().st_mtime_ns // 1_000_000
     except OSError:
         return None
+
+
+def gzip_damage(path: str, chunk: int = 1 << 20) -> str | None:
+    """Why the gzip file at ``path`` cannot be trusted, or None. It is decompressed once, its output thrown
+    away: a CRC mismatch shows only at a member's end, after lines garbled by the damage were read. A file
+    that is only cut short (or cannot be opened) is None here: its lines up to the cut are sound, and reading
+    it reports the cut."""
+    try:
+        with gzip.open(path, "rb") as stream:
+            while stream.read(chunk):
+                pass
+    except EOFError:
+        return None
+    except (zlib.error, gzip.BadGzipFile) as exc:
+        return _read_error(exc)
+    except OSError:
+        return None
+    return None
 
 
 def _read_error(exc: BaseException) -> str:

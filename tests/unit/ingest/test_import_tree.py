@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -94,6 +95,24 @@ def test_files_are_read_as_named_and_a_missing_path_fails_before_anything(tmp_pa
         plan_import([str(tmp_path / "b.log"), str(tmp_path / "missing.log")])
     with pytest.raises(PlanFailed, match="only once"):
         plan_import(["-", "-"])
+
+
+def test_a_fifo_or_dangling_link_in_a_directory_is_a_problem_never_read(tmp_path: Path) -> None:
+    touch(tmp_path, "a.log")
+    os.mkfifo(tmp_path / "pipe.log")  # opened, it would block the import forever
+    (tmp_path / "gone.log").symlink_to(tmp_path / "nowhere")
+    plan = plan_import([str(tmp_path)])
+    assert rel(tmp_path, plan.files) == [("a.log", False)]
+    assert sorted(plan.problems) == [
+        f"{tmp_path / 'gone.log'}: skipped: not a regular file",
+        f"{tmp_path / 'pipe.log'}: skipped: not a regular file",
+    ]
+
+
+@pytest.mark.parametrize("name", [""])
+def test_an_empty_path_is_refused_not_taken_for_the_working_directory(name: str) -> None:
+    with pytest.raises(PlanFailed, match="an empty path names no file"):
+        plan_import([name])
 
 
 def test_an_unlistable_directory_is_a_problem_not_a_failure(tmp_path: Path) -> None:
