@@ -26,7 +26,7 @@ from serve.api import capabilities, live, namehistory, random, recent, stats
 from serve.api import optout as optout_api
 from serve.api.errors import ApiError, on_api_error, on_http_error, on_validation_error
 from serve.api.metrics import MetricsMiddleware, ServeMetrics
-from serve.api.middleware import NormalizePath, ResponseGuard
+from serve.api.middleware import BodyLimit, NormalizePath, ResponseGuard
 from serve.api.routes import router
 from serve.api.search import search_router
 from serve.consent import OptedOut, on_opted_out, start_consent, stop_consent
@@ -120,6 +120,7 @@ def create_app(settings: ServeSettings, store: LogStore | None = None, *, consen
     app.add_middleware(capabilities.CapabilitiesHeader, fastapi=app)
     app.add_middleware(MetricsMiddleware, metrics=metrics)
     app.add_middleware(CORSMiddleware, allow_origins=["*"], allow_methods=["GET"], allow_headers=["*"])
+    app.add_middleware(BodyLimit)  # a body past 16 KiB: 413, never read whole into memory
     app.add_middleware(ResponseGuard)  # nosniff, HEAD, a cut stream ends the connection without a last chunk
     app.add_middleware(NormalizePath)  # outermost: routing and metrics see the normalised path
     return app

@@ -1,13 +1,17 @@
 """Pure ASGI middleware. Path normalisation before routing: a trailing ``/`` is ignored (as rustlog does),
 and a path with upper-case letters is redirected (302) to its lower-case form with the same query
-(justlog). :class:`ResponseGuard`: ``nosniff``, HEAD, and streamed bodies that are cut."""
+(justlog). :class:`ResponseGuard`: ``nosniff``, HEAD, and streamed bodies that are cut. :class:`BodyLimit`:
+no request body past a few KiB (the API's bodies are a few fields; uvicorn sets no limit)."""
 
 from __future__ import annotations
 
 from typing import Final
 from urllib.parse import quote
 
+from starlette.exceptions import HTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from serve.api.errors import error_response
 
 _KEEP_CASE: Final = ("/docs",)
 
@@ -91,3 +95,56 @@ class ResponseGuard:
         except StreamCut:
             if not started:
                 raise
+
+
+MAX_BODY_BYTES: Final = 16 * 1024
+"""The largest request body read: an admin call's JSON is ~100 bytes (a reason: at most 500 characters)."""
+
+
+class _TooLarge(HTTPException):
+    """Raised in the app's body read: FastAPI passes an HTTPException on (other errors there: its 400)."""
+
+
+class BodyLimit:
+    """A request whose body is over ``limit`` bytes is answered 413 before it is read through (by its
+    ``Content-Length``, else once the chunks read pass the limit); nothing behind this sees it."""
+
+    def __init__(self, app: ASGIApp, limit: int = MAX_BODY_BYTES) -> None:
+        self.app = app
+        self.limit = limit
+        self._message = f"the request body is over {limit} bytes"
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        declared = dict(scope.get("headers", [])).get(b"content-length", b"0")
+        if declared.isdigit() and int(declared) > self.limit:
+            await self._refuse(scope, receive, send)
+            return
+        seen = 0
+        started = False
+
+        async def reading() -> Message:
+            nonlocal seen
+            message = await receive()
+            if message["type"] == "http.request":
+                seen += len(message.get("body", b""))
+                if seen > self.limit:
+                    raise _TooLarge(413, self._message)
+            return message
+
+        async def sending(message: Message) -> None:
+            nonlocal started
+            started = started or message["type"] == "http.response.start"
+            await send(message)
+
+        try:
+            await self.app(scope, reading, sending)
+        except _TooLarge:
+            if started:
+                raise
+            await self._refuse(scope, receive, send)
+
+    async def _refuse(self, scope: Scope, receive: Receive, send: Send) -> None:
+        await error_response(413, self._message)(scope, receive, send)

@@ -21,7 +21,7 @@ import hmac
 import logging
 from typing import Annotated, Any, Literal
 
-from fastapi import APIRouter, Header, Query, Request
+from fastapi import APIRouter, Depends, Header, Query, Request
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, Field
 
@@ -86,6 +86,16 @@ AuthHeader = Annotated[str | None, Header(alias="Authorization", include_in_sche
 KeyHeader = Annotated[str | None, Header(alias="X-Api-Key", include_in_schema=False)]
 
 
+def _admin(request: Request, authorization: AuthHeader = None, x_api_key: KeyHeader = None) -> str:
+    """``api:<key name>`` of the request's admin key. A dependency: FastAPI runs it before it validates the
+    body, so a caller without a key learns nothing of what a valid body looks like."""
+    settings, _registry, _publisher = _state(request)
+    return f"api:{key_name(settings, authorization, x_api_key)}"
+
+
+Admin = Annotated[str, Depends(_admin)]
+
+
 def _session(request: Request) -> tuple[Any, str]:
     store = getattr(request.app.state, "store", None)
     session = getattr(store, "session", None)
@@ -112,11 +122,8 @@ def _optout_json(o: OptOut) -> dict[str, Any]:
 
 
 @router.post("/admin/optout", summary="Opt a user or channel out, and erase its rows unless keep_history")
-async def admin_optout(
-    request: Request, body: OptOutBody, authorization: AuthHeader = None, x_api_key: KeyHeader = None
-) -> JSONResponse:
-    settings, _registry, publisher = _state(request)
-    by = f"api:{key_name(settings, authorization, x_api_key)}"
+async def admin_optout(request: Request, by: Admin, body: OptOutBody) -> JSONResponse:
+    _settings, _registry, publisher = _state(request)
     session, keyspace = _session(request)
     record: OptOut = await _call(
         "publishing the opt-out",
@@ -144,15 +151,14 @@ async def admin_optout(
 
 
 @router.delete("/admin/optout/{kind}/{id}", summary="Lift an opt-out")
-async def admin_lift(
-    request: Request, kind: str, id: str, authorization: AuthHeader = None, x_api_key: KeyHeader = None
-) -> JSONResponse:
-    settings, _registry, publisher = _state(request)
-    by = f"api:{key_name(settings, authorization, x_api_key)}"
+async def admin_lift(request: Request, by: Admin, kind: str, id: str) -> JSONResponse:
+    _settings, registry, publisher = _state(request)
     try:
         the_id = check_id(kind, id)
     except InvalidRecord as exc:
         raise bad_request(str(exc)) from None
+    if registry.optout(kind, the_id) is None:  # nothing to lift: no lift record, no audit entry
+        raise not_found(f"{kind} {the_id} has not opted out")
     session, keyspace = _session(request)
     at = now_ms()
     await _call("publishing the lift", publisher.remove, kind, the_id, by=by)
@@ -173,13 +179,11 @@ async def admin_lift(
 @router.get("/admin/optout", summary="The current opt-outs (?audit=1: the consent audit, newest first)")
 async def admin_list(
     request: Request,
+    _by: Admin,
     audit_log: Annotated[bool, Query(alias="audit")] = False,
     limit: int = 1000,
-    authorization: AuthHeader = None,
-    x_api_key: KeyHeader = None,
 ) -> JSONResponse:
-    settings, registry, _publisher = _state(request)
-    key_name(settings, authorization, x_api_key)
+    _settings, registry, _publisher = _state(request)
     if audit_log:
         session, keyspace = _session(request)
         entries = await _call(
@@ -190,11 +194,7 @@ async def admin_list(
 
 
 @router.post("/admin/erase", summary="Erase a user (everywhere or in one channel) or a whole channel")
-async def admin_erase(
-    request: Request, body: EraseBody, authorization: AuthHeader = None, x_api_key: KeyHeader = None
-) -> JSONResponse:
-    settings, _registry, _publisher = _state(request)
-    by = f"api:{key_name(settings, authorization, x_api_key)}"
+async def admin_erase(request: Request, by: Admin, body: EraseBody) -> JSONResponse:
     if body.user_id is None and body.channel_id is None:
         raise bad_request("give user_id, channel_id, or both")
     session, keyspace = _session(request)

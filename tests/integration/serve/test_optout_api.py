@@ -112,6 +112,11 @@ def test_admin_routes_need_a_key(served: Served) -> None:
     assert served.get("/admin/optout", headers={"X-Api-Key": SECRET[:-1]}).status_code == 401
     assert served.delete("/admin/optout/user/1007").status_code == 401
     assert served.post("/admin/erase", json={"user_id": "1007"}).status_code == 401
+    shape = served.post("/admin/optout", json={"kind": "team"})  # the key first: no hint of a valid body
+    assert (shape.status_code, shape.json()["message"]) == (401, "an admin key is required "
+        "(Authorization: Bearer <key>, or X-Api-Key)")  # fmt: skip
+    never = served.delete("/admin/optout/user/1009", headers=ADMIN)  # not opted out: nothing published
+    assert (never.status_code, never.json()["message"]) == (404, "user 1009 has not opted out")
     assert served.get("/admin/optout", headers={"X-Api-Key": SECRET}).json() == {"optouts": []}  # first test
     assert served.get("/channel/chan1/user/user7/2026/9").status_code == 200  # nothing changed
 

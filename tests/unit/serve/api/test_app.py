@@ -19,6 +19,7 @@ from consent.settings import ConsentSettings
 from core.settings import load
 from schemas.chat_event import ChatEvent
 from serve.api.app import create_app
+from serve.api.middleware import MAX_BODY_BYTES
 from serve.settings import ServeSettings
 from serve.store import Channel, LookupUnsupported, Named
 from serve.stored import LogLine
@@ -198,3 +199,20 @@ def test_random_and_stats_on_the_store() -> None:
         "messageCount": 5,
         "topChatters": [{"userId": "", "userLogin": "bob", "messageCount": 5}],
     }
+
+
+def test_a_request_body_over_the_limit_is_a_413_whether_declared_or_chunked() -> None:
+    big = b"x" * (MAX_BODY_BYTES + 1)
+
+    def chunks() -> Iterator[bytes]:  # no Content-Length: chunked transfer
+        for start in range(0, len(big), 4096):
+            yield big[start : start + 4096]
+
+    message = f"the request body is over {MAX_BODY_BYTES} bytes"
+    JSON = "application/json"  # noqa: N806
+    with _served(FakeStore()) as url:
+        for body in (big, chunks()):  # a route that reads its body (FastAPI reads it before the key check)
+            answer = httpx.post(f"{url}/admin/optout", content=body, headers={"Content-Type": JSON})
+            assert (answer.status_code, answer.json()) == (413, {"status": 413, "message": message})
+        small = httpx.post(f"{url}/admin/optout", json={"kind": "user", "id": "1"})
+        assert small.status_code == 503  # read, and on to the route: consent is off here
