@@ -39,6 +39,10 @@ def _store(request: Request) -> LogStore:
     return store
 
 
+MAX_NAME_CHARS: Final = 64
+"""Longer than any login (Twitch: 25 characters; IRC servers: ~30)."""
+
+
 def _name(value: str) -> str:
     return value.strip().lstrip("#").lower()
 
@@ -76,6 +80,8 @@ async def _user(request: Request, channel: Named, kind: str, value: str) -> Name
     login = _name(value)
     if not login:
         raise not_found("empty user name")
+    if len(login) > MAX_NAME_CHARS:  # never echoed whole in the 404s that name the user
+        raise not_found(f"no user is named that: longer than {MAX_NAME_CHARS} characters")
     return login
 
 

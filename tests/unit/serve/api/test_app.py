@@ -216,3 +216,10 @@ def test_a_request_body_over_the_limit_is_a_413_whether_declared_or_chunked() ->
             assert (answer.status_code, answer.json()) == (413, {"status": 413, "message": message})
         small = httpx.post(f"{url}/admin/optout", json={"kind": "user", "id": "1"})
         assert small.status_code == 503  # read, and on to the route: consent is off here
+
+
+def test_a_user_name_longer_than_any_login_is_a_404_that_does_not_echo_it() -> None:
+    answer = _get(FakeStore(), f"/channel/alpha/user/{'a' * 5000}/2024/1")
+    assert answer.status_code == 404
+    assert answer.json()["message"] == "no user is named that: longer than 64 characters"
+    assert _get(FakeStore(), f"/channel/alpha/user/{'a' * 64}/2024/1").status_code == 200
