@@ -42,6 +42,12 @@ PROJECT_ROOT: Final = CHATLOG_HOME
 
 MAX_TTL_S: Final = 630_720_000
 """Cassandra's largest TTL (20 years): a larger one fails every write."""
+INT32_MAX: Final = 2**31 - 1
+"""Largest value of an integer config of librdkafka or of Kafka's Java clients (sizes, timeouts in ms)."""
+MAX_PARTITIONS: Final = 100_000
+"""Most partitions of a topic librdkafka creates (``NewTopic``: 1..100000)."""
+MAX_REPLICATION_FACTOR: Final = 10_000
+"""Largest replication factor librdkafka creates a topic with (``NewTopic``: up to 10000)."""
 SETTINGS_CLASSES: list[type[BaseSettings]] = []
 """Every settings class imported so far; each adds itself. The operator layer imports every settings
 module (``chatlog/cli/schema.py``), so there this is all of them."""
@@ -135,9 +141,14 @@ class KafkaSettings(_Base):
         description="Compacted opt-out registry topic (keys user:<id>, channel:<id>, code:<code>).",
     )
     channel_buckets: int = Field(default=64, ge=1, le=10_000, description="Partitions of the channel topic.")
-    messages_partitions: int = Field(default=12, ge=1, description="Partitions of the message topic.")
+    messages_partitions: int = Field(
+        default=12, ge=1, le=MAX_PARTITIONS, description="Partitions of the message topic; at most 100000."
+    )
     topic_replication_factor: int = Field(
-        default=1, ge=1, description="Replication factor of created topics."
+        default=1,
+        ge=1,
+        le=MAX_REPLICATION_FACTOR,
+        description="Replication factor of created topics; at most 10000.",
     )
     messages_retention_ms: int = Field(default=7 * 24 * 3600 * 1000, ge=60_000, description="Replay window.")
 

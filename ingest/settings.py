@@ -14,7 +14,7 @@ from typing import Literal
 from pydantic import Field, field_validator, model_validator
 
 from consent.settings import ConsentSettings
-from core.settings import IrcSettings, KafkaSettings
+from core.settings import INT32_MAX, IrcSettings, KafkaSettings
 from ingest.irc.settings import PoolSettings
 
 _WORKER_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_\-]{0,63}")  # IRC nicks start with it (ingest/irc/login.py)
@@ -60,7 +60,9 @@ class IngestSettings(PoolSettings, ConsentSettings):
     ingest_session_timeout_ms: int = Field(
         default=10_000,
         ge=1000,
-        description="Session timeout of the classic protocol (KIP-848: set on the broker).",
+        le=300_000,
+        description="Session timeout of the classic protocol (KIP-848: set on the broker); at most 300000 "
+        "(librdkafka's max.poll.interval.ms).",
     )
     ingest_handoff_timeout_s: float = Field(
         default=900.0,
@@ -86,21 +88,31 @@ class IngestSettings(PoolSettings, ConsentSettings):
         default="zstd",
         description="Producer compression; zstd: half the bytes of lz4, no slower (bench ingest).",
     )
-    ingest_linger_ms: float = Field(default=5.0, ge=0, description="Producer linger.ms (batching delay).")
-    ingest_batch_bytes: int = Field(default=1_000_000, ge=1024, description="Producer batch.size (bytes).")
+    ingest_linger_ms: float = Field(
+        default=5.0,
+        ge=0,
+        le=900_000,
+        description="Producer linger.ms (batching delay); at most 900000, below ingest_delivery_timeout_ms.",
+    )
+    ingest_batch_bytes: int = Field(
+        default=1_000_000, ge=1024, le=INT32_MAX, description="Producer batch.size (bytes)."
+    )
     ingest_queue_max_messages: int = Field(
         default=500_000,
         ge=1000,
+        le=INT32_MAX,
         description="Producer queue limit (messages); a full queue waits, never drops.",
     )
     ingest_queue_max_kbytes: int = Field(
         default=1_048_576,
         ge=1024,
+        le=INT32_MAX,
         description="Local producer queue limit (KiB); a full queue waits, never drops.",
     )
     ingest_delivery_timeout_ms: int = Field(
         default=120_000,
         ge=1000,
+        le=INT32_MAX,
         description="librdkafka delivery.timeout.ms: time to deliver before a failure.",
     )
     ingest_delivery_attempts: int = Field(
@@ -129,6 +141,15 @@ class IngestSettings(PoolSettings, ConsentSettings):
     def metrics_port_chosen(self) -> bool:
         """Whether the metrics port was set (variable or flag), so it must be that port or nothing."""
         return "metrics_port" in self.model_fields_set
+
+    @model_validator(mode="after")
+    def _linger_within_delivery_timeout(self) -> IngestSettings:
+        if self.ingest_linger_ms >= self.ingest_delivery_timeout_ms:  # librdkafka refuses the producer
+            raise ValueError(
+                "CHATLOG_INGEST_LINGER_MS must be less than CHATLOG_INGEST_DELIVERY_TIMEOUT_MS "
+                f"({self.ingest_linger_ms:g} >= {self.ingest_delivery_timeout_ms})"
+            )
+        return self
 
     @model_validator(mode="after")
     def _client_ids_off_twitch(self) -> IngestSettings:

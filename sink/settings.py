@@ -15,7 +15,7 @@ from typing import Literal
 from pydantic import Field, field_validator
 
 from consent.settings import ConsentSettings
-from core.settings import PROJECT_ROOT, CassandraSettings
+from core.settings import INT32_MAX, PROJECT_ROOT, CassandraSettings
 
 _UNITS_MS = {
     "ms": 1,
@@ -106,6 +106,7 @@ class SinkSettings(ConsentSettings, CassandraSettings):
     sink_kafka_fetch_max_wait_ms: int = Field(
         10,
         ge=0,
+        le=INT32_MAX,
         description="kafka.fetch.max.wait.ms of Spark's Kafka consumers. At the live end of the log a "
         "pooled consumer's read-ahead fetch waits this long for data that is not there, and the next "
         "task reading that partition waits for it: Kafka's 500 ms default made every live batch take "
@@ -138,8 +139,10 @@ class SinkSettings(ConsentSettings, CassandraSettings):
     sink_cassandra_retry_s: float = Field(
         120.0,
         gt=0,
+        le=INT32_MAX // 1000,
         description="How long writes keep retrying (exponential backoff) while Cassandra fails, "
-        "before the query fails loudly.",
+        "before the query fails loudly; also the dead-letter producer's message.timeout.ms (at most "
+        "2147483 s).",
     )
     sink_write_consistency: Literal["ONE", "LOCAL_ONE", "QUORUM", "LOCAL_QUORUM", "EACH_QUORUM", "ALL"] = (
         Field("LOCAL_QUORUM", description="Consistency level of the writes.")

@@ -13,7 +13,7 @@ def register(app: typer.Typer) -> None:
     @app.command()
     def demo(
         duration: Annotated[float, typer.Option(help="Seconds of simulated chat.")] = 120.0,
-        channels: Annotated[int, typer.Option(help="Channels to register.")] = 500,
+        channels: Annotated[int, typer.Option(min=1, max=100_000, help="Channels to register.")] = 500,
         rate: Annotated[float, typer.Option(help="Messages per second sent in total.")] = 2000.0,
     ) -> None:
         """The whole pipeline locally: chatters, 2x2 ingesters, the sink; a kill, a scale-out, a report."""

@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 import json
+import stat
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
@@ -20,6 +21,25 @@ if TYPE_CHECKING:
 channels_app = typer.Typer(help="The channel registry (the compacted channels topic).", no_args_is_help=True)
 
 _FILE_HELP = "File of channel names (whitespace or comma separated); '-' reads stdin."
+MAX_FILE_MIB = 64
+"""Most a channel file may hold (a million Twitch logins take 27 MiB): more is refused, never read on."""
+
+
+def _read_channel_file(file: Path) -> str:
+    """The text of ``file`` ('-': stdin), a file or a pipe of at most :data:`MAX_FILE_MIB` MiB."""
+    from core.errors import ChatlogError
+
+    limit = MAX_FILE_MIB * 1024 * 1024
+    if str(file) == "-":
+        data = sys.stdin.buffer.read(limit + 1)
+    else:
+        if not (stat.S_ISREG(mode := file.stat().st_mode) or stat.S_ISFIFO(mode)):
+            raise ChatlogError(f"--file {file} is not a regular file or a pipe ('-' reads stdin)")
+        with file.open("rb") as stream:
+            data = stream.read(limit + 1)
+    if len(data) > limit:
+        raise ChatlogError(f"--file {file} holds more than {MAX_FILE_MIB} MiB of channel names")
+    return data.decode("utf-8")
 
 
 def _names(names: list[str] | None, file: Path | None) -> list[str]:
@@ -29,7 +49,7 @@ def _names(names: list[str] | None, file: Path | None) -> list[str]:
     out = list(names or [])
     if file is not None:
         try:
-            text = sys.stdin.read() if str(file) == "-" else file.read_text(encoding="utf-8")
+            text = _read_channel_file(file)
         except (OSError, UnicodeDecodeError) as exc:
             raise ChatlogError(f"cannot read channel file {file}: {exc}") from None
         out.extend(names_from_text(text))
@@ -85,8 +105,8 @@ def channels_add(
     file: Annotated[Path | None, typer.Option("--file", "-f", help=_FILE_HELP)] = None,
 ) -> None:
     """Register channels; ones already registered are left as they are."""
-    registry = _registry()
-    change = registry.add(_names(names, file))
+    wanted = _names(names, file)  # before Kafka: a wrong file is said at once
+    change = _registry().add(wanted)
     typer.echo(f"added {len(change.changed)} channel(s); {len(change.unchanged)} already registered")
 
 
@@ -96,8 +116,8 @@ def channels_remove(
     file: Annotated[Path | None, typer.Option("--file", "-f", help=_FILE_HELP)] = None,
 ) -> None:
     """Unregister channels (tombstones); unknown names are reported and ignored."""
-    registry = _registry()
-    change = registry.remove(_names(names, file))
+    wanted = _names(names, file)  # before Kafka: a wrong file is said at once
+    change = _registry().remove(wanted)
     typer.echo(f"removed {len(change.changed)} channel(s); {len(change.unchanged)} were not registered")
 
 
@@ -157,7 +177,8 @@ def register(app: typer.Typer) -> None:
     def status(
         as_json: Annotated[bool, typer.Option("--json", help="Machine-readable report.")] = False,
         replicas: Annotated[
-            int | None, typer.Option(help="Expect replicas 0..N-1 (default: the replicas seen).")
+            int | None,
+            typer.Option(min=0, max=1000, help="Expect replicas 0..N-1 (default: the replicas seen)."),
         ] = None,
         stale: Annotated[
             float | None, typer.Option(help="Ignore heartbeats older than this, s (CHATLOG_STATUS_STALE_S).")

@@ -61,6 +61,8 @@ def register(app: typer.Typer) -> None:
             raise ChatlogError(f"--limit must be 0 or more, not {limit}")
         since_ms = parse_time(since, "--since") if since else None
         until_ms = parse_time(until, "--until") if until else None
+        if since_ms is not None and until_ms is not None and until_ms <= since_ms:
+            raise ChatlogError("--until must be after --since")  # as `chatlog coverage` says it
         settings = load(CassandraSettings, cassandra_keyspace=keyspace)
         quiet_driver_logs()  # a failure is reported below in one line, not as the driver's tracebacks
         count = 0

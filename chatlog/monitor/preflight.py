@@ -8,6 +8,7 @@ heartbeats with zstd, the registry with lz4), or a port already taken.
 from __future__ import annotations
 
 import importlib
+import os
 import socket
 import time
 from dataclasses import dataclass
@@ -138,6 +139,21 @@ def check_port(host: str, port: int, setting: str) -> None:
             sock.bind((host, port))
         except OSError as exc:
             raise ChatlogError(f"port {host}:{port} ({setting}) is not available: {exc.strerror}") from None
+
+
+def check_data_dir(settings: MonitorSettings) -> None:
+    """Make faust's data directory now (faust makes it at start and dies with a traceback when it cannot),
+    or say in one line why it cannot be."""
+    path = settings.monitor_data_dir
+    where = "setting monitor_data_dir (CHATLOG_MONITOR_DATA_DIR)"
+    if path.exists() and not path.is_dir():
+        raise ChatlogError(f"{where}: {path} exists and is not a directory")
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise ChatlogError(f"{where}: cannot create {path}: {exc.strerror or exc}") from None
+    if not os.access(path, os.W_OK | os.X_OK):  # faust makes its v1/tables directories in it
+        raise ChatlogError(f"{where}: {path} is not writable")
 
 
 def broker_url(settings: MonitorSettings) -> str:

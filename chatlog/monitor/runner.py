@@ -22,6 +22,7 @@ def run(settings: MonitorSettings) -> None:
     preflight.check_port(
         settings.monitor_metrics_host, settings.monitor_metrics_port, "CHATLOG_MONITOR_METRICS_PORT"
     )
+    preflight.check_data_dir(settings)
     partitions = preflight.source_partitions(settings)
     preflight.ensure_changelogs(settings, partitions)
     monitor = Monitor(settings, partitions)

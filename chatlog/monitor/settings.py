@@ -10,7 +10,7 @@ import tempfile
 from pathlib import Path
 from typing import Literal
 
-from pydantic import Field
+from pydantic import Field, field_validator
 
 from core.settings import KafkaSettings
 
@@ -55,8 +55,16 @@ class MonitorSettings(KafkaSettings):
     monitor_metrics_host: str = Field("0.0.0.0", description="Address the metrics endpoint listens on.")
     monitor_data_dir: Path = Field(
         Path(tempfile.gettempdir()) / "chatlog-monitor",
-        description="faust's data directory (tables live in memory; faust still wants a directory).",
+        description="faust's data directory (tables live in memory; faust still wants a directory); made "
+        "at start if missing.",
     )
     monitor_log_level: Literal["debug", "info", "warning", "error"] = Field(
         "warning", description="Log level of faust itself (the monitor's own lines are logged at info)."
     )
+
+    @field_validator("monitor_data_dir")
+    @classmethod
+    def _no_braces(cls, value: Path) -> Path:
+        if "{" in str(value) or "}" in str(value):
+            raise ValueError("no { or } (faust expands {conf...} fields in it)")
+        return value

@@ -97,6 +97,9 @@ def test_the_home_is_fixed_when_chatlog_starts_never_the_installed_code(
     ("cls", "variable", "value"),
     [
         (StackSettings, "CHATLOG_CASSANDRA_TTL_S", "630720001"),  # past 20 years: every write refused
+        (StackSettings, "CHATLOG_MESSAGES_PARTITIONS", "2147483648"),  # past int32: an OverflowError
+        (StackSettings, "CHATLOG_MESSAGES_PARTITIONS", "100001"),  # librdkafka creates at most 100000
+        (StackSettings, "CHATLOG_TOPIC_REPLICATION_FACTOR", "10001"),  # librdkafka: at most 10000
         (StackSettings, "CHATLOG_START_TIMEOUT_S", "inf"),
         (StackSettings, "CHATLOG_START_TIMEOUT_S", "nan"),
         (ServeSettings, "CHATLOG_SERVE_HOST", ""),  # would bind every interface

@@ -89,3 +89,28 @@ def test_read_tasks_follow_the_shuffle_partitions_unless_set(monkeypatch: pytest
     monkeypatch.setenv("CHATLOG_SINK_READ_TASKS", "-1")
     with pytest.raises(ValueError, match="sink_read_tasks"):
         SinkSettings()  # type: ignore[call-arg]
+
+
+@pytest.mark.parametrize(
+    ("variable", "value"),
+    [
+        ("CHATLOG_SINK_CASSANDRA_RETRY_S", "2147484"),  # the dead-letter producer's message.timeout.ms: int32
+        ("CHATLOG_SINK_KAFKA_FETCH_MAX_WAIT_MS", "2147483648"),  # an int of Kafka's Java consumer
+    ],
+)
+def test_a_kafka_client_config_past_int32_is_one_line_naming_the_variable(
+    monkeypatch: pytest.MonkeyPatch, variable: str, value: str
+) -> None:
+    monkeypatch.setenv(variable, value)
+    with pytest.raises(SettingsError) as exc:
+        load(SinkSettings)
+    assert variable in str(exc.value) and "\n" not in str(exc.value)
+
+
+def test_the_longest_retry_allowed_makes_a_dead_letter_producer() -> None:
+    from confluent_kafka import Producer
+
+    from sink.executor.deadletter import DeadLetters
+
+    settings = load(SinkSettings, kafka_bootstrap_servers="127.0.0.1:1", sink_cassandra_retry_s=2_147_483)
+    Producer(DeadLetters(settings)._config)
