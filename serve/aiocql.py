@@ -16,10 +16,14 @@ from typing import Any
 class PagedQuery:
     """One statement's pages, in order; the first is requested at construction."""
 
-    def __init__(self, session: Any, statement: Any, params: Sequence[Any]) -> None:
+    def __init__(self, session: Any, statement: Any, params: Sequence[Any], profile: Any = None) -> None:
+        """``profile``: an execution profile (its name, or one made by the session), else the default."""
         self._loop = asyncio.get_running_loop()
         self._waiter: asyncio.Future[list[Any]] = self._loop.create_future()
-        self._future = session.execute_async(statement, params)
+        if profile is None:
+            self._future = session.execute_async(statement, params)
+        else:
+            self._future = session.execute_async(statement, params, execution_profile=profile)
         self._future.add_callbacks(self._on_rows, self._on_error)
 
     def _deliver(

@@ -45,6 +45,9 @@ from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 from typing import Any, Final, TypeVar
 
+from cassandra.cluster import EXEC_PROFILE_DEFAULT
+from cassandra.query import tuple_factory
+
 from schemas.chat_event import ChatEvent
 from schemas.cql import (
     BUCKET_MS,
@@ -60,13 +63,20 @@ from serve.names import login_of
 from serve.store import ById, Channel, Named
 from serve.stored import LogLine, aclose, stored_event, stored_sender
 
-_ROW: Final = (
+ROW_COLUMNS: Final = (
     "toUnixTimestamp(sent_at) AS sent_ms, CAST(message_id AS text) AS mid, line, "
     "toUnixTimestamp(received_at) AS received_ms"
 )
 """A stored event's columns, the key's values as the reader uses them: epoch ms and the uuid's text. Made
 by Cassandra, they cost the driver ~5 µs less per row than a ``timestamp`` (a datetime) and a ``uuid``
-(a UUID object, then its text for the line): a channel-day read is mostly this per-row cost."""
+(a UUID object, then its text for the line): a channel-day read is mostly this per-row cost. The rows come
+as plain tuples (another ~1 µs less than a named tuple each), indexed by the four names below."""
+_SENT, _MID, _LINE, _RECEIVED = range(4)
+_TUPLE_ROWS: Final = frozenset(
+    ("rows", "rows_desc", "rows_in", "row_from", "row_before", "user_rows", "user_rows_desc", "user_from",
+     "user_before")
+)  # fmt: skip
+"""The statements that select :data:`ROW_COLUMNS`."""
 _EPOCH: Final = datetime(1970, 1, 1)
 _MS_DELTA: Final = timedelta(milliseconds=1)
 _FAR: Final = 253_402_300_799_999
@@ -111,8 +121,8 @@ def _order(sent_at_ms: int, message_id: uuid.UUID) -> Order:
 
 def _row_order(reverse: bool) -> Callable[[Any], Order]:
     if reverse:
-        return lambda row: _negated(_order(row.sent_ms, uuid.UUID(row.mid)))
-    return lambda row: _order(row.sent_ms, uuid.UUID(row.mid))
+        return lambda row: _negated(_order(row[_SENT], uuid.UUID(row[_MID])))
+    return lambda row: _order(row[_SENT], uuid.UUID(row[_MID]))
 
 
 def _negated(key: Order) -> Order:
@@ -214,8 +224,8 @@ class CassandraStore:
         prepare = session.prepare
         window = "AND sent_at >= ? AND sent_at < ?"
         desc = "ORDER BY sent_at DESC, message_id DESC"
-        rows = f"SELECT {_ROW} FROM chat_by_channel WHERE channel_key = ? AND bucket = ?"
-        user_rows = f"SELECT {_ROW} FROM chat_by_user WHERE channel_key = ? AND user_key = ?"
+        rows = f"SELECT {ROW_COLUMNS} FROM chat_by_channel WHERE channel_key = ? AND bucket = ?"
+        user_rows = f"SELECT {ROW_COLUMNS} FROM chat_by_user WHERE channel_key = ? AND user_key = ?"
         self._stmts: dict[str, Any] = {
             "distinct": prepare("SELECT DISTINCT channel_key FROM chat_buckets"),
             "buckets": prepare(
@@ -232,7 +242,7 @@ class CassandraStore:
             "rows": prepare(f"{rows} {window}"),
             "rows_desc": prepare(f"{rows} {window} {desc}"),
             "rows_in": prepare(
-                f"SELECT {_ROW} FROM chat_by_channel WHERE channel_key = ? AND bucket IN ? {window}"
+                f"SELECT {ROW_COLUMNS} FROM chat_by_channel WHERE channel_key = ? AND bucket IN ? {window}"
             ),
             "row_from": prepare(f"{rows} AND sent_at >= ? LIMIT 1"),
             "row_before": prepare(f"{rows} AND sent_at < ? {desc} LIMIT 1"),
@@ -267,9 +277,11 @@ class CassandraStore:
         }
         for statement in self._stmts.values():
             statement.fetch_size = fetch_size
+        self._tuples = session.execution_profile_clone_update(EXEC_PROFILE_DEFAULT, row_factory=tuple_factory)
 
     def _query(self, name: str, *params: Any) -> PagedQuery:
-        return PagedQuery(self.session, self._stmts[name], params)
+        profile = self._tuples if name in _TUPLE_ROWS else EXEC_PROFILE_DEFAULT
+        return PagedQuery(self.session, self._stmts[name], params, profile)
 
     async def ping(self) -> None:
         await self._query("ping").all()
@@ -506,11 +518,11 @@ class CassandraStore:
 
     @staticmethod
     def _line(row: Any, hint: str) -> LogLine:
-        return LogLine(row.line or "", row.mid, row.sent_ms, row.received_ms, hint)
+        return LogLine(row[_LINE] or "", row[_MID], row[_SENT], row[_RECEIVED], hint)
 
     @staticmethod
     def _event(row: Any, hint: str) -> ChatEvent:
-        return stored_event(row.line or "", row.mid, row.sent_ms, row.received_ms, hint)
+        return stored_event(row[_LINE] or "", row[_MID], row[_SENT], row[_RECEIVED], hint)
 
     async def _ahead(self, units: AsyncIterator[U]) -> AsyncGenerator[U, None]:
         """The units of ``units`` in order, the next ones made (so their queries started) while one is
@@ -580,9 +592,9 @@ class CassandraStore:
                     last: Any = None
                     async for page in queries[0].pages():
                         for row in page:
-                            if last is not None and row.sent_ms < last and not reverse:
-                                raise OutOfOrder(f"chat_by_channel {keys.name}: {row.sent_ms} after {last}")
-                            last = row.sent_ms
+                            if last is not None and row[_SENT] < last and not reverse:
+                                raise OutOfOrder(f"chat_by_channel {keys.name}: {row[_SENT]} after {last}")
+                            last = row[_SENT]
                             yield self._line(row, keys.name)
                 else:  # one bucket under several keys (an id and a login): merged
                     async for _, row in _merge([q.rows() for q in queries], order):
@@ -611,9 +623,9 @@ class CassandraStore:
             assert current is not None
             async for page in current.pages():
                 for row in page:
-                    if last is not None and row.sent_ms < last:
-                        raise OutOfOrder(f"chat_by_user {pair}: {row.sent_ms} after {last}")
-                    last = row.sent_ms
+                    if last is not None and row[_SENT] < last:
+                        raise OutOfOrder(f"chat_by_user {pair}: {row[_SENT]} after {last}")
+                    last = row[_SENT]
                     yield row
 
     async def _descending(self, hits: dict[int, list[Pair]], lo: int, hi: int) -> AsyncIterator[Any]:
