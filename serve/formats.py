@@ -53,6 +53,7 @@ MESSAGE_TYPES: Final[dict[str, int]] = {
     "GLOBALUSERSTATE": 14,
 }
 UNKNOWN_TYPE: Final = -1
+_DAY_S: Final = 86_400
 
 _encoder = msgspec.json.Encoder()
 
@@ -96,15 +97,30 @@ def friendly_text(event: ChatEvent) -> str:
 
 def timestamp(ms: int) -> str:
     """RFC 3339 in UTC: ``2024-01-02T15:04:05Z``, with ``.123`` when the milliseconds are not zero."""
-    moment = datetime.fromtimestamp(ms // 1000, UTC)
-    head = moment.strftime("%Y-%m-%dT%H:%M:%S")
-    return f"{head}.{ms % 1000:03d}Z" if ms % 1000 else f"{head}Z"
+    second, milli = divmod(ms, 1000)
+    day, time_of_day = _day_and_time(second)
+    return f"{day}T{time_of_day}.{milli:03d}Z" if milli else f"{day}T{time_of_day}Z"
 
 
-@lru_cache(maxsize=4096)
+@lru_cache(maxsize=256)
+def _date(day: int) -> str:
+    """``2024-01-02``: the UTC date of the ``day``-th day after 1970-01-01 (a log's lines share a few)."""
+    return datetime.fromtimestamp(day * _DAY_S, UTC).strftime("%Y-%m-%d")
+
+
+def _day_and_time(second: int) -> tuple[str, str]:
+    """The UTC date and ``15:04:05`` of an epoch second: ``strftime`` only once a day (~2.5 µs each; a
+    busy day's lines have ~86,400 distinct seconds), the time of day by arithmetic."""
+    day, rest = divmod(second, _DAY_S)
+    hour, rest = divmod(rest, 3600)
+    minute, sec = divmod(rest, 60)
+    return _date(day), f"{hour:02d}:{minute:02d}:{sec:02d}"
+
+
 def _clock(second: int) -> str:
-    """``2024-01-02 15:04:05`` (UTC) of an epoch second; kept, as a log's lines share their seconds."""
-    return datetime.fromtimestamp(second, UTC).strftime("%Y-%m-%d %H:%M:%S")
+    """``2024-01-02 15:04:05`` (UTC) of an epoch second."""
+    day, time_of_day = _day_and_time(second)
+    return f"{day} {time_of_day}"
 
 
 def _text_line(sent_at: int, channel: str, user: str | None, text: str) -> str:

@@ -3,7 +3,11 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from typing import Any
+
+from hypothesis import given
+from hypothesis import strategies as st
 
 from schemas.chat_event import ChatEvent
 from serve.formats import (
@@ -134,3 +138,13 @@ def test_a_text_line_escapes_what_the_short_way_reads() -> None:
         log_text_line(line)
         == "[1970-01-01 00:00:00] #c eve: \\x1b[2Jfake\\r\\n[2017-01-01 00:00:00] #c admin: hi"
     )
+
+
+@given(st.integers(min_value=-(10**12), max_value=253_402_300_799_999))
+def test_times_are_strftimes_in_utc_whatever_the_second(ms: int) -> None:
+    moment = datetime.fromtimestamp(ms // 1000, UTC)
+    head = moment.strftime("%Y-%m-%dT%H:%M:%S")
+    assert timestamp(ms) == (f"{head}.{ms % 1000:03d}Z" if ms % 1000 else f"{head}Z")
+    event = ChatEvent(message_id="m", kind="PRIVMSG", channel="c", sent_at=ms, received_at=ms, raw="x")
+    line = text_line(event)
+    assert line.startswith(f"[{moment.strftime('%Y-%m-%d %H:%M:%S')}] #c ")
