@@ -51,6 +51,18 @@ class ConsentSettings(KafkaSettings):
     optout_code_ttl_s: int = Field(
         default=600, ge=30, le=7 * 86400, description="Seconds a self-service opt-out code stays valid."
     )
+    optout_code_rate: str = Field(
+        default="5/minute",
+        description=(
+            "Self-service codes (`POST /optout`) one client address may ask for, as `N/second|minute|hour` "
+            "(more: a 429); behind a proxy, run `chatlog serve` with uvicorn's forwarded-allow-ips so the "
+            "address is the client's."
+        ),
+    )
+    optout_code_rate_total: str = Field(
+        default="120/minute",
+        description="Self-service codes all clients together may ask for (each: a record and an audit row).",
+    )
     optout_ready_timeout_s: float = Field(
         default=30.0,
         gt=0,
@@ -72,6 +84,17 @@ class ConsentSettings(KafkaSettings):
             "the audit. Unset: those routes answer 404 (secret)."
         ),
     )
+
+    @field_validator("optout_code_rate", "optout_code_rate_total")
+    @classmethod
+    def _rate(cls, value: str) -> str:
+        from limits import parse
+
+        try:
+            parse(value)
+        except ValueError:
+            raise ValueError("not a rate such as 5/minute (N per second, minute, hour or day)") from None
+        return value
 
     @field_validator("serve_admin_keys")
     @classmethod

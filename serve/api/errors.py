@@ -14,11 +14,14 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 class ApiError(Exception):
     """An answer other than 2xx/3xx, with the reason the client reads."""
 
-    def __init__(self, status: int, message: str, *, code: str | None = None) -> None:
+    def __init__(
+        self, status: int, message: str, *, code: str | None = None, headers: dict[str, str] | None = None
+    ) -> None:
         super().__init__(message)
         self.status = status
         self.message = message
         self.code = code
+        self.headers = headers
 
 
 def bad_request(message: str) -> ApiError:
@@ -40,7 +43,9 @@ def error_response(status: int, message: str, code: str | None = None) -> JSONRe
 
 async def on_api_error(request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, ApiError)
-    return error_response(exc.status, exc.message, exc.code)
+    response = error_response(exc.status, exc.message, exc.code)
+    response.headers.update(exc.headers or {})
+    return response
 
 
 async def on_http_error(request: Request, exc: Exception) -> JSONResponse:

@@ -204,9 +204,33 @@ async def admin_erase(request: Request, by: Admin, body: EraseBody) -> JSONRespo
     return JSONResponse({"erased": report.as_json()})
 
 
+def _code_allowed(request: Request, settings: ConsentSettings) -> None:
+    """A 429 when the client's address, or all clients together, asked for more codes than
+    ``CHATLOG_OPTOUT_CODE_RATE`` / ``..._TOTAL`` allow (in-memory, per server process)."""
+    from limits import parse
+    from limits.storage import MemoryStorage
+    from limits.strategies import MovingWindowRateLimiter
+
+    state = request.app.state
+    limiter = getattr(state, "code_limiter", None)
+    if limiter is None:
+        limiter = state.code_limiter = MovingWindowRateLimiter(MemoryStorage())
+    address = request.client.host if request.client is not None else "?"
+    for rate, key in ((settings.optout_code_rate, address), (settings.optout_code_rate_total, "*")):
+        limit = parse(rate)
+        if not limiter.hit(limit, "optout-code", key):
+            who = "this address" if key != "*" else "all clients"
+            raise ApiError(
+                429,
+                f"too many opt-out codes asked for by {who} (at most {rate}); try again later",
+                headers={"Retry-After": str(limit.get_expiry())},
+            )
+
+
 @router.post("/optout", summary="A short-lived code: type `<command> optout CODE` in a logged channel")
 async def self_service_code(request: Request) -> JSONResponse:
     settings, _registry, publisher = _state(request)
+    _code_allowed(request, settings)
     code = await _call(
         "publishing the code", publisher.issue_code, by="api:self-service", ttl_s=settings.optout_code_ttl_s
     )
