@@ -11,7 +11,6 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
-import socket
 import struct
 import subprocess
 import sys
@@ -36,6 +35,7 @@ from schemas.chat_event import ChatEvent, encode
 from sink.executor.cassandra import close_sessions
 from sink.executor.partition import NameCache, write_partition
 from sink.settings import SinkSettings
+from tests.uvicorn_thread import free_port
 
 CHROMIUM = os.environ.get("CHATLOG_TEST_CHROMIUM", "/usr/bin/chromium")
 EMOTE_CDN = "https://static-cdn.jtvnw.net/**"
@@ -133,13 +133,6 @@ def write_coverage(settings: StackSettings, rows: list[tuple[str, int, str, str]
         cluster.shutdown()
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
-
-
 @dataclass
 class Served:
     """A running ``chatlog serve`` and the keyspace it reads."""
@@ -184,7 +177,7 @@ def keyspace(stack: StackSettings, tmp_path_factory: pytest.TempPathFactory) -> 
 def served(keyspace: Keyspace) -> Iterator[Served]:
     """``chatlog serve`` on a free port over the keyspace (a process of its own, stopped at the end)."""
     settings = keyspace.settings
-    port = _free_port()
+    port = free_port()
     env = {
         **os.environ,
         "CHATLOG_CASSANDRA_KEYSPACE": settings.cassandra_keyspace,

@@ -4,9 +4,6 @@ sink's writer stored in a fresh keyspace."""
 from __future__ import annotations
 
 import json
-import socket
-import threading
-import time
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -15,7 +12,6 @@ from typing import Any
 
 import httpx
 import pytest
-import uvicorn
 
 from core.cql import apply_schema, connect
 from core.settings import StackSettings
@@ -26,6 +22,7 @@ from sink.executor.cassandra import close_sessions
 from sink.executor.partition import write_partition
 from sink.settings import SinkSettings
 from tests.integration.serve.conftest import line_event
+from tests.uvicorn_thread import served
 
 pytestmark = pytest.mark.integration
 
@@ -96,13 +93,6 @@ class Server:
         return httpx.get(self.base + path, follow_redirects=False, timeout=60, **kw)  # type: ignore[arg-type]
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
-
-
 @contextmanager
 def serving(
     stack: StackSettings, tmp_path_factory: pytest.TempPathFactory, events: list[ChatEvent]
@@ -116,26 +106,11 @@ def serving(
     stats = write_partition(((encode(e), None, None) for e in events), sink)
     close_sessions()
     assert stats.events == len(events)
-    port = _free_port()
-    serve_values: dict[str, Any] = {
-        "cassandra_keyspace": keyspace,
-        "serve_port": port,
-        "serve_channels_ttl_s": 0,
-    }
-    app = create_app(ServeSettings(**serve_values))
-    config = uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="on")
-    uv = uvicorn.Server(config)
-    thread = threading.Thread(target=uv.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 30
-    while not uv.started:
-        assert time.monotonic() < deadline and thread.is_alive(), "uvicorn did not start"
-        time.sleep(0.05)
+    serve_values: dict[str, Any] = {"cassandra_keyspace": keyspace, "serve_channels_ttl_s": 0}
     try:
-        yield Server(f"http://127.0.0.1:{port}", events)
+        with served(create_app(ServeSettings(**serve_values))) as base:
+            yield Server(base, events)
     finally:
-        uv.should_exit = True
-        thread.join(30)
         cluster, session = connect(settings)
         try:
             session.execute(f"DROP KEYSPACE IF EXISTS {keyspace}", timeout=60)

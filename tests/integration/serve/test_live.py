@@ -6,7 +6,6 @@ client's read is printed (run with ``-s``), not asserted."""
 from __future__ import annotations
 
 import json
-import socket
 import statistics
 import threading
 import time
@@ -17,7 +16,6 @@ from typing import Any
 
 import httpx
 import pytest
-import uvicorn
 from confluent_kafka import Producer
 from fastapi import FastAPI
 
@@ -29,6 +27,7 @@ from serve.live import LiveHub, live_message
 from serve.settings import LiveSettings, ServeSettings
 from sink.settings import SinkSettings
 from tests.integration.serve.conftest import line_event, write
+from tests.uvicorn_thread import served
 
 pytestmark = pytest.mark.integration
 
@@ -78,13 +77,6 @@ class Reader(threading.Thread):
         return [e[1] for e in self.got.events]
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
-
-
 @dataclass
 class Live:
     base: str
@@ -113,23 +105,11 @@ def live(sink_settings: SinkSettings, fresh_keyspace: StackSettings, unique: str
     app = FastAPI()
     app.state.store = store
     app.include_router(live_router(settings))
-    port = _free_port()
-    server = uvicorn.Server(
-        uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="on")
-    )
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 30
-    while not server.started:
-        assert time.monotonic() < deadline and thread.is_alive(), "uvicorn did not start"
-        time.sleep(0.05)
     try:
-        yield Live(f"http://127.0.0.1:{port}", channel, settings, app)
+        with served(app) as base:
+            yield Live(base, channel, settings, app)
     finally:
-        server.should_exit = True
-        thread.join(60)
         cluster.shutdown()
-    assert not thread.is_alive(), "uvicorn did not stop"
     hub = app.state.live_hub
     assert isinstance(hub, LiveHub) and not hub.running, "the live consumer outlived the app"
 

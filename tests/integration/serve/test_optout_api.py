@@ -5,8 +5,6 @@ one), 403 for opted-out users and channels, ``/channels`` without opted-out chan
 
 from __future__ import annotations
 
-import socket
-import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator
@@ -15,7 +13,6 @@ from typing import Any
 
 import httpx
 import pytest
-import uvicorn
 
 from consent.registry import OptOutRegistry
 from consent.settings import ConsentSettings
@@ -23,6 +20,7 @@ from core.settings import StackSettings
 from serve.api.app import create_app
 from serve.settings import ServeSettings
 from tests.integration.consent.conftest import Filled, fill, optout_topic
+from tests.uvicorn_thread import served as uvicorn_served
 
 pytestmark = pytest.mark.integration
 
@@ -46,13 +44,6 @@ class Served:
         return httpx.delete(self.base + path, timeout=60, **kw)
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
-
-
 @pytest.fixture(scope="module")
 def served(stack: StackSettings, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
     """One server for the module (its setup is most of the time): the tests use distinct ids, in order."""
@@ -64,25 +55,12 @@ def served(stack: StackSettings, tmp_path_factory: pytest.TempPathFactory) -> It
     filled = fill(keyspace.cassandra_keyspace, tmp_path_factory.mktemp("sink"))
     try:
         with optout_topic(stack, f"t{unique}.optout", serve_admin_keys=f"ops:{SECRET}") as consent:
-            port = _free_port()
             values: dict[str, Any] = {
                 "cassandra_keyspace": keyspace.cassandra_keyspace,
-                "serve_port": port,
                 "serve_channels_ttl_s": 0,
             }
-            app = create_app(ServeSettings(**values), consent=consent)
-            server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
-            thread = threading.Thread(target=server.run, daemon=True)
-            thread.start()
-            deadline = time.monotonic() + 30
-            while not server.started:
-                assert time.monotonic() < deadline and thread.is_alive(), "uvicorn did not start"
-                time.sleep(0.05)
-            try:
-                yield Served(f"http://127.0.0.1:{port}", filled, consent)
-            finally:
-                server.should_exit = True
-                thread.join(30)
+            with uvicorn_served(create_app(ServeSettings(**values), consent=consent)) as base:
+                yield Served(base, filled, consent)
     finally:
         cluster, session = connect(keyspace)
         try:

@@ -4,16 +4,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import socket
-import threading
-import time
 from collections.abc import AsyncIterator, Iterator
 from datetime import date
 from typing import Any
 
 import httpx
 import pytest
-import uvicorn
 
 from consent.settings import ConsentSettings
 from core.settings import load
@@ -23,6 +19,7 @@ from serve.api.middleware import MAX_BODY_BYTES
 from serve.settings import ServeSettings
 from serve.store import Channel, LookupUnsupported, Named
 from serve.stored import LogLine
+from tests.uvicorn_thread import served
 
 DAY = 1_704_153_600_000  # 2024-01-02
 
@@ -118,21 +115,8 @@ def test_storage_failure_before_the_first_line_is_a_503() -> None:
 def _served(store: FakeStore) -> Iterator[str]:
     """The app on ``store`` under uvicorn on a free loopback port (a real socket); its base URL."""
     app = create_app(load(ServeSettings), store, consent=ConsentSettings(serve_consent=False))  # no Kafka
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="critical"))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 20
-    while not server.started:
-        assert time.monotonic() < deadline and thread.is_alive(), "uvicorn did not start"
-        time.sleep(0.02)
-    try:
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        server.should_exit = True
-        thread.join(20)
+    with served(app, log_level="critical", start_s=20) as url:
+        yield url
 
 
 def test_storage_failure_mid_stream_cuts_the_connection_so_the_client_sees_an_incomplete_body() -> None:
