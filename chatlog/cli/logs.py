@@ -10,6 +10,17 @@ import typer
 FORMATS = ("text", "ndjson", "raw")
 
 
+def raw_line(raw: str, *, terminal: bool) -> str:
+    """An IRC line as ``--format raw`` prints it: exact into a file or a pipe; on a terminal with its
+    control characters made visible (:mod:`serve.terminal`, as ``ls`` does with names), so a chat line
+    cannot move the cursor, recolour or rewrite what the reader sees."""
+    if not terminal:
+        return raw
+    from serve.terminal import escape_controls
+
+    return escape_controls(raw)
+
+
 def register(app: typer.Typer) -> None:
     """Add ``logs`` to ``app``."""
 
@@ -32,7 +43,11 @@ def register(app: typer.Typer) -> None:
         reverse: Annotated[bool, typer.Option("--reverse", help="Newest first.")] = False,
         limit: Annotated[int | None, typer.Option(help="At most this many events.")] = None,
         output_format: Annotated[
-            str, typer.Option("--format", help="text, ndjson (every field) or raw (the IRC lines).")
+            str,
+            typer.Option(
+                "--format",
+                help="text, ndjson (every field) or raw (the IRC lines; on a terminal, controls escaped).",
+            ),
         ] = "text",
         keyspace: Annotated[str | None, typer.Option(help="Cassandra keyspace.")] = None,
     ) -> None:
@@ -78,8 +93,9 @@ def register(app: typer.Typer) -> None:
                     out.write(encode(event).decode() + "\n")
                     count += 1
             elif output_format == "raw":
+                terminal = out.isatty()
                 for event in events:
-                    out.write(event.raw + "\n")
+                    out.write(raw_line(event.raw, terminal=terminal) + "\n")
                     count += 1
             else:  # text: a gap in coverage is marked where it falls
                 lines = text_with_gaps(

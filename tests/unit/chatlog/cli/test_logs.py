@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from chatlog.cli.logs import raw_line
 from tests.unit.cli_runs import DOWN, chatlog
 
 
@@ -24,3 +25,11 @@ def test_since_not_before_until_is_one_line_naming_both(since: str, until: str) 
 def test_since_before_until_goes_on_to_cassandra() -> None:
     run = chatlog(["logs", "x", "--since", "2026-01-01", "--until", "2026-01-02"], DOWN, timeout=15)
     assert run.code == 2 and len(run.stderr_lines) == 1 and "CHATLOG_CASSANDRA_PORT" in run.stderr
+
+
+def test_raw_lines_are_exact_in_a_pipe_and_escaped_on_a_terminal() -> None:
+    line = "@id=1 :a!a@a PRIVMSG #c :\x01ACTION hi \x1b[2J\x1b]0;title\x07\x01"
+    assert raw_line(line, terminal=False) == line
+    shown = raw_line(line, terminal=True)
+    assert "\x1b" not in shown and "\x07" not in shown and "\x01" not in shown
+    assert shown == "@id=1 :a!a@a PRIVMSG #c :\\x01ACTION hi \\x1b[2J\\x1b]0;title\\x07\\x01"
