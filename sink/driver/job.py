@@ -43,13 +43,14 @@ def run_sink(
 
     if backfill_to is not None and backfill_from is None:
         raise ChatlogError("--to needs --backfill --from")
+    start = parse_time(backfill_from, "--from") if backfill_from is not None else None  # before any service
+    end = parse_time(backfill_to, "--to") if backfill_to is not None else None
     preflight(settings)
 
-    if backfill_from is not None:
+    if start is not None:
         from sink.driver import backfill
 
-        end = parse_time(backfill_to) if backfill_to is not None else None
-        return backfill.run(settings, parse_time(backfill_from), end, deadletter=deadletter).summary()
+        return backfill.run(settings, start, end, deadletter=deadletter).summary()
     from sink.driver import stream
 
     totals = stream.run(settings, available_now=available_now)

@@ -64,6 +64,22 @@ def test_a_user_mistake_is_one_line_and_exit_2(
     assert capsys.readouterr().err == message
 
 
+@pytest.mark.parametrize(
+    ("argv", "option"),
+    [
+        (["--backfill", "--from", "yesterday"], "--from"),
+        (["--backfill", "--from", "2026-11-21T00:00:00Z", "--to", "later"], "--to"),
+    ],
+)
+def test_a_backfill_time_that_is_not_one_is_one_line_naming_its_option_before_any_service(
+    argv: list[str], option: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert job.main(argv) == 2  # no Kafka or Cassandra here: it stops before the preflight
+    err = capsys.readouterr().err
+    assert err.startswith(f"chatlog sink: error: {option}: ") and "is not a time" in err
+    assert err.count("\n") == 1
+
+
 def test_an_unknown_option_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
     assert job.main(["--no-such-flag"]) == 2
     err = capsys.readouterr().err
