@@ -34,6 +34,9 @@ def register(app: typer.Typer) -> None:
 
         if output_format not in ("text", "json"):
             raise ChatlogError(f"--format must be text or json, not {output_format[:40]!r}")
+        name = channel.strip().lstrip("#").lower()
+        if not name:
+            raise ChatlogError("CHANNEL is empty")  # as `chatlog logs` says it
         now = int(time.time() * 1000)
         until_ms = parse_time(until, "--until") if until else now
         since_ms = parse_time(since, "--since") if since else until_ms - 86_400_000
@@ -43,9 +46,7 @@ def register(app: typer.Typer) -> None:
         quiet_driver_logs()
         cluster, session = open_session(settings)
         try:
-            found = read_coverage(
-                session, settings.cassandra_keyspace, channel.lstrip("#").lower(), since_ms, until_ms
-            )
+            found = read_coverage(session, settings.cassandra_keyspace, name, since_ms, until_ms)
         except InvalidRequest as exc:
             reason = str(exc).split("message=")[-1].strip('"')
             raise ChatlogError(
