@@ -81,16 +81,31 @@ def tls_context(
     certificate: Path | None = None,
     key: Path | None = None,
     key_password: SecretStr | None = None,
+    variables: str = "CHATLOG_CASSANDRA_SSL",
 ) -> ssl.SSLContext:
-    """A client TLS context: the CA file (else the system's CAs), and a client certificate if given."""
-    context = ssl.create_default_context(cafile=str(ca) if ca is not None else None)
+    """A client TLS context: the CA file (else the system's CAs), and a client certificate if given.
+    A file that cannot be read or is not PEM is a :class:`SettingsError` naming its variable
+    (``{variables}_CA_LOCATION`` ...), not a connection failure blamed on the hosts."""
+
+    def unusable(names: tuple[str, ...], path: Path | None, exc: Exception) -> SettingsError:
+        reason = " ".join(str(getattr(exc, "strerror", None) or exc).split())[:200]
+        settings = " / ".join(f"{variables}_{name}" for name in names)
+        return SettingsError(f"{settings}: cannot use {path}: {reason}")
+
+    try:
+        context = ssl.create_default_context(cafile=str(ca) if ca is not None else None)
+    except (OSError, ValueError) as exc:  # ssl.SSLError is an OSError
+        raise unusable(("CA_LOCATION",), ca, exc) from None
     context.check_hostname = check_hostname
     if certificate is not None:
-        context.load_cert_chain(
-            str(certificate),
-            str(key) if key is not None else None,
-            key_password.get_secret_value() if key_password is not None else None,
-        )
+        try:
+            context.load_cert_chain(
+                str(certificate),
+                str(key) if key is not None else None,
+                key_password.get_secret_value() if key_password is not None else None,
+            )
+        except (OSError, ValueError) as exc:
+            raise unusable(("CERTIFICATE_LOCATION", "KEY_LOCATION"), certificate, exc) from None
     return context
 
 
@@ -212,6 +227,7 @@ class KafkaSettings(_Base):
             certificate=self.kafka_ssl_certificate_location,
             key=self.kafka_ssl_key_location,
             key_password=self.kafka_ssl_key_password,
+            variables="CHATLOG_KAFKA_SSL",
         )
 
     def kafka_sasl_credentials(self) -> tuple[str, str] | None:

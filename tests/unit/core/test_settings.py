@@ -120,3 +120,27 @@ def test_a_setting_out_of_range_is_one_line_naming_it(
 def test_the_largest_ttl_cassandra_takes_is_accepted(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("CHATLOG_CASSANDRA_TTL_S", "630720000")
     assert load(StackSettings).cassandra_ttl_s == 630_720_000
+
+
+@pytest.mark.parametrize("content", [None, "not a certificate\n"])
+def test_a_tls_file_that_cannot_be_used_is_one_line_naming_its_setting(
+    tmp_path: Path, content: str | None
+) -> None:
+    ca = tmp_path / "ca.pem"
+    if content is not None:
+        ca.write_text(content)
+    for variables in ("CHATLOG_CASSANDRA_SSL", "CHATLOG_KAFKA_SSL"):
+        with pytest.raises(SettingsError) as info:
+            settings.tls_context(ca, check_hostname=True, variables=variables)
+        assert str(info.value).startswith(f"{variables}_CA_LOCATION: cannot use {ca}: ")
+        assert "\n" not in str(info.value)
+
+
+def test_a_client_certificate_that_is_not_one_names_both_of_its_settings(stack_tls: TlsFiles) -> None:
+    with pytest.raises(SettingsError) as info:
+        settings.tls_context(
+            stack_tls.ca, check_hostname=True, certificate=stack_tls.ca.parent / "nowhere.pem"
+        )
+    assert str(info.value).startswith(
+        "CHATLOG_CASSANDRA_SSL_CERTIFICATE_LOCATION / CHATLOG_CASSANDRA_SSL_KEY_LOCATION: cannot use "
+    )
