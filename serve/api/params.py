@@ -74,8 +74,14 @@ def moment(query: QueryParams, name: str, *, end: bool = False) -> int | None:
     if value is None or value == "":
         return None
     value = value.strip()
-    if re.fullmatch(r"-?[0-9]{1,15}", value):
+    if re.fullmatch(r"-?[0-9]+", value):
+        if len(value) > 15:  # past 9999 as seconds (and int() of thousands of digits is slow)
+            raise bad_request(f"invalid {name}: {_shown(value)} is out of range (unix seconds, 1970 .. 9999)")
         ms = int(value) * 1000 + (999 if end else 0)
+        if ms > MAX_MS and int(value) <= MAX_MS:
+            raise bad_request(
+                f"invalid {name}: {_shown(value)} is out of range: {name} is in unix seconds, not ms"
+            )
     else:
         try:
             parsed = datetime.fromisoformat(value[:-1] + "+00:00" if value[-1:] in "zZ" and value else value)

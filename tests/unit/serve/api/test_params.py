@@ -38,6 +38,21 @@ def test_bad_parameters_are_400_naming_them(query: str, name: str) -> None:
     assert caught.value.status == 400 and caught.value.message.startswith(f"invalid {name}:")
 
 
+@pytest.mark.parametrize(
+    ("query", "says"),
+    [
+        ("from=1704153600000", "from is in unix seconds, not ms"),  # a client sending ms
+        ("to=1234567890123456", "out of range (unix seconds, 1970 .. 9999)"),  # 16 digits: not RFC 3339
+        ("from=" + "9" * 5000, "out of range (unix seconds, 1970 .. 9999)"),
+        ("from=-5", "out of range (1970 .. 9999)"),
+    ],
+)
+def test_a_time_in_digits_out_of_range_says_what_it_is_taken_for(query: str, says: str) -> None:
+    with pytest.raises(ApiError) as caught:
+        log_query(QueryParams(query))
+    assert caught.value.status == 400 and says in caught.value.message and len(caught.value.message) < 200
+
+
 def test_dates() -> None:
     assert day_range("2024", "1", "2") == (1_704_153_600_000, 1_704_240_000_000)
     assert day_range("2024", "02", "29")[0] == 1_709_164_800_000
