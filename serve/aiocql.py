@@ -12,19 +12,18 @@ import asyncio
 from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
-from cassandra.cluster import EXEC_PROFILE_DEFAULT
-
 
 class PagedQuery:
     """One statement's pages, in order; the first is requested at construction."""
 
-    def __init__(
-        self, session: Any, statement: Any, params: Sequence[Any], profile: Any = EXEC_PROFILE_DEFAULT
-    ) -> None:
-        """``profile``: an execution profile, its name or one the session made (a row factory of its own)."""
+    def __init__(self, session: Any, statement: Any, params: Sequence[Any], profile: Any = None) -> None:
+        """``profile``: an execution profile (its name, or one made by the session), else the default."""
         self._loop = asyncio.get_running_loop()
         self._waiter: asyncio.Future[list[Any]] = self._loop.create_future()
-        self._future = session.execute_async(statement, params, execution_profile=profile)
+        if profile is None:
+            self._future = session.execute_async(statement, params)
+        else:
+            self._future = session.execute_async(statement, params, execution_profile=profile)
         self._future.add_callbacks(self._on_rows, self._on_error)
 
     def _deliver(

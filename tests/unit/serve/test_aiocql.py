@@ -37,7 +37,7 @@ class _Session:
     def __init__(self, error: BaseException | None = None) -> None:
         self.error = error
 
-    def execute_async(self, statement: Any, params: Any, execution_profile: Any = None) -> _Future:
+    def execute_async(self, statement: Any, params: Any) -> _Future:
         return _Future(self.error, [1, 2, 3])
 
 
