@@ -145,7 +145,7 @@ async def _merge(
             if first is not None:
                 heap.append((key(first), i, first))
         heapq.heapify(heap)
-        while heap:
+        while len(heap) > 1:
             _, i, item = heap[0]
             yield i, item
             nxt = await anext(sources[i], None)
@@ -153,6 +153,11 @@ async def _merge(
                 heapq.heappop(heap)
             else:
                 heapq.heapreplace(heap, (key(nxt), i, nxt))
+        if heap:  # the last source left: the rest of it in its own order, no key to compute
+            _, i, item = heap[0]
+            yield i, item
+            async for item in sources[i]:
+                yield i, item
     finally:
         for source in sources:
             await aclose(source)

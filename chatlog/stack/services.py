@@ -270,7 +270,7 @@ class Cassandra(Service):
             "-XX:MaxTenuringThreshold=1",
             "-XX:G1HeapRegionSize=16m",
             "-XX:MaxGCPauseMillis=300",
-            "-XX:MaxDirectMemorySize=512m",
+            "-XX:MaxDirectMemorySize=768m",
             *self.jvm_flags,
             *JAVA17_FLAGS,
             *([f"-javaagent:{jamm[0]}"] if jamm else []),
