@@ -99,6 +99,11 @@ def _ms(value: datetime) -> int:
     return (value - _EPOCH) // _MS_DELTA
 
 
+FIRST_PAGE: Final = 500
+"""Rows of the first page of a channel's stream by default; each next query group's pages are twice as
+big, up to the store's ``fetch_size`` (:meth:`CassandraStore._ramp`)."""
+
+
 def _dt(ms: int) -> datetime:
     """A naive UTC datetime (what the driver binds as a ``timestamp``) for epoch ms, clamped to its range."""
     return _EPOCH + _MS_DELTA * min(max(ms, 0), _FAR)
@@ -209,14 +214,17 @@ class CassandraStore:
         self,
         session: Any,
         *,
-        fetch_size: int = 1000,
-        read_ahead: int = 16,
+        fetch_size: int = 5000,
+        read_ahead: int = 2,
+        first_page: int = FIRST_PAGE,
         probe_batch: int = 200,
         bucket_batch: int = 24,
         channels_ttl_s: float = 60.0,
         names_ttl_s: float | None = None,
     ) -> None:
         self.session = session
+        self.fetch_size = fetch_size
+        self.first_page = max(first_page, 1)
         self.read_ahead = max(read_ahead, 0)
         self.probe_batch = max(probe_batch, 1)
         self.bucket_batch = max(bucket_batch, 1)
@@ -284,9 +292,22 @@ class CassandraStore:
             statement.fetch_size = fetch_size
         self._tuples = session.execution_profile_clone_update(EXEC_PROFILE_DEFAULT, row_factory=tuple_factory)
 
-    def _query(self, name: str, *params: Any) -> PagedQuery:
+    def _query(self, name: str, *params: Any, fetch_size: int | None = None) -> PagedQuery:
+        """Statement ``name`` started with ``params``; pages of ``fetch_size`` rows if given, else of
+        :attr:`fetch_size`."""
         profile = self._tuples if name in _TUPLE_ROWS else EXEC_PROFILE_DEFAULT
-        return PagedQuery(self.session, self._stmts[name], params, profile)
+        statement = self._stmts[name]
+        if fetch_size is None or fetch_size == statement.fetch_size:
+            return PagedQuery(self.session, statement, params, profile)
+        bound = statement.bind(params)
+        bound.fetch_size = fetch_size
+        return PagedQuery(self.session, bound, (), profile)
+
+    def _ramp(self, unit: int) -> int:
+        """Rows per page of the ``unit``-th query group of a stream (0: the first): :attr:`first_page`,
+        twice as many for each next one, up to :attr:`fetch_size`. Big pages read a busy day fastest
+        (fewer paging round trips), small first ones keep ``?limit=1`` cheap."""
+        return min(self.fetch_size, self.first_page << min(unit, 24))
 
     async def ping(self) -> None:
         await self._query("ping").all()
@@ -566,10 +587,21 @@ class CassandraStore:
         keys = await self.channel_keys(channel)
         window = (_dt(lo), _dt(hi))
 
-        def one(key: str, starts: list[int]) -> PagedQuery:
-            if len(starts) > 1:
-                return self._query("rows_in", key, [_dt(s) for s in starts], *window)
-            return self._query("rows_desc" if reverse else "rows", key, _dt(starts[0]), *window)
+        made = 0  # query groups made so far: their pages grow (:meth:`_ramp`)
+
+        def group(*runs: tuple[str, list[int]]) -> list[PagedQuery]:
+            """The queries of one unit: per (key, bucket starts), one query."""
+            nonlocal made
+            page = self._ramp(made)
+            made += 1
+            return [
+                self._query("rows_in", key, [_dt(s) for s in starts], *window, fetch_size=page)
+                if len(starts) > 1
+                else self._query(
+                    "rows_desc" if reverse else "rows", key, _dt(starts[0]), *window, fetch_size=page
+                )
+                for key, starts in runs
+            ]
 
         async def units() -> AsyncIterator[list[PagedQuery]]:
             """A bucket's query per key that has it; oldest first, runs of buckets only one key has in
@@ -579,15 +611,15 @@ class CassandraStore:
             run_key = ""
             async for start, having in self._bucket_groups(keys.keys, lo, hi, reverse=reverse):
                 if run and (having != [run_key] or len(run) >= self.bucket_batch):
-                    yield [one(run_key, run)]
+                    yield group((run_key, run))
                     run = []
                 if len(having) == 1 and not reverse:
                     run.append(start)
                     run_key = having[0]
                 else:
-                    yield [one(key, [start]) for key in having]
+                    yield group(*((key, [start]) for key in having))
             if run:
-                yield [one(run_key, run)]
+                yield group((run_key, run))
 
         order = _row_order(reverse)
         ahead = self._ahead(units())

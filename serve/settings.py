@@ -24,10 +24,10 @@ class ServeSettings(CassandraSettings):
     )
     serve_port: int = Field(8025, ge=0, le=65535, description="Port the HTTP service listens on (0: any).")
     serve_fetch_size: int = Field(
-        1000, ge=10, le=100_000, description="Rows per Cassandra page while streaming a response."
+        5000, ge=10, le=100_000, description="Rows per Cassandra page while streaming a response."
     )
     serve_read_ahead: int = Field(
-        16,
+        2,
         ge=1,
         le=256,
         description="5-minute buckets whose first page is requested ahead of the one being streamed.",

@@ -186,6 +186,44 @@ def test_a_channel_reads_the_same_bucket_by_bucket_and_in_bucket_runs(
     assert got == [expected, window] * 3 and 0 < len(window) < len(expected)
 
 
+class _PageSizes:
+    """A session whose row queries' page sizes are recorded as they are sent to Cassandra."""
+
+    def __init__(self, session: Any) -> None:
+        self._session = session
+        self.sizes: list[int] = []
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._session, name)
+
+    def execute_async(self, statement: Any, *args: Any, **kwargs: Any) -> Any:
+        if "FROM chat_by_channel" in getattr(statement, "prepared_statement", statement).query_string:
+            self.sizes.append(statement.fetch_size)
+        return self._session.execute_async(statement, *args, **kwargs)
+
+
+def test_a_channel_streams_in_pages_that_grow(story: list[ChatEvent], session: Any) -> None:
+    expected = _sorted(_of_channel(story))
+    recorded = _PageSizes(session)
+
+    async def main() -> tuple[list[ChatEvent], list[int], list[ChatEvent], list[int]]:
+        store = CassandraStore(recorded, fetch_size=48, first_page=3, read_ahead=1, bucket_batch=2)
+        whole = await _all(store.channel_lines("newchan", 0, FAR))
+        sizes, recorded.sizes = recorded.sizes, []
+        lines = store.channel_lines("newchan", 0, FAR)
+        first = [(await anext(lines)).event]
+        await asyncio.sleep(0.2)  # let any read-ahead start
+        await lines.aclose()  # type: ignore[attr-defined]
+        return whole, sizes, first, recorded.sizes
+
+    whole, sizes, first, early = asyncio.run(main())
+    assert whole == expected
+    # a query per key of a bucket group (a bucket both of the renamed channel's keys hold: two)
+    assert sizes == sorted(sizes) and set(sizes) == {3, 6, 12, 24, 48} and sizes.count(48) > 2
+    # one line read: the first group's queries and the next one's started, of the two smallest sizes
+    assert first == expected[:1] and early == sizes[: len(early)] and set(early) == {3, 6}
+
+
 def test_a_renamed_channel_is_one_history_by_id_and_by_either_name(
     story: list[ChatEvent], session: Any
 ) -> None:
