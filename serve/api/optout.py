@@ -204,27 +204,48 @@ async def admin_erase(request: Request, by: Admin, body: EraseBody) -> JSONRespo
     return JSONResponse({"erased": report.as_json()})
 
 
+class CodeRates:
+    """The per-address and all-clients limits on self-service codes, parsed once (in-memory, per server
+    process)."""
+
+    def __init__(self, settings: ConsentSettings) -> None:
+        from limits import parse
+        from limits.storage import MemoryStorage
+        from limits.strategies import MovingWindowRateLimiter
+
+        self.limiter = MovingWindowRateLimiter(MemoryStorage())
+        self.rates = [
+            (rate, parse(rate), per_address)
+            for rate, per_address in (
+                (settings.optout_code_rate, True),
+                (settings.optout_code_rate_total, False),
+            )
+        ]
+
+    def take(self, address: str) -> None:
+        """Count a code for ``address``; a 429 (nothing counted) when this address, or all clients
+        together, are at their limit."""
+        checks = [(rate, limit, address if per_address else "*") for rate, limit, per_address in self.rates]
+        for rate, limit, key in checks:
+            if not self.limiter.test(limit, "optout-code", key):
+                who = "this address" if key != "*" else "all clients"
+                raise ApiError(
+                    429,
+                    f"too many opt-out codes asked for by {who} (at most {rate}); try again later",
+                    headers={"Retry-After": str(limit.get_expiry())},
+                )
+        for _, limit, key in checks:  # no await in between: nothing else counts in the meantime
+            self.limiter.hit(limit, "optout-code", key)
+
+
 def _code_allowed(request: Request, settings: ConsentSettings) -> None:
     """A 429 when the client's address, or all clients together, asked for more codes than
-    ``CHATLOG_OPTOUT_CODE_RATE`` / ``..._TOTAL`` allow (in-memory, per server process)."""
-    from limits import parse
-    from limits.storage import MemoryStorage
-    from limits.strategies import MovingWindowRateLimiter
-
+    ``CHATLOG_OPTOUT_CODE_RATE`` / ``..._TOTAL`` allow."""
     state = request.app.state
-    limiter = getattr(state, "code_limiter", None)
-    if limiter is None:
-        limiter = state.code_limiter = MovingWindowRateLimiter(MemoryStorage())
-    address = request.client.host if request.client is not None else "?"
-    for rate, key in ((settings.optout_code_rate, address), (settings.optout_code_rate_total, "*")):
-        limit = parse(rate)
-        if not limiter.hit(limit, "optout-code", key):
-            who = "this address" if key != "*" else "all clients"
-            raise ApiError(
-                429,
-                f"too many opt-out codes asked for by {who} (at most {rate}); try again later",
-                headers={"Retry-After": str(limit.get_expiry())},
-            )
+    rates = getattr(state, "code_rates", None)
+    if rates is None:
+        rates = state.code_rates = CodeRates(settings)
+    rates.take(request.client.host if request.client is not None else "?")
 
 
 @router.post("/optout", summary="A short-lived code: type `<command> optout CODE` in a logged channel")

@@ -4,6 +4,7 @@ publisher double (the route's Kafka and Cassandra parts are tested in tests/inte
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Sequence
 
 import httpx
 import pytest
@@ -27,8 +28,9 @@ class CountingPublisher:
         return Code(code=new_code(), expires_at=now_ms() + int(ttl_s * 1000), by=by)
 
 
-def _codes(consent: ConsentSettings, clients: list[str]) -> tuple[list[httpx.Response], int]:
-    """POST /optout once from each of ``clients`` (addresses); the answers and the codes issued."""
+def _codes(consent: ConsentSettings, clients: Sequence[str | float]) -> tuple[list[httpx.Response], int]:
+    """POST /optout once from each of ``clients`` (addresses; a number: seconds to wait); the answers and
+    the codes issued."""
     app = create_app(load(ServeSettings), FakeStore())
     publisher = CountingPublisher()
     app.state.consent_settings, app.state.optout_registry, app.state.optout_publisher = (
@@ -40,6 +42,9 @@ def _codes(consent: ConsentSettings, clients: list[str]) -> tuple[list[httpx.Res
     async def go() -> list[httpx.Response]:
         answers = []
         for address in clients:
+            if isinstance(address, float):
+                await asyncio.sleep(address)
+                continue
             transport = httpx.ASGITransport(app=app, client=(address, 5000))
             async with httpx.AsyncClient(transport=transport, base_url="http://test") as client:
                 answers.append(await client.post("/optout"))
@@ -73,3 +78,12 @@ def test_a_rate_that_is_not_one_is_a_settings_error_naming_it(monkeypatch: pytes
     with pytest.raises(SettingsError) as info:
         load(ConsentSettings)
     assert "CHATLOG_OPTOUT_CODE_RATE" in str(info.value) and "5/minute" in str(info.value)
+
+
+def test_a_code_refused_for_all_clients_does_not_count_against_its_address() -> None:
+    consent = ConsentSettings(optout_code_rate="2/minute", optout_code_rate_total="3/second")
+    clients: list[str | float] = ["10.0.2.1", "10.0.2.1", "10.0.2.2", "10.0.2.2", 1.2, "10.0.2.2"]
+    answers, issued = _codes(consent, clients)
+    # 10.0.2.2's second ask is refused by the total; once that frees up, its second code is still its own
+    assert [a.status_code for a in answers] == [200, 200, 200, 429, 200]
+    assert issued == 4
