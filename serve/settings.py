@@ -24,13 +24,18 @@ class ServeSettings(CassandraSettings):
     )
     serve_port: int = Field(8025, ge=0, le=65535, description="Port the HTTP service listens on (0: any).")
     serve_fetch_size: int = Field(
-        5000, ge=10, le=100_000, description="Rows per Cassandra page while streaming a response."
+        5000,
+        ge=10,
+        le=100_000,
+        description="Rows per Cassandra page while streaming a response (a stream's first pages are 500 "
+        "rows, twice as many for each next query group, up to this).",
     )
     serve_read_ahead: int = Field(
         2,
         ge=1,
         le=256,
-        description="5-minute buckets whose first page is requested ahead of the one being streamed.",
+        description="Query groups (one 5-minute bucket, or a run of up to 24 buckets of one key) started "
+        "ahead of the one being streamed.",
     )
     serve_probe_batch: int = Field(
         200,
