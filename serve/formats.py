@@ -54,6 +54,8 @@ MESSAGE_TYPES: Final[dict[str, int]] = {
 }
 UNKNOWN_TYPE: Final = -1
 _DAY_S: Final = 86_400
+_TWO: Final = tuple(f"{n:02d}" for n in range(60))
+"""``00`` ... ``59``: a time of day from three lookups (``:02d`` formatting costs ~0.2 µs a field)."""
 
 _encoder = msgspec.json.Encoder()
 
@@ -114,7 +116,7 @@ def _day_and_time(second: int) -> tuple[str, str]:
     day, rest = divmod(second, _DAY_S)
     hour, rest = divmod(rest, 3600)
     minute, sec = divmod(rest, 60)
-    return _date(day), f"{hour:02d}:{minute:02d}:{sec:02d}"
+    return _date(day), f"{_TWO[hour]}:{_TWO[minute]}:{_TWO[sec]}"
 
 
 def _clock(second: int) -> str:

@@ -34,6 +34,8 @@ _FIND: Final = re.compile("[" + "".join(re.escape(chr(c)) for c in _CONTROLS) + 
 
 def escape_controls(text: str) -> str:
     """``text`` with every control character (see the module doc) as a visible escape."""
-    if _FIND.search(text) is None:  # the usual case: one scan in C, no copy
+    # the usual case: no copy. Every control is outside what str.isprintable() accepts (tested), and
+    # that test is about twice as fast as the search, which only text it refuses needs
+    if text.isprintable() or _FIND.search(text) is None:
         return text
     return text.translate(_TABLE)
