@@ -85,7 +85,7 @@ _RANDOM_TRIES: Final = 8
 _CACHE_MAX: Final = 10_000
 _LOW64: Final = (1 << 64) - 1
 _MISS_TTL_S: Final = 5.0
-"""How long a channel key found empty stays so (a new channel's first bucket shows within it)."""
+"""How long a channel key found empty, or its latest bucket, stays so (a new channel, or day, shows within it)."""
 _LONG_RANGE_MS: Final = 400 * 86_400_000
 """A user's range longer than this (their whole life in a channel) ends at the channel's latest bucket."""
 T = TypeVar("T")
@@ -233,7 +233,7 @@ class CassandraStore:
         self._channels: tuple[float, list[Channel]] | None = None
         self._channels_lock = asyncio.Lock()
         self._names: dict[tuple[str, str], tuple[float, list[str]]] = {}
-        self._firsts: dict[str, tuple[float, int | None]] = {}
+        self._ends: dict[tuple[str, str], tuple[float, int | None]] = {}
         prepare = session.prepare
         window = "AND sent_at >= ? AND sent_at < ?"
         desc = "ORDER BY sent_at DESC, message_id DESC"
@@ -473,23 +473,30 @@ class CassandraStore:
 
     async def latest_day(self, channel: Named) -> date | None:
         keys = await self.channel_keys(channel)
-        found = await asyncio.gather(*(self._query("latest", key).all() for key in keys.keys))
-        starts = [_ms(rows[0].bucket) for rows in found if rows]
+        found = await asyncio.gather(*(self._end_bucket("latest", key) for key in keys.keys))
+        starts = [start for start in found if start is not None]
         return _day(max(starts)) if starts else None
 
     async def _first_bucket(self, key: str) -> int | None:
         """The first bucket of a channel key (None: nothing stored under it); cached, a miss briefly."""
+        return await self._end_bucket("first", key)
+
+    async def _end_bucket(self, end: str, key: str) -> int | None:
+        """The ``first`` or ``latest`` bucket of a channel key (None: nothing stored under it), cached: a
+        first one :attr:`names_ttl_s` (it does not change), a latest one and a miss at most
+        :data:`_MISS_TTL_S` (every log route asks whether its channel is logged: one query per channel key
+        and request without this)."""
         now = time.monotonic()
-        hit = self._firsts.get(key)
+        hit = self._ends.get((end, key))
         if hit is not None and now < hit[0]:
             return hit[1]
-        rows = await self._query("first", key).all()
-        first = _ms(rows[0].bucket) if rows else None
-        if len(self._firsts) >= _CACHE_MAX:
-            self._firsts.clear()
-        ttl = self.names_ttl_s if first is not None else min(self.names_ttl_s, _MISS_TTL_S)
-        self._firsts[key] = (now + ttl, first)
-        return first
+        rows = await self._query(end, key).all()
+        found = _ms(rows[0].bucket) if rows else None
+        if len(self._ends) >= _CACHE_MAX:
+            self._ends.clear()
+        ttl = self.names_ttl_s if found is not None and end == "first" else min(self.names_ttl_s, _MISS_TTL_S)
+        self._ends[(end, key)] = (now + ttl, found)
+        return found
 
     async def _pairs_and_periods(
         self, channel: Named, user: Named, lo: int = 0, hi: int = _FAR

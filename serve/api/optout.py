@@ -86,7 +86,7 @@ AuthHeader = Annotated[str | None, Header(alias="Authorization", include_in_sche
 KeyHeader = Annotated[str | None, Header(alias="X-Api-Key", include_in_schema=False)]
 
 
-def _admin(request: Request, authorization: AuthHeader = None, x_api_key: KeyHeader = None) -> str:
+async def _admin(request: Request, authorization: AuthHeader = None, x_api_key: KeyHeader = None) -> str:
     """``api:<key name>`` of the request's admin key. A dependency: FastAPI runs it before it validates the
     body, so a caller without a key learns nothing of what a valid body looks like."""
     settings, _registry, _publisher = _state(request)

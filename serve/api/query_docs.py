@@ -2,7 +2,8 @@
 
 The routes read them from the request (:func:`serve.api.params.log_query` parses and checks them, with a
 400 that names what is wrong); these dependencies only document them. A route lists the groups it takes:
-``@router.get(path, dependencies=[FORMATS, PAGING, RANGE])``.
+``@router.get(path, dependencies=[FORMATS, PAGING, RANGE])``. They are ``async``: FastAPI runs a plain
+``def`` dependency in its thread pool, a thread hop per dependency and request.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ From = Annotated[str | None, Query(alias="from", description="Unix seconds or RF
 To = Annotated[str | None, Query(description="Unix seconds or RFC 3339 (included).")]
 
 
-def _formats(
+async def _formats(
     json: FormatFlag = None,
     jsonBasic: FormatFlag = None,  # noqa: N803 - the API's name
     raw: FormatFlag = None,
@@ -27,11 +28,11 @@ def _formats(
     """Text (none of them), ``json``, ``jsonBasic``, ``raw`` or ``ndjson``."""
 
 
-def _paging(reverse: FormatFlag = None, limit: Limit = None, offset: Offset = None) -> None:
+async def _paging(reverse: FormatFlag = None, limit: Limit = None, offset: Offset = None) -> None:
     """Newest first, and a page of the lines."""
 
 
-def _range(from_: From = None, to: To = None) -> None:
+async def _range(from_: From = None, to: To = None) -> None:
     """A time range."""
 
 

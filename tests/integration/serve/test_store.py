@@ -10,7 +10,7 @@ import calendar
 import uuid
 from collections import Counter
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
-from datetime import date
+from datetime import UTC, date, datetime
 from typing import Any, TypeVar
 
 import msgspec
@@ -186,25 +186,29 @@ def test_a_channel_reads_the_same_bucket_by_bucket_and_in_bucket_runs(
     assert got == [expected, window] * 3 and 0 < len(window) < len(expected)
 
 
-class _PageSizes:
-    """A session whose row queries' page sizes are recorded as they are sent to Cassandra."""
+class _Recorded:
+    """A session that records each statement it sends to Cassandra: its CQL, and the page sizes of the
+    channel table's row queries (:attr:`sizes`)."""
 
     def __init__(self, session: Any) -> None:
         self._session = session
         self.sizes: list[int] = []
+        self.sent: list[str] = []
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._session, name)
 
     def execute_async(self, statement: Any, *args: Any, **kwargs: Any) -> Any:
-        if "FROM chat_by_channel" in getattr(statement, "prepared_statement", statement).query_string:
+        cql = getattr(statement, "prepared_statement", statement).query_string
+        self.sent.append(cql)
+        if "FROM chat_by_channel" in cql:
             self.sizes.append(statement.fetch_size)
         return self._session.execute_async(statement, *args, **kwargs)
 
 
 def test_a_channel_streams_in_pages_that_grow(story: list[ChatEvent], session: Any) -> None:
     expected = _sorted(_of_channel(story))
-    recorded = _PageSizes(session)
+    recorded = _Recorded(session)
 
     async def main() -> tuple[list[ChatEvent], list[int], list[ChatEvent], list[int]]:
         store = CassandraStore(recorded, fetch_size=48, first_page=3, read_ahead=1, bucket_batch=2)
@@ -222,6 +226,22 @@ def test_a_channel_streams_in_pages_that_grow(story: list[ChatEvent], session: A
     assert sizes == sorted(sizes) and set(sizes) == {3, 6, 12, 24, 48} and sizes.count(48) > 2
     # one line read: the first group's queries and the next one's started, of the two smallest sizes
     assert first == expected[:1] and early == sizes[: len(early)] and set(early) == {3, 6}
+
+
+def test_whether_a_channel_is_logged_is_asked_once_per_key_within_the_cache_time(
+    story: list[ChatEvent], session: Any
+) -> None:
+    recorded = _Recorded(session)
+
+    async def main() -> list[date | None]:
+        cached = CassandraStore(recorded, channels_ttl_s=60)
+        return [await cached.latest_day("newchan") for _ in range(3)] + [await cached.latest_day("nochan")]
+
+    days = asyncio.run(main())
+    latest = max(e.sent_at for e in _of_channel(story))
+    assert days == [datetime.fromtimestamp(latest / 1000, UTC).date()] * 3 + [None]
+    # newchan: its id's key and both its logins' (CHANNEL_KEYS); nochan: its login's; each asked once
+    assert sum("FROM chat_buckets" in cql and "DESC" in cql for cql in recorded.sent) == len(CHANNEL_KEYS) + 1
 
 
 def test_a_renamed_channel_is_one_history_by_id_and_by_either_name(

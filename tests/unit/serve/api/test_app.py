@@ -207,3 +207,37 @@ def test_a_user_name_longer_than_any_login_is_a_404_that_does_not_echo_it() -> N
     assert answer.status_code == 404
     assert answer.json()["message"] == "no user is named that: longer than 64 characters"
     assert _get(FakeStore(), f"/channel/alpha/user/{'a' * 64}/2024/1").status_code == 200
+
+
+def test_no_route_or_dependency_runs_in_the_thread_pool() -> None:
+    """FastAPI runs a plain ``def`` endpoint or dependency in its thread pool: a thread hop per request."""
+    from fastapi.dependencies.models import Dependant
+
+    def calls(dependant: Dependant) -> Iterator[Any]:
+        if dependant.call is not None:
+            yield dependant.call
+        for sub in dependant.dependencies:
+            yield from calls(sub)
+
+    app = create_app(load(ServeSettings), FakeStore())
+    routes = list(_api_routes(app.router.routes))
+    sync = {f"{r.path}: {c.__name__}" for r in routes for c in calls(r.dependant) if not _is_async(c)}
+    assert len(routes) > 20 and sync == set()
+
+
+def _api_routes(routes: Any) -> Iterator[Any]:
+    """Every APIRoute, also inside included routers (FastAPI >= 0.160 keeps them as routers)."""
+    from fastapi.routing import APIRoute
+
+    for route in routes:
+        if isinstance(route, APIRoute):
+            yield route
+        inner = getattr(route, "original_router", None)
+        if inner is not None:
+            yield from _api_routes(inner.routes)
+
+
+def _is_async(call: Any) -> bool:
+    import inspect
+
+    return inspect.iscoroutinefunction(call) or inspect.iscoroutinefunction(type(call).__call__)
