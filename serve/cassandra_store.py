@@ -85,7 +85,8 @@ _RANDOM_TRIES: Final = 8
 _CACHE_MAX: Final = 10_000
 _LOW64: Final = (1 << 64) - 1
 _MISS_TTL_S: Final = 5.0
-"""How long a channel key found empty, or its latest bucket, stays so (a new channel, or day, shows within it)."""
+"""How long a channel key found empty, or its latest bucket, stays so (a new channel, or a new day of one,
+shows within it)."""
 _LONG_RANGE_MS: Final = 400 * 86_400_000
 """A user's range longer than this (their whole life in a channel) ends at the channel's latest bucket."""
 T = TypeVar("T")
