@@ -478,10 +478,6 @@ class CassandraStore:
         starts = [start for start in found if start is not None]
         return _day(max(starts)) if starts else None
 
-    async def _first_bucket(self, key: str) -> int | None:
-        """The first bucket of a channel key (None: nothing stored under it); cached, a miss briefly."""
-        return await self._end_bucket("first", key)
-
     async def _end_bucket(self, end: str, key: str) -> int | None:
         """The ``first`` or ``latest`` bucket of a channel key (None: nothing stored under it), cached: a
         first one :attr:`names_ttl_s` (it does not change), a latest one and a miss at most
@@ -506,7 +502,7 @@ class CassandraStore:
         anything, and the user periods of ``[lo, hi)`` from the channel's first bucket on (to its latest
         one when the range is longer than :data:`_LONG_RANGE_MS`: a channel's whole life)."""
         channel_keys, user_keys = await asyncio.gather(self.channel_keys(channel), self.user_keys(user))
-        firsts = await asyncio.gather(*(self._first_bucket(key) for key in channel_keys.keys))
+        firsts = await asyncio.gather(*(self._end_bucket("first", key) for key in channel_keys.keys))
         found = zip(channel_keys.keys, firsts, strict=True)
         having = {key: first for key, first in found if first is not None}
         if not having or not user_keys.keys:

@@ -214,18 +214,13 @@ class CodeRates:
         from limits.strategies import MovingWindowRateLimiter
 
         self.limiter = MovingWindowRateLimiter(MemoryStorage())
-        self.rates = [
-            (rate, parse(rate), per_address)
-            for rate, per_address in (
-                (settings.optout_code_rate, True),
-                (settings.optout_code_rate_total, False),
-            )
-        ]
+        self.per_address = settings.optout_code_rate, parse(settings.optout_code_rate)
+        self.total = settings.optout_code_rate_total, parse(settings.optout_code_rate_total)
 
     def take(self, address: str) -> None:
         """Count a code for ``address``; a 429 (nothing counted) when this address, or all clients
         together, are at their limit."""
-        checks = [(rate, limit, address if per_address else "*") for rate, limit, per_address in self.rates]
+        checks = [(*self.per_address, address), (*self.total, "*")]
         for rate, limit, key in checks:
             if not self.limiter.test(limit, "optout-code", key):
                 who = "this address" if key != "*" else "all clients"
