@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import time
 
 import pytest
@@ -29,9 +30,17 @@ def test_component_of_a_command_line(cmdline: list[str], expected: str | None) -
     assert bench_cpu.component(cmdline) == expected
 
 
+def _snapshot(**seconds: tuple[str, int, float]) -> bench_cpu.Snapshot:
+    """pid_N=(component, parent pid, seconds) -> a snapshot (every process started at time 1.0)."""
+    return {
+        int(key.removeprefix("pid_")): bench_cpu.Proc(name, parent, 1.0, secs)
+        for key, (name, parent, secs) in seconds.items()
+    }
+
+
 def test_per_event_is_the_difference_in_microseconds_per_event() -> None:
-    before = dict.fromkeys(bench_cpu.COMPONENTS, 1.0)
-    after = {**before, "cassandra": 1.5, "spark_jvm": 1.2}
+    before = _snapshot(pid_10=("cassandra", 1, 1.0), pid_11=("spark_jvm", 1, 1.0), pid_12=("kafka", 1, 1.0))
+    after = _snapshot(pid_10=("cassandra", 1, 1.5), pid_11=("spark_jvm", 1, 1.2), pid_12=("kafka", 1, 1.0))
     cpu = bench_cpu.per_event(before, after, 10_000)
     assert cpu["cassandra"] == 50.0
     assert cpu["spark_jvm"] == 20.0
@@ -39,10 +48,35 @@ def test_per_event_is_the_difference_in_microseconds_per_event() -> None:
     assert "cassandra 50" in bench_cpu.line("x", cpu)
 
 
+def test_a_process_started_during_the_run_counts_whole() -> None:
+    before = _snapshot(pid_20=("python_workers", 1, 3.0))
+    after = _snapshot(pid_20=("python_workers", 1, 3.0), pid_21=("python_workers", 20, 0.4))
+    assert bench_cpu.spent(before, after)["python_workers"] == pytest.approx(0.4)
+
+
+def test_a_worker_reaped_by_a_counted_parent_counts_its_time_in_the_run() -> None:
+    # pyspark's daemon (20) reaped worker 21: its children time grew by the worker's whole 5 s life
+    before = _snapshot(pid_20=("python_workers", 1, 1.0), pid_21=("python_workers", 20, 4.0))
+    after = _snapshot(pid_20=("python_workers", 1, 1.0 + 5.0))
+    assert bench_cpu.spent(before, after)["python_workers"] == pytest.approx(1.0)
+
+
+def test_a_process_nobody_counted_reaped_is_missed_not_taken_off() -> None:
+    # a pool worker whose parent is not a counted process: its 26 s before the run are not subtracted
+    before = _snapshot(pid_30=("python_workers", 1, 26.0), pid_31=("python_workers", 1, 2.0))
+    after = _snapshot(pid_31=("python_workers", 1, 2.5))
+    assert bench_cpu.spent(before, after)["python_workers"] == pytest.approx(0.5)
+
+
+def test_a_pid_taken_again_is_a_new_process() -> None:
+    before = _snapshot(pid_40=("python_workers", 1, 9.0))
+    after = {40: bench_cpu.Proc("python_workers", 1, 2.0, 0.3)}
+    assert bench_cpu.spent(before, after)["python_workers"] == pytest.approx(0.3)
+
+
 def test_per_event_refuses_no_events() -> None:
-    zero = dict.fromkeys(bench_cpu.COMPONENTS, 0.0)
     with pytest.raises(ValueError, match="positive number of events"):
-        bench_cpu.per_event(zero, zero, 0)
+        bench_cpu.per_event({}, {}, 0)
 
 
 def test_snapshot_counts_this_process_as_the_bench() -> None:
@@ -51,6 +85,6 @@ def test_snapshot_counts_this_process_as_the_bench() -> None:
     while time.process_time() < deadline:
         pass
     after = bench_cpu.snapshot()
-    assert set(after) == set(bench_cpu.COMPONENTS)
+    assert after[os.getpid()].component == "bench"
     # the kernel counts CPU time in clock ticks (10 ms): 0.2 s of it reads as 0.19-0.21 s
-    assert after["bench"] - before["bench"] >= 0.15
+    assert bench_cpu.spent(before, after)["bench"] >= 0.15
