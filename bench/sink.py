@@ -1,12 +1,13 @@
 """``chatlog bench sink``: throughput of the sink next to a raw driver insert, and end-to-end latency.
 
-Throughput: N synthetic Twitch-like events (10% of them produced twice, as a second replica would)
-go into a fresh topic; the sink drains it (available-now trigger) into a fresh keyspace, twice, in one
-Spark session: *cold* is the first query of a new JVM (class loading, code generation and the JIT
-compiling Spark's hot paths: ``spark_cold`` against ``spark_warm`` in the results shows what that costs),
-*warm* the next one on a new topic and keyspace, as a sink that has run for a while is. The same
-distinct events are then inserted without Spark by the same writer code in 1 and 2 processes (the sink
-has 2 Python workers), and per row without batching, into other fresh keyspaces.
+Throughput: N synthetic Twitch-like events (10% of them produced twice, the copy a few hundred records
+after the first, as a second replica's arrives) go into a fresh topic; the sink drains it (available-now
+trigger) into a fresh keyspace, twice, in one Spark session: *cold* is the first query of a new JVM
+(class loading, code generation and the JIT compiling Spark's hot paths: ``spark_cold`` against
+``spark_warm`` in the results shows what that costs), *warm* the next one on a new topic and keyspace, as
+a sink that has run for a while is. The same distinct events are then inserted without Spark by the same
+writer code in 1 and 2 processes (the sink has 2 Python workers), and per row without batching, into
+other fresh keyspaces.
 The CPU time of each part (the Spark JVM, the Python workers, Cassandra, Kafka) is reported per
 event for the warm run and the raw inserts (:mod:`bench.cpu`).
 Latency: events produced at a steady rate (by another process, as the ingesters are) with ``sent_at`` =
@@ -23,7 +24,7 @@ import tempfile
 import time
 import uuid
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from bench import cpu as bench_cpu
 from bench.scratch import scratch_keyspaces
@@ -35,6 +36,8 @@ from chatlog import extras
 from chatlog.results import RESULTS_DIR, figure, write_json
 from schemas.chat_event import encode
 from sink.settings import SinkSettings
+
+T = TypeVar("T")
 
 
 def _raw_worker(args: tuple[SinkSettings, list[bytes]]) -> dict[str, Any]:
@@ -72,6 +75,22 @@ def _raw_insert(settings: SinkSettings, values: list[bytes], processes: int) -> 
         "rows_per_s": round(total.rows_total / seconds),
         "cpu_us_per_event": bench_cpu.per_event(cpu_before, cpu_after, total.events),
     }
+
+
+COPY_SHARE = 0.10
+COPY_DELAY_RECORDS = 500
+"""A copy follows its message by up to this many records: 0.1 s at 5k events/s (copies from the replica
+groups arrive within 0.26 s of each other: `make demo`'s skew, README)."""
+
+
+def with_copies(values: list[T], rng: random.Random) -> list[T]:
+    """``values`` with a second copy of :data:`COPY_SHARE` of them, each placed up to
+    :data:`COPY_DELAY_RECORDS` records after its first copy, as a second replica's copy arrives."""
+    slots: list[list[T]] = [[v] for v in values]
+    for i, value in enumerate(values):
+        if rng.random() < COPY_SHARE:
+            slots[min(len(values) - 1, i + rng.randint(1, COPY_DELAY_RECORDS))].append(value)
+    return [v for slot in slots for v in slot]
 
 
 def _sink_run(
@@ -115,11 +134,10 @@ def _throughput(settings: SinkSettings, events: int, work: Path, tag: str) -> di
     """The sink twice in one Spark session (cold: the first query of a new JVM; warm: the next one,
     as a long-running sink is), then the raw insert of the same distinct events."""
     distinct = synthetic_events(events)
-    rng = random.Random(3)
     values = [(e.channel.encode(), encode(e)) for e in distinct]
-    copies = [v for v in values if rng.random() < 0.10]
-    cold = _sink_run(settings, values + copies, work, f"{tag}c")
-    warm = _sink_run(settings, values + copies, work, f"{tag}w")
+    produced = with_copies(values, random.Random(3))
+    cold = _sink_run(settings, produced, work, f"{tag}c")
+    warm = _sink_run(settings, produced, work, f"{tag}w")
     raw_values = [v for _k, v in values]
     raw: list[dict[str, Any]] = []
     with fresh(settings, f"{tag}r", work) as s:
@@ -140,7 +158,7 @@ def _throughput(settings: SinkSettings, events: int, work: Path, tag: str) -> di
     best = max(r["rows_per_s"] for r in raw if r["batching"])
     return {
         "events_distinct": events,
-        "records_produced": len(values) + len(copies),
+        "records_produced": len(produced),
         "spark_cold": cold,
         "spark_warm": warm,
         "raw": raw,

@@ -85,12 +85,26 @@ class SinkSettings(ConsentSettings, CassandraSettings):
     spark_state_store: Literal["rocksdb", "hdfs"] = Field(
         "rocksdb", description="State store of the dedup operator (fixed for a checkpoint's lifetime)."
     )
+    sink_dedup: Literal["writer", "spark"] = Field(
+        "writer",
+        description="Who drops the copies of a message in the streaming sink. writer: the Python writer "
+        "tasks, against the ids written in the last sink_dedup_window (the driver hands them to each "
+        "micro-batch): no shuffle and no state store, so each batch is one Spark stage. spark: Spark's "
+        "dropDuplicatesWithinWatermark over sink_watermark (a shuffle and a RocksDB state store). A "
+        "checkpoint keeps the mode it started with. A backfill always deduplicates exactly, in Spark.",
+    )
+    sink_dedup_window: str = Field(
+        "10 seconds",
+        description="With sink_dedup=writer: how long (batch time) the ids a batch wrote are handed to the "
+        "next batches. Copies of a message arrive within a fraction of a second of each other (4 make demo "
+        "runs: skew p99.9 0.05-0.13 s, max 0.12-0.26 s), so 10 s is > 35x the largest; a copy later than "
+        "the window still lands on its own row (every primary key holds message_id). Each batch carries "
+        "16 bytes per id of the window (at 5k events/s: 800 KB).",
+    )
     sink_watermark: str = Field(
         "1 minute",
-        description="Dedup window: how long a message id is remembered (event time; Spark keeps each id "
-        "~2x this). Copies of a message arrive within a fraction of a second of each other (4 make demo "
-        "runs: skew p99.9 0.05-0.13 s, max 0.12-0.26 s), so 1 minute is > 200x that; a copy later than "
-        "the window still lands on its own row (every primary key holds message_id).",
+        description="With sink_dedup=spark: the dedup window, how long a message id is remembered (event "
+        "time; Spark keeps each id ~2x this).",
     )
     sink_trigger: str = Field(
         "500 milliseconds",
@@ -170,7 +184,7 @@ class SinkSettings(ConsentSettings, CassandraSettings):
         "run it in exactly one sink of a deployment or in all (writes are idempotent).",
     )
 
-    @field_validator("sink_watermark", "sink_trigger")
+    @field_validator("sink_watermark", "sink_trigger", "sink_dedup_window")
     @classmethod
     def _interval(cls, value: str) -> str:
         interval_ms(value)
@@ -188,6 +202,10 @@ class SinkSettings(ConsentSettings, CassandraSettings):
     @property
     def watermark_ms(self) -> int:
         return interval_ms(self.sink_watermark)
+
+    @property
+    def dedup_window_ms(self) -> int:
+        return interval_ms(self.sink_dedup_window)
 
     @property
     def trigger_ms(self) -> int:

@@ -66,7 +66,8 @@ class BatchReport:
             invalid=written.deadletters if written else 0,
             duplicates=sum(
                 int((op.get("customMetrics") or {}).get("numDroppedDuplicateRows", 0)) for op in ops
-            ),
+            )
+            + (written.duplicates if written else 0),
             late_dropped=sum(int(op.get("numRowsDroppedByWatermark", 0)) for op in ops),
             written=written or WriteStats(),
             duration_s=int(progress.get("batchDuration", 0)) / 1000,

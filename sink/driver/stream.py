@@ -20,9 +20,11 @@ from typing import TYPE_CHECKING, Any
 from core.errors import ChatlogError
 from sink import spark_private
 from sink.driver import transform
+from sink.driver.dedup_mode import effective_mode, mismatch_message
 from sink.driver.ledger import LedgerWriter
 from sink.driver.optouts import OptOutFollower, follower
 from sink.driver.progress import BatchTracker, Metrics, Totals
+from sink.driver.recent import RecentIds
 from sink.driver.session import get_session, kafka_options
 from sink.driver.write import write_dataframe
 
@@ -40,13 +42,13 @@ _OWN_ERRORS = re.compile(r"(?:CassandraWriteError|DeadLetterError|SchemaMismatch
 def failure_message(exc: BaseException, settings: SinkSettings | None = None) -> str:
     """One line for a failed query: our own error when a worker raised one, Kafka refusing the source
     (with ``settings``: login, TLS; secrets masked), else Spark's first line."""
+    text = str(exc)
     if settings is not None:
         from sink.driver.session import kafka_failure
 
-        refused = kafka_failure(exc, settings)
+        refused = kafka_failure(exc, settings) or mismatch_message(text, settings)
         if refused is not None:
             return refused
-    text = str(exc)
     match = _OWN_ERRORS.search(text)
     if match:
         return match.group(1).strip()
@@ -92,15 +94,26 @@ def start_query(
 ) -> StreamingQuery:
     """Start the streaming query; ``available_now`` reads what Kafka holds now, then stops. Each batch
     is written without the events of the opt-outs ``optouts`` holds when it starts."""
-    rows = transform.sink_rows(kafka_stream(spark, settings), settings.watermark_ms, observation=OBSERVATION)
+    writer_dedup = settings.sink_dedup == "writer"
+    rows = transform.sink_rows(
+        kafka_stream(spark, settings),
+        settings.watermark_ms,
+        observation=OBSERVATION,
+        deduplicated=not writer_dedup,
+    )
+    recent = RecentIds(settings.dedup_window_ms) if writer_dedup else None
 
     def process(batch: DataFrame, batch_id: int) -> None:
+        ids = recent.blob() if recent is not None else None
         if optouts is None:
-            tracker.written(batch_id, write_dataframe(batch, settings))
-            return
-        with optouts.batch() as current:
-            written = write_dataframe(batch, settings, optouts=current)
-        optouts.learn(written.optout_logins)
+            written = write_dataframe(batch, settings, recent=ids)
+        else:
+            with optouts.batch() as current:
+                written = write_dataframe(batch, settings, optouts=current, recent=ids)
+            optouts.learn(written.optout_logins)
+        if recent is not None:
+            recent.add(written.written_ids)
+            written.written_ids = b""
         tracker.written(batch_id, written)
 
     writer = (
@@ -168,6 +181,9 @@ def run(
 
     if settings.sink_apply_schema:
         ensure_schema(settings)
+    mode = effective_mode(settings)
+    if mode != settings.sink_dedup:
+        settings = settings.model_copy(update={"sink_dedup": mode})
     spark = get_session(settings)
     private = settings.sink_spark_private_api
     if private:
@@ -191,12 +207,14 @@ def run(
     restore = _stop_on_signals(stop)
     query = start_query(spark, settings, tracker, available_now=available_now, optouts=optouts)
     log.info(
-        "sink started: %s -> keyspace %s, checkpoint %s, trigger %s, watermark %s",
+        "sink started: %s -> keyspace %s, checkpoint %s, trigger %s, dedup %s",
         settings.topic_messages,
         settings.cassandra_keyspace,
         settings.checkpoint_location,
         "available-now" if available_now else settings.sink_trigger,
-        settings.sink_watermark,
+        f"by the writer, window {settings.sink_dedup_window}"
+        if settings.sink_dedup == "writer"
+        else f"by Spark, watermark {settings.sink_watermark}",
     )
     try:
         feed = ProgressFeed(query, private=private)

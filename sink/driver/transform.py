@@ -119,9 +119,17 @@ def counted(kafka: DataFrame, observation: str | Observation) -> DataFrame:
 
 
 def sink_rows(
-    kafka: DataFrame, watermark_ms: int, *, observation: str | Observation | None = None
+    kafka: DataFrame,
+    watermark_ms: int,
+    *,
+    observation: str | Observation | None = None,
+    deduplicated: bool = True,
 ) -> DataFrame:
-    """The whole transformation: Kafka rows -> one row per message id, and every unkeyed record."""
+    """The whole transformation: Kafka rows -> one row per message id, and every unkeyed record;
+    without ``deduplicated``, every record (the writer drops the copies: ``sink_dedup=writer``), with
+    neither a JSON parse nor a shuffle nor state in Spark."""
     if observation is not None:
         kafka = counted(kafka, observation)
+    if not deduplicated:
+        return kafka.select(*SINK_COLUMNS)
     return deduplicate(keyed(kafka), watermark_ms).select(*SINK_COLUMNS)

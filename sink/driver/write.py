@@ -18,11 +18,19 @@ if TYPE_CHECKING:
 
 
 def write_dataframe(
-    rows: DataFrame, settings: SinkSettings, *, dead_letters: bool = True, optouts: OptOuts | None = None
+    rows: DataFrame,
+    settings: SinkSettings,
+    *,
+    dead_letters: bool = True,
+    optouts: OptOuts | None = None,
+    recent: bytes | None = None,
 ) -> WriteStats:
     """Run the partition task over every partition of ``rows`` (columns value, partition, offset),
-    handed over as bytes (:mod:`sink.driver.handover`); the events of ``optouts`` are not written."""
-    return write_dataframe_observed(rows, settings, dead_letters=dead_letters, optouts=optouts)[0]
+    handed over as bytes (:mod:`sink.driver.handover`); the events of ``optouts`` are not written;
+    ``recent``: the writer deduplicates, against these ids (:mod:`sink.executor.dedup`)."""
+    return write_dataframe_observed(
+        rows, settings, dead_letters=dead_letters, optouts=optouts, recent=recent
+    )[0]
 
 
 def write_dataframe_observed(
@@ -32,6 +40,7 @@ def write_dataframe_observed(
     *,
     dead_letters: bool = True,
     optouts: OptOuts | None = None,
+    recent: bytes | None = None,
 ) -> tuple[WriteStats, dict[str, Any]]:
     """:func:`write_dataframe`, plus the metrics ``rows`` observed under ``observation`` (a bounded
     read: ``DataFrame.observe``). The write runs as an RDD action, which Spark's ``Observation``
@@ -45,6 +54,6 @@ def write_dataframe_observed(
         raise ValueError("the metrics observed by an RDD run are read through a private Spark API")
     framed, dataset = records(rows, private=private)
     total = WriteStats()
-    for part in framed.mapPartitions(partition_task(settings, dead_letters, optouts)).collect():
+    for part in framed.mapPartitions(partition_task(settings, dead_letters, optouts, recent)).collect():
         total.add(WriteStats.from_dict(part))
     return total, (observed(dataset, observation) if observation is not None else {})

@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from schemas.chat_event import InvalidEvent, decode
 from sink.executor.cassandra import Item, Reject, one_line
+from sink.executor.dedup import id_of, id_set
 from sink.executor.rows import HOUR_MS, channel_name, channel_name_rows, user_name, user_name_rows
 
 if TYPE_CHECKING:
@@ -57,6 +58,10 @@ class WriteStats:
     optout_logins: dict[str, str] = field(default_factory=dict)
     """Login -> user id of the dropped events of opted-out users (the driver matches later events that
     name a user by login only against these logins)."""
+    duplicates: int = 0
+    """Copies the writer dropped (``recent`` given to :func:`write_partition`: ``sink_dedup=writer``)."""
+    written_ids: bytes = b""
+    """The dedup ids (:mod:`sink.executor.dedup`) of the events written, when the writer deduplicates."""
 
     @property
     def rows_total(self) -> int:
@@ -70,6 +75,8 @@ class WriteStats:
         self.retries += other.retries
         self.optout_dropped += other.optout_dropped
         self.optout_logins.update(other.optout_logins)
+        self.duplicates += other.duplicates
+        self.written_ids += other.written_ids
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -80,6 +87,8 @@ class WriteStats:
             "retries": self.retries,
             "optout_dropped": self.optout_dropped,
             "optout_logins": dict(self.optout_logins),
+            "duplicates": self.duplicates,
+            "written_ids": self.written_ids,
         }
 
     @classmethod
@@ -92,6 +101,8 @@ class WriteStats:
             retries=data["retries"],
             optout_dropped=data.get("optout_dropped", 0),
             optout_logins=dict(data.get("optout_logins", {})),
+            duplicates=data.get("duplicates", 0),
+            written_ids=data.get("written_ids", b""),
         )
 
 
@@ -249,6 +260,7 @@ def write_partition(
     index_cache: IndexCache = INDEX_CACHE,
     name_cache: NameCache = NAME_CACHE,
     optouts: OptOuts | None = None,
+    recent: bytes | None = None,
 ) -> WriteStats:
     """Write ``records`` (value, Kafka partition, offset) and return what was done; raise if it could not.
 
@@ -256,9 +268,13 @@ def write_partition(
     sink with the reason and its Kafka position (only counted without a sink). ``collaborators``: the
     Cassandra writer and the dead-letter sink; default :func:`production`'s. ``optouts``: the events of
     these opted-out users and channels are counted in ``optout_dropped`` and not written (no row of
-    any table, the name history included).
+    any table, the name history included). ``recent``: the writer deduplicates (:mod:`sink.executor.dedup`):
+    an event whose id is in ``recent`` or earlier in ``records`` is counted in ``duplicates``, not
+    written, and the ids written are returned in ``written_ids``; None: every event is written.
     """
     drops = optouts.drops if optouts else None
+    seen = id_set(recent) if recent is not None else None
+    written_ids = bytearray()
     opted_out_users = optouts.users if optouts else frozenset()
     wiring = collaborators if collaborators is not None else production(settings)
     cassandra, letters = wiring.cassandra, wiring.dead_letters
@@ -322,6 +338,17 @@ def write_partition(
             if event.user_login is not None and event.user_id in opted_out_users:
                 stats.optout_logins[event.user_login] = event.user_id
             continue
+        dedup_id: bytes | None = None
+        if seen is not None:
+            try:
+                dedup_id = id_of(event.message_id)
+            except ValueError:  # an id with no uuid (a lone surrogate): cells_of dead-letters the event
+                dedup_id = None
+            if dedup_id is not None:
+                if dedup_id in seen:
+                    stats.duplicates += 1
+                    continue
+                seen.add(dedup_id)
         mark = len(items)
         try:
             cells = cells_of(event)
@@ -380,6 +407,8 @@ def write_partition(
             dead_letter(value, partition, offset, f"cannot be written to Cassandra: {one_line(exc)}")
             continue
         stats.events += 1
+        if dedup_id is not None:
+            written_ids += dedup_id
         if len(items) >= CHUNK_ROWS:
             submit(items)
             items = []
@@ -392,14 +421,18 @@ def write_partition(
         letters.flush()
     index_cache.add(new_index, started)
     name_cache.add(new_names)
+    stats.written_ids = bytes(written_ids)
     return stats
 
 
-def partition_task(settings: SinkSettings, dead_letters: bool, optouts: OptOuts | None = None) -> Any:
+def partition_task(
+    settings: SinkSettings, dead_letters: bool, optouts: OptOuts | None = None, recent: bytes | None = None
+) -> Any:
     """The function Spark runs on each partition of framed records (:mod:`sink.executor.unframe`): the
     executor side's one entry point, called on the driver to build it, and where the production
     collaborators are wired (:func:`production`). ``optouts``: the driver's opt-outs at the start of
-    the batch, shipped with the task."""
+    the batch, shipped with the task; ``recent``: the ids the last batches wrote (the writer
+    deduplicates), shipped with the task."""
     private = settings.sink_spark_private_api
 
     def task(records: Iterator[bytes]) -> Iterator[dict[str, Any]]:
@@ -408,6 +441,8 @@ def partition_task(settings: SinkSettings, dead_letters: bool, optouts: OptOuts 
 
         prepare(private)
         wiring = production(settings, dead_letters=dead_letters)
-        yield write_partition(map(unframe, records), settings, wiring, optouts=optouts).to_dict()
+        yield write_partition(
+            map(unframe, records), settings, wiring, optouts=optouts, recent=recent
+        ).to_dict()
 
     return task

@@ -11,6 +11,7 @@ import pytest
 from core.errors import ChatlogError
 from schemas.chat_event import InvalidEvent, decode
 from sink.driver import backfill, stream
+from sink.driver.dedup_mode import checkpoint_mode
 from sink.driver.progress import Metrics
 from sink.settings import SinkSettings
 from tests.integration.sink.conftest import (
@@ -200,3 +201,29 @@ def test_with_public_spark_apis_only_the_stream_and_a_backfill_give_the_same_res
         cluster, session = connect(sink_settings)
         session.execute(f"DROP KEYSPACE IF EXISTS p{unique}", timeout=120)
         cluster.shutdown()
+
+
+def test_a_checkpoint_keeps_the_dedup_mode_it_started_with(
+    sink_settings: SinkSettings, spark_session: Any, tmp_path: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Spark refuses a checkpoint whose dedup operator was removed or added: a checkpoint started in one
+    mode goes on in it from where it stopped (a warning says so), and a fresh one takes the setting."""
+    spark_mode = sink_settings.model_copy(update={"sink_dedup": "spark"})
+    writer_mode = sink_settings.model_copy(update={"sink_dedup": "writer"})
+    batches = [make_events(200, tag=tag) for tag in ("s1", "w1")]
+    copies = 0
+    for events, settings in zip(batches, (spark_mode, writer_mode), strict=True):
+        produced = produce(sink_settings, events, bad_every=10**9)
+        copies += produced.duplicates
+        totals = stream.run(settings, available_now=True)
+        assert (totals.events_in, totals.duplicates) == (produced.records, produced.duplicates)
+        assert totals.written.events == len(events)
+    assert "was started with sink_dedup=spark: keeping it" in caplog.text
+    every = [e for events in batches for e in events]
+    assert sorted(message_ids(sink_settings)) == sorted(uuids(e.message_id for e in every))
+    assert checkpoint_mode(sink_settings.checkpoint_location) == "spark"
+
+    fresh = writer_mode.model_copy(update={"sink_checkpoint": str(tmp_path / "writer")})
+    again = stream.run(fresh, available_now=True)  # the whole topic again: every copy dropped by the writer
+    assert (again.duplicates, again.written.events) == (copies, len(every))
+    assert checkpoint_mode(fresh.checkpoint_location) == "writer"

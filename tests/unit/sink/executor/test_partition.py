@@ -12,7 +12,8 @@ import pytest
 
 from schemas.chat_event import ChatEvent, decode, encode
 from sink.executor.cassandra import Item, Reject
-from sink.executor.partition import Collaborators, IndexCache, NameCache, write_partition
+from sink.executor.dedup import ID_BYTES, id_of, id_set
+from sink.executor.partition import Collaborators, IndexCache, NameCache, WriteStats, write_partition
 from sink.executor.rows import EventRows, TableRows
 from sink.settings import SinkSettings
 from tests.unit.sink.executor.test_rows import LIVE_COLUMNS
@@ -331,3 +332,48 @@ def test_name_rows_outlive_the_data_by_an_hour_and_the_cache_is_bounded() -> Non
     assert cache.get("a") is None and cache.get("d") == (1, 1)
     cache.add({"d": (3, 3)})
     assert cache.get("d") == (1, 3)  # spans merge: written for hour 1 and for hour 3
+
+
+# -- the writer's deduplication (sink_dedup=writer) ---------------------------------------------------------
+
+
+def _written_ids(cassandra: _Cassandra) -> list[str]:
+    return [
+        decode(bytes(i.origin[0])).message_id for i in cassandra.sent if i.partition[0] == "chat_by_channel"
+    ]
+
+
+def test_the_writer_drops_copies_in_its_records_and_of_the_recent_ids() -> None:
+    cassandra = _Cassandra()
+    earlier = id_of("m1")  # written by an earlier batch of the window
+    records = [(encode(_event(n)), 0, i) for i, n in enumerate((1, 2, 3, 2, 4, 3, 2))]
+
+    stats = write_partition(
+        records, SETTINGS, Collaborators(cassandra, None), index_cache=IndexCache(), recent=earlier
+    )
+
+    assert _written_ids(cassandra) == ["m2", "m3", "m4"]
+    assert (stats.events, stats.duplicates) == (3, 4)
+    assert id_set(stats.written_ids) == {id_of("m2"), id_of("m3"), id_of("m4")}
+    assert len(stats.written_ids) == 3 * ID_BYTES
+
+
+def test_without_recent_ids_every_copy_is_written_and_no_id_is_kept() -> None:
+    cassandra = _Cassandra()
+    records = [(encode(_event(1)), 0, 0), (encode(_event(1)), 0, 1)]
+    stats = write_partition(records, SETTINGS, Collaborators(cassandra, None), index_cache=IndexCache())
+    assert (stats.events, stats.duplicates, stats.written_ids) == (2, 0, b"")
+
+
+def test_written_ids_travel_with_the_stats_and_add_up() -> None:
+    one, two = (
+        WriteStats(duplicates=1, written_ids=id_of("a")),
+        WriteStats(duplicates=2, written_ids=id_of("b")),
+    )
+    one.add(WriteStats.from_dict(two.to_dict()))
+    assert (one.duplicates, id_set(one.written_ids)) == (3, {id_of("a"), id_of("b")})
+
+
+def test_a_blob_of_ids_must_hold_whole_ids() -> None:
+    with pytest.raises(ValueError, match="multiple of 16 bytes"):
+        id_set(b"\x00" * 17)
