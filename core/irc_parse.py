@@ -25,9 +25,9 @@ The mapping is the contract table of ARCHITECTURE.md; the choices it leaves open
   CLEARCHAT gets ``None``; its target is in ``text`` and the ``target-user-id`` tag.
 * Tags with an empty value count as missing for ``id``, ``room-id``, ``user-id``, ``display-name``,
   ``tmi-sent-ts`` and ``time`` (the IRCv3 spec makes ``k=`` and ``k`` equivalent).
-* A server time that is not plausible (``tmi-sent-ts`` not 13 ASCII digits, i.e. negative, not a
-  number or before 2001-09-09, or more than a day after the receive time; a ``time`` that is not
-  ISO-8601 or as implausible) is not an error: Twitch really sent a CLEARMSG with
+* A server time that is not plausible (``tmi-sent-ts`` not 13 ASCII digits with a first digit other
+  than 0, i.e. negative, not a number or before 2001-09-09, or more than a day after the receive time;
+  a ``time`` that is not ISO-8601 or as implausible) is not an error: Twitch really sent a CLEARMSG with
   ``tmi-sent-ts=-6795364578871``. ``sent_at`` is then the receive time, as for a line without one,
   and the tag ``chatlog-bad-sent-ts`` holds the server's value (:data:`schemas.chat_event.BAD_SENT_TS_TAG`;
   the hashed id does not change, it is the line's).
@@ -230,8 +230,8 @@ def parse_line(line: str, *, received_at: int, ingester: str | None = None) -> C
     if len(message_id) + len(channel_id or "") + len(user_id or "") > MAX_ID_CHARS:
         _check_ids(message_id, channel_id, user_id)
     stamp = get("tmi-sent-ts")
-    if stamp:  # 13 ASCII digits: 2001-09-09 to 2286, so only the future needs a look
-        if len(stamp) == 13 and stamp.isdigit() and stamp.isascii():
+    if stamp:  # 13 ASCII digits, the first not 0: 2001-09-09 to 2286, so only the future needs a look
+        if len(stamp) == 13 and stamp.isdigit() and stamp.isascii() and stamp[0] != "0":
             sent_at = int(stamp)
             if sent_at > received_at + MAX_SENT_AHEAD_MS:
                 sent_at = _implausible(tags, stamp, received_at)

@@ -7,18 +7,20 @@ import goes on with the next one; the summary counts it as unreadable or corrupt
 only its tail (the lines before the cut are imported); a corrupt one (a CRC mismatch shows only at the end,
 after garbled lines: :func:`gzip_damage` checks first) is skipped whole.
 
-Each line of a file is one IRC line as received (``\\n`` or ``\\r\\n`` terminated, UTF-8). A line may
+Each line of a file is one IRC line as received (``\\n``, ``\\r\\n`` or ``\\r`` terminated, UTF-8). A line may
 start with a logger's timestamp in brackets, ``[2026-11-21 15:04:05] `` (optionally ``.fff`` and a ``Z``
 or ``+hh:mm`` offset; without an offset it is read as UTC). That is unambiguous because an IRC line
 starts with ``@``, ``:`` or a command, never with ``[``; a ``[`` that is not such a timestamp makes the
 line malformed. The timestamp is used when the line itself carries none (no ``tmi-sent-ts``, no
-``time`` tag); ``raw`` and the id are those of the IRC line without it, as a live ingester would see it.
+``time`` tag); ``raw`` is the IRC line without it, as a live ingester would see it.
 
 ``received_at`` is ``sent_at`` when the line (or its bracket timestamp) tells it. A line without a
 (plausible) time of its own gets one that does not change from one import to the next, since the stored
 rows are keyed by it: its file's time base plus its line number in milliseconds (so the file's order
-stays), the base being 00:00 UTC of a justlog channel file's day, else the file's modification time;
-lines from stdin get the time of the import. Importing the same file twice thus stores each line once.
+stays), the base being 00:00 UTC of a justlog channel file's day, else the file's modification time
+(when it is after 2001-09-09 and not in the future), else the time of the import, as for stdin. Importing
+the same file twice thus stores each line once, as long as the file's modification time is the same: a
+copy, a ``touch`` or a pipe gives its timeless lines other times, so they are stored again.
 ``ingester`` is ``"import"``. Records get the broker's CreateTime (now), never the historic
 ``sent_at``: the topic's time retention would otherwise delete old imports at once.
 
@@ -36,8 +38,9 @@ holds its first ``MAX_IMPORT_LINE_BYTES`` bytes, and the rest of it is skipped w
 a file with a 1 GB line needs no more memory than any other.
 
 Importing the same files again stores nothing new: every event's ``message_id`` comes from the line
-alone (Twitch's ``id`` tag, IRCv3 ``msgid``, else the hash of the line: :func:`core.irc_parse.line_hash`),
-and the tables are keyed by it. The topic holds the records twice; the sink writes each row once.
+(Twitch's ``id`` tag, IRCv3 ``msgid``, else the hash of the line, :func:`core.irc_parse.line_hash`; for a
+line whose time the import gave, of that time and the line, :func:`timed_line_id`), and the tables are
+keyed by it. The topic holds the records twice; the sink writes each row once.
 
 Outcome (``chatlog import``'s exit code): 0 when something was imported, or when no line was a problem
 (a file of PINGs and JOINs imports nothing, correctly), with the one-line summary counting the files,
@@ -60,10 +63,10 @@ from pathlib import Path
 from typing import IO, Any, Final, Protocol
 
 from core.errors import ChatlogError
-from core.irc_parse import MalformedLine, command_of, parse_line
+from core.irc_parse import MalformedLine, command_of, line_hash, parse_line
 from core.settings import KafkaSettings
 from ingest.import_tree import STDIN, ImportFile, PlanFailed, channel_file_day_ms, plan_import
-from schemas.chat_event import MAX_LINE_CHARS, MAX_TIME_MS, ChatEvent, encode
+from schemas.chat_event import MAX_LINE_CHARS, MAX_TIME_MS, MIN_PLAUSIBLE_SENT_MS, ChatEvent, encode
 
 INGESTER: Final = "import"
 MAX_REPORTED: Final = 20
@@ -100,7 +103,7 @@ def _kafka_reason(exc: Exception) -> str:
 class LineStream(Protocol):
     """What lines are read from: a file, a gzip file, stdin."""
 
-    def readline(self, size: int = -1, /) -> bytes: ...
+    def read1(self, size: int = -1, /) -> bytes: ...
 
     def close(self) -> None: ...
 
@@ -293,18 +296,39 @@ def bracket_timestamp(line: str) -> tuple[int | None, str]:
     return ms, line[match.end() :]
 
 
-def bounded_lines(stream: LineStream, limit: int = MAX_IMPORT_LINE_BYTES) -> Iterator[bytes]:
-    """The lines of ``stream``, terminators included, read at most ``limit`` + 2 bytes at a time (a
-    line of ``limit`` bytes and its CR LF). A longer line comes out as its first ``limit`` + 1 bytes
-    with no terminator, so that it is seen to be too long, and the rest of it is read and dropped
-    piece by piece: a 1 GB line is never held."""
-    size = limit + 2
-    while line := stream.readline(size):
-        if len(line) == size and line[-1:] != b"\n":
-            while (rest := stream.readline(size)) and rest[-1:] != b"\n":
-                pass
-            line = line[: limit + 1]
-        yield line
+def bounded_lines(
+    stream: LineStream, limit: int = MAX_IMPORT_LINE_BYTES, chunk: int = 1 << 16
+) -> Iterator[bytes]:
+    """The lines of ``stream``, terminators included: ``\\n``, ``\\r\\n`` or a bare ``\\r`` (no IRC line
+    holds one: a file written with old Mac line ends is read line by line, not as one line). Read
+    ``chunk`` bytes at a time at most (``read1``: what one read gives, so a pipe's lines come as they
+    arrive, and a gzip file cut short gives its lines up to the cut). A line longer than ``limit`` bytes
+    comes out as its first ``limit`` + 1 bytes with no terminator, so that it is seen to be too long,
+    and the rest of it is read and dropped piece by piece: a 1 GB line is never held."""
+    pending = b""  # the start of a line whose end has not been read yet (or a CR whose LF may follow)
+    skipping = False  # inside a line already cut at the bound
+    lone_cr = False  # a line cut at the bound ended with the CR that ended the last read: drop an LF next
+    while data := stream.read1(chunk):
+        if lone_cr:
+            lone_cr, data = False, data.removeprefix(b"\n")
+        lines = (pending + data).splitlines(keepends=True)
+        if not lines:
+            continue
+        pending = lines.pop() if lines[-1][-1:] != b"\n" else b""
+        for line in lines:
+            if skipping:  # the end of the line that was cut
+                skipping = False
+            elif len(line) > limit and len(line.rstrip(b"\r\n")) > limit:
+                yield line[: limit + 1]
+            else:
+                yield line
+        if len(pending) > limit + 2:  # no end yet, and past the bound already
+            if not skipping:
+                yield pending[: limit + 1]
+            lone_cr = pending[-1:] == b"\r"  # the line has ended: only its LF may be left
+            skipping, pending = not lone_cr, b""
+    if pending and not skipping:
+        yield pending[: limit + 1] if len(pending.rstrip(b"\r")) > limit else pending
 
 
 def _is_command(token: str | None) -> bool:
@@ -384,8 +408,11 @@ class _Run:
                         reason = "not an IRC line (expected '@tags', ':prefix' or a command first)"
                         self._problem(source, lineno, raw, reason)
                     continue
-                if stamp is None and time_base is not None and event.sent_at == now:  # no time of its own
-                    event.sent_at = time_base + lineno - 1
+                if event.sent_at == (now if stamp is None else stamp):  # no (plausible) time of its own
+                    if stamp is None and time_base is not None:
+                        event.sent_at = time_base + lineno - 1
+                    if not (event.tags.get("id") or event.tags.get("msgid")):
+                        event.message_id = timed_line_id(line, event.sent_at)
                 event.received_at = event.sent_at  # the line's own time when it has one, else the placeholder
                 stats.events += 1
                 sink.event(event)
@@ -408,7 +435,7 @@ class _Run:
             self._bad_file(item.path, 0, exc.strerror or str(exc))
             return
         try:
-            self.read_lines(bounded_lines(stream), item.path, _time_base(item))
+            self.read_lines(bounded_lines(stream), item.path, _time_base(item, self._clock()))
         except (OSError, EOFError, zlib.error) as exc:
             self._bad_file(item.path, self.stats.read - before, _read_error(exc))
         finally:
@@ -433,18 +460,28 @@ class _Run:
         return self.stats
 
 
-def _time_base(item: ImportFile) -> int | None:
-    """The time of a file's lines that have none (see the module doc); None for stdin."""
+def timed_line_id(line: str, sent_at: int) -> str:
+    """The id of an imported line with neither an id tag nor a time of its own: the hash of the line and
+    the time the import gave it, so that two equal lines (a repeated "lol" in a log of untagged lines) are
+    two messages, and importing the file again gives the same ids. A live ingester has no such time to
+    share with the other replicas' copies, and hashes the line alone (:func:`core.irc_parse.line_hash`)."""
+    return line_hash(f"{sent_at} {line}")
+
+
+def _time_base(item: ImportFile, now: int) -> int:
+    """The time of a file's lines that have none (see the module doc): its justlog day, else its
+    modification time when plausible (after 2001-09-09, not after ``now``), else ``now``."""
     if item.path == STDIN:
-        return None
+        return now
     path = Path(item.path).absolute()
     day = channel_file_day_ms(path)
     if day is not None:
         return day
     try:
-        return path.stat().st_mtime_ns // 1_000_000
+        mtime = path.stat().st_mtime_ns // 1_000_000
     except OSError:
-        return None
+        return now
+    return mtime if MIN_PLAUSIBLE_SENT_MS <= mtime <= now else now
 
 
 def gzip_damage(path: str, chunk: int = 1 << 20) -> str | None:

@@ -498,6 +498,8 @@ def test_command_of(line: str, command: str | None) -> None:
         "tmi-sent-ts=999999999999999",  # year 33658: stored fine, but the driver cannot read it back
         "tmi-sent-ts=5",  # 1970
         "tmi-sent-ts=999999999999",  # 2001-09-09, the last 12-digit epoch ms
+        "tmi-sent-ts=0000000000000",  # 13 digits, but 1970
+        "tmi-sent-ts=0999999999999",  # 13 digits, but before 2001-09-09
         "tmi-sent-ts=+123456789012",
         f"tmi-sent-ts={RECEIVED + 86_400_001}",  # more than a day after the receive time
         "time=yesterday",

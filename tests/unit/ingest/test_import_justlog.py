@@ -14,9 +14,9 @@ import typer
 from typer.testing import CliRunner
 
 from chatlog.cli import import_ as import_cli
-from core.irc_parse import line_hash, parse_line
+from core.irc_parse import parse_line
 from core.settings import KafkaSettings
-from ingest.importer import PROGRESS_EVERY, import_paths
+from ingest.importer import PROGRESS_EVERY, import_paths, timed_line_id
 from schemas.chat_event import ChatEvent, decode
 
 PEER_LINES = Path(__file__).resolve().parents[4] / "shared" / "testdata" / "twitch_peer_lines.jsonl"
@@ -70,6 +70,16 @@ def message_id(line: str) -> str:
     return event.message_id
 
 
+def import_id(line: str, event: ChatEvent) -> str:
+    """The id the import gives ``line`` (imported as ``event``): the line's own (an id tag, else the hash
+    of a line with a time of its own), else the hash of the line and the time the import gave it."""
+    parsed = parse_line(line, received_at=event.sent_at + 1)  # a time of its own is not this one
+    assert parsed is not None
+    if parsed.sent_at == event.sent_at or parsed.tags.get("id") or parsed.tags.get("msgid"):
+        return parsed.message_id
+    return timed_line_id(line, event.sent_at)
+
+
 @pytest.fixture
 def cli(monkeypatch: pytest.MonkeyPatch) -> typer.Typer:
     monkeypatch.setenv("CHATLOG_KAFKA_BOOTSTRAP_SERVERS", "127.0.0.1:1")  # a dry run must not connect
@@ -92,11 +102,14 @@ def test_a_justlog_tree_imports_its_channel_lines_once_in_order(cli: typer.Typer
 
     assert code == 0, err
     assert [e.raw for e in events] == expected
-    assert [e.message_id for e in events] == [message_id(line) for line in expected]
+    assert [e.message_id for e in events] == [
+        import_id(line, e) for line, e in zip(expected, events, strict=True)
+    ]
     assert len({e.message_id for e in events}) == len(expected)
-    plain = events[expected.index(PLAIN)]
+    plain = events[expected.index(PLAIN)]  # line 2 of its day: the day's start + 1 ms
+    assert plain.sent_at == 1704844800001
     assert (plain.message_id, plain.channel, plain.channel_id, plain.tags) == (
-        line_hash(PLAIN),
+        timed_line_id(PLAIN, 1704844800001),
         "ronni",
         None,
         {},
@@ -163,7 +176,9 @@ def test_no_justlog_reads_the_user_files_too_and_their_ids_repeat(cli: typer.Typ
     assert code == 0, err
     ids = [e.message_id for e in events]
     assert len(ids) == len(expected) + 3  # the user files' three lines again (and the empty .gz)
-    assert set(ids) == {message_id(line) for line in expected}  # nothing new: stored once either way
+    plain = next(e for e in events if e.raw == PLAIN)
+    expected_ids = {message_id(line) for line in expected if line != PLAIN} | {plain.message_id}
+    assert set(ids) == expected_ids  # nothing new: stored once either way
     assert err[0] == f"{tmp_path}: 9 files"
 
 
@@ -303,4 +318,6 @@ def test_real_twitch_lines_in_gz_days_import_once_each(cli: typer.Typer, tmp_pat
     code, events, err = dry_run(cli, str(tmp_path))
     assert code == 0, err
     assert [e.raw for e in events] == [line.removesuffix("\r") for line in lines]
-    assert {e.message_id for e in events} == {message_id(line) for line in lines}
+    assert [e.message_id for e in events] == [
+        import_id(line, e) for line, e in zip(lines, events, strict=True)
+    ]

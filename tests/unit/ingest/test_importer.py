@@ -20,6 +20,7 @@ from ingest.importer import (
     bounded_lines,
     bracket_timestamp,
     import_lines,
+    timed_line_id,
 )
 from schemas.chat_event import ChatEvent, decode
 
@@ -106,7 +107,7 @@ def test_times_come_from_the_line_then_the_bracket_then_the_clock() -> None:
     assert (twitch.sent_at, twitch.received_at) == (1507246572675, 1507246572675)
     bracket = by_raw[PLAIN]  # raw and id are those of the IRC line without the logger's timestamp
     assert bracket.sent_at == bracket.received_at == utc_ms(2026, 11, 21, 15, 4, 5)
-    assert bracket.message_id == line_hash(PLAIN)
+    assert bracket.message_id == timed_line_id(PLAIN, bracket.sent_at)  # no id, no time of its own
     ircv3 = by_raw[INSPIRCD]
     assert ircv3.sent_at == ircv3.received_at == utc_ms(2026, 11, 21, 17, 9, 50) + 345
     clock = by_raw[":n!u@h PRIVMSG #c :no time at all"]
@@ -172,8 +173,8 @@ def test_dry_run_prints_ndjson_and_a_summary(cli: typer.Typer, tmp_path: Path) -
     events = [decode(line) for line in result.stdout_bytes.splitlines()]
     assert [e.message_id for e in events] == [
         "b34ccfc7-4977-403a-8a94-33c6bac34fb8",
-        line_hash(PLAIN),
-        line_hash(CLEARCHAT),
+        timed_line_id(PLAIN, utc_ms(2026, 11, 21, 15, 4, 5)),
+        line_hash(CLEARCHAT),  # a time of its own (tmi-sent-ts): the line's hash, as a live ingester's
         "399~1~2",
     ]
     assert events[3].text == "hi 😀"
@@ -231,11 +232,25 @@ def test_lines_are_read_with_a_bound() -> None:
     data = b"a" * 100 + b"\r\n" + b"b" * 101 + b"\n" + b"c" * 1000 + b"\nshort\nlast"
     assert list(bounded_lines(io.BytesIO(data), limit)) == [
         b"a" * 100 + b"\r\n",  # exactly the bound, CR LF aside: whole
-        b"b" * 101 + b"\n",  # one past it, read whole (import_lines finds it too long)
-        b"c" * 101,  # far past it: the first limit + 1 bytes, no terminator, the rest skipped
+        b"b" * 101,  # one past it: the first limit + 1 bytes, no terminator (import_lines finds it too long)
+        b"c" * 101,  # far past it: the same, the rest skipped
         b"short\n",
         b"last",
     ]
+
+
+@pytest.mark.parametrize("chunk", [1, 2, 5, 64, 1 << 16])
+def test_a_bare_cr_ends_a_line_wherever_the_reads_split(chunk: int) -> None:
+    data = b"one\rtwo\r\nthree\nfour\r\rsix" + b"x" * 20 + b"\r\nseven\r"
+    lines = list(bounded_lines(io.BytesIO(data), limit=10, chunk=chunk))
+    assert lines == [b"one\r", b"two\r\n", b"three\n", b"four\r", b"\r", b"six" + b"x" * 8, b"seven\r"]
+
+
+def test_a_file_with_old_mac_line_ends_imports_every_line() -> None:
+    data = "\r".join(f"@id=m{i};tmi-sent-ts=1700000000000 :u!u@h PRIVMSG #c :line {i}" for i in range(3))
+    stats, sink, _ = run_import(list(bounded_lines(io.BytesIO(data.encode()))))
+    assert (stats.read, stats.events, stats.problems) == (3, 3, 0)
+    assert [e.text for e in sink.events] == ["line 0", "line 1", "line 2"]
 
 
 class _Endless(io.RawIOBase):
