@@ -48,7 +48,7 @@ from typing import Any, Final, TypeVar
 from cassandra.cluster import EXEC_PROFILE_DEFAULT
 from cassandra.query import tuple_factory
 
-from schemas.chat_event import ChatEvent
+from schemas.chat_event import MAX_ID_CHARS, MAX_LOGIN_CHARS, ChatEvent
 from schemas.cql import (
     BUCKET_MS,
     USER_PERIOD_MS,
@@ -81,7 +81,12 @@ _EPOCH: Final = datetime(1970, 1, 1)
 _MS_DELTA: Final = timedelta(milliseconds=1)
 _FAR: Final = 253_402_300_799_999
 _CONCURRENT_LOOKUPS: Final = 16
-_RANDOM_TRIES: Final = 8
+_RANDOM_TRIES: Final = 16
+_RANDOM_ROWS: Final = 8
+"""Rows a random pick reads on each side of its random time: the first that :data:`RANDOM_KINDS` allows
+is the pick (a deletion right after the last message must not hide it)."""
+RANDOM_KINDS: Final = frozenset({"PRIVMSG", "USERNOTICE"})
+"""What ``/random`` picks: something a user said, never a deletion, a ban or a notice."""
 _CACHE_MAX: Final = 10_000
 _LOW64: Final = (1 << 64) - 1
 _MISS_TTL_S: Final = 5.0
@@ -258,15 +263,15 @@ class CassandraStore:
             "rows_in": prepare(
                 f"SELECT {ROW_COLUMNS} FROM chat_by_channel WHERE channel_key = ? AND bucket IN ? {window}"
             ),
-            "row_from": prepare(f"{rows} AND sent_at >= ? LIMIT 1"),
-            "row_before": prepare(f"{rows} AND sent_at < ? {desc} LIMIT 1"),
+            "row_from": prepare(f"{rows} AND sent_at >= ? LIMIT {_RANDOM_ROWS}"),
+            "row_before": prepare(f"{rows} AND sent_at < ? {desc} LIMIT {_RANDOM_ROWS}"),
             "senders": prepare(
                 f"SELECT line FROM chat_by_channel WHERE channel_key = ? AND bucket IN ? {window}"
             ),
             "user_rows": prepare(f"{user_rows} AND period IN ? {window}"),
             "user_rows_desc": prepare(f"{user_rows} AND period = ? {window} {desc}"),
-            "user_from": prepare(f"{user_rows} AND period = ? AND sent_at >= ? LIMIT 1"),
-            "user_before": prepare(f"{user_rows} AND period = ? AND sent_at < ? {desc} LIMIT 1"),
+            "user_from": prepare(f"{user_rows} AND period = ? AND sent_at >= ? LIMIT {_RANDOM_ROWS}"),
+            "user_before": prepare(f"{user_rows} AND period = ? AND sent_at < ? {desc} LIMIT {_RANDOM_ROWS}"),
             "probe": prepare(
                 "SELECT period FROM chat_by_user WHERE channel_key = ? AND user_key = ? AND period IN ? "
                 "PER PARTITION LIMIT 1"
@@ -346,12 +351,12 @@ class CassandraStore:
 
         if isinstance(who, ById):
             given = who.id.strip()
-            if not given:
+            if not given or len(given) > MAX_ID_CHARS:  # no such id is stored: nothing to look up or cache
                 return Keys((), who.name, None)
             logins = await self._lookup(names, given)
             return Keys(tuple(dict.fromkeys([id_key(given), *map(login_key, logins)])), who.name, given)
         login = login_of(who)
-        if not login:
+        if not login or len(login) > MAX_LOGIN_CHARS:
             return Keys((), login, None)
         found = await self._lookup(ids, login)
         the_id = found[0] if found else None
@@ -369,7 +374,7 @@ class CassandraStore:
 
     async def channel_by_id(self, channel_id: str) -> str | None:
         the_id = channel_id.strip()
-        if not the_id:
+        if not the_id or len(the_id) > MAX_ID_CHARS:
             return None
         logins = await self._lookup("channel_names", the_id)
         if logins:
@@ -379,7 +384,7 @@ class CassandraStore:
 
     async def user_by_id(self, channel: Named, user_id: str) -> str | None:
         the_id = user_id.strip()
-        logins = await self._lookup("user_names", the_id) if the_id else []
+        logins = await self._lookup("user_names", the_id) if 0 < len(the_id) <= MAX_ID_CHARS else []
         return logins[0] if logins else None
 
     # -- channels ----------------------------------------------------------------------------------------
@@ -758,13 +763,13 @@ class CassandraStore:
             for key in keys.keys
             async for start in self._bucket_starts(key, 0, _FAR, reverse=False)
         ]
-        for _ in range(min(_RANDOM_TRIES, len(starts))):
+        for _ in range(_RANDOM_TRIES if starts else 0):  # a pick may land on a deletion, a ban: again
             key, start = random.choice(starts)
             at = _dt(start + random.randrange(BUCKET_MS))
             for name in ("row_from", "row_before"):
-                rows = await self._query(name, key, _dt(start), at).all()
-                if rows:
-                    return self._event(rows[0], keys.name)
+                for row in await self._query(name, key, _dt(start), at).all():
+                    if (event := self._event(row, keys.name)).kind in RANDOM_KINDS:
+                        return event
         return None
 
     async def random_user_event(self, channel: Named, user: Named) -> ChatEvent | None:
@@ -772,11 +777,11 @@ class CassandraStore:
         hits = [
             (pair, period) for period, found in (await self._probe(pairs, periods)).items() for pair in found
         ]
-        random.shuffle(hits)
-        for (key, who), period in hits[:_RANDOM_TRIES]:
+        for _ in range(_RANDOM_TRIES if hits else 0):
+            (key, who), period = random.choice(hits)
             at = _dt(period_start_ms(period) + random.randrange(USER_PERIOD_MS))
             for name in ("user_from", "user_before"):
-                rows = await self._query(name, key, who, period, at).all()
-                if rows:
-                    return self._event(rows[0], channel_keys.name)
+                for row in await self._query(name, key, who, period, at).all():
+                    if (event := self._event(row, channel_keys.name)).kind in RANDOM_KINDS:
+                        return event
         return None

@@ -66,12 +66,22 @@ def message_type(event: ChatEvent) -> int:
 
 
 def system_text(event: ChatEvent) -> str:
-    """justlog's ``systemText``: the ban text of a CLEARCHAT, the ``system-msg`` of a USERNOTICE."""
+    """justlog's ``systemText``: the ban text of a CLEARCHAT, the ``system-msg`` of a USERNOTICE, and (not
+    in justlog, which keeps no CLEARMSG) who had a message deleted."""
     if event.kind == "CLEARCHAT":
         return _clearchat_text(event)
     if event.kind == "USERNOTICE":
         return event.tags.get("system-msg", "")
+    if event.kind == "CLEARMSG":
+        return f"a message of {event.user_login} was deleted" if event.user_login else "a message was deleted"
     return ""
+
+
+def _unwrap_action(text: str) -> str:
+    """A ``\\x01ACTION ...\\x01`` text without its wrapper (rustlog's ``extract_message_text``)."""
+    if text.startswith("\x01ACTION ") and text.endswith("\x01"):
+        return text[8:-1]
+    return text
 
 
 def _clearchat_text(event: ChatEvent) -> str:
@@ -85,15 +95,19 @@ def _clearchat_text(event: ChatEvent) -> str:
 
 
 def friendly_text(event: ChatEvent) -> str:
-    """The text shown for the event (rustlog's ``user_friendly_text``)."""
+    """The text shown for the event (rustlog's ``user_friendly_text``): a deleted message's CLEARMSG has
+    none (it is not something its user said again; the deleted text is in the tags and the raw line)."""
     text = event.text or ""
     if event.kind == "CLEARCHAT":
         return _clearchat_text(event)
     if event.kind == "USERNOTICE":
         system = event.tags.get("system-msg", "")
+        text = _unwrap_action(text)
         if system and text:
             return f"{system} {text}"
         return system or text
+    if event.kind == "CLEARMSG":
+        return ""
     return text
 
 
@@ -132,7 +146,11 @@ def _text_line(sent_at: int, channel: str, user: str | None, text: str) -> str:
 
 
 def text_line(event: ChatEvent) -> str:
-    """The justlog/rustlog text line of the event, without its line end."""
+    """The justlog/rustlog text line of the event, without its line end. A CLEARMSG says whose message
+    was deleted, and what it said: ``[...] #chan a message of alice was deleted: the text``."""
+    if event.kind == "CLEARMSG":
+        said = f": {event.text}" if event.text else ""
+        return _text_line(event.sent_at, event.channel, None, system_text(event) + said)
     return _text_line(event.sent_at, event.channel, event.user_login, friendly_text(event))
 
 

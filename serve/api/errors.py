@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from http import HTTPStatus
+from typing import Any
 
 from fastapi import Request
 from fastapi.exceptions import RequestValidationError
@@ -58,5 +59,14 @@ async def on_http_error(request: Request, exc: Exception) -> JSONResponse:
 
 async def on_validation_error(request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, RequestValidationError)
-    names = sorted({str(err.get("loc", ("", "?"))[-1]) for err in exc.errors()})
+    names = sorted({_where(err.get("loc", ())) for err in exc.errors()})
     return error_response(400, f"invalid parameter: {', '.join(names)}")
+
+
+def _where(loc: Any) -> str:
+    """The parameter a validation error is about: the field's name (``body`` alone: the body is not JSON of
+    the expected shape; a position in it means nothing to the client)."""
+    parts = [str(part) for part in loc if not isinstance(part, int)] if isinstance(loc, tuple | list) else []
+    if len(parts) > 1 and parts[0] in {"body", "query", "path", "header"}:
+        return parts[-1]
+    return parts[-1] if parts else "?"

@@ -1,10 +1,12 @@
-"""Pure ASGI middleware. Path normalisation before routing: a trailing ``/`` is ignored (as rustlog does),
+"""Pure ASGI middleware. Path normalisation before routing: repeated slashes are one (as Go's mux cleans
+them; ``//evil.com`` never reaches a ``Location``), a trailing ``/`` is ignored (as rustlog does),
 and a path with upper-case letters is redirected (302) to its lower-case form with the same query
 (justlog). :class:`ResponseGuard`: ``nosniff``, HEAD, and streamed bodies that are cut. :class:`BodyLimit`:
 no request body past a few KiB (the API's bodies are a few fields; uvicorn sets no limit)."""
 
 from __future__ import annotations
 
+import re
 from typing import Final
 from urllib.parse import quote
 
@@ -16,6 +18,9 @@ from serve.api.errors import error_response
 _KEEP_CASE: Final = ("/docs",)
 
 
+_SLASHES: Final = re.compile("/{2,}")
+
+
 class NormalizePath:
     def __init__(self, app: ASGIApp) -> None:
         self.app = app
@@ -25,6 +30,9 @@ class NormalizePath:
             await self.app(scope, receive, send)
             return
         path: str = scope["path"]
+        if "//" in path:  # as Go's mux cleans them: `//evil.com` must never become a Location
+            path = _SLASHES.sub("/", path)
+            scope = dict(scope, path=path, raw_path=path.encode())
         if len(path) > 1 and path.endswith("/"):
             path = path.rstrip("/") or "/"
             scope = dict(scope, path=path, raw_path=path.encode())

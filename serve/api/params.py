@@ -16,7 +16,7 @@ from typing import Final
 
 from starlette.datastructures import QueryParams
 
-from serve.api.errors import bad_request
+from serve.api.errors import ApiError, bad_request
 
 MAX_MS: Final = 253_402_300_799_999
 _DIGITS: Final = re.compile(r"[0-9]{1,16}")
@@ -137,9 +137,29 @@ def _ms(day: date) -> int:
 
 
 def narrowed(lo: int, hi: int, query: LogQuery) -> tuple[int, int]:
-    """The range ``[lo, hi)`` narrowed by ``from``/``to`` (``to`` included: up to its next millisecond)."""
+    """The range ``[lo, hi)`` narrowed by ``from``/``to`` (``to`` included: up to its next millisecond);
+    a 400 saying why when nothing is left of it."""
     if query.since_ms is not None:
         lo = max(lo, query.since_ms)
     if query.until_ms is not None:
         hi = min(hi, query.until_ms + 1)
+    if lo >= hi:
+        raise empty_range(query)
     return lo, hi
+
+
+def empty_range(query: LogQuery) -> ApiError:
+    """The 400 of a time range with nothing in it, naming what emptied it."""
+    since, until = query.since_ms, query.until_ms
+    if since is not None and until is not None and since > until:
+        return bad_request("invalid range: from is after to")
+    if since is not None:
+        return bad_request(
+            "invalid range: from is after the end of the time asked for (the day, month or now)"
+        )
+    if until is not None:
+        return bad_request(
+            "invalid range: to is before the start of the time asked for (the day or month, or "
+            "the default span before now: give from too)"
+        )
+    return bad_request("invalid range: it is empty")

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import time
 from typing import Any, Final
+from urllib.parse import quote
 
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse, RedirectResponse, Response
@@ -53,6 +54,8 @@ async def _channel(request: Request, kind: str, value: str) -> Named:
     store = _store(request)
     if kind not in CHANNEL_KINDS:
         raise not_found("no such route (expected /channel/<login> or /channelid/<id>)")
+    if len(value) > MAX_NAME_CHARS:  # no such channel; never looked up (or cached) or echoed whole
+        raise not_found(f"no logged channel is named that: longer than {MAX_NAME_CHARS} characters")
     if kind == "channelid":
         login = await store.channel_by_id(value.strip())
         if login is None:
@@ -69,6 +72,8 @@ async def _user(request: Request, channel: Named, kind: str, value: str) -> Name
     unknown."""
     if kind not in USER_KINDS:
         raise not_found("no such route (expected /user/<login> or /userid/<id>)")
+    if len(value) > MAX_NAME_CHARS:  # never looked up, or echoed whole in the 404s that name the user
+        raise not_found(f"no user is named that: longer than {MAX_NAME_CHARS} characters")
     if kind == "userid":
         try:
             login = await _store(request).user_by_id(channel, value.strip())
@@ -80,8 +85,6 @@ async def _user(request: Request, channel: Named, kind: str, value: str) -> Name
     login = _name(value)
     if not login:
         raise not_found("empty user name")
-    if len(login) > MAX_NAME_CHARS:  # never echoed whole in the 404s that name the user
-        raise not_found(f"no user is named that: longer than {MAX_NAME_CHARS} characters")
     return login
 
 
@@ -90,21 +93,32 @@ def _count(request: Request, query: LogQuery) -> Any:
     return lines.inc
 
 
+PAST_MAX_AGE_S: Final = 300
+"""How long a shared cache may keep a past range: they rarely change, but do (an erasure or an opt-out
+must not be served from caches for a day; an import or a late sink adds lines)."""
+
+
 def _cache_headers(hi: int) -> dict[str, str]:
-    """Past ranges do not change (one day's cache), the current one does."""
+    """Past ranges: cacheable for :data:`PAST_MAX_AGE_S`; the current one: not without asking."""
     if hi + _NOW_SLACK_MS < time.time() * 1000:
-        return {"Cache-Control": "public, max-age=86400"}
+        return {"Cache-Control": f"public, max-age={PAST_MAX_AGE_S}"}
     return {"Cache-Control": "no-cache"}
 
 
-def _redirect(request: Request, path: str) -> RedirectResponse:
+def _redirect(request: Request, *segments: object) -> RedirectResponse:
+    """A 302 to the path of ``segments`` (each quoted whole: a name's ``#`` or ``/`` stays in its segment),
+    with the request's query."""
     query = request.url.query
+    path = "".join(f"/{quote(str(segment), safe='')}" for segment in segments)
     return RedirectResponse(path + (f"?{query}" if query else ""), status_code=302)
 
 
+def _segment(named: Named) -> str:
+    """How a resolved channel or user is named in a redirect: its id for ``/channelid``, ``/userid``."""
+    return named.id if isinstance(named, ById) else named
+
+
 async def _channel_range(request: Request, channel: Named, lo: int, hi: int, query: LogQuery) -> Response:
-    if lo >= hi:
-        raise bad_request("invalid range: from is after to")
     events = _store(request).channel_lines(channel, lo, hi, reverse=query.reverse)
     return await stream_events(
         events,
@@ -118,8 +132,6 @@ async def _channel_range(request: Request, channel: Named, lo: int, hi: int, que
 async def _user_range(
     request: Request, channel: Named, user: Named, lo: int, hi: int, query: LogQuery
 ) -> Response:
-    if lo >= hi:
-        raise bad_request("invalid range: from is after to")
     events = _store(request).user_lines(channel, user, lo, hi, reverse=query.reverse)
     return await stream_events(
         events,
@@ -178,7 +190,7 @@ async def channel_latest(request: Request, ct: str, c: str) -> Response:
     day = await _store(request).latest_day(channel)
     if day is None:
         raise not_found(f"channel {channel!r} is not logged")
-    return _redirect(request, f"/{ct}/{c}/{day.year}/{day.month}/{day.day}")
+    return _redirect(request, ct, _segment(channel), day.year, day.month, day.day)
 
 
 @router.get(
@@ -213,7 +225,7 @@ async def user_latest(request: Request, ct: str, c: str, ut: str, u: str) -> Res
     month = await _store(request).latest_user_month(channel, user)
     if month is None:
         raise not_found(f"nothing stored for {user} in #{channel}")
-    return _redirect(request, f"/{ct}/{c}/{ut}/{u}/{month[0]}/{month[1]}")
+    return _redirect(request, ct, _segment(channel), ut, _segment(user), month[0], month[1])
 
 
 @router.get(

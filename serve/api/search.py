@@ -29,7 +29,7 @@ from fastapi import APIRouter, Query, Request
 from fastapi.responses import Response
 
 from serve.api.errors import ApiError, bad_request, not_found
-from serve.api.params import LogQuery, log_query, narrowed
+from serve.api.params import LogQuery, empty_range, log_query, narrowed
 from serve.api.query_docs import FORMATS, PAGING, RANGE
 from serve.api.routes import _cache_headers as cache_headers
 from serve.api.routes import _channel as channel_login
@@ -90,8 +90,6 @@ def search_router(settings: ServeSettings) -> APIRouter:
         user = await user_login(request, channel, ut, u)
         query = log_query(request.query_params)
         lo, hi = narrowed(0, _now_ms() + 1, query)
-        if lo >= hi:
-            raise bad_request("invalid range: from is after to")
         store = _store(request)
         events = matching(store.user_lines(channel, user, lo, hi, reverse=query.reverse), wanted)
         try:
@@ -178,9 +176,9 @@ def channel_range(query: LogQuery, settings: ServeSettings, now_ms: int) -> tupl
     lo = query.since_ms if query.since_ms is not None else hi - settings.serve_search_default_days * DAY_MS
     lo = max(lo, 0)
     if lo >= hi:
-        raise bad_request("invalid range: from is after to")
+        raise empty_range(query)
     most = settings.serve_search_max_days
-    if hi - lo > most * DAY_MS:
+    if hi - lo > most * DAY_MS + 1:  # `to` is included: Monday 00:00 to the next Monday 00:00 is 7 days
         days = (hi - lo) / DAY_MS
         raise bad_request(
             f"invalid range: {days:.1f} days; a channel search scans at most {most} days "

@@ -20,7 +20,7 @@ from typing import Annotated, Final
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import JSONResponse
 
-from serve.api.errors import ApiError, bad_request
+from serve.api.errors import ApiError, bad_request, not_found
 from serve.api.params import log_query, narrowed
 from serve.api.routes import _channel as channel_login
 from serve.api.routes import _user as user_login
@@ -39,10 +39,7 @@ To = Annotated[str | None, Query(description="Unix seconds or RFC 3339 (included
 
 def _range(request: Request, default_lo: int) -> tuple[int, int]:
     now = int(time.time() * 1000)
-    lo, hi = narrowed(default_lo, now + 1, log_query(request.query_params))
-    if lo >= hi:
-        raise bad_request("invalid range: from is after to")
-    return lo, hi
+    return narrowed(default_lo, now + 1, log_query(request.query_params))
 
 
 def _unavailable(exc: Exception) -> ApiError:
@@ -80,6 +77,10 @@ async def user_stats_route(
     store: LogStore = request.app.state.store
     try:
         count, user_id = await store.user_count(channel, user, lo, hi)
+        if not count and await store.latest_user_month(channel, user) is None:
+            raise not_found(f"nothing stored for {user} in #{channel}")  # as every user route answers
+    except ApiError:
+        raise
     except Exception as exc:
         raise _unavailable(exc) from None
     return JSONResponse(user_stats(str(user), user_id, count), headers={"Cache-Control": "no-cache"})

@@ -81,7 +81,10 @@ def _events() -> list[ChatEvent]:
     ]
     feb = [_event("alpha", FEB3 + 5_000, "bob", "february"), _event("beta", FEB3, "dave", "beta line")]
     big = [_event("alpha", BIG_DAY + i * 28_000, f"u{i % 50}", f"line {i}") for i in range(BIG)]
-    return jan + feb + big
+    deleted = line_event(  # dave's line deleted a second later: never a random pick, never dave "saying" it
+        "CLEARMSG", "beta", FEB3 + 1_000, login="dave", text="beta line", room_id="1002"
+    )
+    return jan + feb + big + [deleted]
 
 
 class Server:
@@ -149,7 +152,7 @@ def test_day_text_is_justlogs_format(server: Server) -> None:
     response = server.get("/channel/alpha/2024/1/2")
     assert response.status_code == 200
     assert response.headers["content-type"].startswith("text/plain")
-    assert response.headers["cache-control"] == "public, max-age=86400"
+    assert response.headers["cache-control"] == "public, max-age=300"  # an erasure shows within 5 minutes
     assert response.text.splitlines() == [
         "[2024-01-02 00:00:01] #alpha bob: hello there",
         "[2024-01-02 00:01:01] #alpha carol: hi bob",
@@ -206,6 +209,11 @@ def test_redirects(server: Server) -> None:
     assert server.get("/channel/alpha/user/carol").headers["location"] == "/channel/alpha/user/carol/2024/1"
     upper = server.get("/Channel/ALPHA/2024/1/2?JSON")
     assert upper.status_code == 302 and upper.headers["location"] == "/channel/alpha/2024/1/2?JSON"
+    for path in ("//Evil.com", "/%2F/Evil.com", "//Evil.com/Channel/alpha"):  # a Location on this host only
+        assert server.get(path).headers["location"] == "/evil.com" + path.split("Evil.com")[1].lower(), path
+    hashed = server.get("/channel/%23alpha/user/%20bob%20")  # the redirect names what was found
+    assert hashed.headers["location"] == "/channel/alpha/user/bob/2024/2"
+    assert server.get("/channelid/1001").headers["location"] == "/channelid/1001/2024/2/3"
     followed = httpx.get(server.base + "/channel/Alpha/user/BOB", follow_redirects=True)
     assert followed.status_code == 200 and followed.url.path == "/channel/alpha/user/bob/2024/2"
     assert followed.text == "[2024-02-03 00:00:05] #alpha bob: february\n"
@@ -241,6 +249,11 @@ def test_not_found_and_bad_requests(server: Server) -> None:
         "/channel/alpha?from=yesterday": (400, "from"),
         "/channel/alpha?from=2024-01-03T00:00:00Z&to=2024-01-02T00:00:00Z": (400, "from"),
         "/list?channel=alpha&user=bob&x=%ff": (200, ""),
+        "/channel/" + "a" * 60_000: (404, "longer than"),  # never looked up, nor kept in a cache
+        "/channelid/" + "1" * 60_000 + "/2024/1/2": (404, "longer than"),
+        "/channel/alpha/userid/" + "4" * 60_000: (404, "longer than"),
+        "/channel/alpha/2024/1/2?to=2023-12-01T00:00:00Z": (400, "to is before the start"),
+        "/channel/alpha/2024/1/2?from=2024-02-01T00:00:00Z": (400, "from is after the end"),
     }
     for path, (status, word) in cases.items():
         response = server.get(path)
@@ -294,6 +307,11 @@ def test_random_lines(server: Server) -> None:
     for _ in range(3):
         picked = server.get("/channel/alpha/user/carol/random?json").json()["messages"]
         assert len(picked) == 1 and picked[0]["text"] in carol and picked[0]["username"] == "carol"
+    for _ in range(10):
+        assert server.get("/channel/beta/random").text == "[2024-02-03 00:00:00] #beta dave: beta line\n"
+        assert server.get("/channel/beta/user/dave/random?json").json()["messages"][0]["type"] == 1
+    day = server.get("/channel/beta/2024/2/3").text.splitlines()
+    assert day[1] == "[2024-02-03 00:00:01] #beta a message of dave was deleted: beta line"
     seen = {server.get("/channel/alpha/random").text for _ in range(5)}
     assert all(line.count("\n") == 1 and line.startswith("[") and "#alpha" in line for line in seen)
     cases = {
@@ -325,10 +343,9 @@ def test_stats(server: Server) -> None:
     assert server.get("/channel/alpha/user/bob/stats").json() == bob
     assert server.get("/channel/alpha/userid/42/stats").json() == bob
     assert server.get(f"/channel/alpha/user/bob/stats?{jan2}").json()["messageCount"] == 3
-    assert server.get("/channel/alpha/user/nobody/stats").json() == {
-        "userId": "", "userLogin": "nobody", "messageCount": 0,
-    }  # fmt: skip
     cases = {
+        "/channel/alpha/user/nobody/stats": (404, "nobody"),  # as every other route of an unknown user
+        "/channel/alpha/stats?to=2020-01-01T00:00:00Z": (400, "give from too"),
         "/channel/nochan/stats": (404, "nochan"),
         "/channel/alpha/userid/999/stats": (404, "999"),
         "/channel/alpha/stats?from=soon": (400, "from"),

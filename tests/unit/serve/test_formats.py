@@ -148,3 +148,16 @@ def test_times_are_strftimes_in_utc_whatever_the_second(ms: int) -> None:
     event = ChatEvent(message_id="m", kind="PRIVMSG", channel="c", sent_at=ms, received_at=ms, raw="x")
     line = text_line(event)
     assert line.startswith(f"[{moment.strftime('%Y-%m-%d %H:%M:%S')}] #c ")
+
+
+def test_a_deleted_message_is_not_shown_as_said_again() -> None:
+    event = _event(kind="CLEARMSG", user_login="alice", text="to be deleted", tags={"login": "alice"})
+    assert friendly_text(event) == ""  # rustlog's user_friendly_text of a ClearMsg
+    assert full_message(event)["systemText"] == "a message of alice was deleted"
+    assert text_line(event) == "[2017-03-11 20:20:01] #forsen a message of alice was deleted: to be deleted"
+
+
+def test_a_usernotice_text_loses_its_action_wrapper() -> None:
+    tags = {"system-msg": "randers subscribed."}
+    event = _event(kind="USERNOTICE", user_login="randers", text="\x01ACTION Kappa\x01", tags=tags)
+    assert friendly_text(event) == "randers subscribed. Kappa"
