@@ -120,13 +120,26 @@ def is_user_file(path: Path) -> bool:
 
 
 def _walk(top: Path, problems: list[str]) -> list[Path]:
-    """Every file under ``top`` not named ``.*``, in natural order; unlistable directories to ``problems``."""
+    """Every file under ``top`` not named ``.*``, in natural order, through links to directories (each
+    directory once: a link back up is a problem, not a loop); unlistable directories to ``problems``."""
 
     def failed(exc: OSError) -> None:
         problems.append(f"cannot read {exc.filename}: {exc.strerror or exc}")
 
     found: list[Path] = []
-    for root, dirs, names in os.walk(top, onerror=failed):
+    seen: set[tuple[int, int]] = set()  # the directories read, by device and inode: a link loop ends
+    for root, dirs, names in os.walk(top, onerror=failed, followlinks=True):  # a linked day is read too
+        try:
+            info = os.stat(root)
+        except OSError as exc:
+            failed(exc)
+            dirs[:] = []
+            continue
+        if (info.st_dev, info.st_ino) in seen:
+            problems.append(f"{root}: skipped: a link to a directory already read")
+            dirs[:] = []
+            continue
+        seen.add((info.st_dev, info.st_ino))
         dirs[:] = [d for d in dirs if not d.startswith(".")]
         for path in (Path(root, n) for n in names if not n.startswith(".")):
             if path.is_file():

@@ -52,7 +52,9 @@ were not delivered.
 from __future__ import annotations
 
 import gzip
+import os
 import re
+import stat
 import sys
 import time
 import zlib
@@ -60,7 +62,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import IO, Any, Final, Protocol
+from typing import IO, Any, Final, Protocol, cast
 
 from core.errors import ChatlogError
 from core.irc_parse import MalformedLine, command_of, line_hash, parse_line
@@ -76,6 +78,9 @@ MAX_IMPORT_LINE_BYTES: Final = 4 * MAX_LINE_CHARS + 64
 """Longest line read whole: the contract's longest line in UTF-8 (4 bytes a character at most) and a
 logger's bracket timestamp. Lines up to it that the contract still rejects are the parser's problems."""
 _BOM: Final = b"\xef\xbb\xbf"
+_NOT_GZIP: Final = "Not a gzipped file"
+"""What Python's gzip says when the bytes after a member are not another member."""
+_TRAILING: Final = "data after the gzip stream is not gzip (zcat ignores it too)"
 _BRACKET_TS: Final = re.compile(
     r"\[(\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}:\d{2}(?:\.\d{1,6})?)(Z|[+-]\d{2}:?\d{2})?\] +"
 )
@@ -185,6 +190,10 @@ class EventSink(Protocol):
         """Wait for everything to be written; add the delivery counts to ``stats``."""
 
 
+class OutputClosed(ChatlogError):
+    """``--dry-run``'s reader went away (``chatlog import x --dry-run | head``): not the input's fault."""
+
+
 class NdjsonSink:
     """``--dry-run``: each event as one line of JSON on ``out``; problems go nowhere but stderr."""
 
@@ -192,14 +201,20 @@ class NdjsonSink:
         self._out = out
 
     def event(self, event: ChatEvent) -> None:
-        self._out.write(encode(event) + b"\n")
+        try:
+            self._out.write(encode(event) + b"\n")
+        except BrokenPipeError:
+            raise OutputClosed("the output was closed") from None
 
     def dead_letter(self, raw: bytes, reason: str, source: str) -> None:
         del raw, reason, source
 
     def finish(self, stats: ImportStats) -> None:
         del stats
-        self._out.flush()
+        try:
+            self._out.flush()
+        except BrokenPipeError:
+            raise OutputClosed("the output was closed") from None
 
 
 class KafkaImportSink:
@@ -437,7 +452,13 @@ class _Run:
         try:
             self.read_lines(bounded_lines(stream), item.path, _time_base(item, self._clock()))
         except (OSError, EOFError, zlib.error) as exc:
-            self._bad_file(item.path, self.stats.read - before, _read_error(exc))
+            lines = self.stats.read - before
+            if lines and isinstance(exc, gzip.BadGzipFile) and _NOT_GZIP in str(exc):
+                self._bad_file(
+                    item.path, lines, "data after the gzip stream is not gzip (zcat ignores it too)"
+                )
+            else:
+                self._bad_file(item.path, lines, _read_error(exc))
         finally:
             if stream is not sys.stdin.buffer:
                 stream.close()
@@ -488,14 +509,20 @@ def gzip_damage(path: str, chunk: int = 1 << 20) -> str | None:
     """Why the gzip file at ``path`` cannot be trusted, or None. It is decompressed once, its output thrown
     away: a CRC mismatch shows only at a member's end, after lines garbled by the damage were read. A file
     that is only cut short (or cannot be opened) is None here: its lines up to the cut are sound, and reading
-    it reports the cut."""
+    it reports the cut; so is one with data after its last member that is not gzip (zcat's "trailing
+    garbage": every member before it was checked). A pipe or a device is not read twice: None."""
     try:
+        if not stat.S_ISREG(os.stat(path).st_mode):
+            return None
+        out = 0
         with gzip.open(path, "rb") as stream:
-            while stream.read(chunk):
-                pass
+            while data := stream.read1(chunk):  # one member's data at a time: counted before a bad header
+                out += len(data)
     except EOFError:
         return None
-    except (zlib.error, gzip.BadGzipFile) as exc:
+    except gzip.BadGzipFile as exc:
+        return None if out and _NOT_GZIP in str(exc) else _read_error(exc)
+    except zlib.error as exc:
         return _read_error(exc)
     except OSError:
         return None
@@ -532,7 +559,7 @@ def import_lines(
 
 def _open(item: ImportFile) -> LineStream:
     if item.path == STDIN:
-        return sys.stdin.buffer
+        return cast(LineStream, sys.stdin.buffer)  # a BufferedReader: it has read1
     if item.gz:
         return gzip.open(item.path, "rb")
     return Path(item.path).open("rb")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 import time
 from typing import TYPE_CHECKING, Annotated
@@ -14,6 +15,8 @@ if TYPE_CHECKING:
 EXIT_NOTHING_READ = 1
 """Nothing read, nothing imported (every line a problem), or no Kafka/topics."""
 EXIT_UNDELIVERED = 3
+EXIT_OUTPUT_CLOSED = 141
+"""``--dry-run``'s output was closed by its reader: 128 + SIGPIPE, what a shell tool's exit says then."""
 
 
 class BarProgress:
@@ -29,7 +32,11 @@ class BarProgress:
             MofNCompleteColumn(),
             TextColumn("files {task.fields[lines]:>11,} lines {task.fields[rate]:>9,.0f} lines/s"),
             TimeElapsedColumn(),
-            TextColumn("{task.description}", table_column=Column(ratio=1, no_wrap=True, overflow="ellipsis")),
+            TextColumn(  # a file name is text, never rich markup (`[red]x.txt`, `[/]`)
+                "{task.description}",
+                markup=False,
+                table_column=Column(ratio=1, no_wrap=True, overflow="ellipsis"),
+            ),
             console=Console(stderr=True),
             redirect_stdout=False,
             redirect_stderr=False,
@@ -118,7 +125,7 @@ def register(app: typer.Typer) -> None:
         line naming the setting); 3 if some records were not delivered.
         """
         from core.settings import KafkaSettings, load
-        from ingest.importer import ImportFailed, import_paths, paths_label
+        from ingest.importer import ImportFailed, OutputClosed, import_paths, paths_label
 
         if progress is None:
             progress = sys.stderr.isatty() and not (dry_run and sys.stdout.isatty())
@@ -155,6 +162,9 @@ def register(app: typer.Typer) -> None:
         except ImportFailed as exc:
             print(f"chatlog: error: {exc}", file=sys.stderr, flush=True)
             raise typer.Exit(EXIT_NOTHING_READ) from None
+        except OutputClosed:  # `--dry-run | head`: quiet, as a shell tool on SIGPIPE
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no error flushing at exit
+            raise typer.Exit(EXIT_OUTPUT_CLOSED) from None
         print(stats.summary(paths_label(paths)), file=sys.stderr, flush=True)
         if stats.failed:
             raise typer.Exit(EXIT_UNDELIVERED)

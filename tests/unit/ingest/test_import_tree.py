@@ -162,3 +162,14 @@ def test_natural_order_compares_numbers_as_numbers() -> None:
         "a/10",
         "b",
     ]
+
+
+def test_a_linked_directory_is_read_and_a_link_loop_read_once(tmp_path: Path) -> None:
+    touch(tmp_path, "real/2024/1/1/channel.txt")
+    tree = tmp_path / "tree"
+    tree.mkdir()
+    (tree / "1337").symlink_to(tmp_path / "real")  # a channel kept elsewhere, linked into the tree
+    (tmp_path / "real" / "2024" / "up").symlink_to(tree)  # and a link back up: a loop
+    plan = plan_import([str(tree)])
+    assert rel(tree, plan.files) == [("1337/2024/1/1/channel.txt", False)]
+    assert plan.problems == [f"{tree / '1337' / '2024' / 'up'}: skipped: a link to a directory already read"]

@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 import calendar
+import gzip
 import io
+import os
+import time
 import tracemalloc
 from pathlib import Path
+from typing import Any
 
 import pytest
 import typer
@@ -17,8 +21,11 @@ from ingest.importer import (
     MAX_IMPORT_LINE_BYTES,
     MAX_REPORTED,
     ImportStats,
+    NdjsonSink,
+    OutputClosed,
     bounded_lines,
     bracket_timestamp,
+    gzip_damage,
     import_lines,
     timed_line_id,
 )
@@ -337,3 +344,44 @@ def test_the_first_problems_of_the_whole_import_are_printed_not_of_each_file(
         f"skipped {2 * MAX_REPORTED} (0 not chat, {2 * MAX_REPORTED} problems, 0 blank), produced 0, "
         "dead-lettered 0, failed 0",
     ]
+
+
+def test_a_gz_with_trailing_garbage_imports_its_lines_as_zcat_does(cli: typer.Typer, tmp_path: Path) -> None:
+    path = tmp_path / "day.txt.gz"
+    path.write_bytes(gzip.compress((PRIVMSG + "\n").encode()) + b"junk")
+    assert gzip_damage(str(path)) is None  # the member before the junk was read and checked whole
+    result = CliRunner().invoke(cli, ["import", str(path), "--dry-run"])
+    assert [decode(line).raw for line in result.stdout_bytes.splitlines()] == [PRIVMSG]
+    assert result.stderr.splitlines()[0] == (
+        f"{path}: skipped after line 1 (lines 1-1 imported): data after the gzip stream is not gzip "
+        "(zcat ignores it too)"
+    )
+
+
+def test_a_file_time_before_2001_or_in_the_future_is_not_a_time_base(
+    cli: typer.Typer, tmp_path: Path
+) -> None:
+    path = tmp_path / "old.log"
+    path.write_bytes(b":u!u@h PRIVMSG #c :old\n")
+    for stamp_s in (-315_619_200, 4_102_444_800):  # 1960, 2100
+        os.utime(path, (stamp_s, stamp_s))
+        before = time.time() * 1000
+        result = CliRunner().invoke(cli, ["import", str(path), "--dry-run"])
+        events = [decode(line) for line in result.stdout_bytes.splitlines()]  # decode: within the contract
+        assert len(events) == 1 and before <= events[0].sent_at <= time.time() * 1000, stamp_s  # the import's
+
+
+def test_a_closed_dry_run_output_is_not_a_bad_input() -> None:
+    class Closed(io.RawIOBase):
+        def writable(self) -> bool:
+            return True
+
+        def write(self, data: Any) -> int:
+            raise BrokenPipeError(32, "Broken pipe")
+
+    sink, reports = NdjsonSink(io.BufferedWriter(Closed(), buffer_size=1)), list[str]()
+    with pytest.raises(OutputClosed):
+        import_lines(
+            [PRIVMSG.encode()] * 3, source="chat.log", sink=sink, report=reports.append, clock=lambda: NOW
+        )
+    assert reports == []  # not "chat.log: skipped after line 1 ...: Broken pipe"
