@@ -29,9 +29,24 @@ def secret_values(environ: Mapping[str, str] | None = None) -> list[str]:
     env = os.environ if environ is None else environ
     names = secret_variables()
     values = {v for k, v in env.items() if k.upper() in names and len(v) >= MIN_SECRET_LEN}
+    values |= {p for k, v in env.items() if k.upper().startswith("CHATLOG_") for p in embedded_passwords(v)}
     bare = {v[len(_TOKEN_PREFIX) :] for v in values if v.lower().startswith(_TOKEN_PREFIX)}
     values |= {v for v in bare if len(v) >= MIN_SECRET_LEN}  # the IRC token as PASS sends it
     return sorted(values, key=len, reverse=True)
+
+
+def embedded_passwords(value: str) -> set[str]:
+    """The passwords of ``user:password@host`` credentials in a setting's value (a host list, a URL), each
+    exactly as written: a ``/``, a space or an ``@`` in one (which :data:`_USERINFO` cannot tell from
+    text around it) is masked whole wherever it is printed."""
+    found = set()
+    for part in value.split(","):
+        userinfo = part.strip().rpartition("@")[0]  # up to the last `@`: a password may hold one
+        userinfo = userinfo.split("://", 1)[-1]
+        password = userinfo.partition(":")[2]
+        if len(password) >= MIN_SECRET_LEN:
+            found.add(password)
+    return found
 
 
 def redact(text: str, secrets: Iterable[str]) -> str:

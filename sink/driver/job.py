@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import logging
 import sys
+import traceback
 from pathlib import Path
 from typing import Annotated
 
@@ -157,14 +158,20 @@ def main(argv: list[str] | None = None) -> int:
 
     A usage mistake exits 2 with click's message; a :class:`ChatlogError` is one line on stderr, exit 2.
     """
+    from core import redact
+
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    secrets = redact.install().secrets  # as `chatlog`: no secret's value in any line this prints
     try:
         app()(args=argv, prog_name=PROG)
     except SystemExit as exc:
         return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
     except ChatlogError as exc:
-        print(f"chatlog sink: error: {exc}", file=sys.stderr)
+        print(f"chatlog sink: error: {redact.redact(str(exc), secrets)}", file=sys.stderr)
         return 2
+    except Exception:  # a bug: its traceback, but never a secret's value in it
+        print(redact.redact(traceback.format_exc(), secrets), end="", file=sys.stderr)
+        return 1
     return 0
 
 

@@ -229,3 +229,18 @@ def test_credentials_in_a_url_or_host_are_masked_without_any_secret_setting(text
 )
 def test_irc_prefixes_addresses_and_ports_are_not_taken_for_credentials(text: str) -> None:
     assert redact.redact(text, []) == text
+
+
+@pytest.mark.parametrize("password", ["S3cret/PW!", "S3cret PW!", "S3cret@PW!", "pa:ss/w@rd"])
+def test_a_password_in_a_host_setting_is_masked_whole_whatever_it_holds(password: str) -> None:
+    env = {
+        "CHATLOG_KAFKA_BOOTSTRAP_SERVERS": f"u:{password}@127.0.0.1:1,other:9092",
+        "CHATLOG_SINK_CHECKPOINT": f"s3a://key:{password}@bucket/cp",
+        "HOME": f"x:{password}@y",  # not a chatlog setting: not looked into
+    }
+    secrets = redact.secret_values(env)
+    assert password in secrets
+    line = redact.redact(
+        f"Kafka at u:{password}@127.0.0.1:1 is not reachable; s3a://key:{password}@bucket", secrets
+    )
+    assert "S3cret" not in line and "pa:ss" not in line and "@127.0.0.1:1 is not reachable" in line, line

@@ -90,3 +90,13 @@ def test_help_lists_the_options_and_exits_0(capsys: pytest.CaptureFixture[str]) 
     assert job.main(["--help"]) == 0
     out = capsys.readouterr().out
     assert "sink/driver/job.py" in out and "--metrics-port" in out
+
+
+def test_the_spark_submit_entry_masks_secrets_as_chatlog_does(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("CHATLOG_CASSANDRA_PASSWORD", "S3cretPW!")
+    monkeypatch.setenv("CHATLOG_CASSANDRA_REPLICATION", "S3cretPW!")  # a wrong value that is the secret
+    assert job.main([]) == 2
+    err = capsys.readouterr().err
+    assert "CHATLOG_CASSANDRA_REPLICATION" in err and "S3cretPW" not in err, err
