@@ -24,7 +24,14 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from serve.api import capabilities, live, namehistory, random, recent, stats
 from serve.api import optout as optout_api
-from serve.api.errors import ApiError, on_api_error, on_http_error, on_validation_error
+from serve.api.errors import (
+    ApiError,
+    on_api_error,
+    on_http_error,
+    on_storage_error,
+    on_validation_error,
+    storage_errors,
+)
 from serve.api.metrics import MetricsMiddleware, ServeMetrics
 from serve.api.middleware import BodyLimit, NormalizePath, ResponseGuard
 from serve.api.routes import router
@@ -96,6 +103,8 @@ def create_app(settings: ServeSettings, store: LogStore | None = None, *, consen
     app.add_exception_handler(OptedOut, on_opted_out)
     app.add_exception_handler(StarletteHTTPException, on_http_error)
     app.add_exception_handler(RequestValidationError, on_validation_error)
+    for storage_error in storage_errors():
+        app.add_exception_handler(storage_error, on_storage_error)
 
     @app.get("/health", summary="200 when the log storage answers, else 503", tags=["service"])
     async def health(request: Request) -> JSONResponse:

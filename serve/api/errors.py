@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import logging
 from http import HTTPStatus
 from typing import Any
 
@@ -10,6 +11,8 @@ from fastapi import Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
+
+log = logging.getLogger("chatlog.serve")
 
 
 class ApiError(Exception):
@@ -46,6 +49,29 @@ async def on_api_error(request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, ApiError)
     response = error_response(exc.status, exc.message, exc.code)
     response.headers.update(exc.headers or {})
+    return response
+
+
+def storage_errors() -> tuple[type[Exception], ...]:
+    """The driver's exceptions for a Cassandra that is down, slow or overloaded."""
+    from cassandra import DriverException, OperationTimedOut
+    from cassandra.cluster import NoHostAvailable
+    from cassandra.connection import ConnectionException
+
+    return (DriverException, OperationTimedOut, NoHostAvailable, ConnectionException)
+
+
+async def on_storage_error(request: Request, exc: Exception) -> JSONResponse:
+    """A Cassandra that did not answer: a 503 in one line, as /health says it (never a 500 and a
+    traceback); the log has one line naming the error's type."""
+    log.warning(
+        "%s %s: the log storage did not answer: %s",
+        request.method,
+        request.url.path[:200],
+        type(exc).__name__,
+    )
+    response = error_response(503, "the log storage did not answer; try again")
+    response.headers["Retry-After"] = "5"
     return response
 
 

@@ -10,6 +10,8 @@ from typing import Any
 
 import httpx
 import pytest
+from cassandra import OperationTimedOut, ReadTimeout
+from cassandra.cluster import NoHostAvailable
 
 from consent.settings import ConsentSettings
 from core.settings import load
@@ -241,3 +243,36 @@ def _is_async(call: Any) -> bool:
     import inspect
 
     return inspect.iscoroutinefunction(call) or inspect.iscoroutinefunction(type(call).__call__)
+
+
+class NoCassandra(FakeStore):
+    """Cassandra went away after the service started: the driver's own errors, on the name lookups."""
+
+    def __init__(self, error: Exception) -> None:
+        super().__init__()
+        self.error = error
+
+    async def latest_day(self, channel: Named) -> date | None:
+        raise self.error
+
+    async def channel_by_id(self, channel_id: str) -> str | None:
+        raise self.error
+
+
+@pytest.mark.parametrize(
+    "error",
+    [
+        NoHostAvailable("Unable to complete the operation against any hosts", {}),
+        OperationTimedOut("timed out"),
+        ReadTimeout("Operation timed out - received only 0 responses."),
+    ],
+)
+def test_a_cassandra_that_went_away_is_a_503_on_every_route_not_a_500(error: Exception) -> None:
+    paths = ["/channel/alpha", "/channel/alpha/2024/1/2", "/channelid/1/2024/1/2", "/channel/alpha/random"]
+    paths += ["/channel/alpha/search?q=x", "/channel/alpha/stats", "/channel/alpha/user/bob/2024/1"]
+    paths += ["/list?channel=alpha"]
+    for path in paths:
+        response = _get(NoCassandra(error), path)
+        assert response.status_code == 503, (path, response.text)
+        assert response.json()["message"] == "the log storage did not answer; try again", path
+        assert response.headers["retry-after"] == "5"
