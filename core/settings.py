@@ -11,6 +11,7 @@ A wrong value raises :class:`SettingsError` in one line.
 from __future__ import annotations
 
 import os
+import re
 import ssl
 from collections.abc import Mapping
 from pathlib import Path
@@ -342,6 +343,10 @@ class StackSettings(KafkaSettings, CassandraSettings):
         return self
 
 
+_NOT_IN_NICK: Final = re.compile(r"[\s\x00-\x1f\x7f:,!@*?]")
+_NOT_IN_TOKEN: Final = re.compile(r"[\s\x00-\x1f\x7f]")
+
+
 class IrcSettings(_Base):
     """The IRC server the ingesters read from."""
 
@@ -353,6 +358,26 @@ class IrcSettings(_Base):
         default=None, description="OAuth token (Twitch), sent as PASS oauth:..."
     )
     irc_flavor: Literal["twitch", "ircv3"] = Field(default="ircv3", description="Server dialect.")
+
+    @field_validator("irc_nick")
+    @classmethod
+    def _nick_is_one_word(cls, value: str | None) -> str | None:
+        """A nick is sent in NICK and USER lines: a space, a control character (CR, LF: a second IRC
+        command) or one of ``:,!@`` would break them."""
+        if value is not None and (not value or _NOT_IN_NICK.search(value) or value[0] in "#&$:"):
+            raise ValueError("not an IRC nick: letters, digits and -_[]{}\\|^` only, no spaces")
+        return value
+
+    @field_validator("irc_oauth")
+    @classmethod
+    def _token_is_one_word(cls, value: SecretStr | None) -> SecretStr | None:
+        """The token is sent in a PASS line: a space or a control character (CR, LF: a second IRC command)
+        would inject into it."""
+        if value is not None and (
+            not value.get_secret_value() or _NOT_IN_TOKEN.search(value.get_secret_value())
+        ):
+            raise ValueError("not a token: it must be one word without spaces or control characters")
+        return value
 
 
 S = TypeVar("S", bound=BaseSettings)

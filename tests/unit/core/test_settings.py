@@ -144,3 +144,31 @@ def test_a_client_certificate_that_is_not_one_names_both_of_its_settings(stack_t
     assert str(info.value).startswith(
         "CHATLOG_CASSANDRA_SSL_CERTIFICATE_LOCATION / CHATLOG_CASSANDRA_SSL_KEY_LOCATION: cannot use "
     )
+
+
+@pytest.mark.parametrize(
+    ("variable", "value"),
+    [
+        ("CHATLOG_IRC_OAUTH", "oauth:SECRETTOKEN123\r\nQUIT :bye"),  # a second IRC command after PASS
+        ("CHATLOG_IRC_OAUTH", "oauth:SECRET TOKEN123"),
+        ("CHATLOG_IRC_NICK", "bad\r\nQUIT"),
+        ("CHATLOG_IRC_NICK", "two words"),
+        ("CHATLOG_IRC_NICK", ":prefix"),
+        ("CHATLOG_IRC_NICK", ""),
+    ],
+)
+def test_an_irc_nick_or_token_that_would_break_its_line_is_refused_without_echoing_the_token(
+    monkeypatch: pytest.MonkeyPatch, variable: str, value: str
+) -> None:
+    monkeypatch.setenv(variable, value)
+    with pytest.raises(SettingsError) as caught:
+        load(settings.IrcSettings)
+    message = str(caught.value)
+    assert variable in message and "\n" not in message and "SECRET" not in message
+
+
+def test_a_usual_nick_and_token_are_taken(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("CHATLOG_IRC_NICK", "Justin_fan[1]")
+    monkeypatch.setenv("CHATLOG_IRC_OAUTH", "oauth:abcdef0123456789")
+    loaded = load(settings.IrcSettings)
+    assert loaded.irc_nick == "Justin_fan[1]" and loaded.irc_oauth is not None
