@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import asyncio
 import json
+import math
 import signal
 import sys
 import time
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, NoReturn
 
 import typer
 
@@ -81,12 +82,35 @@ def register(app: typer.Typer) -> None:
         """Simulated chatters sending real PRIVMSGs into the IRC server (progress as JSON lines)."""
         names = list(channels or [])
         if channels_file is not None:
-            names += [ln.strip() for ln in channels_file.read_text().splitlines() if ln.strip()]
+            try:
+                names += [ln.strip() for ln in channels_file.read_text().splitlines() if ln.strip()]
+            except (OSError, UnicodeDecodeError) as exc:
+                _fail(f"cannot read --file {channels_file}: {getattr(exc, 'strerror', None) or exc}")
         if not names:
-            print("chatlog: error: simulate needs channels (arguments or --file)", file=sys.stderr)
-            raise typer.Exit(2)
+            _fail("simulate needs channels (arguments or --file)")
+        if not (math.isfinite(rate) and rate > 0):
+            _fail(f"--rate must be a number > 0, not {rate}")
+        if not (math.isfinite(duration) and duration >= 0):
+            _fail(f"--duration must be a number >= 0, not {duration}")
+        if connections < 1:
+            _fail(f"--connections must be at least 1, not {connections}")
+        if out is not None:
+            try:
+                out.open("a").close()
+            except OSError as exc:
+                _fail(f"cannot append to --out {out}: {exc.strerror or exc}")
         irc = load(IrcSettings)
         sim = ChatSimulator(
             irc.irc_host, irc.irc_port, names, rate=rate, connections=connections, zipf_s=zipf, seed=seed
         )
-        asyncio.run(_run(sim, duration, out, (burst_at, burst_factor, burst_seconds)))
+        try:
+            asyncio.run(_run(sim, duration, out, (burst_at, burst_factor, burst_seconds)))
+        except (OSError, TimeoutError) as exc:  # the IRC server is not there, or never welcomed us
+            where = f"{irc.irc_host}:{irc.irc_port}"
+            reason = getattr(exc, "strerror", None) or str(exc) or type(exc).__name__
+            _fail(f"IRC server at {where} (CHATLOG_IRC_HOST, CHATLOG_IRC_PORT): {reason}")
+
+
+def _fail(message: str) -> NoReturn:
+    print(f"chatlog: error: {message}", file=sys.stderr)
+    raise typer.Exit(2)
