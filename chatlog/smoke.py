@@ -7,7 +7,7 @@ import uuid
 
 from confluent_kafka import Consumer, Producer
 
-from core.cql import connect
+from core.cql import open_session, quiet_driver_logs
 from core.errors import ChatlogError
 from core.irc_parse import parse_line
 from core.settings import StackSettings
@@ -52,7 +52,8 @@ def run(settings: StackSettings) -> str:
         cql.bucket_of(got.sent_at),
         cql.message_uuid(got.message_id),
     )
-    cluster, session = connect(settings, keyspace=settings.cassandra_keyspace)
+    quiet_driver_logs()  # a Cassandra that is down is one line (open_session), not the driver's tracebacks
+    cluster, session = open_session(settings, keyspace=settings.cassandra_keyspace)
     try:
         session.execute(
             "INSERT INTO chat_by_channel (channel_key, bucket, sent_at, message_id, line, received_at) "

@@ -25,6 +25,7 @@ import ingest.settings
 import serve.settings
 import sink.settings
 from core import settings_reference
+from core.errors import ChatlogError
 from core.settings import KafkaSettings, load
 from core.settings_env import DIRECT_VARIABLES
 from schemas import chat_event
@@ -105,6 +106,9 @@ def settings(
             raise typer.Exit(1)
         typer.echo(f"{output} is up to date")
         return
-    output.parent.mkdir(parents=True, exist_ok=True)
-    output.write_text(text, encoding="utf-8")
+    try:
+        output.parent.mkdir(parents=True, exist_ok=True)
+        output.write_text(text, encoding="utf-8")
+    except OSError as exc:  # a directory, a full disk, no permission: one line
+        raise ChatlogError(f"cannot write --output {output}: {exc.strerror or exc}") from None
     typer.echo(f"wrote {output}")

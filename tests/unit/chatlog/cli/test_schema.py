@@ -67,3 +67,9 @@ def test_the_command_prints_writes_and_checks(tmp_path: Path) -> None:
     fresh = chatlog(["schema", "settings", "--output", str(target), "--check"], {})
     assert fresh.code == 0
     assert chatlog(["schema", "settings", "--check"], {}).code == 0  # docs/settings.md of the checkout
+
+
+def test_an_output_that_cannot_be_written_is_one_line(tmp_path: Path) -> None:
+    run = chatlog(["schema", "settings", "--output", str(tmp_path)], {})  # a directory
+    assert run.code == 2
+    assert run.stderr == f"chatlog: error: cannot write --output {tmp_path}: Is a directory\n"
