@@ -10,6 +10,7 @@ A wrong value raises :class:`SettingsError` in one line.
 
 from __future__ import annotations
 
+import ipaddress
 import os
 import re
 import ssl
@@ -110,6 +111,65 @@ def tls_context(
     return context
 
 
+def _no_path(value: object) -> object:
+    """An empty path setting is not set (``Path("")`` would be the working directory)."""
+    return None if isinstance(value, str) and not value.strip() else value
+
+
+def _readable_file(path: Path | None) -> Path | None:
+    """A TLS file that must be there: a missing or unreadable one is named with its variable here, not as
+    a TLS library error at the first connection (librdkafka's say neither the file nor the setting)."""
+    if path is None:
+        return None
+    if not path.is_file():
+        raise ValueError("no such file" if not path.exists() else "not a file")
+    if not os.access(path, os.R_OK):
+        raise ValueError("not readable by this user")
+    return path
+
+
+def _host_port_list(value: str) -> str:
+    """``host[:port][,host[:port]...]`` (each may start with ``proto://``): every port a number 1-65535."""
+    parts = [p.strip() for p in value.split(",")]
+    if not any(parts):
+        raise ValueError("empty: give host:port[,host:port...]")
+    for part in parts:
+        address = part.split("://", 1)[-1].rpartition("@")[2]  # user:password@ (masked when printed)
+        host, colon, port = address.rpartition(":")
+        if not colon:  # no port: librdkafka's default, 9092
+            host, port = address, "9092"
+        if not host or any(c.isspace() for c in host) or not port.isascii() or not port.isdigit():
+            raise ValueError(f"not host[:port]: {part[:80]!r}")
+        if not 1 <= int(port) <= 65535:
+            raise ValueError(f"port {port} of {part[:80]!r} is not 1-65535")
+    return value
+
+
+def _bare_hosts(value: str) -> str:
+    """Contact points without ports (the port is one setting for all): a ``host:port`` (not an IPv6
+    address) is refused, as the driver would try ``host:port:9042``."""
+    hosts = [h.strip() for h in value.split(",") if h.strip()]
+    if not hosts:
+        raise ValueError("empty: give one or more hosts, comma-separated")
+    for host in hosts:
+        if any(c.isspace() for c in host):
+            raise ValueError("a host name has no spaces")
+        if ":" in host:
+            try:
+                ipaddress.IPv6Address(host.strip("[]"))
+            except ValueError:
+                raise ValueError(
+                    f"{host[:80]!r}: give hosts without ports (CHATLOG_CASSANDRA_PORT)"
+                ) from None
+    return value
+
+
+_KAFKA_FILES: Final = ("kafka_ssl_ca_location", "kafka_ssl_certificate_location", "kafka_ssl_key_location")
+_CASSANDRA_FILES: Final = (
+    "cassandra_ssl_ca_location",
+    "cassandra_ssl_certificate_location",
+    "cassandra_ssl_key_location",
+)
 SecurityProtocol = Literal["PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"]
 SaslMechanism = Literal["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "GSSAPI", "OAUTHBEARER"]
 
@@ -167,6 +227,23 @@ class KafkaSettings(_Base):
         description="Replication factor of created topics; at most 10000.",
     )
     messages_retention_ms: int = Field(default=7 * 24 * 3600 * 1000, ge=60_000, description="Replay window.")
+
+    @field_validator("kafka_bootstrap_servers")
+    @classmethod
+    def _bootstrap(cls, value: str) -> str:
+        return _host_port_list(value)
+
+    @field_validator(
+        "kafka_ssl_ca_location", "kafka_ssl_certificate_location", "kafka_ssl_key_location", mode="before"
+    )
+    @classmethod
+    def _kafka_path(cls, value: object) -> object:
+        return _no_path(value)
+
+    @field_validator(*_KAFKA_FILES)
+    @classmethod
+    def _kafka_file(cls, value: Path | None) -> Path | None:
+        return _readable_file(value)
 
     @field_validator("kafka_security_protocol", "kafka_sasl_mechanism", mode="before")
     @classmethod
@@ -290,6 +367,21 @@ class CassandraSettings(_Base):
         description="Row TTL in seconds for retention; 0 keeps forever; at most 630720000 (20 years).",
     )
 
+    @field_validator("cassandra_hosts")
+    @classmethod
+    def _hosts(cls, value: str) -> str:
+        return _bare_hosts(value)
+
+    @field_validator(
+        "cassandra_ssl_ca_location",
+        "cassandra_ssl_certificate_location",
+        "cassandra_ssl_key_location",
+        mode="before",
+    )
+    @classmethod
+    def _cassandra_path(cls, value: object) -> object:
+        return _no_path(value)
+
     @field_validator("cassandra_replication")
     @classmethod
     def _replication(cls, value: str) -> str:
@@ -359,12 +451,18 @@ class IrcSettings(_Base):
     )
     irc_flavor: Literal["twitch", "ircv3"] = Field(default="ircv3", description="Server dialect.")
 
+    @field_validator("irc_nick", "irc_oauth", mode="before")
+    @classmethod
+    def _empty_is_anonymous(cls, value: object) -> object:
+        """An empty nick or token is not set: the anonymous login."""
+        return None if value == "" else value
+
     @field_validator("irc_nick")
     @classmethod
     def _nick_is_one_word(cls, value: str | None) -> str | None:
         """A nick is sent in NICK and USER lines: a space, a control character (CR, LF: a second IRC
         command) or one of ``:,!@`` would break them."""
-        if value is not None and (not value or _NOT_IN_NICK.search(value) or value[0] in "#&$:"):
+        if value is not None and (_NOT_IN_NICK.search(value) or value[0] in "#&$:"):
             raise ValueError("not an IRC nick: letters, digits and -_[]{}\\|^` only, no spaces")
         return value
 
@@ -373,9 +471,7 @@ class IrcSettings(_Base):
     def _token_is_one_word(cls, value: SecretStr | None) -> SecretStr | None:
         """The token is sent in a PASS line: a space or a control character (CR, LF: a second IRC command)
         would inject into it."""
-        if value is not None and (
-            not value.get_secret_value() or _NOT_IN_TOKEN.search(value.get_secret_value())
-        ):
+        if value is not None and _NOT_IN_TOKEN.search(value.get_secret_value()):
             raise ValueError("not a token: it must be one word without spaces or control characters")
         return value
 

@@ -25,14 +25,16 @@ def test_librdkafka_config_carries_sasl_and_tls(stack_tls: TlsFiles) -> None:
     assert (conf["sasl.username"], conf["sasl.password"]) == ("chatlog", SECRET)
     assert conf["ssl.ca.location"] == str(stack_tls.ca)
     assert "ssl.endpoint.identification.algorithm" not in conf  # librdkafka's default: verify the host
+    cert, key = stack_tls.directory / "c.pem", stack_tls.directory / "k.pem"  # files that are there
+    cert.write_text("cert"), key.write_text("key")
     client = sasl_ssl(
         stack_tls.ca,
-        kafka_ssl_certificate_location="/c.pem",
-        kafka_ssl_key_location="/k.pem",
+        kafka_ssl_certificate_location=str(cert),
+        kafka_ssl_key_location=str(key),
         kafka_ssl_key_password="kp",
         kafka_ssl_check_hostname=False,
     ).kafka_client_config()
-    assert client["ssl.certificate.location"] == "/c.pem" and client["ssl.key.location"] == "/k.pem"
+    assert client["ssl.certificate.location"] == str(cert) and client["ssl.key.location"] == str(key)
     assert client["ssl.key.password"] == "kp"
     assert client["ssl.endpoint.identification.algorithm"] == "none"
 
@@ -154,7 +156,6 @@ def test_a_client_certificate_that_is_not_one_names_both_of_its_settings(stack_t
         ("CHATLOG_IRC_NICK", "bad\r\nQUIT"),
         ("CHATLOG_IRC_NICK", "two words"),
         ("CHATLOG_IRC_NICK", ":prefix"),
-        ("CHATLOG_IRC_NICK", ""),
     ],
 )
 def test_an_irc_nick_or_token_that_would_break_its_line_is_refused_without_echoing_the_token(
@@ -172,3 +173,34 @@ def test_a_usual_nick_and_token_are_taken(monkeypatch: pytest.MonkeyPatch) -> No
     monkeypatch.setenv("CHATLOG_IRC_OAUTH", "oauth:abcdef0123456789")
     loaded = load(settings.IrcSettings)
     assert loaded.irc_nick == "Justin_fan[1]" and loaded.irc_oauth is not None
+
+
+@pytest.mark.parametrize(
+    ("variable", "value", "reason"),
+    [
+        ("CHATLOG_KAFKA_SSL_CA_LOCATION", "/nonexistent/ca.pem", "no such file"),
+        ("CHATLOG_KAFKA_SSL_CERTIFICATE_LOCATION", "/", "not a file"),
+        ("CHATLOG_KAFKA_BOOTSTRAP_SERVERS", "127.0.0.1:abc", "not host[:port]"),  # was port 0, silently
+        ("CHATLOG_KAFKA_BOOTSTRAP_SERVERS", "b1:9092,b2:70000", "port 70000"),
+        ("CHATLOG_KAFKA_BOOTSTRAP_SERVERS", " ", "empty"),
+        ("CHATLOG_CASSANDRA_HOSTS", "127.0.0.1:9042", "without ports"),  # was 127.0.0.1:9042:9042
+        ("CHATLOG_CASSANDRA_HOSTS", ",", "empty"),
+    ],
+)
+def test_a_wrong_address_or_tls_file_is_one_line_naming_its_variable(
+    monkeypatch: pytest.MonkeyPatch, variable: str, value: str, reason: str
+) -> None:
+    monkeypatch.setenv(variable, value)
+    with pytest.raises(SettingsError) as caught:
+        load(StackSettings)
+    assert variable in str(caught.value) and reason in str(caught.value)
+
+
+def test_usual_addresses_and_an_empty_path_are_taken(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("CHATLOG_KAFKA_BOOTSTRAP_SERVERS", "SSL://b1:9093, b2, [::1]:9092")
+    monkeypatch.setenv("CHATLOG_CASSANDRA_HOSTS", "10.0.0.1, db.example, ::1")
+    monkeypatch.setenv("CHATLOG_KAFKA_SSL_CA_LOCATION", "")  # not set, not the working directory
+    monkeypatch.setenv("CHATLOG_CASSANDRA_SSL_CA_LOCATION", "")
+    loaded = load(StackSettings)
+    assert loaded.contact_points == ["10.0.0.1", "db.example", "::1"]
+    assert loaded.kafka_ssl_ca_location is None and loaded.cassandra_ssl_ca_location is None
