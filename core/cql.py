@@ -67,6 +67,7 @@ def ssl_context(settings: CassandraSettings) -> ssl.SSLContext | None:
         check_hostname=settings.cassandra_ssl_check_hostname,
         certificate=settings.cassandra_ssl_certificate_location,
         key=settings.cassandra_ssl_key_location,
+        key_password=settings.cassandra_ssl_key_password,
     )
 
 

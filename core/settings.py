@@ -100,19 +100,28 @@ def tls_context(
         raise unusable(("CA_LOCATION",), ca, exc) from None
     context.check_hostname = check_hostname
     if certificate is not None:
+
+        def no_password() -> str:  # never OpenSSL's prompt on the terminal (a service would hang on it)
+            raise ValueError(f"the key is encrypted: give its password in {variables}_KEY_PASSWORD")
+
         try:
             context.load_cert_chain(
                 str(certificate),
                 str(key) if key is not None else None,
-                key_password.get_secret_value() if key_password is not None else None,
+                key_password.get_secret_value() if key_password is not None else no_password,
             )
+        except ssl.SSLError as exc:
+            reason = "wrong key password, or not a PEM key" if key_password is not None else exc
+            raise unusable(
+                ("CERTIFICATE_LOCATION", "KEY_LOCATION", "KEY_PASSWORD"), certificate, Exception(reason)
+            ) from None
         except (OSError, ValueError) as exc:
             raise unusable(("CERTIFICATE_LOCATION", "KEY_LOCATION"), certificate, exc) from None
     return context
 
 
 def _no_path(value: object) -> object:
-    """An empty path setting is not set (``Path("")`` would be the working directory)."""
+    """An empty path (or key password) setting is not set (``Path("")`` would be the working directory)."""
     return None if isinstance(value, str) and not value.strip() else value
 
 
@@ -233,9 +242,7 @@ class KafkaSettings(_Base):
     def _bootstrap(cls, value: str) -> str:
         return _host_port_list(value)
 
-    @field_validator(
-        "kafka_ssl_ca_location", "kafka_ssl_certificate_location", "kafka_ssl_key_location", mode="before"
-    )
+    @field_validator(*_KAFKA_FILES, "kafka_ssl_key_password", mode="before")
     @classmethod
     def _kafka_path(cls, value: object) -> object:
         return _no_path(value)
@@ -357,6 +364,9 @@ class CassandraSettings(_Base):
     cassandra_ssl_key_location: Path | None = Field(
         default=None, description="Private key (PEM) of the client certificate; default: none."
     )
+    cassandra_ssl_key_password: SecretStr | None = Field(
+        default=None, description="Password of an encrypted client key (secret); default: none."
+    )
     cassandra_ssl_check_hostname: bool = Field(
         default=True, description="Check that Cassandra's certificate names the host connected to."
     )
@@ -372,12 +382,7 @@ class CassandraSettings(_Base):
     def _hosts(cls, value: str) -> str:
         return _bare_hosts(value)
 
-    @field_validator(
-        "cassandra_ssl_ca_location",
-        "cassandra_ssl_certificate_location",
-        "cassandra_ssl_key_location",
-        mode="before",
-    )
+    @field_validator(*_CASSANDRA_FILES, "cassandra_ssl_key_password", mode="before")
     @classmethod
     def _cassandra_path(cls, value: object) -> object:
         return _no_path(value)

@@ -204,3 +204,50 @@ def test_usual_addresses_and_an_empty_path_are_taken(monkeypatch: pytest.MonkeyP
     loaded = load(StackSettings)
     assert loaded.contact_points == ["10.0.0.1", "db.example", "::1"]
     assert loaded.kafka_ssl_ca_location is None and loaded.cassandra_ssl_ca_location is None
+
+
+def _encrypted_client_key(directory: Path, password: bytes) -> tuple[Path, Path]:
+    """A self-signed client certificate and its key, encrypted with ``password``."""
+    import datetime as dt
+
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "client")])
+    now = dt.datetime.now(dt.UTC)
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(name)
+        .issuer_name(name)
+        .public_key(key.public_key())
+        .serial_number(1)
+        .not_valid_before(now)
+        .not_valid_after(now + dt.timedelta(days=1))
+        .sign(key, hashes.SHA256())
+    )
+    cert_path, key_path = directory / "client.pem", directory / "client.key"
+    cert_path.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    encryption = serialization.BestAvailableEncryption(password)
+    key_path.write_bytes(
+        key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, encryption)
+    )
+    return cert_path, key_path
+
+
+def test_an_encrypted_client_key_is_never_a_password_prompt(tmp_path: Path) -> None:
+    from core.cql import ssl_context
+
+    cert, key = _encrypted_client_key(tmp_path, b"kpass")
+    files = {"cassandra_ssl_certificate_location": str(cert), "cassandra_ssl_key_location": str(key)}
+    with pytest.raises(
+        SettingsError, match="the key is encrypted: give its password in CHATLOG_CASSANDRA_SSL_KEY"
+    ):
+        ssl_context(load(settings.CassandraSettings, **files))  # OpenSSL's own prompt would wait on the tty
+    with pytest.raises(SettingsError, match="wrong key password"):
+        ssl_context(load(settings.CassandraSettings, **files, cassandra_ssl_key_password="nope"))
+    assert (
+        ssl_context(load(settings.CassandraSettings, **files, cassandra_ssl_key_password="kpass")) is not None
+    )
