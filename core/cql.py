@@ -46,12 +46,35 @@ def connect(
     try:
         session = cluster.connect(keyspace)
     except Exception as exc:
+        elsewhere = _no_local_host(cluster, settings)
         cluster.shutdown()
         refused = login_refused(settings, exc)
         if refused is not None:
             raise CassandraLoginError(refused) from None
+        if elsewhere is not None:
+            raise ChatlogError(elsewhere) from None
         raise
+    elsewhere = _no_local_host(cluster, settings)
+    if elsewhere is not None:  # connected, but every query would find no host to go to
+        cluster.shutdown()
+        raise ChatlogError(elsewhere)
     return cluster, session
+
+
+def _no_local_host(cluster: Any, settings: CassandraSettings) -> str | None:
+    """One line when the cluster answered but none of its hosts is in the local data center (the driver
+    then has no host to send a query to, and says only "no host available"), else None."""
+    try:
+        centers = {host.datacenter for host in cluster.metadata.all_hosts()} - {None}
+    except Exception:  # no metadata: the cluster did not answer at all
+        return None
+    if not centers or settings.cassandra_local_dc in centers:
+        return None
+    return (
+        f"no host of Cassandra at {settings.cassandra_hosts}:{settings.cassandra_port} is in data center "
+        f"{settings.cassandra_local_dc!r} (CHATLOG_CASSANDRA_LOCAL_DC); its data centers: "
+        + ", ".join(sorted(centers))
+    )
 
 
 class CassandraLoginError(ChatlogError):
@@ -140,7 +163,7 @@ def apply_schema(settings: CassandraSettings, keyspace: str | None = None) -> in
     ks = keyspace or settings.cassandra_keyspace
     try:
         cluster, session = connect(settings, timeout=30)
-    except CassandraLoginError:
+    except ChatlogError:  # a refused login, no host in the local data center: already one line
         raise
     except Exception as exc:
         raise ChatlogError(connect_failure(settings, exc)) from None

@@ -45,3 +45,23 @@ def test_cassandra_login_refusals_are_one_line() -> None:
         login_refused(cassandra(), NoHostAvailable("x", {"h": ConnectionRefusedError(111, "refused")}))
         is None
     )
+
+
+def test_a_local_data_center_no_host_is_in_is_named_with_the_ones_there() -> None:
+    from types import SimpleNamespace
+
+    from core.cql import _no_local_host
+
+    def cluster(*centers: str | None) -> Any:
+        hosts = [SimpleNamespace(datacenter=dc) for dc in centers]
+        return SimpleNamespace(metadata=SimpleNamespace(all_hosts=lambda: hosts))
+
+    wrong = load(CassandraSettings, cassandra_local_dc="nodc")
+    assert _no_local_host(cluster("datacenter1", "dc2"), wrong) == (
+        "no host of Cassandra at 127.0.0.1:9042 is in data center 'nodc' (CHATLOG_CASSANDRA_LOCAL_DC); "
+        "its data centers: datacenter1, dc2"
+    )
+    right = load(CassandraSettings)  # datacenter1
+    assert _no_local_host(cluster("datacenter1", "dc2"), right) is None
+    assert _no_local_host(cluster(), wrong) is None  # no metadata yet: the cluster did not answer
+    assert _no_local_host(cluster(None), wrong) is None
