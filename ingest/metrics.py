@@ -149,8 +149,9 @@ class MetricsServer:
             self._server = bind(port)
         except OSError as exc:
             if not (fallback and exc.errno == errno.EADDRINUSE):
+                host_setting = setting.removesuffix("_PORT") + "_HOST"
                 raise ChatlogError(
-                    f"port {host}:{port} ({setting}) is not available: {exc.strerror}"
+                    f"cannot listen on {host}:{port} ({host_setting}, {setting}): {exc.strerror or exc}"
                 ) from None
             self._server = bind(0)
             log.info(

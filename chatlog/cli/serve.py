@@ -21,12 +21,15 @@ def register(app: typer.Typer) -> None:
 
         from consent.settings import ConsentSettings
         from core.cql import quiet_driver_logs
+        from core.listen import check_listen
         from core.settings import load
         from serve.api.app import create_app, open_store
         from serve.consent import preflight
         from serve.settings import ServeSettings
 
         settings = load(ServeSettings, serve_host=host, serve_port=port, cassandra_keyspace=keyspace)
+        where = "--host/--port, CHATLOG_SERVE_HOST/CHATLOG_SERVE_PORT"
+        check_listen(settings.serve_host, settings.serve_port, where)  # not uvicorn's lines, after connecting
         consent = load(ConsentSettings)
         preflight(consent)  # the opt-out registry readable: one line when it is not, before the server
         quiet_driver_logs()  # a failure to connect is reported in one line, not as the driver's tracebacks

@@ -94,5 +94,6 @@ def test_an_explicit_metrics_port_that_is_taken_is_one_line_and_exit_2(
         run = chatlog(["ingest", "--replica", "0", "--worker-id", f"{unique}c"], env)
     assert run.code == 2, run.output
     assert run.stderr_lines == [
-        f"chatlog: error: port 0.0.0.0:{port} (CHATLOG_METRICS_PORT) is not available: Address already in use"
+        f"chatlog: error: cannot listen on 0.0.0.0:{port} (CHATLOG_METRICS_HOST, CHATLOG_METRICS_PORT): "
+        "Address already in use"
     ]

@@ -39,9 +39,9 @@ def test_a_taken_default_port_falls_back_to_a_free_one(taken: int) -> None:
 def test_a_taken_explicit_port_is_one_line_naming_the_setting(taken: int) -> None:
     with pytest.raises(ChatlogError) as info:
         MetricsServer(CollectorRegistry(), lambda: True, "127.0.0.1", taken)
-    assert (
-        str(info.value)
-        == f"port 127.0.0.1:{taken} (CHATLOG_METRICS_PORT) is not available: Address already in use"
+    assert str(info.value) == (
+        f"cannot listen on 127.0.0.1:{taken} (CHATLOG_METRICS_HOST, CHATLOG_METRICS_PORT): "
+        "Address already in use"
     )
 
 
