@@ -121,6 +121,29 @@ def _one_line(exc: BaseException) -> str:
     return " ".join(str(exc).split())[:200]
 
 
+class _OneLine(logging.Filter):
+    """A driver log record with its exception as one line at the end of its message, no traceback."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.exc_info:
+            exc = record.exc_info[1]
+            record.msg = f"{record.getMessage()}: {type(exc).__name__}: {' '.join(str(exc).split())[:300]}"
+            record.args, record.exc_info, record.exc_text = (), None, None
+        return True
+
+
+def one_line_driver_logs() -> None:
+    """For services (the sink's workers): the driver's warnings stay, each in one line (a Cassandra that
+    went away is a reconnection attempt every few seconds, each logged with a traceback otherwise)."""
+    import cassandra.cluster  # noqa: F401 - the driver's loggers exist once its modules are imported
+
+    names = [n for n in logging.Logger.manager.loggerDict if n == "cassandra" or n.startswith("cassandra.")]
+    for name in names:
+        driver_log = logging.getLogger(name)
+        if not any(isinstance(f, _OneLine) for f in driver_log.filters):
+            driver_log.addFilter(_OneLine())
+
+
 def quiet_driver_logs() -> None:
     """For one-shot commands: the driver logs each failed connection attempt with a traceback, and
     server warnings, at WARNING; the command reports a failure itself, in one line."""

@@ -365,6 +365,8 @@ class WorkerSession:
     def __init__(self, settings: SinkSettings) -> None:
         from cassandra.policies import ExponentialReconnectionPolicy
 
+        from core.cql import one_line_driver_logs
+
         kwargs: dict[str, Any] = {"reconnection_policy": ExponentialReconnectionPolicy(0.5, 8.0)}
         try:
             from cassandra.io.libevreactor import LibevConnection
@@ -372,6 +374,7 @@ class WorkerSession:
             kwargs["connection_class"] = LibevConnection
         except ImportError:  # pragma: no cover - the driver's default reactor
             pass
+        one_line_driver_logs()
         where = f"connecting to Cassandra at {settings.cassandra_hosts}:{settings.cassandra_port}"
         self.cluster, self.session = with_retry(
             where,

@@ -65,3 +65,29 @@ def test_a_local_data_center_no_host_is_in_is_named_with_the_ones_there() -> Non
     assert _no_local_host(cluster("datacenter1", "dc2"), right) is None
     assert _no_local_host(cluster(), wrong) is None  # no metadata yet: the cluster did not answer
     assert _no_local_host(cluster(None), wrong) is None
+
+
+def test_the_drivers_warnings_are_one_line_each_in_a_service() -> None:
+    import io
+    import logging
+
+    from core.cql import one_line_driver_logs
+
+    one_line_driver_logs()
+    out = io.StringIO()
+    handler = logging.StreamHandler(out)
+    root = logging.getLogger()
+    root.addHandler(handler)
+    try:
+        try:
+            raise ConnectionRefusedError(111, "Tried connecting to [('127.0.0.1', 9042)]")
+        except ConnectionRefusedError:
+            logging.getLogger("cassandra.pool").warning(
+                "Error attempting to reconnect to %s", "127.0.0.1:9042", exc_info=True
+            )
+    finally:
+        root.removeHandler(handler)
+    assert out.getvalue() == (
+        "Error attempting to reconnect to 127.0.0.1:9042: ConnectionRefusedError: "
+        "[Errno 111] Tried connecting to [('127.0.0.1', 9042)]\n"
+    )
