@@ -129,7 +129,13 @@ class ChatSimulator:
 
     async def start(self, timeout: float = 60.0) -> None:
         """Connect every client, register, join its channels; returns when all JOINs are echoed."""
-        await asyncio.wait_for(asyncio.gather(*(self._connect(c) for c in self._clients)), timeout)
+        connecting = asyncio.gather(*(self._connect(c) for c in self._clients))
+        try:
+            await asyncio.wait_for(connecting, timeout)
+        finally:  # cancelled (a stop, the timeout): its outcome is read, not "never retrieved"
+            if connecting.done():
+                with contextlib.suppress(asyncio.CancelledError):
+                    connecting.exception()
 
     async def _connect(self, client: _Client) -> None:
         client.joined.clear()

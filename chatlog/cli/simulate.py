@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import math
+import re
 import signal
 import sys
 import time
@@ -21,9 +22,20 @@ async def _run(
     sim: ChatSimulator, duration: float, out: Path | None, burst: tuple[float, float, float]
 ) -> None:
     loop = asyncio.get_running_loop()
+    starting = asyncio.create_task(sim.start())
+
+    def on_signal() -> None:  # while connecting too: a stop never waits for start()'s 60 s
+        sim.stop()
+        starting.cancel()
+
     for sig in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(sig, sim.stop)
-    await sim.start()
+        loop.add_signal_handler(sig, on_signal)
+    try:
+        await starting
+    except asyncio.CancelledError:
+        await sim.close()
+        print(json.dumps({"event": "done", "t": time.time(), "sent": 0, "failed": 0}), flush=True)
+        return
     print(json.dumps({"event": "ready", "t": time.time()}), flush=True)
     written = 0
     fh = out.open("a") if out else None
@@ -88,6 +100,12 @@ def register(app: typer.Typer) -> None:
                 _fail(f"cannot read --file {channels_file}: {getattr(exc, 'strerror', None) or exc}")
         if not names:
             _fail("simulate needs channels (arguments or --file)")
+        for name in names:
+            if not _CHANNEL.fullmatch(name.removeprefix("#")):
+                _fail(
+                    f"{name[:80]!r} is not a channel name (one word: no spaces, commas or control characters)"
+                )
+        names = [name.removeprefix("#") for name in names]
         if not (math.isfinite(rate) and rate > 0):
             _fail(f"--rate must be a number > 0, not {rate}")
         if not (math.isfinite(duration) and duration >= 0):
@@ -109,6 +127,9 @@ def register(app: typer.Typer) -> None:
             where = f"{irc.irc_host}:{irc.irc_port}"
             reason = getattr(exc, "strerror", None) or str(exc) or type(exc).__name__
             _fail(f"IRC server at {where} (CHATLOG_IRC_HOST, CHATLOG_IRC_PORT): {reason}")
+
+
+_CHANNEL = re.compile(r"[^\s,#\x00-\x1f\x7f]{1,200}")
 
 
 def _fail(message: str) -> NoReturn:
