@@ -277,13 +277,20 @@ class Worker:
 
     async def _hand_off_everything(self, limit_s: float) -> None:
         """After leaving the group: part each channel once its new owner confirms it, until none is
-        left or ``limit_s`` passes (the rest is parted unconfirmed: a gap risk, logged)."""
+        left, none left is joined here (not logged here: nothing to keep), or ``limit_s`` passes (the rest
+        is parted unconfirmed: a gap risk, logged)."""
         deadline = time.monotonic() + limit_s
         while time.monotonic() < deadline:
             snap = self.membership.snapshot()
             self.pool.set_wanted(self._allowed(snap.wanted))
             if not snap.wanted:
                 log.info("every channel was handed off to a confirmed new owner")
+                return
+            if not snap.wanted & self.pool.confirmed:  # waiting keeps nothing logged (no IRC connection)
+                log.info(
+                    "shutdown: none of the %d channel(s) left is joined here: nothing to keep logging",
+                    len(snap.wanted),
+                )
                 return
             await asyncio.sleep(0.2)
         left = self.membership.snapshot().wanted

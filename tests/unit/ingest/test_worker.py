@@ -43,13 +43,14 @@ class PoolDouble:
         self.changes: list[frozenset[str]] = []
         self.closed_with_part: bool | None = None
         self.paused = False
+        self.server_up = True  # False: no connection, so no JOIN is ever echoed
         self._closed = asyncio.Event()
 
     def set_wanted(self, channels: AbstractSet[str]) -> None:
         self.wanted = frozenset(channels)
         if self.wanted != self.confirmed:
             self.changes.append(self.wanted)
-            self.confirmed = self.wanted
+            self.confirmed = self.wanted if self.server_up else frozenset()
             self.membership_version += 1
 
     async def run(self) -> None:
@@ -293,6 +294,23 @@ def test_on_stop_it_leaves_the_group_and_parts_once_the_new_owners_confirm() -> 
     assert [(e.channel, e.state, e.reason) for e in h.coverage()] == [
         ("a", JOINED, ""), ("b", JOINED, ""), ("a", LEFT, "stopped"), ("b", LEFT, "stopped"),
     ]  # fmt: skip
+
+
+def test_on_stop_without_an_irc_connection_it_does_not_wait_for_the_drain_limit() -> None:
+    h = make_harness(drain_s=30)
+    h.pool.server_up = False  # the IRC server is down: nothing is joined, nothing is logged here
+    took: list[float] = []
+
+    async def scenario(stop: asyncio.Event) -> None:
+        h.load({1: ["a", "b"]})
+        await eventually(lambda: h.pool.wanted == {"a", "b"}, 5, "the bucket's channels")
+        stop.set()
+        started = time.monotonic()
+        await eventually(lambda: h.pool.closed_with_part is not None, 10, "the pool closed")
+        took.append(time.monotonic() - started)
+
+    assert drive(h, scenario) == 0
+    assert took[0] < 5  # not the 30 s drain: no successor's confirmation keeps anything logged here
 
 
 def test_a_fatal_producer_error_ends_the_run_with_exit_code_1_without_parting(harness: Harness) -> None:
