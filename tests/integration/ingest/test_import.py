@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import calendar
 import gzip
 import io
 import os
@@ -19,7 +20,7 @@ from bench.parse import corpus
 from chatlog.cli import import_ as import_cli
 from core.irc_parse import line_hash, parse_line
 from core.settings import StackSettings
-from ingest.importer import MAX_IMPORT_LINE_BYTES, import_file
+from ingest.importer import MAX_IMPORT_LINE_BYTES, import_file, timed_line_id
 from schemas.chat_event import decode
 
 pytestmark = pytest.mark.integration
@@ -228,9 +229,21 @@ def test_a_file_of_only_bad_lines_is_dead_lettered_and_exits_1(
     ]
 
 
-def _justlog_tree(root: Path) -> list[str]:
+def _import_id(line: str, at: int) -> str:
+    """The id the import gives ``line`` when a line without a time of its own gets ``at``: the line's
+    own (an id tag, else its hash when it has a time), else the hash of it and ``at``."""
+    now = int(time.time() * 1000)  # what the import judges a line's own time against, as it does
+    event = parse_line(line, received_at=now)
+    assert event is not None
+    if event.sent_at != now or event.tags.get("id") or event.tags.get("msgid"):
+        return event.message_id
+    return timed_line_id(line, at)
+
+
+def _justlog_tree(root: Path) -> tuple[list[str], list[str]]:
     """A justlog tree of corpus lines (plain and .gz days, lines without tags, a user file, a corrupt
-    .gz); returns the chat lines of its channel files, each with an id no other line has."""
+    .gz); returns the chat lines of its channel files, each with an id no other line has, and the ids
+    the import gives them (a line without a time of its own: its day + its line number - 1 ms)."""
     lines, ids = [], set()
     for line in corpus(2400):
         event = parse_line(line, received_at=0)
@@ -245,25 +258,24 @@ def _justlog_tree(root: Path) -> list[str]:
         data = "".join(f"{line}\n" for line in day).encode()
         path.write_bytes(gzip.compress(data) if gz else data)
 
+    import_ids: list[str] = []
     for n, day in enumerate(days, start=1):
         gz = n % 2 == 1
         write(root / "1337" / "2024" / "3" / str(n) / ("channel.txt.gz" if gz else "channel.txt"), day, gz=gz)
+        day_ms = calendar.timegm((2024, 3, n, 0, 0, 0)) * 1000
+        import_ids += [_import_id(line, day_ms + i) for i, line in enumerate(day)]
     write(root / "1337" / "2024" / "3" / "4242.txt.gz", lines[:100], gz=True)  # a user file: not read
     corrupt = root / "1337" / "2024" / "4" / "1" / "channel.txt.gz"
     corrupt.parent.mkdir(parents=True)
     corrupt.write_bytes(gzip.compress(b"PING :x\n")[:-12])  # cut short
-    return [*lines, *plain]
+    return [*lines, *plain], import_ids
 
 
 def test_a_justlog_tree_imported_twice_holds_each_message_id_once_per_import(
     fresh_topics: StackSettings, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    expected = _justlog_tree(tmp_path / "logs")
-    expected_ids = set()
-    for line in expected:
-        event = parse_line(line, received_at=0)
-        assert event is not None
-        expected_ids.add(event.message_id)
+    expected, import_ids = _justlog_tree(tmp_path / "logs")
+    expected_ids = set(import_ids)
     assert len(expected_ids) == len(expected)
     app = _cli(fresh_topics, monkeypatch)
 
@@ -299,7 +311,7 @@ def test_a_justlog_tree_imported_twice_is_stored_once_and_read_back_line_for_lin
     from sink.executor.partition import write_partition
     from sink.settings import SinkSettings
 
-    expected = _justlog_tree(tmp_path / "logs")
+    expected, _ = _justlog_tree(tmp_path / "logs")
     app = _cli(fresh_topics, monkeypatch)
     for _ in range(2):
         assert CliRunner().invoke(app, ["import", str(tmp_path / "logs")]).exit_code == 0
