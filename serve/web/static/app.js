@@ -51,6 +51,7 @@
   // The line of the text format of the API (justlog's): `[2024-01-02 15:04:05] #channel user: text`.
   function textLine(r) {
     const head = `[${ymd(r.t)} ${hms(r.t)}] #${r.channel}`;
+    if (r.type === TYPE.CLEARMSG) return escapeControls(`${head} ${r.sys}${r.text ? `: ${r.text}` : ""}`);
     return escapeControls(r.login ? `${head} ${r.login}: ${r.text}` : `${head} ${r.text}`);
   }
 
@@ -105,7 +106,10 @@
       target: "",
     };
     if (r.type === TYPE.PRIVMSG) r.action = trailing(m.raw || "").startsWith("\u0001ACTION ");
-    else if (r.type === TYPE.CLEARMSG) r.target = tags["target-msg-id"] || "";
+    else if (r.type === TYPE.CLEARMSG) {
+      r.target = tags["target-msg-id"] || "";
+      r.text = trailing(m.raw || ""); // the deleted text: the API's text of a deletion is "" (rustlog's)
+    }
     else if (r.type === TYPE.CLEARCHAT) r.target = tags["target-user-id"] || "";
     return r;
   }
