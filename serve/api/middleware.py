@@ -1,5 +1,6 @@
 """Pure ASGI middleware. Path normalisation before routing: repeated slashes are one (as Go's mux cleans
-them; ``//evil.com`` never reaches a ``Location``), a trailing ``/`` is ignored (as rustlog does),
+them; ``//evil.com`` never reaches a ``Location``), a repeated query parameter is its first value (as
+Go's ``Query().Get``), a trailing ``/`` is ignored (as rustlog does),
 and a path with upper-case letters is redirected (302) to its lower-case form with the same query
 (justlog). :class:`ResponseGuard`: ``nosniff``, HEAD, and streamed bodies that are cut. :class:`BodyLimit`:
 no request body past a few KiB (the API's bodies are a few fields; uvicorn sets no limit)."""
@@ -21,6 +22,20 @@ _KEEP_CASE: Final = ("/docs",)
 _SLASHES: Final = re.compile("/{2,}")
 
 
+def _first_values(query: bytes) -> bytes:
+    """``query`` with only the first of each repeated parameter (Go's ``Query().Get``, which justlog's
+    clients were written against, takes the first; Starlette's ``get`` the last)."""
+    seen: set[bytes] = set()
+    kept = []
+    for pair in query.split(b"&"):
+        name = pair.split(b"=", 1)[0]
+        if name and name in seen:
+            continue
+        seen.add(name)
+        kept.append(pair)
+    return b"&".join(kept)
+
+
 class NormalizePath:
     def __init__(self, app: ASGIApp) -> None:
         self.app = app
@@ -29,6 +44,11 @@ class NormalizePath:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
+        raw_query: bytes = scope.get("query_string", b"")
+        if b"&" in raw_query:
+            first = _first_values(raw_query)
+            if first != raw_query:
+                scope = dict(scope, query_string=first)
         path: str = scope["path"]
         if "//" in path:  # as Go's mux cleans them: `//evil.com` must never become a Location
             path = _SLASHES.sub("/", path)

@@ -276,3 +276,10 @@ def test_a_cassandra_that_went_away_is_a_503_on_every_route_not_a_500(error: Exc
         assert response.status_code == 503, (path, response.text)
         assert response.json()["message"] == "the log storage did not answer; try again", path
         assert response.headers["retry-after"] == "5"
+
+
+def test_a_repeated_parameter_is_its_first_value_as_in_go() -> None:
+    # justlog's clients were written against Go's Query().Get: the first of repeated values
+    assert _get(FakeStore(), "/list?channel=alpha&channel=nochan").status_code == 200
+    assert _get(FakeStore(), "/list?channel=nochan&channel=alpha").status_code == 404
+    assert _get(FakeStore(), "/channel/alpha/2024/1/2?limit=1&limit=abc").status_code == 200
