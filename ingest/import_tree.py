@@ -180,6 +180,8 @@ def _plan_directory(top: Path, justlog: bool | None, plan: ImportPlan) -> None:
             chosen.append(p)
         elif is_user_file(absolute / p.relative_to(top)):
             users += 1
+        elif p.name in (CHANNEL_FILE, CHANNEL_FILE_GZ):  # a day's file where no day is: say which
+            plan.problems.append(f"{p}: skipped: not under a {{year}}/{{month}}/{{day}} of the justlog tree")
         else:
             other += 1
     plan.files.extend(ImportFile(str(p), p.name == CHANNEL_FILE_GZ) for p in chosen)

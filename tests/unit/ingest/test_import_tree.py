@@ -173,3 +173,14 @@ def test_a_linked_directory_is_read_and_a_link_loop_read_once(tmp_path: Path) ->
     plan = plan_import([str(tree)])
     assert rel(tree, plan.files) == [("1337/2024/1/1/channel.txt", False)]
     assert plan.problems == [f"{tree / '1337' / '2024' / 'up'}: skipped: a link to a directory already read"]
+
+
+def test_a_channel_file_where_no_day_is_is_named_not_counted_away(tmp_path: Path) -> None:
+    touch(tmp_path, "1337/2024/1/1/channel.txt", "1337/2024/13/1/channel.txt", "1337/abcd/1/1/channel.txt.gz")
+    plan = plan_import([str(tmp_path)])
+    assert rel(tmp_path, plan.files) == [("1337/2024/1/1/channel.txt", False)]
+    why = "skipped: not under a {year}/{month}/{day} of the justlog tree"
+    assert sorted(plan.problems) == [
+        f"{tmp_path / '1337/2024/13/1/channel.txt'}: {why}",
+        f"{tmp_path / '1337/abcd/1/1/channel.txt.gz'}: {why}",
+    ]
