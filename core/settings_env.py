@@ -96,10 +96,27 @@ def unknown_variables(environ: Mapping[str, str], known: frozenset[str]) -> list
     """One line per ``CHATLOG_*`` variable in ``environ`` that chatlog does not read, with a hint."""
     lines = []
     for name in sorted(n for n in environ if n.upper().startswith(PREFIX) and n.upper() not in known):
-        close = difflib.get_close_matches(name.upper(), known, n=1, cutoff=0.6)
-        hint = f" (did you mean {close[0]}?)" if close else ""
+        close = closest_variable(name.upper(), known)
+        hint = f" (did you mean {close}?)" if close else ""
         lines.append(f"unknown setting {name}{hint}")
     return lines
+
+
+_SYNONYMS: Final = {"TOKEN": "OAUTH", "PASS": "PASSWORD", "PWD": "PASSWORD", "USER": "USERNAME"}
+
+
+def closest_variable(name: str, known: frozenset[str]) -> str | None:
+    """The known name ``name`` most likely meant: one it begins (``..._PASS``: ``..._PASSWORD``), one a
+    common synonym gives (``..._TOKEN``: ``..._OAUTH``), else the closest spelling; None if none is."""
+    longer = sorted((k for k in known if k.startswith(name)), key=len)
+    if longer:
+        return longer[0]
+    head, _, last = name.rpartition("_")
+    synonym = f"{head}_{_SYNONYMS[last]}" if last in _SYNONYMS else None
+    if synonym in known:
+        return synonym
+    close = difflib.get_close_matches(name, known, n=1, cutoff=0.6)
+    return close[0] if close else None
 
 
 def strict(environ: Mapping[str, str]) -> bool:

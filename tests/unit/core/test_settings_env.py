@@ -75,6 +75,16 @@ def test_unknown_variables_get_the_closest_known_name() -> None:
     ]
 
 
+def test_a_cut_name_or_a_synonym_gets_the_name_it_meant() -> None:
+    known = settings_env.known_variables(settings_classes())
+    env = {"CHATLOG_CASSANDRA_PASS": "x", "CHATLOG_IRC_TOKEN": "y", "CHATLOG_KAFKA_SASL_USER": "z"}
+    assert settings_env.unknown_variables(env, known) == [
+        "unknown setting CHATLOG_CASSANDRA_PASS (did you mean CHATLOG_CASSANDRA_PASSWORD?)",  # not ..._SSL
+        "unknown setting CHATLOG_IRC_TOKEN (did you mean CHATLOG_IRC_OAUTH?)",  # not ..._TLS
+        "unknown setting CHATLOG_KAFKA_SASL_USER (did you mean CHATLOG_KAFKA_SASL_USERNAME?)",
+    ]
+
+
 def test_strict_turns_the_warning_into_an_error() -> None:
     env = {"CHATLOG_CASANDRA_HOSTS": "db"}
     classes = settings_classes()
