@@ -6,11 +6,13 @@ Every key is a ``CHATLOG_*`` environment variable documented here with its defau
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Final, Literal
 
-from pydantic import Field, SecretStr
+from pydantic import Field, SecretStr, field_validator
 
 from core.settings import CassandraSettings, KafkaSettings
+
+ADMIN_KEY_MIN: Final = 16
 
 
 class ServeSettings(CassandraSettings):
@@ -68,7 +70,6 @@ class ServeSettings(CassandraSettings):
     )
     serve_admin_key: SecretStr | None = Field(
         default=None,
-        min_length=16,
         description=(
             "Bearer key (16+ characters) of the admin routes (a user's lines across every channel, "
             "`/admin/user/{u}/search`); "
@@ -81,6 +82,16 @@ class ServeSettings(CassandraSettings):
         le=3660,
         description="Range (days, ending at `to`, else now) of a channel search without `from`.",
     )
+
+    @field_validator("serve_admin_key")
+    @classmethod
+    def _admin_key_long_enough(cls, value: SecretStr | None) -> SecretStr | None:
+        """A bearer key is guessed by trying: 16 characters at least."""
+        if value is not None and len(value.get_secret_value()) < ADMIN_KEY_MIN:
+            raise ValueError(
+                f"must be at least {ADMIN_KEY_MIN} characters (it has {len(value.get_secret_value())})"
+            )
+        return value
 
 
 class LiveSettings(KafkaSettings):
