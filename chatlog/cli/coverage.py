@@ -38,8 +38,8 @@ def register(app: typer.Typer) -> None:
         if not name:
             raise ChatlogError("CHANNEL is empty")  # as `chatlog logs` says it
         now = int(time.time() * 1000)
-        until_ms = parse_time(until, "--until") if until else now
-        since_ms = parse_time(since, "--since") if since else until_ms - 86_400_000
+        until_ms = parse_time(until, "--until") if until is not None else now
+        since_ms = parse_time(since, "--since") if since is not None else until_ms - 86_400_000
         if until_ms <= since_ms:
             raise ChatlogError("--until must be after --since")
         settings = load(CassandraSettings, cassandra_keyspace=keyspace)

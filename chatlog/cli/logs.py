@@ -74,8 +74,8 @@ def register(app: typer.Typer) -> None:
             raise ChatlogError("--user-id is empty")
         if limit is not None and limit < 0:
             raise ChatlogError(f"--limit must be 0 or more, not {limit}")
-        since_ms = parse_time(since, "--since") if since else None
-        until_ms = parse_time(until, "--until") if until else None
+        since_ms = parse_time(since, "--since") if since is not None else None  # "" is no time: an error
+        until_ms = parse_time(until, "--until") if until is not None else None
         if since_ms is not None and until_ms is not None and until_ms <= since_ms:
             raise ChatlogError("--until must be after --since")  # as `chatlog coverage` says it
         settings = load(CassandraSettings, cassandra_keyspace=keyspace)

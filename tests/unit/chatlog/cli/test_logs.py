@@ -33,3 +33,11 @@ def test_raw_lines_are_exact_in_a_pipe_and_escaped_on_a_terminal() -> None:
     shown = raw_line(line, terminal=True)
     assert "\x1b" not in shown and "\x07" not in shown and "\x01" not in shown
     assert shown == "@id=1 :a!a@a PRIVMSG #c :\\x01ACTION hi \\x1b[2J\\x1b]0;title\\x07\\x01"
+
+
+@pytest.mark.parametrize("option", ["--since", "--until"])
+def test_an_empty_time_is_an_error_not_no_filter(option: str) -> None:
+    run = chatlog(["logs", "x", option, ""], DOWN, timeout=15)  # `--since "$UNSET"` in a script
+    assert run.code == 2 and run.stderr == f"chatlog: error: {option}: '' is not a time " + (
+        "(use ISO-8601 such as 2026-11-21T15:04:05Z, or epoch milliseconds)\n"
+    )
