@@ -10,6 +10,7 @@ from confluent_kafka import Consumer, Producer
 from core.cql import open_session, quiet_driver_logs
 from core.errors import ChatlogError
 from core.irc_parse import parse_line
+from core.kafka_probe import QUIET, probe
 from core.settings import StackSettings
 from schemas import chat_event, cql, stored_line
 
@@ -23,13 +24,15 @@ def run(settings: StackSettings) -> str:
     event = parse_line(raw, received_at=now, ingester="smoke")
     if event is None or event.message_id != message_id or event.sent_at != now or event.text != "hello":
         raise ChatlogError("smoke: the IRC parser did not read the smoke line back")
-    producer = Producer({**settings.kafka_client_config(), "enable.idempotence": True})
+    probe(settings)  # Kafka down: one line naming the settings, not librdkafka's lines for 30 s
+    producer = Producer({**settings.kafka_client_config(), **QUIET, "enable.idempotence": True})
     producer.produce(settings.topic_messages, key=event.channel.encode(), value=chat_event.encode(event))
     if producer.flush(30) != 0:
         raise ChatlogError("smoke: Kafka did not acknowledge the record within 30s")
     consumer = Consumer(
         {
             **settings.kafka_client_config(),
+            **QUIET,
             "group.id": f"smoke-{uuid.uuid4().hex}",
             "auto.offset.reset": "earliest",
             "enable.auto.commit": False,

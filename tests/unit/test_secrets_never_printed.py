@@ -79,6 +79,9 @@ CASES: list[tuple[list[str], dict[str, str]]] = [
     (["monitor"], {}),
     (["monitor"], SASL),
     (["logs", "x"], {}),
+    (["smoke"], {}),
+    (["smoke"], SASL),
+    (["simulate", "x", "--duration", "1"], {}),
     (["import", "/nonexistent/file.txt"], {}),
     (["import", "/nonexistent/file.txt", "--dry-run"], {}),
     # help and read-only output
@@ -244,3 +247,12 @@ def test_a_password_in_a_host_setting_is_masked_whole_whatever_it_holds(password
         f"Kafka at u:{password}@127.0.0.1:1 is not reachable; s3a://key:{password}@bucket", secrets
     )
     assert "S3cret" not in line and "pa:ss" not in line and "@127.0.0.1:1 is not reachable" in line, line
+
+
+def test_a_service_that_is_down_is_one_line_for_smoke_and_simulate(runs: list[Run]) -> None:
+    down = [run for run in runs if run.args[0] in ("smoke", "simulate")]
+    assert len(down) == 3
+    assert all(run.code == 2 and len(run.stderr_lines) == 1 for run in down), [
+        (r.args, r.stderr) for r in down
+    ]
+    assert all("not reachable" in run.stderr or "IRC server at" in run.stderr for run in down)
