@@ -137,6 +137,12 @@ def _readable_file(path: Path | None) -> Path | None:
     return path
 
 
+def _key_needs_certificate(key: Path | None, certificate: Path | None, variables: str) -> None:
+    """A client key alone is never used (it would be ignored, silently): it needs its certificate."""
+    if key is not None and certificate is None:
+        raise ValueError(f"{variables}_KEY_LOCATION is set without {variables}_CERTIFICATE_LOCATION")
+
+
 def _host_port_list(value: str) -> str:
     """``host[:port][,host[:port]...]`` (each may start with ``proto://``): every port a number 1-65535."""
     parts = [p.strip() for p in value.split(",")]
@@ -241,6 +247,13 @@ class KafkaSettings(_Base):
     @classmethod
     def _bootstrap(cls, value: str) -> str:
         return _host_port_list(value)
+
+    @model_validator(mode="after")
+    def _kafka_key_has_its_certificate(self) -> Self:
+        _key_needs_certificate(
+            self.kafka_ssl_key_location, self.kafka_ssl_certificate_location, "CHATLOG_KAFKA_SSL"
+        )
+        return self
 
     @field_validator(*_KAFKA_FILES, "kafka_ssl_key_password", mode="before")
     @classmethod
@@ -381,6 +394,13 @@ class CassandraSettings(_Base):
     @classmethod
     def _hosts(cls, value: str) -> str:
         return _bare_hosts(value)
+
+    @model_validator(mode="after")
+    def _key_has_its_certificate(self) -> Self:
+        _key_needs_certificate(
+            self.cassandra_ssl_key_location, self.cassandra_ssl_certificate_location, "CHATLOG_CASSANDRA_SSL"
+        )
+        return self
 
     @field_validator(*_CASSANDRA_FILES, "cassandra_ssl_key_password", mode="before")
     @classmethod

@@ -251,3 +251,16 @@ def test_an_encrypted_client_key_is_never_a_password_prompt(tmp_path: Path) -> N
     assert (
         ssl_context(load(settings.CassandraSettings, **files, cassandra_ssl_key_password="kpass")) is not None
     )
+
+
+@pytest.mark.parametrize("prefix", ["CHATLOG_KAFKA_SSL", "CHATLOG_CASSANDRA_SSL"])
+def test_a_client_key_without_its_certificate_is_one_line_not_ignored(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, prefix: str
+) -> None:
+    key = tmp_path / "client.key"
+    key.write_text("key")
+    monkeypatch.setenv(f"{prefix}_KEY_LOCATION", str(key))
+    with pytest.raises(
+        SettingsError, match=f"{prefix}_KEY_LOCATION is set without {prefix}_CERTIFICATE_LOCATION"
+    ):
+        load(StackSettings)
