@@ -504,10 +504,17 @@ class IrcSettings(_Base):
 S = TypeVar("S", bound=BaseSettings)
 
 
-def load(cls: type[S], **overrides: Any) -> S:
-    """Build settings from the environment plus explicit overrides; one-line error when invalid."""
+KEYSPACE_OPTION: Final = {"cassandra_keyspace": "--keyspace"}
+"""``options`` of :func:`load` for the commands with a ``--keyspace``."""
+
+
+def load(cls: type[S], *, options: Mapping[str, str] | None = None, **overrides: Any) -> S:
+    """Build settings from the environment plus explicit overrides; one-line error when invalid.
+    ``options``: the command-line option each override came from (``{"status_stale_s": "--stale"}``),
+    which the error then names instead of the variable."""
     clean = {k: v for k, v in overrides.items() if v is not None}
     try:
         return cls(**clean)
     except ValidationError as exc:
-        raise SettingsError(describe(cls, exc)) from None
+        flags = {field: flag for field, flag in (options or {}).items() if field in clean}
+        raise SettingsError(describe(cls, exc, flags)) from None

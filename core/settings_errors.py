@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import types
 import typing
+from collections.abc import Mapping
 from typing import Any
 
 from pydantic import BaseModel, SecretBytes, SecretStr, ValidationError
@@ -49,22 +50,25 @@ def shown_value(value: Any) -> str:
     return text if len(text) <= MAX_SHOWN else f"{text[: MAX_SHOWN - 3]}..."
 
 
-def describe_error(cls: type[BaseModel], err: ErrorDetails) -> str:
-    """``setting F (CHATLOG_F): what is wrong (got 'value')``; no value for secrets or model errors."""
+def describe_error(cls: type[BaseModel], err: ErrorDetails, flags: Mapping[str, str] | None = None) -> str:
+    """``setting F (CHATLOG_F): what is wrong (got 'value')``; no value for secrets or model errors.
+    ``flags``: the command-line option of each field the command line gave (``--stale``): an error in
+    one names that option, not a variable the user did not set."""
     msg = " ".join(str(err["msg"]).split()).removeprefix("Value error, ")
     loc = err["loc"]
     if not loc:
         return f"settings: {msg}"
     field = str(loc[0])
-    where = f"setting {field} ({env_name(cls, field)})"
+    flag = (flags or {}).get(field)
+    where = f"option {flag}" if flag else f"setting {field} ({env_name(cls, field)})"
     if len(loc) != 1 or field in secret_fields(cls) or field not in cls.model_fields:
         return f"{where}: {msg}"
     value = shown_value(err.get("input"))
     return f"{where}: {msg} (got {value})" if value else f"{where}: {msg}"
 
 
-def describe(cls: type[BaseModel], exc: ValidationError) -> str:
+def describe(cls: type[BaseModel], exc: ValidationError, flags: Mapping[str, str] | None = None) -> str:
     """One line for ``exc``: its first error, and how many more there are."""
     errors = exc.errors(include_url=False, include_context=False, include_input=True)
-    line = describe_error(cls, errors[0])
+    line = describe_error(cls, errors[0], flags)
     return line if len(errors) == 1 else f"{line} (and {len(errors) - 1} more)"

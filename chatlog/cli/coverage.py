@@ -28,7 +28,7 @@ def register(app: typer.Typer) -> None:
 
         from core.cql import open_session, quiet_driver_logs
         from core.errors import ChatlogError
-        from core.settings import CassandraSettings, load
+        from core.settings import KEYSPACE_OPTION, CassandraSettings, load
         from core.times import parse_time
         from serve.coverage import read_coverage
 
@@ -42,7 +42,7 @@ def register(app: typer.Typer) -> None:
         since_ms = parse_time(since, "--since") if since is not None else until_ms - 86_400_000
         if until_ms <= since_ms:
             raise ChatlogError("--until must be after --since")
-        settings = load(CassandraSettings, cassandra_keyspace=keyspace)
+        settings = load(CassandraSettings, cassandra_keyspace=keyspace, options=KEYSPACE_OPTION)
         quiet_driver_logs()
         cluster, session = open_session(settings)
         try:

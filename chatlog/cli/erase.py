@@ -31,9 +31,9 @@ def actor() -> str:
 def cassandra(keyspace: str | None) -> Iterator[tuple[CassandraSettings, Any]]:
     """(settings, session) on the keyspace; Cassandra down or the keyspace missing: one line."""
     from core.cql import open_session, quiet_driver_logs
-    from core.settings import CassandraSettings, load
+    from core.settings import KEYSPACE_OPTION, CassandraSettings, load
 
-    settings = load(CassandraSettings, cassandra_keyspace=keyspace)
+    settings = load(CassandraSettings, cassandra_keyspace=keyspace, options=KEYSPACE_OPTION)
     quiet_driver_logs()
     cluster, session = open_session(settings, keyspace=settings.cassandra_keyspace)
     try:

@@ -137,7 +137,11 @@ def register(app: typer.Typer) -> None:
             else:
                 print(message, file=sys.stderr, flush=True)
 
-        settings = load(KafkaSettings, kafka_bootstrap_servers=bootstrap_servers)
+        settings = load(
+            KafkaSettings,
+            kafka_bootstrap_servers=bootstrap_servers,
+            options={"kafka_bootstrap_servers": "--bootstrap-servers"},
+        )
         try:
             if bar is not None:
                 with bar.progress:

@@ -77,10 +77,10 @@ def _fleet_gaps(channels: Collection[str], replicas: list[int], keyspace: str | 
 
     from core.cql import open_session, quiet_driver_logs
     from core.errors import ChatlogError
-    from core.settings import CassandraSettings, load
+    from core.settings import KEYSPACE_OPTION, CassandraSettings, load
     from serve.fleet_gaps import read_fleet_gaps
 
-    settings = load(CassandraSettings, cassandra_keyspace=keyspace)
+    settings = load(CassandraSettings, cassandra_keyspace=keyspace, options=KEYSPACE_OPTION)
     quiet_driver_logs()
     cluster, session = open_session(settings)
     try:
@@ -170,6 +170,11 @@ def register(app: typer.Typer) -> None:
             ingest_replica=replica,
             ingest_worker_id=worker_id,
             ingest_max_channels=max_channels,
+            options={
+                "ingest_replica": "--replica",
+                "ingest_worker_id": "--worker-id",
+                "ingest_max_channels": "--max-channels",
+            },
         )
         raise typer.Exit(run(settings))
 
@@ -203,7 +208,7 @@ def register(app: typer.Typer) -> None:
         from ingest.settings import StatusSettings
         from serve import fleet_gaps
 
-        settings = load(StatusSettings, status_stale_s=stale)
+        settings = load(StatusSettings, status_stale_s=stale, options={"status_stale_s": "--stale"})
         probe(settings)
         registered = Registry(settings, flavor=settings.irc_flavor).channels()
         now = st.now_ms()

@@ -56,7 +56,7 @@ def register(app: typer.Typer) -> None:
 
         from core.cql import quiet_driver_logs
         from core.errors import ChatlogError
-        from core.settings import CassandraSettings, load
+        from core.settings import KEYSPACE_OPTION, CassandraSettings, load
         from core.times import parse_time
         from schemas.chat_event import encode
         from serve.logs import LogReader, text_with_gaps
@@ -78,7 +78,7 @@ def register(app: typer.Typer) -> None:
         until_ms = parse_time(until, "--until") if until is not None else None
         if since_ms is not None and until_ms is not None and until_ms <= since_ms:
             raise ChatlogError("--until must be after --since")  # as `chatlog coverage` says it
-        settings = load(CassandraSettings, cassandra_keyspace=keyspace)
+        settings = load(CassandraSettings, cassandra_keyspace=keyspace, options=KEYSPACE_OPTION)
         quiet_driver_logs()  # a failure is reported below in one line, not as the driver's tracebacks
         count = 0
         out = sys.stdout

@@ -32,14 +32,14 @@ def register(app: typer.Typer) -> None:
 
         from core.cql import open_session, quiet_driver_logs
         from core.errors import ChatlogError
-        from core.settings import CassandraSettings, load
+        from core.settings import KEYSPACE_OPTION, CassandraSettings, load
         from serve.names import identities
 
         if as_json_flag:
             output_format = "json"
         if output_format not in ("text", "json"):
             raise ChatlogError(f"--format must be text or json, not {output_format[:40]!r}")
-        settings = load(CassandraSettings, cassandra_keyspace=keyspace)
+        settings = load(CassandraSettings, cassandra_keyspace=keyspace, options=KEYSPACE_OPTION)
         quiet_driver_logs()
         cluster, session = open_session(settings)
         try:

@@ -22,12 +22,18 @@ def register(app: typer.Typer) -> None:
         from consent.settings import ConsentSettings
         from core.cql import quiet_driver_logs
         from core.listen import check_listen
-        from core.settings import load
+        from core.settings import KEYSPACE_OPTION, load
         from serve.api.app import create_app, open_store
         from serve.consent import preflight
         from serve.settings import ServeSettings
 
-        settings = load(ServeSettings, serve_host=host, serve_port=port, cassandra_keyspace=keyspace)
+        settings = load(
+            ServeSettings,
+            serve_host=host,
+            serve_port=port,
+            cassandra_keyspace=keyspace,
+            options={"serve_host": "--host", "serve_port": "--port", **KEYSPACE_OPTION},
+        )
         where = "--host/--port, CHATLOG_SERVE_HOST/CHATLOG_SERVE_PORT"
         check_listen(settings.serve_host, settings.serve_port, where)  # not uvicorn's lines, after connecting
         consent = load(ConsentSettings)

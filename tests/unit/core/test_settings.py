@@ -264,3 +264,16 @@ def test_a_client_key_without_its_certificate_is_one_line_not_ignored(
         SettingsError, match=f"{prefix}_KEY_LOCATION is set without {prefix}_CERTIFICATE_LOCATION"
     ):
         load(StackSettings)
+
+
+def test_an_option_given_on_the_command_line_is_named_not_its_variable(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    options = {"cassandra_keyspace": "--keyspace"}
+    with pytest.raises(SettingsError) as given:
+        load(settings.CassandraSettings, cassandra_keyspace="Bad-KS", options=options)
+    assert str(given.value).startswith("option --keyspace: String should match pattern")
+    monkeypatch.setenv("CHATLOG_CASSANDRA_KEYSPACE", "Bad-KS")  # from the environment: the variable
+    with pytest.raises(SettingsError) as from_env:
+        load(settings.CassandraSettings, options=options)
+    assert str(from_env.value).startswith("setting cassandra_keyspace (CHATLOG_CASSANDRA_KEYSPACE)")
