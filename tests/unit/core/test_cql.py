@@ -11,7 +11,7 @@ from tests.unit.core.tls_settings import SECRET
 
 
 def cassandra(files: TlsFiles | None = None, **kw: Any) -> CassandraSettings:
-    ca = {"cassandra_ssl_ca_location": str(files.ca)} if files is not None else {}
+    ca: dict[str, Any] = {"cassandra_ssl_ca_location": str(files.ca)} if files is not None else {}
     return load(CassandraSettings, **ca, **kw)
 
 

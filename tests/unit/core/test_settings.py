@@ -7,6 +7,7 @@ import ssl
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -241,7 +242,10 @@ def test_an_encrypted_client_key_is_never_a_password_prompt(tmp_path: Path) -> N
     from core.cql import ssl_context
 
     cert, key = _encrypted_client_key(tmp_path, b"kpass")
-    files = {"cassandra_ssl_certificate_location": str(cert), "cassandra_ssl_key_location": str(key)}
+    files: dict[str, Any] = {
+        "cassandra_ssl_certificate_location": str(cert),
+        "cassandra_ssl_key_location": str(key),
+    }
     with pytest.raises(
         SettingsError, match="the key is encrypted: give its password in CHATLOG_CASSANDRA_SSL_KEY"
     ):

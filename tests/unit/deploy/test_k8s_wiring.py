@@ -147,7 +147,8 @@ def test_each_group_has_an_autoscaler_and_a_disruption_budget(resources: list[Re
 
 def test_topics_match_schemas_topics_toml(overlay: str, resources: list[Resource]) -> None:
     values = {k.removeprefix("CHATLOG_").lower(): v for k, v in _settings(resources).items()}
-    settings = load(KafkaSettings, **{k: v for k, v in values.items() if k in KafkaSettings.model_fields})
+    given: dict[str, Any] = {k: v for k, v in values.items() if k in KafkaSettings.model_fields}
+    settings = load(KafkaSettings, **given)
     topics = {t["spec"]["topicName"]: t for t in _all(resources, "KafkaTopic")}
     wanted = {spec.name: spec for spec in topic_specs(settings)}
     assert set(topics) == set(wanted)
