@@ -48,6 +48,7 @@ from typing import Any, Final
 
 from consent import audit
 from consent.records import Kind, check_id, login_digest
+from consent.rule import whose
 from core.errors import ChatlogError
 from core.irc_parse import MalformedLine, parse_line
 from schemas.cql import LOGIN_KEY_PREFIX, bucket_of, user_key, user_period
@@ -69,7 +70,6 @@ CONCURRENCY: Final = 32
 PROBE_PERIODS: Final = 64
 """User periods asked at once (one ``IN`` query) to find the user's non-empty pointer partitions."""
 
-MODERATION_KINDS: Final = frozenset({"CLEARCHAT", "CLEARMSG"})
 
 _EPOCH: Final = datetime(1970, 1, 1)
 
@@ -342,18 +342,14 @@ def _runs(flags: Sequence[bool]) -> list[tuple[int, int]]:
 
 def row_user_key(line: str, message_id: uuid.UUID, sent_at_ms: int) -> str | None:
     """The ``chat_by_user`` key the sink gave a stored row: its sender's, else (a ban, a timeout, a deleted
-    message) its target's; None for neither (sink/executor/rows.py keys it the same way)."""
+    message) its target's, by :func:`consent.rule.whose` as the sink keys it; None for neither."""
     try:
         event = parse_line(restore(line, message_id, sent_at_ms), received_at=sent_at_ms)
     except MalformedLine:
         return None
     if event is None:
         return None
-    key = user_key(event.user_id, event.user_login)
-    if key is None and event.kind in MODERATION_KINDS:
-        target = event.tags.get("login") if event.kind == "CLEARMSG" else (event.text or None)
-        key = user_key(event.tags.get("target-user-id"), target)
-    return key
+    return user_key(*whose(event))
 
 
 def _erase_channel(cql: _Cql, channel_id: str, report: ErasureReport, tell: Progress) -> None:

@@ -294,6 +294,21 @@ def parse_line(line: str, *, received_at: int, ingester: str | None = None) -> C
     )
 
 
+def roomstate(line: str) -> tuple[str, str] | None:
+    """``(channel login, room id)`` of a ROOMSTATE line (``@...;room-id=N;... :tmi.twitch.tv ROOMSTATE
+    #ch``), which Twitch sends on every JOIN; None for any other line or one without a room id."""
+    if not line.startswith("@"):
+        return None
+    tag_section, _, rest = line[1:].partition(" ")
+    words = rest.split()
+    if len(words) < 3 or words[1] != "ROOMSTATE" or not words[2].startswith("#"):
+        return None
+    room = parse_tags(tag_section).get("room-id")
+    if not room:
+        return None
+    return words[2][1:].lower(), room
+
+
 def privmsg_parts(line: str) -> tuple[str, str | None, str | None] | None:
     """``(channel, user_login, text)`` of a PRIVMSG line as :func:`parse_line` gives them, without parsing
     its tags (what a text log line shows: about a tenth of the work). ``None`` for any line this cannot

@@ -16,9 +16,9 @@ channels it lets the IRC pool join are the wanted ones minus those whose known r
 the worker part the channel at once; an opt-out of a channel whose room id is known parts it as soon
 as the registry has it; a lift rejoins it (the map is kept).
 
-Moderation events that target an opted-out user (CLEARCHAT with its ``target-user-id``; CLEARMSG names
-the target's login only, so it is matched against the logins the gate saw opted-out users send with)
-are dropped too.
+Which events an opt-out takes is :mod:`consent.rule`'s one rule (the sink, erasure and the read side
+call it too): moderation events that target an opted-out user are dropped as well; one that names its
+user by login only (CLEARMSG) is matched against the logins the gate saw opted-out users send with.
 
 Self-service: a PRIVMSG whose text is ``<command word> optout CODE`` (or ``... CODE channel`` from the
 channel's broadcaster) with a live code of the registry registers an opt-out of the sender's user id
@@ -41,7 +41,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final, Protocol
 
 from consent.records import Code, Kind, OptOut, normalize_code
-from core.irc_tags import parse_tags
+from consent.rule import BY_LOGIN, OUT, SeenLogins, named_login, verdict
+from core.irc_parse import roomstate
 from schemas.chat_event import ChatEvent
 
 if TYPE_CHECKING:
@@ -56,8 +57,6 @@ RETIRED_S: Final = 600.0
 """A code retired this recently (used by another ingester of a redundant pair) still makes its line a
 consent command: dropped, nothing registered."""
 _RETIRED_MAX: Final = 10_000
-_MODERATION: Final = frozenset({"CLEARCHAT", "CLEARMSG"})
-_LEARNED_LOGINS_MAX: Final = 100_000
 
 
 class Publisher(Protocol):
@@ -100,21 +99,6 @@ def is_broadcaster(event: ChatEvent) -> bool:
     return any(badge == "broadcaster/1" for badge in badges.split(","))
 
 
-def roomstate(line: str) -> tuple[str, str] | None:
-    """(channel login, room id) of a ROOMSTATE line (``@...;room-id=N;... :tmi.twitch.tv ROOMSTATE #ch``),
-    None for any other line or one without a room id."""
-    if not line.startswith("@"):
-        return None
-    tag_section, _, rest = line[1:].partition(" ")
-    words = rest.split()
-    if len(words) < 3 or words[1] != "ROOMSTATE" or not words[2].startswith("#"):
-        return None
-    room = parse_tags(tag_section).get("room-id")
-    if not room:
-        return None
-    return words[2][1:].lower(), room
-
-
 class OptOutGate:
     """Opted-out users and channels as this ingester enforces them (see the module doc).
 
@@ -140,7 +124,7 @@ class OptOutGate:
         self._pending: dict[tuple[Kind, str], float] = {}
         self._retired: dict[str, float] = {}
         self._used: set[str] = set()
-        self._learned_logins: set[str] = set()
+        self._seen_logins = SeenLogins()
         self.room_ids: dict[str, str] = {}
         """Channel login -> Twitch room id, as read from the channel's lines."""
         self.dropped = 0
@@ -224,30 +208,25 @@ class OptOutGate:
         return sorted(login for login in logins if room_ids.get(login) in channels)
 
     def drop(self, event: ChatEvent) -> bool:
-        """Whether ``event`` must not reach Kafka (the producer's hot path; counted in ``dropped``).
-        Learns the channel's room id; handles a self-service command."""
-        user_id = event.user_id
-        if user_id is not None and user_id in self._users:
-            return self._dropped(event)
+        """Whether ``event`` must not reach Kafka (the producer's hot path; counted in ``dropped``): the
+        one rule of :mod:`consent.rule`, a login-only event resolved by the logins this ingester saw
+        opted-out users send with. Learns the channel's room id; handles a self-service command."""
         room = event.channel_id
-        if room is not None:
-            if self.room_ids.get(event.channel) != room:
-                self._learn(event.channel, room)
-            if room in self._channels:
-                self.dropped += 1
-                return True
-        kind = event.kind
-        if kind == "PRIVMSG":
+        if room is not None and self.room_ids.get(event.channel) != room:
+            self._learn(event.channel, room)
+        users = self._users
+        found = verdict(event, users, self._channels)
+        if found is OUT:
+            self._seen_logins.learn(event, users)
+            self.dropped += 1
+            return True
+        if found is BY_LOGIN and named_login(event) in self._seen_logins:
+            self.dropped += 1
+            return True
+        if event.kind == "PRIVMSG":
             text = event.text
             if text is not None and text.startswith(self.command_word):
                 return self._command(event)
-        elif kind in _MODERATION:
-            target = event.tags.get("target-user-id")
-            if (target is not None and target in self._users) or (
-                kind == "CLEARMSG" and event.user_login in self._learned_logins
-            ):
-                self.dropped += 1
-                return True
         return False
 
     def not_chat(self, line: str) -> None:
@@ -255,15 +234,6 @@ class OptOutGate:
         found = roomstate(line)
         if found is not None and self.room_ids.get(found[0]) != found[1]:
             self._learn(*found)
-
-    def _dropped(self, event: ChatEvent) -> bool:
-        self.dropped += 1
-        login = event.user_login
-        if login is not None and login not in self._learned_logins:
-            if len(self._learned_logins) >= _LEARNED_LOGINS_MAX:
-                self._learned_logins.clear()
-            self._learned_logins.add(login)
-        return True
 
     def _learn(self, login: str, room: str) -> None:
         self.room_ids[login] = room

@@ -22,6 +22,7 @@ from typing import Any, Final, Protocol
 from fastapi import Request
 from fastapi.responses import JSONResponse
 
+from consent.rule import BY_LOGIN, OUT, SeenLogins, named_login, verdict
 from schemas.chat_event import ChatEvent
 from serve.api.errors import ApiError, error_response
 from serve.store import ById, Channel, LogStore, Named
@@ -52,23 +53,15 @@ class OptOuts(Protocol):
     def channels(self) -> frozenset[str]: ...
 
 
-def hidden(event: ChatEvent, optouts: OptOuts) -> bool:
-    """Whether ``event`` belongs to someone who opted out: its channel, its sender, or the user a ban,
-    timeout or deleted message targets by id."""
-    return (
-        optouts.channel_out(event.channel_id)
-        or optouts.user_out(event.user_id)
-        or optouts.user_out(event.tags.get("target-user-id"))
-    )
-
-
-def target_login(event: ChatEvent) -> str | None:
-    """The login a deleted message (``login`` tag) or a ban/timeout without ``target-user-id`` names."""
-    if event.kind == "CLEARMSG":
-        return event.tags.get("login") or None
-    if event.kind == "CLEARCHAT" and not event.tags.get("target-user-id"):
-        return (event.text or "").strip().lower() or None
-    return None
+def hidden(event: ChatEvent, optouts: OptOuts, seen: SeenLogins) -> bool:
+    """The live stream's check (:mod:`consent.rule`): a login-only event (a deleted message) is resolved by
+    the logins ``seen`` learned from the opted-out users' own lines the stream read."""
+    users = optouts.users()
+    found = verdict(event, users, optouts.channels())
+    if found is OUT:
+        seen.learn(event, users)
+        return True
+    return found is BY_LOGIN and named_login(event) in seen
 
 
 class ConsentStore:
@@ -116,12 +109,15 @@ class ConsentStore:
             await self.check_user(user)
 
     async def hides(self, event: ChatEvent) -> bool:
-        """:func:`hidden`, and a deleted message or ban that names an opted-out user by login only (its
-        newest id looked up: the wrapped store caches the lookups)."""
-        if hidden(event, self.optouts):
-            return True
-        login = target_login(event) if event.user_id is None else None
-        return login is not None and self.optouts.user_out(await self._id_of(login, channel=False))
+        """The one rule (:mod:`consent.rule`); an event that names its user by login only (a deleted message,
+        a ban read from its text) is resolved by the login's newest id (the wrapped store caches the
+        lookups)."""
+        optouts = self.optouts
+        found = verdict(event, optouts.users(), optouts.channels())
+        if found is BY_LOGIN:
+            login = named_login(event)
+            return login is not None and optouts.user_out(await self._id_of(login, channel=False))
+        return found is OUT
 
     # --- LogStore ---------------------------------------------------------------------------------------
 

@@ -32,6 +32,7 @@ from fastapi.responses import Response
 from sse_starlette import EventSourceResponse, ServerSentEvent
 from starlette.background import BackgroundTask
 
+from consent.rule import SeenLogins
 from core.errors import ChatlogError
 from core.settings import load
 from schemas.chat_event import MAX_LOGIN_CHARS
@@ -159,7 +160,9 @@ def live_router(settings: LiveSettings | None = None) -> APIRouter:
         if registry is not None:
             if who is not None:
                 await request.app.state.store.check_user(who)  # OptedOut: a 403
-            hub.hidden = lambda event: hidden(event, registry)
+            if hub.hidden is None:  # once per hub: the logins it learns serve every subscriber
+                seen = SeenLogins()
+                hub.hidden = lambda event: hidden(event, registry, seen)
         try:
             sub = await hub.subscribe(name, who)
         except LiveUnavailable as exc:

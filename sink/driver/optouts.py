@@ -2,7 +2,7 @@
 
 Filter. The driver follows the opt-out registry (:class:`consent.registry.OptOutRegistry`, the whole
 compacted ``chatlog.optout`` topic in a thread) and gives every micro-batch, and a backfill, the sets it
-holds when the batch starts (:meth:`OptOutFollower.batch`) as an :class:`sink.executor.optout.OptOuts`
+holds when the batch starts (:meth:`OptOutFollower.batch`) as an :class:`consent.rule.OptOutSet`
 that the partition task carries to the executors. Why the driver and not a registry in each executor's
 Python worker: one consistent set per batch (every task of a batch filters alike), one Kafka consumer
 per sink instead of one per Python worker process (a cluster has many, and Spark may start new ones at
@@ -43,8 +43,8 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any, Final
 
 from consent.records import Code, OptOut
+from consent.rule import OptOutSet
 from core.errors import ChatlogError
-from sink.executor.optout import OptOuts
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -106,7 +106,7 @@ class OptOutFollower:
         """User id -> the digests of its logins an erasure kept (``erased_logins``)."""
         self._learned: dict[str, str] = {}
         """Login -> user id, seen on the events of opted-out users."""
-        self._snapshot: tuple[frozenset[str], frozenset[str], OptOuts] | None = None
+        self._snapshot: tuple[frozenset[str], frozenset[str], OptOutSet] | None = None
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._following = False
@@ -162,7 +162,7 @@ class OptOutFollower:
             return len(self._pending)
 
     # -- batches ------------------------------------------------------------------------------------
-    def current(self) -> OptOuts:
+    def current(self) -> OptOutSet:
         """The registry's sets now, with the logins of the users (cached while the sets stay)."""
         users, channels = self.registry.users(), self.registry.channels()
         snap = self._snapshot
@@ -172,7 +172,7 @@ class OptOutFollower:
         logins = frozenset(login for user in users for login in self._logins.get(user, ()))
         learned = frozenset(login for login, user in self._learned.items() if user in users)
         digests = frozenset(digest for user in users for digest in self._digests.get(user, ()))
-        optouts = OptOuts(users=users, channels=channels, logins=logins | learned, login_digests=digests)
+        optouts = OptOutSet(users=users, channels=channels, logins=logins | learned, login_digests=digests)
         self._snapshot = (users, channels, optouts)
         return optouts
 
@@ -187,7 +187,7 @@ class OptOutFollower:
                 self._snapshot = None
 
     @contextlib.contextmanager
-    def batch(self) -> Iterator[OptOuts]:
+    def batch(self) -> Iterator[OptOutSet]:
         """Around the write of one batch: the sets it is written with. An erasure of an opt-out that
         arrived before this batch started does not wait for it (it drops that user already)."""
         with self._cond:

@@ -13,7 +13,7 @@ from sink.executor.partition import WriteStats, partition_task
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
-    from sink.executor.optout import OptOuts
+    from consent.rule import OptOutSet
     from sink.settings import SinkSettings
 
 
@@ -22,7 +22,7 @@ def write_dataframe(
     settings: SinkSettings,
     *,
     dead_letters: bool = True,
-    optouts: OptOuts | None = None,
+    optouts: OptOutSet | None = None,
     recent: bytes | None = None,
 ) -> WriteStats:
     """Run the partition task over every partition of ``rows`` (columns value, partition, offset),
@@ -39,7 +39,7 @@ def write_dataframe_observed(
     observation: str | None = None,
     *,
     dead_letters: bool = True,
-    optouts: OptOuts | None = None,
+    optouts: OptOutSet | None = None,
     recent: bytes | None = None,
 ) -> tuple[WriteStats, dict[str, Any]]:
     """:func:`write_dataframe`, plus the metrics ``rows`` observed under ``observation`` (a bounded

@@ -31,8 +31,8 @@ from sink.executor.dedup import id_of, id_set
 from sink.executor.rows import HOUR_MS, channel_name, channel_name_rows, user_name, user_name_rows
 
 if TYPE_CHECKING:
+    from consent.rule import OptOutSet
     from schemas.chat_event import ChatEvent
-    from sink.executor.optout import OptOuts
     from sink.executor.rows import NameWrite, TableRows
     from sink.settings import SinkSettings
 
@@ -54,7 +54,7 @@ class WriteStats:
     requests: int = 0
     retries: int = 0
     optout_dropped: int = 0
-    """Valid events not written because their user or channel opted out (:mod:`sink.executor.optout`)."""
+    """Valid events not written because their user or channel opted out (:mod:`consent.rule`)."""
     optout_logins: dict[str, str] = field(default_factory=dict)
     """Login -> user id of the dropped events of opted-out users (the driver matches later events that
     name a user by login only against these logins)."""
@@ -259,7 +259,7 @@ def write_partition(
     *,
     index_cache: IndexCache = INDEX_CACHE,
     name_cache: NameCache = NAME_CACHE,
-    optouts: OptOuts | None = None,
+    optouts: OptOutSet | None = None,
     recent: bytes | None = None,
 ) -> WriteStats:
     """Write ``records`` (value, Kafka partition, offset) and return what was done; raise if it could not.
@@ -426,7 +426,7 @@ def write_partition(
 
 
 def partition_task(
-    settings: SinkSettings, dead_letters: bool, optouts: OptOuts | None = None, recent: bytes | None = None
+    settings: SinkSettings, dead_letters: bool, optouts: OptOutSet | None = None, recent: bytes | None = None
 ) -> Any:
     """The function Spark runs on each partition of framed records (:mod:`sink.executor.unframe`): the
     executor side's one entry point, called on the driver to build it, and where the production

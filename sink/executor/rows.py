@@ -14,11 +14,11 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, cast
 
+from consent.rule import whose
 from schemas.chat_event import FIELD_NAMES, MAX_LOGIN_CHARS, ChatEvent
 from schemas.cql import bucket_of, channel_key, is_canonical_uuid, message_uuid, user_key, user_period
 from schemas.stored_line import strip
 
-MODERATION_KINDS = frozenset({"CLEARCHAT", "CLEARMSG"})
 HOUR_MS = 3_600_000
 """The precision of the name history: a name is written at most once per hour of event time per process
 (:class:`sink.executor.partition.NameCache`)."""
@@ -27,21 +27,10 @@ MAX_DISPLAY_NAME_CHARS = MAX_LOGIN_CHARS
 clustering column of ``user_names``."""
 
 
-def _target_user_login(event: ChatEvent) -> str | None:
-    if event.kind == "CLEARMSG":
-        return event.tags.get("login")
-    if event.kind == "CLEARCHAT":
-        return event.text or None
-    return None
-
-
 def _event_user_key(event: ChatEvent) -> str | None:
-    """Whose user rows the event is in: its sender's, else (a ban, a timeout, a deleted message: the
-    server sends those) the user it targets; None for neither (a cleared chat, a NOTICE)."""
-    key = user_key(event.user_id, event.user_login)
-    if key is None and event.kind in MODERATION_KINDS:
-        key = user_key(event.tags.get("target-user-id"), _target_user_login(event))
-    return key
+    """Whose user rows the event is in (:func:`consent.rule.whose`: its sender, else the user a ban, a
+    timeout or a deleted message targets); None for neither (a cleared chat, a NOTICE)."""
+    return user_key(*whose(event))
 
 
 def _stored_line(event: ChatEvent) -> str:
@@ -53,9 +42,7 @@ def _stored_line(event: ChatEvent) -> str:
 
 
 def _has_user(event: ChatEvent) -> bool:
-    return bool(event.user_id or event.user_login) or (
-        event.kind in MODERATION_KINDS and bool(event.tags.get("target-user-id") or _target_user_login(event))
-    )
+    return any(whose(event))
 
 
 DERIVED: dict[str, Callable[[ChatEvent], Any]] = {

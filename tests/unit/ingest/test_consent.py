@@ -12,10 +12,10 @@ from confluent_kafka import Consumer
 
 from consent.records import Code, OptOut
 from consent.registry import OptOutRegistry
-from core.irc_parse import parse_line
+from core.irc_parse import parse_line, roomstate
 from core.settings import KafkaSettings
 from core.testing import FakeClock, FakeConsumer, FakeMessage, FakeProducer, eventually, twitch_line
-from ingest.consent import OptOutGate, is_broadcaster, parse_command, roomstate
+from ingest.consent import OptOutGate, is_broadcaster, parse_command
 from ingest.coverage import CoverageTracker
 from ingest.membership import Membership
 from ingest.producer import IngestProducer, with_client_id_tags

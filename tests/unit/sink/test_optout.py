@@ -1,7 +1,7 @@
-"""Opt-outs in the sink without Kafka or Cassandra: the executor's filter (sink/executor/optout.py) in
-write_partition with its test doubles, and the driver's follower (sink/driver/optouts.py) over the real
-registry's fold, fed by hand, with an erasure double: which set each batch gets, and that an erasure
-waits for the batches written before the opt-out arrived."""
+"""Opt-outs in the sink without Kafka or Cassandra: the one rule's filter (consent/rule.py, table-tested
+in tests/unit/consent/test_rule.py) in write_partition with its test doubles, and the driver's follower
+(sink/driver/optouts.py) over the real registry's fold, fed by hand, with an erasure double: which set
+each batch gets, and that an erasure waits for the batches written before the opt-out arrived."""
 
 from __future__ import annotations
 
@@ -14,13 +14,13 @@ import pytest
 from consent.erase import ErasureReport
 from consent.records import OptOut, login_digest
 from consent.registry import OptOutRegistry
+from consent.rule import OptOutSet
 from core.errors import ChatlogError
 from core.irc_parse import parse_line
 from core.settings import KafkaSettings
 from core.testing import twitch_line
 from schemas.chat_event import ChatEvent, encode
 from sink.driver.optouts import OptOutFollower
-from sink.executor.optout import OptOuts
 from sink.executor.partition import Collaborators, IndexCache, NameCache, WriteStats, write_partition
 from sink.settings import SinkSettings
 from tests.unit.sink.executor.test_partition import _Cassandra
@@ -46,21 +46,8 @@ def _event(
     return event
 
 
-def test_the_filter_drops_senders_targets_channels_and_known_logins() -> None:
-    out = OptOuts(users=frozenset({"42"}), channels=frozenset({"600"}), logins=frozenset({"bob"}))
-    assert out.drops(_event(user_id="42"))
-    assert not out.drops(_event(user_id="43", login="carol"))
-    assert out.drops(_event(user_id="43", login="carol", room_id="600"))  # an opted-out channel
-    assert out.drops(_event("CLEARCHAT", login=None, user_id="42", text="bob"))  # a ban of the user
-    assert not out.drops(_event("CLEARCHAT", login=None, user_id="43", text="carol"))
-    assert out.drops(_event("CLEARMSG", login="bob", user_id=None, text="deleted"))  # by login only
-    assert not out.drops(_event("CLEARMSG", login="carol", user_id=None, text="deleted"))
-    assert not out.drops(_event(user_id="44", login="bob"))  # the login of another id: not theirs
-    assert not OptOuts() and OptOuts(channels=frozenset({"1"}))
-
-
 def test_the_filter_matches_a_deleted_message_by_the_digest_an_erasure_kept() -> None:
-    out = OptOuts(users=frozenset({"42"}), login_digests=frozenset({login_digest("Bob")}))
+    out = OptOutSet(users=frozenset({"42"}), login_digests=frozenset({login_digest("Bob")}))
     assert out.drops(_event("CLEARMSG", login="bob", user_id=None, text="deleted"))  # the name is gone
     assert not out.drops(_event("CLEARMSG", login="carol", user_id=None, text="deleted"))
     assert not out.drops(_event(user_id="44", login="bob"))  # the login of another id: not theirs
@@ -77,7 +64,7 @@ def test_write_partition_writes_no_row_of_an_opted_out_user_and_counts_them() ->
     ]
     records = [(encode(e), 0, i) for i, e in enumerate(events)]
     cassandra = _Cassandra()
-    optouts = OptOuts(users=frozenset({"42"}), channels=frozenset({"600"}))
+    optouts = OptOutSet(users=frozenset({"42"}), channels=frozenset({"600"}))
     settings = SinkSettings()  # type: ignore[call-arg]
     stats = write_partition(
         records, settings, Collaborators(cassandra, None), index_cache=IndexCache(), name_cache=NameCache(),

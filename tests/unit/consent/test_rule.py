@@ -1,0 +1,180 @@
+"""The one opt-out rule (consent/rule.py), table-driven: every event kind x every opt-out kind, and every
+process that enforces it -- the ingester's gate, the sink's filter, the read store, the live stream --
+must agree with the table; erasure must key a stored row as the sink keyed it."""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+
+from consent.erase import row_user_key
+from consent.records import OptOut, login_digest
+from consent.registry import OptOutRegistry
+from consent.rule import BY_LOGIN, IN, OUT, OptOutSet, SeenLogins, verdict, whose
+from core.irc_parse import parse_line
+from core.settings import KafkaSettings
+from core.testing import twitch_line
+from ingest.consent import OptOutGate
+from schemas.chat_event import ChatEvent
+from schemas.cql import message_uuid, user_key
+from schemas.stored_line import strip
+from serve.consent import ConsentStore, hidden
+from sink.executor.rows import _event_user_key
+
+T0 = 1_700_000_000_000
+# bob (user id 42) is the user who may opt out; carol (43) never does. Room 500 stays; room 600 may opt out.
+
+
+def _event(kind: str, *, n: int, room: str = "500", **fields: Any) -> ChatEvent:
+    line = twitch_line(
+        kind, "chan", sent_at=T0 + n, room_id=room, message_id=f"00000000-0000-0000-0000-{n:012d}", **fields
+    )
+    event = parse_line(line, received_at=T0 + n, ingester="w")
+    assert event is not None
+    return event
+
+
+def _plain(nick: str, *, n: int) -> ChatEvent:
+    """A line without Twitch ids (a plain IRC server, an imported log): its user is known by login only."""
+    event = parse_line(f":{nick}!{nick}@host PRIVMSG #chan :hello {n}", received_at=T0 + n)
+    assert event is not None
+    return event
+
+
+@dataclass(frozen=True)
+class Case:
+    name: str
+    event: ChatEvent
+    user: bool
+    """Whether the event concerns bob (opting bob out takes it out)."""
+    channel: bool
+    """Whether the event is in room 600 (opting that channel out takes it out)."""
+
+
+CASES = [
+    Case("bob's message", _event("PRIVMSG", n=1, login="bob", user_id="42", text="hi"), True, False),
+    Case("carol's message", _event("PRIVMSG", n=2, login="carol", user_id="43", text="hi"), False, False),
+    Case("carol in room 600", _event("PRIVMSG", n=3, room="600", login="carol", user_id="43"), False, True),
+    Case("bob in room 600", _event("PRIVMSG", n=4, room="600", login="bob", user_id="42"), True, True),
+    Case(
+        "bob's sub", _event("USERNOTICE", n=5, text="x", extra={"login": "bob", "user-id": "42"}), True, False
+    ),
+    Case("bob banned by id", _event("CLEARCHAT", n=6, user_id="42", text="bob"), True, False),
+    Case("carol banned by id", _event("CLEARCHAT", n=7, user_id="43", text="carol"), False, False),
+    Case("bob banned by login only", _event("CLEARCHAT", n=8, text="bob"), True, False),
+    Case("chat cleared", _event("CLEARCHAT", n=9), False, False),
+    Case("chat cleared in 600", _event("CLEARCHAT", n=10, room="600"), False, True),
+    Case("bob's message deleted", _event("CLEARMSG", n=11, login="bob", text="hi"), True, False),
+    Case("carol's message deleted", _event("CLEARMSG", n=12, login="carol", text="hi"), False, False),
+    Case("a notice", _event("NOTICE", n=13, text="slow mode"), False, False),
+    Case("bob's login under another id", _event("PRIVMSG", n=14, login="bob", user_id="44"), False, False),
+    Case("bob without Twitch ids", _plain("bob", n=15), True, False),
+    Case("carol without Twitch ids", _plain("carol", n=16), False, False),
+]
+OPT_OUTS = ["nobody", "user", "channel"]
+IDS = [c.name for c in CASES]
+
+
+def _expected(case: Case, optout: str) -> bool:
+    return (optout == "user" and case.user) or (optout == "channel" and case.channel)
+
+
+def _registry(optout: str) -> OptOutRegistry:
+    """The real registry's fold, fed by hand (no Kafka)."""
+    registry = OptOutRegistry(KafkaSettings(), "t.optout")
+    if optout != "nobody":
+        record = (
+            OptOut(kind="user", id="42", by="test", at=T0)
+            if optout == "user"
+            else OptOut(kind="channel", id="600", by="test", at=T0)
+        )
+        registry.apply(record.key, record)
+    return registry
+
+
+BOBS_OWN_LINE = _event("PRIVMSG", n=0, login="bob", user_id="42", text="before")
+"""What a following process saw first: bob's own line (the ingester and the live stream learn his login)."""
+
+
+@pytest.mark.parametrize("optout", OPT_OUTS)
+@pytest.mark.parametrize("case", CASES, ids=IDS)
+def test_the_ingesters_gate(case: Case, optout: str) -> None:
+    gate = OptOutGate(_registry(optout))
+    gate.refresh()
+    gate.drop(BOBS_OWN_LINE)
+    assert gate.drop(case.event) is _expected(case, optout)
+
+
+@pytest.mark.parametrize("optout", OPT_OUTS)
+@pytest.mark.parametrize("case", CASES, ids=IDS)
+def test_the_sinks_filter(case: Case, optout: str) -> None:
+    registry = _registry(optout)
+    logins = frozenset({"bob"}) if registry.users() else frozenset()  # the driver reads the name history
+    optouts = OptOutSet(users=registry.users(), channels=registry.channels(), logins=logins)
+    assert optouts.drops(case.event) is _expected(case, optout)
+    erased = OptOutSet(users=registry.users(), channels=registry.channels(), login_digests=frozenset(
+        {login_digest("bob")} if registry.users() else ()
+    ))  # fmt: skip
+    assert erased.drops(case.event) is _expected(case, optout)  # the names erased, their digests kept
+
+
+@pytest.mark.parametrize("optout", OPT_OUTS)
+@pytest.mark.parametrize("case", CASES, ids=IDS)
+def test_the_live_stream(case: Case, optout: str) -> None:
+    registry, seen = _registry(optout), SeenLogins()
+    hidden(BOBS_OWN_LINE, registry, seen)
+    assert hidden(case.event, registry, seen) is _expected(case, optout)
+
+
+@dataclass(frozen=True)
+class _Keys:
+    id: str
+
+
+class _Logins:
+    """The part of a read store the consent check asks: a login's newest user id."""
+
+    async def user_keys(self, login: str) -> _Keys | None:
+        return {"bob": _Keys("42"), "carol": _Keys("43")}.get(login)
+
+
+@pytest.mark.parametrize("optout", OPT_OUTS)
+@pytest.mark.parametrize("case", CASES, ids=IDS)
+def test_the_read_store(case: Case, optout: str) -> None:
+    store = ConsentStore(_Logins(), _registry(optout))  # type: ignore[arg-type]
+    assert asyncio.run(store.hides(case.event)) is _expected(case, optout)
+
+
+@pytest.mark.parametrize("case", CASES, ids=IDS)
+def test_erasure_keys_a_stored_row_as_the_sink_keyed_it(case: Case) -> None:
+    event = case.event
+    stored = strip(event.raw, message_uuid(event.message_id), event.sent_at)
+    key = _event_user_key(event)
+    assert row_user_key(stored, message_uuid(event.message_id), event.sent_at) == key
+    if case.user:  # bob's rows: by his id, or by his login where the line has no id
+        assert key in (user_key("42", None), user_key(None, "bob"))
+
+
+def test_verdicts_without_a_resolver() -> None:
+    users, channels = frozenset({"42"}), frozenset({"600"})
+    assert verdict(CASES[0].event, users, channels) is OUT
+    assert verdict(CASES[1].event, users, channels) is IN
+    assert verdict(CASES[10].event, users, channels) is BY_LOGIN  # a deleted message names a login only
+    assert verdict(CASES[10].event, frozenset(), channels) is IN  # nobody opted out: nothing to resolve
+    assert whose(CASES[8].event) == (None, None)  # a cleared chat concerns no user
+    assert whose(CASES[7].event) == (None, "bob")
+    assert whose(CASES[5].event) == ("42", "bob")
+    assert not OptOutSet() and OptOutSet(channels=frozenset({"1"}))
+
+
+def test_seen_logins_are_bounded() -> None:
+    seen = SeenLogins(most=2)
+    users = frozenset({"1", "2", "3"})
+    for n, login in enumerate(["a", "b", "c"], start=1):
+        seen.learn(_event("PRIVMSG", n=n, login=login, user_id=str(n)), users)
+    assert len(seen) <= 2 and "c" in seen
+    seen.learn(_event("PRIVMSG", n=9, login="z", user_id="9"), users)  # not opted out: not learned
+    assert "z" not in seen
