@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from datetime import datetime
-from types import SimpleNamespace
 from typing import Any
 
+from core.testing_cassandra import FakeSession, rows_by_table, table_of
 from serve.names import (
     IdSeen,
     NameSeen,
@@ -20,27 +20,11 @@ T2 = datetime(2026, 2, 1, 10, 0, 0)
 MS1, MS2 = 1_767_261_600_000, 1_769_940_000_000
 
 
-class _Session:
-    """Answers each prepared query from ``tables`` (table -> partition key -> rows); records reads."""
-
-    def __init__(self, tables: dict[str, dict[str, list[dict[str, Any]]]]) -> None:
-        self.tables = tables
-        self.reads: list[tuple[str, str]] = []
-
-    def prepare(self, cql: str) -> str:
-        return cql
-
-    def execute(self, cql: str, args: tuple[str]) -> list[SimpleNamespace]:
-        table = cql.split(" FROM ks.")[1].split(maxsplit=1)[0]
-        self.reads.append((table, args[0]))
-        return [SimpleNamespace(**row) for row in self.tables.get(table, {}).get(args[0], [])]
-
-
 def _user(login: str, display: str, first: datetime | None, last: datetime) -> dict[str, Any]:
     return {"user_login": login, "display_name": display, "first_seen": first, "last_seen": last}
 
 
-SESSION_TABLES: dict[str, dict[str, list[dict[str, Any]]]] = {
+TABLES: dict[str, dict[str, list[dict[str, Any]]]] = {
     "user_names": {
         "42": [_user("newname", "NewName", T2, T2), _user("oldname", "", T1, T1)],
         "77": [_user("oldname", "OldName", T2, T2)],
@@ -55,30 +39,39 @@ SESSION_TABLES: dict[str, dict[str, list[dict[str, Any]]]] = {
 }
 
 
+def _session() -> FakeSession:
+    return FakeSession(rows_by_table(TABLES))
+
+
+def _reads(session: FakeSession) -> list[tuple[str, str]]:
+    """The table and partition key of each read."""
+    return [(table_of(str(call.statement)), call.params[0]) for call in session.executed]
+
+
 def test_a_history_is_one_read_oldest_first_and_an_empty_display_name_is_none() -> None:
-    session = _Session(SESSION_TABLES)
+    session = _session()
     assert name_history(session, "ks", "42") == [
         NameSeen("oldname", None, MS1, MS1),
         NameSeen("newname", "NewName", MS2, MS2),
     ]
-    assert session.reads == [("user_names", "42")]
+    assert _reads(session) == [("user_names", "42")]
 
 
 def test_a_login_lookup_is_normalized_and_lists_every_id_oldest_first() -> None:
-    session = _Session(SESSION_TABLES)
+    session = _session()
     assert user_ids_for_login(session, "ks", " OldName ") == [IdSeen("42", MS1, MS1), IdSeen("77", MS2, MS2)]
     assert channel_ids_for_login(session, "ks", "#Forsen") == [IdSeen("22484632", None, MS2)]
-    assert session.reads == [("user_ids_by_login", "oldname"), ("channel_ids_by_login", "forsen")]
+    assert _reads(session) == [("user_ids_by_login", "oldname"), ("channel_ids_by_login", "forsen")]
 
 
 def test_an_empty_login_is_not_sent_to_cassandra() -> None:
-    session = _Session(SESSION_TABLES)
+    session = _session()
     assert user_ids_for_login(session, "ks", " # ") == []
-    assert session.reads == []
+    assert _reads(session) == []
 
 
 def test_identities_by_login_give_each_id_with_its_whole_history() -> None:
-    found = identities(_Session(SESSION_TABLES), "ks", "oldname")
+    found = identities(_session(), "ks", "oldname")
     assert [(i.id, [n.login for n in i.names]) for i in found] == [
         ("42", ["oldname", "newname"]),
         ("77", ["oldname"]),
@@ -86,9 +79,9 @@ def test_identities_by_login_give_each_id_with_its_whole_history() -> None:
 
 
 def test_a_number_is_looked_up_as_an_id_and_as_a_login_and_unknown_ids_are_left_out() -> None:
-    session = _Session(SESSION_TABLES)
+    session = _session()
     found = identities(session, "ks", "42")
     assert [i.id for i in found] == ["42"]
-    assert ("user_ids_by_login", "42") in session.reads
-    assert identities(_Session(SESSION_TABLES), "ks", "123") == []
-    assert identities(_Session(SESSION_TABLES), "ks", "nobody") == []
+    assert ("user_ids_by_login", "42") in _reads(session)
+    assert identities(_session(), "ks", "123") == []
+    assert identities(_session(), "ks", "nobody") == []

@@ -8,12 +8,12 @@ import json
 from datetime import datetime, timedelta
 from pathlib import Path
 from types import SimpleNamespace
-from typing import Any
 
 import httpx
 import pytest
 
 from core.settings import load
+from core.testing_cassandra import Call, FakeSession
 from serve.api.app import create_app
 from serve.api.namehistory import previous_names, rfc3339
 from serve.names import NameSeen
@@ -44,44 +44,19 @@ def _naive(ms: int | None) -> datetime | None:
     return None if ms is None else datetime(1970, 1, 1) + timedelta(milliseconds=ms)
 
 
-class Future:
-    """A cassandra-driver ResponseFuture with one page, answered at once."""
-
-    has_more_pages = False
-
-    def __init__(self, rows: list[Any]) -> None:
-        self.rows = rows
-
-    def add_callbacks(self, callback: Any, errback: Any) -> None:
-        callback(self.rows)
-
-
-class Session:
-    """The calls ``serve.name_reads`` makes of a cassandra-driver session, recorded."""
-
-    def __init__(self) -> None:
-        self.prepared: list[str] = []
-        self.executed: list[tuple[Any, tuple[Any, ...]]] = []
-
-    def prepare(self, cql: str) -> str:
-        self.prepared.append(cql)
-        return f"prepared:{cql}"
-
-    def execute_async(self, statement: Any, params: tuple[Any, ...]) -> Future:
-        self.executed.append((statement, tuple(params)))
-        if params[0] != FIXTURE["user_id"]:
-            return Future([])
-        return Future(
-            [
-                SimpleNamespace(
-                    user_login=r.login,
-                    display_name=r.display_name or "",
-                    first_seen=_naive(r.first_seen_ms),
-                    last_seen=_naive(r.last_seen_ms),
-                )
-                for r in ROWS
-            ]
+def _rows(call: Call) -> list[SimpleNamespace]:
+    """The fixture's name history as the driver reads it, for the fixture's user id."""
+    if call.params[0] != FIXTURE["user_id"]:
+        return []
+    return [
+        SimpleNamespace(
+            user_login=r.login,
+            display_name=r.display_name or "",
+            first_seen=_naive(r.first_seen_ms),
+            last_seen=_naive(r.last_seen_ms),
         )
+        for r in ROWS
+    ]
 
 
 class SessionStore(FakeStore):
@@ -89,7 +64,7 @@ class SessionStore(FakeStore):
 
     def __init__(self) -> None:
         super().__init__()
-        self.session = Session()
+        self.session = FakeSession(_rows)
 
 
 def _get(store: FakeStore, *paths: str, headers: dict[str, str] | None = None) -> list[httpx.Response]:
@@ -183,7 +158,7 @@ def test_a_store_with_a_cassandra_session_is_read_over_it_with_one_prepare() -> 
     assert store.session.prepared == [
         "SELECT user_login, display_name, first_seen, last_seen FROM user_names WHERE user_id = ?"
     ]
-    assert [params for _, params in store.session.executed] == [
+    assert [call.params for call in store.session.executed] == [
         (FIXTURE["user_id"],),
         ("7",),
         (FIXTURE["user_id"],),

@@ -1,13 +1,13 @@
-"""Batch planning, the concurrent window and the retry bound (with a stand-in session)."""
+"""Batch planning, the concurrent window and the retry bound (over a session double)."""
 
 from __future__ import annotations
 
-import threading
 from typing import Any
 
 import pytest
 from cassandra import InvalidRequest
 
+from core.testing_cassandra import Call, FakeSession, fails_first
 from sink.executor.cassandra import (
     BatchLimits,
     CassandraWriteError,
@@ -43,40 +43,13 @@ def test_an_oversized_row_still_goes_out_alone() -> None:
     assert [len(b) for b in plan_batches([_item("r", "p", 10**6)], BatchLimits())] == [1]
 
 
-class _Future:
-    def __init__(self, error: BaseException | None) -> None:
-        self.error = error
-
-    def add_callbacks(self, callback: Any, errback: Any, errback_args: tuple[Any, ...] = ()) -> None:
-        def finish() -> None:
-            if self.error is None:
-                callback(None)
-            else:
-                errback(self.error, *errback_args)
-
-        threading.Timer(0.001, finish).start()
-
-
-class _Session:
-    """Fails each statement ``failures`` times, then succeeds; tracks the requests in flight."""
-
-    def __init__(self, failures: int) -> None:
-        self.failures = failures
-        self.seen: dict[Any, int] = {}
-        self.max_in_flight = 0
-        self._in_flight = 0
-        self._lock = threading.Lock()
-
-    def execute_async(self, statement: Any, timeout: float) -> _Future:
-        del timeout
-        with self._lock:
-            self.seen[statement] = self.seen.get(statement, 0) + 1
-            fail = self.seen[statement] <= self.failures
-        return _Future(RuntimeError("NoHostAvailable") if fail else None)
+def _flaky(failures: int) -> FakeSession:
+    """Fails each statement ``failures`` times (the driver's NoHostAvailable), then lets it succeed."""
+    return FakeSession(fail=fails_first(failures, lambda: RuntimeError("NoHostAvailable")))
 
 
 def test_executor_collects_failures_and_drains() -> None:
-    session = _Session(failures=1)
+    session = _flaky(1)
     executor = ConcurrentExecutor(session, concurrency=4, timeout_s=1)
     for i in range(20):
         executor.submit(i)
@@ -86,19 +59,19 @@ def test_executor_collects_failures_and_drains() -> None:
 
 
 def test_failed_writes_are_retried_with_backoff_until_they_succeed() -> None:
-    session = _Session(failures=3)
+    session = _flaky(3)
     executor = ConcurrentExecutor(session, concurrency=8, timeout_s=1)
     for i in range(10):
         executor.submit(i)
     sleeps: list[float] = []
     retries = retry_failed(executor, executor.drain(), retry_s=60, sleep=sleeps.append)
     assert retries == 30
-    assert all(n == 4 for n in session.seen.values())
+    assert len(session.attempts) == 10 and all(n == 4 for n in session.attempts.values())
     assert sleeps == [0.25, 0.5, 1.0]
 
 
 def test_retrying_stops_loudly_after_the_bound() -> None:
-    session = _Session(failures=10**9)
+    session = _flaky(10**9)
     executor = ConcurrentExecutor(session, concurrency=2, timeout_s=1)
     executor.submit("s")
     now = [0.0]
@@ -121,26 +94,26 @@ class _Batch:
         self.items = items
 
 
-class _Rejecting:
-    """Rejects (InvalidRequest, code 0x2200) every statement named ``bad*`` and every batch holding
-    one; counts what it was sent. ``message`` is the server's reason."""
+def _invalid(statement: Any, message: str) -> InvalidRequest | None:
+    """Cassandra's InvalidRequest (code 0x2200) for a statement named ``bad*`` or a batch holding one."""
+    names = [i.statement for i in statement.items] if isinstance(statement, _Batch) else [statement]
+    if any(str(n).startswith("bad") for n in names):
+        return InvalidRequest(f"Error from server: code=2200 [Invalid query] message={message!r}")
+    return None
 
-    def __init__(self, message: str = "Key length of 102400 is longer than maximum of 65535") -> None:
-        self.message = message
-        self.sent: list[Any] = []
-        self._lock = threading.Lock()
 
-    def execute_async(self, statement: Any, timeout: float) -> _Future:
-        del timeout
-        with self._lock:
-            self.sent.append(statement)
-        names = [i.statement for i in statement.items] if isinstance(statement, _Batch) else [statement]
-        bad = any(str(n).startswith("bad") for n in names)
-        return _Future(
-            InvalidRequest(f"Error from server: code=2200 [Invalid query] message={self.message!r}")
-            if bad
-            else None
-        )
+def _rejecting(
+    message: str = "Key length of 102400 is longer than maximum of 65535", flaky: int = 0
+) -> FakeSession:
+    """Rejects as invalid every statement named ``bad*`` and every batch holding one (``message``: the
+    server's reason); fails a statement named ``flaky`` its first ``flaky`` times (OperationTimedOut)."""
+
+    def fail(call: Call) -> BaseException | None:
+        if call.statement == "flaky" and call.attempt <= flaky:
+            return RuntimeError("OperationTimedOut")
+        return _invalid(call.statement, message)
+
+    return FakeSession(fail=fail)
 
 
 def _write(session: Any, batches: list[list[Item]], reject: Any, sleep: Any = None) -> int:
@@ -157,7 +130,7 @@ def _write(session: Any, batches: list[list[Item]], reject: Any, sleep: Any = No
 def test_a_batch_rejected_as_invalid_is_split_and_only_the_bad_row_is_rejected_without_retry() -> None:
     good = [Item("r", ("t", b"p"), 10, f"good{i}", origin=("value", 0, i)) for i in range(3)]
     bad = Item("r", ("t", b"q"), 10, "bad", origin=("huge", 0, 99))
-    session = _Rejecting()
+    session = _rejecting()
     rejected: list[tuple[list[Item], BaseException]] = []
 
     retries = _write(
@@ -167,20 +140,20 @@ def test_a_batch_rejected_as_invalid_is_split_and_only_the_bad_row_is_rejected_w
     assert retries == 0
     assert [(items, type(exc)) for items, exc in rejected] == [([bad], InvalidRequest)]
     assert "Key length" in str(rejected[0][1])
-    singles = [s for s in session.sent if not isinstance(s, _Batch)]
+    singles = [s for s in session.statements if not isinstance(s, _Batch)]
     assert sorted(singles) == ["bad", "good0", "good0", "good1", "good2"]  # each sent alone once, no retry
 
 
 def test_a_single_statement_rejected_as_invalid_goes_straight_to_reject() -> None:
     bad = Item("r", ("messages_by_channel", b"q"), 10, "bad", origin=("huge", 3, 7))
     rejected: list[Item] = []
-    assert _write(_Rejecting(), [[bad]], lambda items, _exc: rejected.extend(items)) == 0
+    assert _write(_rejecting(), [[bad]], lambda items, _exc: rejected.extend(items)) == 0
     assert rejected == [bad]
 
 
 def test_a_rejection_of_the_schema_fails_loudly_instead_of_dead_lettering() -> None:
     bad = Item("r", ("messages_by_channel", b"q"), 10, "bad", origin=("v", 0, 1))
-    session = _Rejecting("unconfigured table messages_by_channel")
+    session = _rejecting("unconfigured table messages_by_channel")
     with pytest.raises(
         CassandraWriteError, match=r"rejected a write to messages_by_channel as invalid.*unconfigured"
     ):
@@ -188,28 +161,17 @@ def test_a_rejection_of_the_schema_fails_loudly_instead_of_dead_lettering() -> N
 
 
 def test_without_a_reject_an_invalid_request_fails_loudly_and_at_once() -> None:
-    executor = ConcurrentExecutor(_Rejecting(), concurrency=2, timeout_s=1)
+    executor = ConcurrentExecutor(_rejecting(), concurrency=2, timeout_s=1)
     executor.submit("bad")
     with pytest.raises(CassandraWriteError, match="as invalid"):
         retry_failed(executor, executor.drain(), retry_s=120, sleep=lambda s: pytest.fail(f"slept {s}"))
 
 
 def test_other_failures_are_still_retried_next_to_a_rejected_one() -> None:
-    class Mixed(_Rejecting):
-        def __init__(self) -> None:
-            super().__init__()
-            self.flaky = 0
-
-        def execute_async(self, statement: Any, timeout: float) -> _Future:
-            if statement == "flaky" and self.flaky < 2:
-                self.flaky += 1
-                return _Future(RuntimeError("OperationTimedOut"))
-            return super().execute_async(statement, timeout)
-
-    session = Mixed()
+    session = _rejecting(flaky=2)
     sleeps: list[float] = []
     rejected: list[Item] = []
     items = [Item("r", ("t", bytes([i])), 1, name, origin=name) for i, name in enumerate(("bad", "flaky"))]
     retries = _write(session, [[items[0]], [items[1]]], lambda it, _e: rejected.extend(it), sleeps.append)
     assert (retries, sleeps, rejected) == (2, [0.25, 0.5], [items[0]])
-    assert session.sent.count("bad") == 1
+    assert session.statements.count("bad") == 1
