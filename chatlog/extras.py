@@ -26,6 +26,11 @@ def require(purpose: str, *modules: str) -> None:
         raise MissingExtra(f"{purpose} needs the bench extra (no {', '.join(missing)} here): {INSTALL}")
 
 
+def has(module: str) -> bool:
+    """Whether ``module`` (of the extra) can be imported."""
+    return importlib.util.find_spec(module) is not None
+
+
 def require_plotting() -> None:
     require("plotting", "matplotlib")
 

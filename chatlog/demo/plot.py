@@ -17,11 +17,13 @@ def plot_run(
     events: Mapping[str, float],
     title: str,
     latency: Mapping[str, tuple[Sequence[float], Sequence[float]]] | None = None,
+    batches: Sequence[tuple[float, float, int]] = (),
 ) -> Path:
-    """Panels sharing the time axis: rates (msg/s) on top, coverage (channels), and, with ``latency``
-    (name -> (send times, seconds)), IRC send -> row readable at the bottom."""
+    """Panels sharing the time axis: rates (msg/s) on top, coverage (channels), with ``latency``
+    (name -> (send times, seconds)) IRC send -> row readable, and with ``batches`` ((start, duration,
+    records) of the sink's micro-batches) one bar per batch, as wide as it took, at the bottom."""
     with_latency = bool(latency) and any(len(ts) for ts, _v in (latency or {}).values())
-    rows = 3 if with_latency else 2
+    rows = 2 + int(with_latency) + int(bool(batches))
     with figure(path, rows, 1, figsize=(8, 2.5 * rows), sharex=True, dpi=80) as (fig, axes):
         top, middle = axes[0], axes[1]
         for name, values in series.items():
@@ -41,6 +43,17 @@ def plot_run(
             bottom.legend(
                 loc="upper left", fontsize=8, title="sampled, per 5 s of send time", title_fontsize=7
             )
+        if batches:
+            panel = axes[-1]
+            panel.bar(
+                [start for start, _d, _n in batches],
+                [n for _s, _d, n in batches],
+                width=[max(d, 0.05) for _s, d, _n in batches],
+                align="edge",
+                color="tab:purple",
+                alpha=0.7,
+            )
+            panel.set_ylabel("sink batch (records)")
         axes[-1].set_xlabel("seconds since start")
         for label, at in events.items():
             for ax in axes:

@@ -7,6 +7,7 @@ import math
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
+from datetime import datetime
 from typing import Any
 
 
@@ -166,6 +167,66 @@ def late_copies(events_written: int, dead_letters: int, distinct_ids: int) -> in
 _BATCH_LINE = re.compile(r"batch \d+: .*?, (\d+) events -> \d+ rows, (\d+) dead letters")
 
 
+_BATCH_TIMES = re.compile(r"batch (\d+): (\d+) in .*?, (\d+(?:\.\d+)?)s, lag \S+, started (\S+)")
+
+
+@dataclass(frozen=True)
+class SinkBatch:
+    """One micro-batch of the sink, from its log line (sink/driver/progress.py)."""
+
+    batch_id: int
+    started: float
+    """Epoch seconds."""
+    records: int
+    """Kafka records it read."""
+    duration_s: float
+    idle_before_s: float | None
+    """From the end of the batch before it to its start (None for the first)."""
+
+
+def sink_batches(text: str) -> list[SinkBatch]:
+    """The sink log's micro-batches that read records, in order, each with the idle time before it (the
+    batches that read nothing are not logged, so their time counts as idle)."""
+    found: list[tuple[int, float, int, float]] = []
+    for match in _BATCH_TIMES.finditer(text):
+        try:
+            started = datetime.fromisoformat(match.group(4)).timestamp()
+        except ValueError:
+            continue
+        found.append((int(match.group(1)), started, int(match.group(2)), float(match.group(3))))
+    found.sort(key=lambda b: b[1])
+    out: list[SinkBatch] = []
+    for i, (batch_id, started, records, duration) in enumerate(found):
+        idle = None if i == 0 else max(0.0, started - (found[i - 1][1] + found[i - 1][3]))
+        out.append(SinkBatch(batch_id, started, records, duration, idle))
+    return out
+
+
+def batch_summary(batches: Sequence[SinkBatch], t0: float) -> dict[str, Any]:
+    """The report's view of the sink's micro-batches: each (start since ``t0``, records, duration, idle
+    before) and their means."""
+    n = len(batches)
+    idles = [b.idle_before_s for b in batches if b.idle_before_s is not None]
+    return {
+        "batches": [
+            {
+                "start_s": round(b.started - t0, 3),
+                "records": b.records,
+                "duration_s": b.duration_s,
+                "idle_before_s": None if b.idle_before_s is None else round(b.idle_before_s, 3),
+            }
+            for b in batches
+        ],
+        "count": n,
+        "records_mean": round(sum(b.records for b in batches) / n, 1) if n else None,
+        "duration_mean_s": round(sum(b.duration_s for b in batches) / n, 3) if n else None,
+        "idle_mean_s": round(sum(idles) / len(idles), 3) if idles else None,
+        "idle_total_s": round(sum(idles), 3),
+        "note": "the sink's micro-batches that read records (its log's batch lines): Spark's start time, "
+        "Kafka records read, duration, and the time from the end of the batch before to its start",
+    }
+
+
 def sink_log_totals(text: str) -> tuple[int, int]:
     """(events written, dead letters) summed over the sink log's per-batch lines (sink/driver/progress.py)."""
     events = dead = 0
@@ -205,11 +266,13 @@ class RunReport:
     late_copies: int | None = None
     e2e: Spread | None = None  # seconds, IRC send -> row readable, sampled
     skew: Spread | None = None  # ms, latest - earliest Kafka timestamp of the copies of one message id
+    cpu_us_per_msg: float | None = None  # the whole machine's CPU, traffic start -> last row, per row
 
     def line(self) -> str:
         rec = f"{self.recovery_s:.1f}" if self.recovery_s is not None else "n/a"
         late = "n/a" if self.late_copies is None else str(self.late_copies)
         e2e, skew = self.e2e, self.skew
+        cpu = "n/a" if self.cpu_us_per_msg is None else f"{self.cpu_us_per_msg:.0f}"
         e2e_part = " ".join(
             f"e2e_{name}_s={'n/a' if e2e is None else f'{getattr(e2e, name):.2f}'}" for name in ("p50", "p99")
         )
@@ -220,7 +283,7 @@ class RunReport:
         return (
             f"sent={self.sent} stored={self.stored} lost={self.lost} "
             f"duplicates_removed={self.duplicates_removed} max_gap_s={self.max_gap_s:.1f} recovery_s={rec} "
-            f"late_copies={late} {e2e_part} {skew_part}"
+            f"late_copies={late} {e2e_part} {skew_part} cpu_us_per_msg={cpu}"
         )
 
     def as_dict(self) -> dict[str, Any]:

@@ -27,17 +27,20 @@ from chatlog.demo import progress
 from chatlog.demo.e2e import ProbeStats, ReadProbe, sample_channels
 from chatlog.demo.faults import Fault, at, kill_ingester, start_ingester
 from chatlog.demo.look import busiest, look_lines, program_name, serve_address
+from chatlog.demo.machine import busy_s, cpu_us_per_msg
 from chatlog.demo.observer import NamesObserver, worker_of
 from chatlog.demo.plot import plot_run
 from chatlog.demo.report import (
     CoverageSample,
     RunReport,
     Spread,
+    batch_summary,
     binned_quantiles,
     covered_at,
     late_copies,
     max_gap_s,
     recovery_s,
+    sink_batches,
     sink_log_totals,
 )
 from chatlog.demo.supervisor import Supervisor
@@ -84,6 +87,7 @@ class Timeline:
     e2e_t: list[float] = field(default_factory=list)  # middle of each 5 s bin of send times
     e2e_p50: list[float] = field(default_factory=list)
     e2e_p99: list[float] = field(default_factory=list)
+    cpu: list[tuple[float, float]] = field(default_factory=list)  # (epoch s, the machine's busy CPU s)
 
 
 class Run:
@@ -105,6 +109,8 @@ class Run:
         self.events: dict[str, float] = {}
         self.killed: list[tuple[str, int, float]] = []
         self.probe: ReadProbe | None = None
+        self.batches: list[tuple[float, float, int]] = []
+        """The sink's micro-batches: (start s since t0, duration s, records), for the plot."""
         self.t0 = time.time()
         self.look_channel = self.channels[0] if self.channels else ""
         """The channel the run ends by pointing at (the one with most lines sent, known once it reports)."""
@@ -164,12 +170,18 @@ class Run:
 
     def record(self, sample: CoverageSample, sent_rate: float, stored_rate: float) -> None:
         tl = self.timeline
+        self.sample_cpu()
         tl.samples.append(sample)
         tl.t.append(sample.t - self.t0)
         tl.sent_rate.append(sent_rate)
         tl.stored_rate.append(stored_rate)
         for r in self.replicas:
             tl.coverage[r].append(len(sample.confirmed.get(r, frozenset())))
+
+    def sample_cpu(self) -> None:
+        """The machine's busy CPU seconds now (nothing without psutil, the bench extra)."""
+        if extras.has("psutil"):
+            self.timeline.cpu.append((time.time(), busy_s()))
 
     def mark(self, label: str) -> None:
         self.events[label] = time.time() - self.t0
@@ -244,6 +256,7 @@ class Run:
                 self.probe = ReadProbe(self.settings, sample_channels(self.channels, cfg.sim_seed), sent_file)
                 await asyncio.to_thread(self.probe.start)
             self.mark("traffic starts")
+            self.sample_cpu()
             sim_args = [
                 "simulate",
                 "--file",
@@ -379,9 +392,15 @@ class Run:
         )
 
         e2e, e2e_details = self._e2e(sent, stored)
+        self.sample_cpu()
+        stored_count = sum(1 for m in sent if m.token in stored)
+        last_row = max((written_at[m.token] for m in sent if m.token in written_at), default=0) / 1000
+        cpu = cpu_us_per_msg(self.timeline.cpu, traffic_start, last_row, stored_count)
+        batches = sink_batches(sink_log.read_text(errors="replace")) if sink_log.exists() else []
+        self.batches = [(b.started - self.t0, b.duration_s, b.records) for b in batches]
         return RunReport(
             sent=len(sent),
-            stored=sum(1 for m in sent if m.token in stored),
+            stored=stored_count,
             lost=len(lost),
             duplicates_removed=sum(in_topic.values()) - len(stored),
             max_gap_s=max_gap_s(samples, self.channels, since=traffic_start),
@@ -391,6 +410,7 @@ class Run:
             late_copies=late,
             e2e=e2e,
             skew=skew,
+            cpu_us_per_msg=cpu,
             details={
                 "run_id": self.run_id,
                 "name": self.config.name,
@@ -433,6 +453,15 @@ class Run:
                     "were written again (onto the same rows)",
                 },
                 "e2e": e2e_details,
+                "cpu": {
+                    "us_per_msg": cpu,
+                    "from_s": traffic_start - self.t0,
+                    "to_s": last_row - self.t0 if last_row else None,
+                    "note": "CPU time of the whole machine (every process: simulator, IRC server, "
+                    "ingesters, Kafka, Spark, Cassandra; /proc/stat through psutil, interpolated between "
+                    "1 s samples) from traffic start to the last row's write time, per message stored",
+                },
+                "sink_batches": batch_summary(batches, self.t0),
                 "lost_sample": sorted(m.token for m in lost)[:20],
                 "logs": str(self.run_dir / "logs"),
             },
@@ -517,6 +546,7 @@ class Run:
             series={"sent": tl.sent_rate, "stored (5 s mean)": rolling_mean(tl.stored_rate, 5)},
             coverage={f"replica {r}": v for r, v in tl.coverage.items()},
             latency={"p50": (tl.e2e_t, tl.e2e_p50), "p99": (tl.e2e_t, tl.e2e_p99)},
+            batches=self.batches,
             events=self.events,
             title=rep.line(),
         )

@@ -56,6 +56,8 @@ class BatchReport:
     written: WriteStats
     duration_s: float
     kafka_lag: int | None
+    started: str | None = None
+    """When the batch started (Spark's progress ``timestamp``, ISO 8601 UTC)."""
 
     @classmethod
     def from_progress(cls, progress: dict[str, Any], written: WriteStats | None) -> BatchReport:
@@ -72,6 +74,7 @@ class BatchReport:
             written=written or WriteStats(),
             duration_s=int(progress.get("batchDuration", 0)) / 1000,
             kafka_lag=kafka_lag(progress),
+            started=progress.get("timestamp") or None,
         )
 
     def line(self) -> str:
@@ -82,7 +85,7 @@ class BatchReport:
             f"batch {self.batch_id}: {self.events_in} in ({self.invalid} invalid), "
             f"{self.duplicates} duplicates dropped, {optouts}"
             f"{w.events} events -> {w.rows_total} rows, {w.deadletters} dead letters, "
-            f"{self.duration_s:.2f}s, lag {lag}"
+            f"{self.duration_s:.2f}s, lag {lag}" + (f", started {self.started}" if self.started else "")
         )
 
 

@@ -8,11 +8,13 @@ from pathlib import Path
 import pytest
 
 from chatlog.demo.e2e import SentTail, Watch, poll_interval_s, sample_channels
+from chatlog.demo.machine import busy_at, busy_s, cpu_us_per_msg
 from chatlog.demo.report import (
     CopyTimes,
     CoverageSample,
     RunReport,
     Spread,
+    batch_summary,
     binned_quantiles,
     covered_at,
     late_copies,
@@ -20,6 +22,7 @@ from chatlog.demo.report import (
     max_gap_s,
     quantile,
     recovery_s,
+    sink_batches,
     sink_log_totals,
 )
 from chatlog.demo.verify import stored_key, text_of_stored, token_of
@@ -59,7 +62,8 @@ def test_report_line_and_lost() -> None:
     line = RunReport(3, 2, 1, 4, 0.0, 2.25).line()
     assert line == (
         "sent=3 stored=2 lost=1 duplicates_removed=4 max_gap_s=0.0 recovery_s=2.2 late_copies=n/a "
-        "e2e_p50_s=n/a e2e_p99_s=n/a skew_p50_s=n/a skew_p99_s=n/a skew_p999_s=n/a skew_max_s=n/a"
+        "e2e_p50_s=n/a e2e_p99_s=n/a skew_p50_s=n/a skew_p99_s=n/a skew_p999_s=n/a skew_max_s=n/a "
+        "cpu_us_per_msg=n/a"
     )
     full = RunReport(
         3,
@@ -71,10 +75,11 @@ def test_report_line_and_lost() -> None:
         late_copies=0,
         e2e=Spread(100, 0.614, 1.5, 1.9, 2.0),
         skew=Spread(3, 2.0, 40.0, 1250.0, 1250.0),
+        cpu_us_per_msg=1023.4,
     ).line()
     assert full.endswith(
         "recovery_s=n/a late_copies=0 e2e_p50_s=0.61 e2e_p99_s=1.50 "
-        "skew_p50_s=0.002 skew_p99_s=0.040 skew_p999_s=1.250 skew_max_s=1.250"
+        "skew_p50_s=0.002 skew_p99_s=0.040 skew_p999_s=1.250 skew_max_s=1.250 cpu_us_per_msg=1023"
     )
 
 
@@ -220,3 +225,46 @@ def test_the_token_is_read_from_the_stored_line_of_each_kind_of_row() -> None:
     assert text_of_stored(":irc.local 001 bob :Welcome") is None  # not chat
     assert text_of_stored("@a=b") is None and text_of_stored(None) is None  # malformed, no line
     assert stored_key("d1_2") == stored_key("#D1_2") == "login:d1_2"
+
+
+def test_sink_batches_from_the_log_with_the_idle_time_between_them() -> None:
+    log = "\n".join(
+        [
+            "2026-11-26 23:00:00,100 INFO sink: sink started",
+            "2026-11-26 23:00:02,000 INFO sink.driver.progress: batch 3: 500 in (0 invalid), 250 duplicates "
+            "dropped, 250 events -> 750 rows, 0 dead letters, 1.50s, lag 0, started 2026-11-26T23:00:00.000Z",
+            "2026-11-26 23:00:09,000 INFO sink.driver.progress: batch 5: 40 in (1 invalid), 0 duplicates "
+            "dropped, 39 events -> 117 rows, 1 dead letters, 0.25s, lag 12, started 2026-11-26T23:00:05.000Z",
+            "batch 6: 1 in (0 invalid), 0 duplicates dropped, 1 events -> 3 rows, 0 dead letters, 1s, lag ?",
+        ]
+    )
+    first, second = sink_batches(log)  # a line without its start (an older sink) is not a batch here
+    assert (first.batch_id, first.records, first.duration_s, first.idle_before_s) == (3, 500, 1.5, None)
+    assert (second.batch_id, second.records, second.duration_s) == (5, 40, 0.25)
+    assert second.idle_before_s == pytest.approx(3.5)  # 23:00:01.5 -> 23:00:05
+    assert second.started - first.started == pytest.approx(5.0)
+    summary = batch_summary([first, second], t0=first.started)
+    assert summary["count"] == 2 and summary["records_mean"] == 270.0
+    assert summary["batches"][1]["start_s"] == 5.0 and summary["idle_total_s"] == 3.5
+
+
+def test_cpu_per_message_between_two_times() -> None:
+    samples = [(100.0, 10.0), (101.0, 11.5), (103.0, 15.5)]
+    assert busy_at(samples, 102.0) == pytest.approx(13.5)
+    assert busy_at(samples, 99.0) is None and busy_at(samples, 104.0) is None
+    assert cpu_us_per_msg(samples, 100.0, 103.0, 5_000) == pytest.approx(1_100.0)  # 5.5 s / 5,000
+    assert cpu_us_per_msg(samples, 100.0, 103.0, 0) is None
+    assert busy_s() > 0
+
+
+def test_the_demo_reads_the_batch_line_the_sink_writes() -> None:
+    from sink.driver.progress import BatchReport
+
+    progress = {
+        "batchId": 7,
+        "numInputRows": 12,
+        "batchDuration": 1250,
+        "timestamp": "2026-11-26T23:00:00.000Z",
+    }
+    (batch,) = sink_batches(BatchReport.from_progress(progress, None).line())
+    assert (batch.batch_id, batch.records, batch.duration_s) == (7, 12, 1.25)
