@@ -22,6 +22,14 @@ class TopicSettings(Protocol):
     def messages_retention_ms(self) -> int: ...
 
 
+def sink_written_group(keyspace: str) -> str:
+    """The Kafka consumer group under which the streaming sink writing into ``keyspace`` commits, for each
+    partition of the messages topic, the offset below which every record is in Cassandra (or was a copy,
+    a dead letter, an opt-out). Nobody consumes in this group: readers ask its committed offsets and read
+    the topic from there to its end for what the sink has not written yet (serve's fresh reads)."""
+    return f"chatlog-sink-written.{keyspace}"
+
+
 @dataclass(frozen=True)
 class TopicSpec:
     role: str

@@ -124,3 +124,24 @@ class LiveSettings(KafkaSettings):
     serve_live_connect_timeout_s: float = Field(
         5.0, gt=0, le=120, description="Seconds the first live subscriber waits for Kafka before a 503."
     )
+
+
+class FreshSettings(KafkaSettings):
+    """Fresh reads (``chatlog serve``, ``chatlog logs``): recent events that Kafka holds and the sink has not
+    written yet are answered with the stored ones (serve/unwritten.py)."""
+
+    serve_fresh: bool = Field(
+        True,
+        description="Answer a read that reaches the present with the channel's events in Kafka beyond "
+        "what the sink has written (false: Cassandra only).",
+    )
+    serve_fresh_max_records: int = Field(
+        200_000,
+        ge=1,
+        le=10_000_000,
+        description="Kafka records read at most per request from the channel's partition (the newest, "
+        "when the sink is further behind).",
+    )
+    serve_fresh_timeout_s: float = Field(
+        2.0, gt=0, le=60, description="Seconds a request spends at most reading Kafka for unwritten events."
+    )

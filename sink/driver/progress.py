@@ -44,6 +44,15 @@ def kafka_lag(progress: dict[str, Any]) -> int | None:
     return total
 
 
+def end_offsets(progress: dict[str, Any]) -> dict[str, dict[int, int]]:
+    """Topic -> partition -> the offset up to which an executed batch read (its sources' ``endOffset``)."""
+    out: dict[str, dict[int, int]] = {}
+    for source in progress.get("sources", []):
+        for topic, parts in _offsets(source.get("endOffset")).items():
+            out.setdefault(topic, {}).update({int(p): o for p, o in parts.items()})
+    return out
+
+
 @dataclass
 class BatchReport:
     """One micro-batch: what came in, what was dropped, what was written, how long, how far behind."""

@@ -27,6 +27,7 @@ from sink.driver.progress import BatchTracker, Metrics, Totals
 from sink.driver.recent import RecentIds
 from sink.driver.session import get_session, kafka_options
 from sink.driver.write import write_dataframe
+from sink.driver.written import WrittenOffsets
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -205,6 +206,7 @@ def run(
         optouts.close()
         raise
     restore = _stop_on_signals(stop)
+    written: WrittenOffsets | None = None
     query = start_query(spark, settings, tracker, available_now=available_now, optouts=optouts)
     log.info(
         "sink started: %s -> keyspace %s, checkpoint %s, trigger %s, dedup %s",
@@ -216,24 +218,35 @@ def run(
         if settings.sink_dedup == "writer"
         else f"by Spark, watermark {settings.sink_watermark}",
     )
+
+    def advance() -> None:
+        """Report the batches done since the last call, and tell readers how far they wrote."""
+        done = feed.new()
+        tracker.consume(done)
+        if written is not None:
+            written.commit(done)
+
     try:
         feed = ProgressFeed(query, private=private)
+        written = None if available_now else WrittenOffsets(settings)
         while query.isActive and not stop.is_set():
             query.awaitTermination(1)
-            tracker.consume(feed.new())
+            advance()
         if query.isActive:
             query.stop()
-        tracker.consume(feed.new())
+        advance()
         failure = query.exception()
         if failure is not None:
             raise ChatlogError(f"sink query failed: {failure_message(failure, settings)}")
     except StreamingQueryException as exc:
-        tracker.consume(feed.new())
+        advance()
         raise ChatlogError(f"sink query failed: {failure_message(exc, settings)}") from None
     finally:
         if query.isActive:  # stopped early: a private API missing on the started query, an interrupt
             query.stop()
         restore()
+        if written is not None:
+            written.close()
         if ledger is not None:
             ledger.close()
         optouts.close()

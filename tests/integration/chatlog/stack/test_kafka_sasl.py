@@ -119,7 +119,7 @@ def _monitor_topics(settings: KafkaSettings) -> set[str]:
     """The topics aiokafka sees with the monitor's faust credentials (what its agents and tables use)."""
     import asyncio
 
-    import aiokafka  # type: ignore[import-untyped]
+    import aiokafka
     from faust.transport.drivers.aiokafka import credentials_to_aiokafka_auth
 
     from chatlog.monitor.preflight import broker_credentials
