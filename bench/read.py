@@ -17,8 +17,8 @@ and Cassandra session). The tables are then flushed and major-compacted as ``cha
 
 * **bytes on disk**: the ``*-Data.db`` files of ``chat_by_channel``, ``chat_by_user`` and ``chat_buckets``
   per message, against the raw line's mean size (goal at most 0.42x, justlog's);
-* **the channel-day** read in time order through :class:`serve.cassandra_store.CassandraStore` (every
-  line's IRC text restored: :attr:`serve.stored.LogLine.raw`, what ``?raw`` answers) and, alternately in
+* **the channel-day** read in time order through :class:`serve.store.cassandra_store.CassandraStore` (every
+  line's IRC text restored: :attr:`serve.store.row.LogLine.raw`, what ``?raw`` answers) and, alternately in
   the same run, a raw cassandra-driver read of the same rows (the same session, ``chat_buckets`` for the
   buckets, then ``SELECT sent_at, message_id, line, received_at`` bucket by bucket with the store's fetch
   size and read-ahead), ``repeat`` times each: lines/s (best and median) and the ratio (the goal's); and
@@ -26,7 +26,7 @@ and Cassandra session). The tables are then flushed and major-compacted as ``cha
   them, ``repeat`` reader runs each of what other answers do with the lines: ``text`` (the justlog text
   line, :func:`serve.formats.log_text_line`) and ``events`` (every line parsed into its event, what JSON
   needs). The reader's CPU per line, and what restoring (:func:`schemas.stored_line.restore`) and restoring
-  + parsing (:func:`serve.stored.stored_event`) the rows read cost per line; a cProfile of one more
+  + parsing (:func:`serve.store.row.stored_event`) the rows read cost per line; a cProfile of one more
   reader run (not timed);
 * **the user-month** (:meth:`CassandraStore.user_lines` over the month) ``reads`` times at each
   concurrency (asyncio tasks in this process, a closed loop): p50/p99, this process's CPU (cores busy
@@ -541,7 +541,7 @@ USES: Final[dict[str, Callable[[Any], object]]] = {
     "text": log_text_line,
     "events": lambda line: line.event,
 }
-"""What a channel-day read does with each :class:`~serve.stored.LogLine`: ``raw`` is the goal's."""
+"""What a channel-day read does with each :class:`~serve.store.row.LogLine`: ``raw`` is the goal's."""
 
 
 async def _consume(lines: AsyncIterator[Any], use: Callable[[Any], object] = USES["raw"]) -> int:
@@ -554,10 +554,10 @@ async def _consume(lines: AsyncIterator[Any], use: Callable[[Any], object] = USE
 
 def cpu_per_line(rows: Sequence[Any], hint: str, repeat: int = 2) -> dict[str, float]:
     """µs per row (best of ``repeat``) of what the reader does with a row besides fetching it: the
-    timestamps to ms, :func:`~schemas.stored_line.restore` of the line, and :func:`~serve.stored.stored_event`
-    (restore and parse into the event)."""
+    timestamps to ms, :func:`~schemas.stored_line.restore` of the line, and
+    :func:`~serve.store.row.stored_event` (restore and parse into the event)."""
     from schemas.stored_line import restore
-    from serve.stored import stored_event
+    from serve.store.row import stored_event
 
     if not rows:
         raise ValueError("no rows")
@@ -634,7 +634,7 @@ def _runs_summary(runs: Sequence[dict[str, Any]]) -> dict[str, Any]:
 async def channel_day(store: Any, params: Params, fetch_size: int) -> dict[str, Any]:
     """The channel-day read through the reader (``store``, a :class:`CassandraStore` whose statements
     fetch ``fetch_size`` rows a page) and raw, alternately (see the module doc)."""
-    from serve.cassandra_store import ROW_COLUMNS
+    from serve.store.cassandra_store import ROW_COLUMNS
 
     raw = RawReader(store.session, fetch_size=fetch_size, read_ahead=store.read_ahead)
     # the same driver read with the reader's columns (the key's values made by Cassandra): what of the

@@ -1,4 +1,4 @@
-"""Consent on the read side: a :class:`~serve.store.LogStore` that hides whoever opted out.
+"""Consent on the read side: a :class:`~serve.store.protocol.LogStore` that hides whoever opted out.
 
 :class:`ConsentStore` wraps the app's store and asks the opt-out registry (:mod:`consent.registry`, read
 whole from the compacted topic and followed while the app runs):
@@ -10,7 +10,8 @@ whole from the compacted topic and followed while the app runs):
   messages that name them by id (their rows are erased on opt-out, unless kept with ``keep_history``, and
   a row written before the opt-out reached the sink may still be there).
 
-Every other attribute (the Cassandra ``session``, name lookups) is the wrapped store's.
+It implements :class:`~serve.store.protocol.LogStore` itself, method by method; the Cassandra ``session``
+and the name lookups are the wrapped store's.
 """
 
 from __future__ import annotations
@@ -25,8 +26,9 @@ from fastapi.responses import JSONResponse
 from consent.rule import BY_LOGIN, OUT, SeenLogins, named_login, verdict
 from schemas.chat_event import ChatEvent
 from serve.api.errors import ApiError, error_response
-from serve.store import ById, Channel, LogStore, Named
-from serve.stored import LogLine, aclose
+from serve.store.names import NameSeen
+from serve.store.protocol import ById, Channel, LogStore, Named
+from serve.store.row import LogLine, aclose
 
 OPTED_OUT: Final = "user or channel has opted out"
 
@@ -71,27 +73,22 @@ class ConsentStore:
         self.inner = inner
         self.optouts = optouts
 
-    def __getattr__(self, name: str) -> Any:  # session, channel_keys, ...: the wrapped store's
-        return getattr(self.inner, name)
+    @property
+    def session(self) -> Any | None:
+        return self.inner.session
 
     # --- who is named ---------------------------------------------------------------------------------
 
     async def _id_of(self, who: Named, *, channel: bool) -> str | None:
         if isinstance(who, ById):
             return who.id.strip()
-        lookup: Callable[[Named], Awaitable[Any]] | None = getattr(
-            self.inner, "channel_keys" if channel else "user_keys", None
-        )
-        if lookup is not None:
-            found = await lookup(who)
-            the_id = getattr(found, "id", None)
-            return the_id if isinstance(the_id, str) else None
-        if channel:
-            login = who.strip().lstrip("#").lower()
-            for c in await self.inner.channels():
-                if c.login == login:
-                    return c.channel_id
-        return None
+        return await (self.inner.channel_id(who) if channel else self.inner.user_id(who))
+
+    async def channel_id(self, channel: Named) -> str | None:
+        return await self.inner.channel_id(channel)
+
+    async def user_id(self, user: Named) -> str | None:
+        return await self.inner.user_id(user)
 
     async def check_channel(self, channel: Named) -> None:
         """OptedOut when ``channel`` (by id, or its login's id) opted out."""
@@ -209,21 +206,11 @@ class ConsentStore:
     async def ping(self) -> None:
         await self.inner.ping()
 
-    async def user_name_history(self, user_id: str) -> list[Any]:
-        """The name history route's reader (:mod:`serve.api.namehistory`): :class:`OptedOut` (a 403) for
-        an opted-out id."""
+    async def user_name_history(self, user_id: str) -> list[NameSeen]:
+        """The wrapped store's; :class:`OptedOut` (a 403) for an opted-out id."""
         if self.optouts.user_out(user_id.strip()):
             raise OptedOut()
-        method = getattr(self.inner, "user_name_history", None)
-        if callable(method):
-            rows: list[Any] = await method(user_id)
-            return rows
-        from serve.name_reads import user_names
-
-        session = getattr(self.inner, "session", None)
-        if session is None:
-            return []
-        return list(await user_names(session, user_id))
+        return await self.inner.user_name_history(user_id)
 
 
 # --- the app's side: the registry started with the app -----------------------------------------------

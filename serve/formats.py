@@ -33,7 +33,7 @@ from schemas.chat_event import ChatEvent
 from serve.terminal import escape_controls
 
 if TYPE_CHECKING:
-    from serve.stored import LogLine
+    from serve.store.row import LogLine
 
 MESSAGE_TYPES: Final[dict[str, int]] = {
     "WHISPER": 0,
@@ -162,7 +162,7 @@ def line_text(line: LogLine) -> str:
 
 def log_text_line(line: LogLine) -> str:
     """:func:`text_line` of a stored line's event; a chat message's without parsing it whole
-    (:meth:`~serve.stored.LogLine.chat`)."""
+    (:meth:`~serve.store.row.LogLine.chat`)."""
     chat = line.chat()
     if chat is None:
         return text_line(line.event)

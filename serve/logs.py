@@ -1,5 +1,5 @@
 """Reading the logs back from Cassandra for ``chatlog logs``: the reads of ``chatlog serve``
-(:class:`serve.cassandra_store.CassandraStore`, one implementation of them), driven from synchronous
+(:class:`serve.store.cassandra_store.CassandraStore`, one implementation of them), driven from synchronous
 code on a private event loop, and their text form with the gaps in coverage marked.
 
 A channel is named by its login or its Twitch id, a user likewise (``--user`` / ``--user-id``); both read
@@ -15,15 +15,15 @@ from typing import TYPE_CHECKING, Any, Final, TypeVar
 from core.errors import ChatlogError
 from core.times import format_time
 from schemas.chat_event import ChatEvent
-from serve.names import login_of
-from serve.store import ById, Named
-from serve.stored import aclose
+from serve.store.names import login_of
+from serve.store.protocol import ById, Named
+from serve.store.row import aclose
 
 if TYPE_CHECKING:
     from core.coverage_spans import Gap
     from core.settings import CassandraSettings
-    from serve.cassandra_store import CassandraStore
-    from serve.stored import LogLine
+    from serve.store.cassandra_store import CassandraStore
+    from serve.store.row import LogLine
 
 MAX_MS: Final = 253_402_300_799_999
 """9999-12-31T23:59:59.999Z: the end of an open range."""
@@ -33,12 +33,12 @@ _DONE: Final = object()
 
 
 class LogReader:
-    """A connected :class:`~serve.cassandra_store.CassandraStore` and the event loop that drives it, for
+    """A connected :class:`~serve.store.cassandra_store.CassandraStore` and the event loop that drives it, for
     synchronous callers. Every failure of the storage is a one-line :class:`ChatlogError`."""
 
     def __init__(self, settings: CassandraSettings) -> None:
         from core.cql import open_session
-        from serve.cassandra_store import CassandraStore
+        from serve.store.cassandra_store import CassandraStore
 
         self.settings = settings
         self._cluster, session = open_session(settings, keyspace=settings.cassandra_keyspace)

@@ -1,16 +1,44 @@
 """``chatlog names USER_ID|LOGIN [--channel]``: the logins a Twitch user (or channel) id had, by id or by
-any of its logins (:mod:`serve.names`)."""
+any of its logins (read by :mod:`serve.store.names`)."""
 
 from __future__ import annotations
 
 import json
-from typing import Annotated
+from dataclasses import dataclass
+from typing import Annotated, Any
 
 import typer
 
 from core.times import format_time
-from serve.names import Identity
+from serve.store.names import NameSeen, channel_ids, channel_names, user_ids, user_names
 from serve.terminal import escape_controls
+
+
+@dataclass(frozen=True)
+class Identity:
+    """One id and its whole name history (what ``chatlog names`` prints for each id it finds)."""
+
+    id: str
+    names: list[NameSeen]
+
+
+async def identities(session: Any, keyspace: str, query: str, *, channel: bool = False) -> list[Identity]:
+    """The ids ``query`` names and the history of each: ``query`` as an id (when it is all digits) and
+    every id that used it as a login. Twitch logins may be all digits too, so a number is looked up
+    both ways; an id with no history is left out. Empty: nothing is known by that id or login."""
+    history = channel_names if channel else user_names
+    ids_for = channel_ids if channel else user_ids
+    candidates: list[str] = []
+    text = query.strip()
+    if text.isascii() and text.isdigit():
+        candidates.append(text)
+    candidates += [seen.id for seen in await ids_for(session, text, keyspace)]
+    out: list[Identity] = []
+    for id_ in dict.fromkeys(candidates):
+        names = await history(session, id_, keyspace)
+        if names:
+            out.append(Identity(id_, names))
+    return out
 
 
 def register(app: typer.Typer) -> None:
@@ -28,12 +56,13 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """The name history of a user (or, with --channel, a channel): every login and display name of
         its id with when each was first and last seen (to the hour), found by id or by any login."""
+        import asyncio
+
         from cassandra import DriverException, InvalidRequest
 
         from core.cql import open_session, quiet_driver_logs
         from core.errors import ChatlogError
         from core.settings import KEYSPACE_OPTION, CassandraSettings, load
-        from serve.names import identities
 
         if as_json_flag:
             output_format = "json"
@@ -43,7 +72,7 @@ def register(app: typer.Typer) -> None:
         quiet_driver_logs()
         cluster, session = open_session(settings)
         try:
-            found = identities(session, settings.cassandra_keyspace, query, channel=channel)
+            found = asyncio.run(identities(session, settings.cassandra_keyspace, query, channel=channel))
         except InvalidRequest as exc:
             reason = str(exc).split("message=")[-1].strip('"')
             raise ChatlogError(

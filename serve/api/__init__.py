@@ -1,1 +1,2 @@
-"""``chatlog serve``: the justlog/rustlog HTTP API over a :class:`~serve.store.LogStore` (FastAPI)."""
+"""``chatlog serve``: the justlog/rustlog HTTP API over a :class:`~serve.store.protocol.LogStore`
+(FastAPI)."""

@@ -32,13 +32,14 @@ from serve.api.errors import (
     on_validation_error,
     storage_errors,
 )
+from serve.api.gaps import gaps_router
 from serve.api.metrics import MetricsMiddleware, ServeMetrics
 from serve.api.middleware import BodyLimit, NormalizePath, ResponseGuard
 from serve.api.routes import router
 from serve.api.search import search_router
 from serve.consent import OptedOut, on_opted_out, start_consent, stop_consent
 from serve.settings import ServeSettings
-from serve.store import LogStore
+from serve.store.protocol import LogStore
 from serve.web import mount as mount_web
 
 DESCRIPTION = (
@@ -50,7 +51,7 @@ DESCRIPTION = (
 
 def open_store(settings: ServeSettings) -> tuple[Any, LogStore]:
     from core.cql import open_session
-    from serve.cassandra_store import CassandraStore
+    from serve.store.cassandra_store import CassandraStore
 
     # native protocol v4, as the sink's writers: v5 checksums every frame with CRC32 (~2 % of a busy
     # day's serving CPU, py-spy) and the reader uses nothing v5 adds
@@ -120,7 +121,8 @@ def create_app(settings: ServeSettings, store: LogStore | None = None, *, consen
         return Response(generate_latest(metrics.registry), media_type=CONTENT_TYPE_LATEST)
 
     _add_docs(app)
-    mount_web(app, settings)  # `/`, /static, /web/gaps: before /{ct}/{c}, which would match the last two
+    mount_web(app)  # `/` and /static: before /{ct}/{c}, which would match /static/x
+    app.include_router(gaps_router(settings))  # /web/gaps: before /{ct}/{c} too
     # before the log routes: /{ct}/{c}/{ut}/{u}/random would otherwise match /{ct}/{c}/{y}/{m}/{d}
     app.include_router(optout_api.router, tags=["consent"])  # before /{ct}/{c}, which matches /admin/optout
     app.include_router(recent.router)

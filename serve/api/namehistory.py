@@ -17,9 +17,8 @@ and one that is not a Twitch id (digits) a 400, both in this API's JSON error st
 
 from __future__ import annotations
 
-import functools
 import logging
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Iterable
 from datetime import UTC, datetime, timedelta
 from typing import Annotated, Any, Final
 
@@ -28,8 +27,8 @@ from fastapi.responses import JSONResponse
 from pydantic import BaseModel, Field
 
 from serve.api.errors import ApiError, bad_request, not_found
-from serve.name_reads import user_names
-from serve.names import NameSeen
+from serve.store.names import NameSeen
+from serve.store.protocol import LogStore
 
 MAX_ID_DIGITS: Final = 20
 """The longest user id taken (a 64-bit number); Twitch's have 6 to 10 digits."""
@@ -37,9 +36,6 @@ _EPOCH: Final = datetime(1970, 1, 1, tzinfo=UTC)
 log = logging.getLogger("chatlog.serve")
 
 router = APIRouter()
-
-NameReader = Callable[[str], Awaitable[list[NameSeen]]]
-"""A user id's name rows (one per login and display name), in any order."""
 
 
 class PreviousName(BaseModel):
@@ -92,17 +88,6 @@ def previous_names(rows: Iterable[NameSeen]) -> list[dict[str, str | None]]:
     ]
 
 
-def _reader(store: Any) -> NameReader | None:
-    """The store's own reader when it has one (``user_name_history``), else a read over its Cassandra
-    session (:mod:`serve.name_reads`)."""
-    method = getattr(store, "user_name_history", None)
-    if callable(method):
-        reader: NameReader = method
-        return reader
-    session = getattr(store, "session", None)
-    return None if session is None else functools.partial(user_names, session)
-
-
 def _error(description: str) -> dict[str, Any]:
     return {"model": ErrorBody, "description": description}
 
@@ -123,11 +108,9 @@ async def name_history(
     the_id = user_id.strip()
     if not (the_id.isascii() and the_id.isdigit() and len(the_id) <= MAX_ID_DIGITS):
         raise bad_request(f"invalid user id {user_id[:40]!r}: a Twitch user id is 1-{MAX_ID_DIGITS} digits")
-    reader = _reader(request.app.state.store)
-    if reader is None:
-        raise ApiError(501, "this log storage keeps no name history")
+    store: LogStore = request.app.state.store
     try:
-        rows = await reader(the_id)
+        rows = await store.user_name_history(the_id)
     except ApiError:  # the store's own answer (an opted-out id: a 403)
         raise
     except Exception as exc:

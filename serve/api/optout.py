@@ -33,6 +33,7 @@ from consent.registry import OptOutRegistry
 from consent.settings import ConsentSettings
 from core.errors import ChatlogError
 from serve.api.errors import ApiError, bad_request, not_found
+from serve.store.protocol import LogStore
 
 log = logging.getLogger(__name__)
 
@@ -97,8 +98,8 @@ Admin = Annotated[str, Depends(_admin)]
 
 
 def _session(request: Request) -> tuple[Any, str]:
-    store = getattr(request.app.state, "store", None)
-    session = getattr(store, "session", None)
+    store: LogStore = request.app.state.store
+    session = store.session
     if session is None:
         raise ApiError(501, "this log storage has no Cassandra session (audit and erasure need one)")
     return session, request.app.state.consent_keyspace
@@ -250,7 +251,8 @@ async def self_service_code(request: Request) -> JSONResponse:
     code = await _call(
         "publishing the code", publisher.issue_code, by="api:self-service", ttl_s=settings.optout_code_ttl_s
     )
-    session = getattr(getattr(request.app.state, "store", None), "session", None)
+    store: LogStore = request.app.state.store
+    session = store.session
     if session is not None:
         await _call("writing the audit", audit.record_code, session, request.app.state.consent_keyspace, code)
     return JSONResponse(

@@ -1,6 +1,6 @@
 """``GET /{ct}/{c}/random`` and ``GET /{ct}/{c}/{ut}/{u}/random``: one random line of a channel's (or a
 user's) logs, in the asked format (text, ``?json``, ``?jsonBasic``, ``?raw``, ``?ndjson``), never cached
-(justlog and rustlog). How the line is picked: :mod:`serve.cassandra_store` (cheap, not uniform)."""
+(justlog and rustlog). How the line is picked: :mod:`serve.store.cassandra_store` (cheap, not uniform)."""
 
 from __future__ import annotations
 
@@ -16,8 +16,8 @@ from serve.api.routes import _channel as channel_login
 from serve.api.routes import _count as line_counter
 from serve.api.routes import _user as user_login
 from serve.api.stream import stream_events
-from serve.store import LogStore
-from serve.stored import LogLine
+from serve.store.protocol import LogStore
+from serve.store.row import LogLine
 
 router = APIRouter()
 

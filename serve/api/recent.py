@@ -29,7 +29,7 @@ from schemas.chat_event import MAX_LOGIN_CHARS, ChatEvent
 from serve.api.errors import ApiError
 from serve.api.params import MAX_MS
 from serve.recent import RecentOptions, export_lines, exported
-from serve.store import LogStore
+from serve.store.protocol import LogStore
 
 MAX_LIMIT: Final = 500
 HORIZON_MS: Final = 86_400_000

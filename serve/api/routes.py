@@ -26,7 +26,7 @@ from serve.api.errors import ApiError, bad_request, not_found
 from serve.api.params import LogQuery, day_range, log_query, month_range, narrowed
 from serve.api.query_docs import FORMATS, PAGING, RANGE
 from serve.api.stream import stream_events
-from serve.store import ById, LogStore, LookupUnsupported, Named
+from serve.store.protocol import ById, LogStore, Named
 
 router = APIRouter()
 
@@ -75,10 +75,7 @@ async def _user(request: Request, channel: Named, kind: str, value: str) -> Name
     if len(value) > MAX_NAME_CHARS:  # never looked up, or echoed whole in the 404s that name the user
         raise not_found(f"no user is named that: longer than {MAX_NAME_CHARS} characters")
     if kind == "userid":
-        try:
-            login = await _store(request).user_by_id(channel, value.strip())
-        except LookupUnsupported as exc:
-            raise not_found(str(exc)) from None
+        login = await _store(request).user_by_id(channel, value.strip())
         if login is None:
             raise not_found(f"no user with the id {value[:40]!r} in #{channel}")
         return ById(value.strip(), login)

@@ -38,8 +38,8 @@ from serve.api.routes import _user as user_login
 from serve.api.stream import stream_events
 from serve.search import BadQuery, Needle, matching, needle
 from serve.settings import ServeSettings
-from serve.store import LogStore
-from serve.stored import LogLine
+from serve.store.protocol import LogStore
+from serve.store.row import LogLine
 
 DAY_MS: Final = 86_400_000
 _SHOWN: Final = 40

@@ -25,7 +25,7 @@ from serve.api.params import log_query, narrowed
 from serve.api.routes import _channel as channel_login
 from serve.api.routes import _user as user_login
 from serve.stats import TooManyEvents, tally, user_stats
-from serve.store import LogStore
+from serve.store.protocol import LogStore
 
 DEFAULT_CHANNEL_DAYS: Final = 30
 MAX_COUNTED: Final = 2_000_000

@@ -17,7 +17,7 @@ from serve.api.errors import ApiError, not_found
 from serve.api.middleware import StreamCut
 from serve.api.params import Format, LogQuery
 from serve.formats import basic_message, encode_json, full_message, log_text_line
-from serve.stored import LogLine, aclose
+from serve.store.row import LogLine, aclose
 
 CHUNK_LINES: Final = 500
 MEDIA_TYPES: Final = {
@@ -31,7 +31,7 @@ log = logging.getLogger("chatlog.serve")
 
 
 def _encoder(fmt: Format) -> Callable[[LogLine], bytes]:
-    """A line's bytes in ``fmt``: text and raw without parsing it (:class:`~serve.stored.LogLine`)."""
+    """A line's bytes in ``fmt``: text and raw without parsing it (:class:`~serve.store.row.LogLine`)."""
     if fmt is Format.TEXT:
         return lambda line: log_text_line(line).encode() + b"\n"
     if fmt is Format.RAW:

@@ -7,40 +7,33 @@
   they come while the script loads.
 * ``GET /static/...``: the page's script, style sheet and icon, shipped in this package; the page names
   them with a hash of their content (``?v=``), so they are cached for a day and a new version is fetched.
-* ``GET /web/gaps?channel=&from=&to=``: the gaps in the channel's coverage (the coverage ledger, read
-  through :mod:`serve.coverage`) in ``[from, to)`` (epoch ms), for the page to show where they fall:
-  ``{"channel", "gaps": [{"start", "end", "why"}]}``; no gaps when the keyspace has no ledger.
+
+The data it shows comes from the API (:mod:`serve.api`), the gaps it marks included (``/web/gaps``,
+:mod:`serve.api.gaps`).
 """
 
 from __future__ import annotations
 
-import asyncio
 import calendar
 import hashlib
 import logging
 import re
 from importlib import resources
 from os import PathLike, stat_result
-from typing import Any, Final
+from typing import Final
 
 from fastapi import APIRouter, FastAPI, Request
-from fastapi.responses import HTMLResponse, JSONResponse
+from fastapi.responses import HTMLResponse
 from fastapi.staticfiles import StaticFiles
 from starlette.datastructures import QueryParams
 from starlette.responses import Response
 from starlette.types import Scope
 
-from serve.api.errors import ApiError, bad_request
-from serve.settings import ServeSettings
-
 STATIC: Final = resources.files(__name__) / "static"
-MAX_GAP_RANGE_MS: Final = 366 * 86_400_000
-"""Longest range whose gaps are read (each UTC day is one ledger partition)."""
 CSP: Final = (
     "default-src 'self'; img-src 'self' data: https://static-cdn.jtvnw.net; script-src 'self'; "
     "style-src 'self'; connect-src 'self'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
 )
-_MS: Final = re.compile(r"[0-9]{1,15}")
 _LOGIN: Final = re.compile(r"[a-z0-9_]{1,64}")
 """Logins given as plain names, whose URL the page's script writes as this module does (no ``#`` or ``@``
 to drop, nothing for encodeURIComponent to escape); the lines of others are not preloaded."""
@@ -97,14 +90,7 @@ class Assets(StaticFiles):
         return response
 
 
-def _ms(request: Request, name: str) -> int:
-    value = request.query_params.get(name, "")
-    if not _MS.fullmatch(value):
-        raise bad_request(f"invalid {name}: expected epoch milliseconds")
-    return int(value)
-
-
-def web_router(settings: ServeSettings) -> APIRouter:
+def web_router() -> APIRouter:
     router = APIRouter(include_in_schema=False)
     html = page_html()
     headers = {"Content-Security-Policy": CSP, "Cache-Control": "no-cache"}
@@ -123,44 +109,10 @@ def web_router(settings: ServeSettings) -> APIRouter:
         sent = dict(headers, Link=f"<{lines}>; rel=preload; as=fetch; crossorigin") if lines else headers
         return HTMLResponse(html, status_code=status, headers=sent)
 
-    @router.get("/web/gaps")
-    async def gaps(request: Request) -> JSONResponse:
-        channel = request.query_params.get("channel", "").strip().lstrip("#").lower()
-        if not channel:
-            raise bad_request("missing parameter: channel")
-        lo, hi = _ms(request, "from"), _ms(request, "to")
-        if lo >= hi:
-            raise bad_request("invalid range: from is after to")
-        if hi - lo > MAX_GAP_RANGE_MS:
-            raise bad_request("invalid range: gaps are read for at most 366 days at once")
-        found = await _read_gaps(request.app.state.store, settings.cassandra_keyspace, channel, lo, hi)
-        return JSONResponse({"channel": channel, "gaps": found}, headers={"Cache-Control": "no-cache"})
-
     return router
 
 
-async def _read_gaps(store: Any, keyspace: str, channel: str, lo: int, hi: int) -> list[dict[str, Any]]:
-    """The gaps from the ledger over the store's session; none for a store without one (or a keyspace
-    without a ledger); a 503 when Cassandra does not answer."""
-    from serve.coverage import read_coverage
-
-    session = getattr(store, "session", None)
-    if session is None:
-        return []
-    try:
-        coverage = await asyncio.to_thread(read_coverage, session, keyspace, channel, lo, hi)
-    except Exception as exc:
-        from cassandra import InvalidRequest
-
-        if isinstance(exc, InvalidRequest):  # a keyspace made before the ledger existed
-            return []
-        log.warning("reading the coverage of #%s failed: %s: %s", channel[:200], type(exc).__name__, exc)
-        raise ApiError(503, "the coverage ledger did not answer; try again") from None
-    return [{"start": g.start, "end": g.end, "why": g.why} for g in coverage.gaps]
-
-
-def mount(app: FastAPI, settings: ServeSettings) -> None:
-    """The page, its assets and its gaps route; before the log routes (``/{ct}/{c}`` would match
-    ``/web/gaps`` and ``/static/x``)."""
+def mount(app: FastAPI) -> None:
+    """The page and its assets; before the log routes (``/{ct}/{c}`` would match ``/static/x``)."""
     app.mount("/static", Assets(directory=str(STATIC)), name="web-static")
-    app.include_router(web_router(settings))
+    app.include_router(web_router())

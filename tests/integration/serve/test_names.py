@@ -1,9 +1,10 @@
 """The name history on the real Cassandra: written by the sink's executor (without Spark) from the events'
-ids, read back by serve/names.py and `chatlog names`. A renamed user and a renamed channel keep one
+ids, read back by serve/store/names.py and `chatlog names`. A renamed user and a renamed channel keep one
 history by id and by either name; a login taken by another id lists both ids; replays change nothing."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import random
 from collections.abc import Iterator
@@ -15,20 +16,30 @@ from typer.testing import CliRunner
 
 from core.cql import connect
 from schemas.chat_event import ChatEvent, encode
-from serve.names import (
-    IdSeen,
-    NameSeen,
-    channel_ids_for_login,
-    channel_name_history,
-    name_history,
-    user_ids_for_login,
-)
+from serve.store.names import IdSeen, NameSeen, channel_ids, channel_names, user_ids, user_names
 from sink.executor.cassandra import close_sessions
 from sink.executor.partition import NameCache, WriteStats, write_partition
 from sink.settings import SinkSettings
 from tests.integration.serve.conftest import line_event
 
 pytestmark = pytest.mark.integration
+
+
+def name_history(session: Any, ks: str, user_id: str) -> list[NameSeen]:
+    return asyncio.run(user_names(session, user_id, ks))
+
+
+def channel_name_history(session: Any, ks: str, channel_id: str) -> list[NameSeen]:
+    return asyncio.run(channel_names(session, channel_id, ks))
+
+
+def user_ids_for_login(session: Any, ks: str, login: str) -> list[IdSeen]:
+    return asyncio.run(user_ids(session, login, ks))
+
+
+def channel_ids_for_login(session: Any, ks: str, login: str) -> list[IdSeen]:
+    return asyncio.run(channel_ids(session, login, ks))
+
 
 HOUR = 3_600_000
 DAY = 24 * HOUR

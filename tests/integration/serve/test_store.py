@@ -1,5 +1,5 @@
-"""serve/cassandra_store.py on the real Cassandra, over rows the sink's executor wrote (issue 17): a renamed
-user and a renamed channel are one history by id and by either name; lines without ids are read by
+"""serve/store/cassandra_store.py on the real Cassandra, over rows the sink's executor wrote (issue 17): a
+renamed user and a renamed channel are one history by id and by either name; lines without ids are read by
 login; a timeout of a user is in that user's log; ranges, order and paging; a stored line that does not
 parse comes back as a line."""
 
@@ -20,9 +20,9 @@ from core.cql import connect
 from core.testing import chat_events
 from schemas.chat_event import ChatEvent
 from schemas.cql import message_uuid
-from serve.cassandra_store import CassandraStore, _order
-from serve.store import ById, Channel, Named
-from serve.stored import LogLine
+from serve.store.cassandra_store import CassandraStore, _order
+from serve.store.protocol import ById, Channel, Named
+from serve.store.row import LogLine
 from sink.executor.rows import DERIVED
 from sink.settings import SinkSettings
 from tests.integration.serve.conftest import line_event, write

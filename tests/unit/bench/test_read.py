@@ -48,7 +48,7 @@ from core.irc_parse import parse_line
 from schemas.chat_event import ChatEvent
 from schemas.cql import bucket_of, message_uuid
 from schemas.stored_line import strip
-from serve.stored import stored_event
+from serve.store.row import stored_event
 
 SMALL = Params(day_messages=500, channel_messages=3000, user_messages=30)
 
@@ -206,7 +206,7 @@ def test_profile_top_lists_functions_by_own_time() -> None:
 def test_where_shortens_file_names() -> None:
     venv = "/work/main/.venv/lib/python3.11/site-packages/cassandra/cluster.py"
     assert where(venv, 12, "result") == "cassandra/cluster.py:12(result)"
-    assert where("/work/main/serve/stored.py", 3, "f") == "serve/stored.py:3(f)"
+    assert where("/work/main/serve/store/row.py", 3, "f") == "serve/store/row.py:3(f)"
     assert where("/usr/lib/python3.11/asyncio/events.py", 80, "_run") == "asyncio/events.py:80(_run)"
     assert where("~", 0, "<built-in method builtins.len>") == "<built-in method builtins.len>"
 

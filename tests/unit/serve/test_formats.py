@@ -20,8 +20,8 @@ from serve.formats import (
     text_line,
     timestamp,
 )
-from serve.stored import LogLine
-from tests.unit.serve.test_stored import _every_event, _stored_lines
+from serve.store.row import LogLine
+from tests.unit.serve.store.test_row import _every_event, _stored_lines
 
 # rustlog's parse_old_message example: a PRIVMSG of Snusbot in #forsen at 1489263601000.
 SNUSBOT_RAW = (

@@ -16,7 +16,7 @@ from confluent_kafka import TopicPartition
 from fastapi import FastAPI
 
 from core.kafka_probe import KafkaUnreachable
-from core.testing import FakeMessage, chat_events, eventually
+from core.testing import FakeMessage, chat_events, eventually, twitch_event
 from schemas.chat_event import ChatEvent, encode
 from serve.api.live import live_router, login
 from serve.formats import full_message
@@ -31,6 +31,7 @@ from serve.live import (
     to_live,
 )
 from serve.settings import LiveSettings
+from serve.testing import MemoryStore
 
 TOPIC = "t.messages"
 
@@ -308,9 +309,9 @@ async def test_a_missing_topic_is_said_in_one_line() -> None:
 # --- the route ---------------------------------------------------------------------------------------
 
 
-class Store:
-    async def latest_day(self, channel: str) -> object:
-        return "2024-01-02" if channel == "known" else None
+def Store() -> MemoryStore:  # noqa: N802 - reads as the store it makes
+    """A store in which only #known is logged."""
+    return MemoryStore([twitch_event("PRIVMSG", "known", sent_at=1_704_153_600_000, text="hi")])
 
 
 def _get(settings: LiveSettings | None, path: str, store: object | None = None) -> httpx.Response:

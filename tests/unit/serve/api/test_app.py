@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator, Iterator
-from datetime import date
+from collections.abc import Iterator
 from typing import Any
 
 import httpx
@@ -19,8 +18,7 @@ from schemas.chat_event import ChatEvent
 from serve.api.app import create_app
 from serve.api.middleware import MAX_BODY_BYTES
 from serve.settings import ServeSettings
-from serve.store import Channel, LookupUnsupported, Named
-from serve.stored import LogLine
+from serve.testing import MemoryStore
 from tests.uvicorn_thread import served
 
 DAY = 1_704_153_600_000  # 2024-01-02
@@ -28,76 +26,26 @@ DAY = 1_704_153_600_000  # 2024-01-02
 
 def _event(i: int) -> ChatEvent:
     return ChatEvent(
-        message_id=f"m{i}", kind="PRIVMSG", channel="alpha", user_login="bob", text=f"line {i}",
-        sent_at=DAY + i * 1000, received_at=DAY + i * 1000, raw=f"raw {i}",
+        message_id=f"m{i}", kind="PRIVMSG", channel="alpha", channel_id="1", user_login="bob",
+        text=f"line {i}", sent_at=DAY + i * 1000, received_at=DAY + i * 1000, raw=f"raw {i}",
     )  # fmt: skip
 
 
-class FakeStore:
-    def __init__(self, *, fail_at: int | None = None, down: bool = False) -> None:
-        self.fail_at = fail_at
-        self.down = down
-
-    async def channels(self) -> list[Channel]:
-        return [Channel("alpha", "1")]
-
-    async def channel_by_id(self, channel_id: str) -> str | None:
-        return "alpha" if channel_id == "1" else None
-
-    async def user_by_id(self, channel: Named, user_id: str) -> str | None:
-        raise LookupUnsupported("no ids here")
-
-    async def channel_days(self, channel: Named) -> list[date]:
-        return [date(2024, 1, 2)]
-
-    async def latest_day(self, channel: Named) -> date | None:
-        return date(2024, 1, 2) if channel == "alpha" else None
-
-    async def user_months(self, channel: Named, user: Named) -> list[tuple[int, int]]:
-        return [(2024, 1)]
-
-    async def latest_user_month(self, channel: Named, user: Named) -> tuple[int, int] | None:
-        return (2024, 1)
-
-    async def _lines(self) -> AsyncIterator[LogLine]:
-        for i in range(5):
-            if self.fail_at == i:
-                raise RuntimeError("Cassandra timed out")
-            yield LogLine.of(_event(i))
-
-    def channel_lines(
-        self, channel: Named, lo: int, hi: int, *, reverse: bool = False
-    ) -> AsyncIterator[LogLine]:
-        return self._lines()
-
-    def user_lines(
-        self, channel: Named, user: Named, lo: int, hi: int, *, reverse: bool = False
-    ) -> AsyncIterator[LogLine]:
-        return self._lines()
-
-    async def random_channel_event(self, channel: Named) -> ChatEvent | None:
-        if self.fail_at is not None:
-            raise RuntimeError("Cassandra timed out")
-        return _event(0)
-
-    async def random_user_event(self, channel: Named, user: Named) -> ChatEvent | None:
-        return _event(1) if user == "bob" else None
-
-    async def user_count(self, channel: Named, user: Named, lo: int, hi: int) -> tuple[int, str | None]:
-        if self.fail_at is not None:
-            raise RuntimeError("Cassandra timed out")
-        return 5, None
-
-    async def senders(self, channel: Named, lo: int, hi: int) -> AsyncIterator[tuple[str | None, str | None]]:
-        async for line in self._lines():
-            yield line.event.user_login, line.event.user_id
-
-    async def ping(self) -> None:
-        if self.down:
-            raise RuntimeError("no host available")
+EVENTS = [_event(i) for i in range(5)]
+TIMED_OUT = RuntimeError("Cassandra timed out")
+EVENT_READS = ("channel_lines", "user_lines", "random_channel_event", "user_count", "senders")
 
 
-def _get(store: FakeStore, path: str) -> httpx.Response:
+def alpha_store(*, fail_at: int | None = None, down: bool = False) -> MemoryStore:
+    """alpha (id 1) with bob's five lines; ``fail_at``: every read of events fails (a stream after that
+    many lines); ``down``: the storage does not answer a ping."""
+    fail: dict[str, BaseException] = {"ping": RuntimeError("no host available")} if down else {}
+    if fail_at is not None:
+        fail.update(dict.fromkeys(EVENT_READS, TIMED_OUT))
+    return MemoryStore(EVENTS, fail=fail, lines_before_failure=fail_at or 0)
+
+
+def _get(store: MemoryStore, path: str) -> httpx.Response:
     async def go() -> httpx.Response:
         app = create_app(load(ServeSettings), store)
         transport = httpx.ASGITransport(app=app)
@@ -108,13 +56,13 @@ def _get(store: FakeStore, path: str) -> httpx.Response:
 
 
 def test_storage_failure_before_the_first_line_is_a_503() -> None:
-    response = _get(FakeStore(fail_at=0), "/channel/alpha/2024/1/2")
+    response = _get(alpha_store(fail_at=0), "/channel/alpha/2024/1/2")
     assert response.status_code == 503
     assert response.json() == {"status": 503, "message": "the log storage did not answer; try again"}
 
 
 @contextlib.contextmanager
-def _served(store: FakeStore) -> Iterator[str]:
+def _served(store: MemoryStore) -> Iterator[str]:
     """The app on ``store`` under uvicorn on a free loopback port (a real socket); its base URL."""
     app = create_app(load(ServeSettings), store, consent=ConsentSettings(serve_consent=False))  # no Kafka
     with served(app, log_level="critical", start_s=20) as url:
@@ -122,18 +70,18 @@ def _served(store: FakeStore) -> Iterator[str]:
 
 
 def test_storage_failure_mid_stream_cuts_the_connection_so_the_client_sees_an_incomplete_body() -> None:
-    with _served(FakeStore(fail_at=3)) as url:
+    with _served(alpha_store(fail_at=3)) as url:
         for fmt in ("json", "raw", "ndjson", "text"):
             with pytest.raises(httpx.RemoteProtocolError):  # no last chunk: never a complete 200
                 httpx.get(f"{url}/channel/alpha/2024/1/2?{fmt}")
         assert httpx.get(f"{url}/channel/alpha").status_code == 302  # the server is fine afterwards
-    with _served(FakeStore()) as url:
+    with _served(alpha_store()) as url:
         complete = httpx.get(f"{url}/channel/alpha/2024/1/2?json")
         assert complete.text.endswith("]}") and len(complete.json()["messages"]) == 5
 
 
 def test_head_answers_like_get_without_a_body_and_every_answer_says_nosniff() -> None:
-    with _served(FakeStore()) as url:
+    with _served(alpha_store()) as url:
         for path in ("/health", "/channels", "/channel/alpha/2024/1/2", "/channel/nosuch/2024/1/2"):
             got, head = httpx.get(url + path), httpx.head(url + path)
             assert head.status_code == got.status_code, path
@@ -145,13 +93,13 @@ def test_head_answers_like_get_without_a_body_and_every_answer_says_nosniff() ->
 
 
 def test_health() -> None:
-    assert _get(FakeStore(), "/health").json() == {"status": "ok"}
-    down = _get(FakeStore(down=True), "/health")
+    assert _get(alpha_store(), "/health").json() == {"status": "ok"}
+    down = _get(alpha_store(down=True), "/health")
     assert down.status_code == 503 and down.json()["reason"] == "RuntimeError: no host available"
 
 
 def test_limit_and_offset_over_the_stream() -> None:
-    text = _get(FakeStore(), "/channel/alpha/2024/1/2?offset=3&limit=10").text
+    text = _get(alpha_store(), "/channel/alpha/2024/1/2?offset=3&limit=10").text
     assert text.splitlines() == [
         "[2024-01-02 00:00:03] #alpha bob: line 3",
         "[2024-01-02 00:00:04] #alpha bob: line 4",
@@ -160,7 +108,7 @@ def test_limit_and_offset_over_the_stream() -> None:
 
 def test_unknown_routes_are_json_404s() -> None:
     for path in ("/nothing", "/channel/alpha/user/bob/nothing", "/channel/alpha/userid/7/2024/1"):
-        response = _get(FakeStore(), path)
+        response = _get(alpha_store(), path)
         assert response.status_code == 404, path
         body: dict[str, Any] = response.json()
         assert body["status"] == 404 and body["message"], path
@@ -168,20 +116,20 @@ def test_unknown_routes_are_json_404s() -> None:
 
 def test_random_stats_and_recent_on_a_failing_store_are_503s() -> None:
     for path in ("/channel/alpha/random", "/channel/alpha/stats", "/channel/alpha/user/bob/stats"):
-        response = _get(FakeStore(fail_at=0), path)
+        response = _get(alpha_store(fail_at=0), path)
         assert response.status_code == 503, path
         assert response.json()["message"] == "the log storage did not answer; try again", path
-    recent = _get(FakeStore(fail_at=0), "/api/v2/recent-messages/alpha")
+    recent = _get(alpha_store(fail_at=0), "/api/v2/recent-messages/alpha")
     assert recent.status_code == 503 and recent.json()["error_code"] == "storage_unavailable"
 
 
 def test_random_and_stats_on_the_store() -> None:
     assert (
-        _get(FakeStore(), "/channel/alpha/user/bob/random").text
-        == "[2024-01-02 00:00:01] #alpha bob: line 1\n"
+        _get(alpha_store(), "/channel/alpha/user/bob/random").text
+        == "[2024-01-02 00:00:00] #alpha bob: line 0\n"
     )
-    assert _get(FakeStore(), "/channel/alpha/user/eve/random").status_code == 404
-    assert _get(FakeStore(), "/channel/alpha/stats?from=2024-01-01T00:00:00Z").json() == {
+    assert _get(alpha_store(), "/channel/alpha/user/eve/random").status_code == 404
+    assert _get(alpha_store(), "/channel/alpha/stats?from=2024-01-01T00:00:00Z").json() == {
         "messageCount": 5,
         "topChatters": [{"userId": "", "userLogin": "bob", "messageCount": 5}],
     }
@@ -196,7 +144,7 @@ def test_a_request_body_over_the_limit_is_a_413_whether_declared_or_chunked() ->
 
     message = f"the request body is over {MAX_BODY_BYTES} bytes"
     JSON = "application/json"  # noqa: N806
-    with _served(FakeStore()) as url:
+    with _served(alpha_store()) as url:
         for body in (big, chunks()):  # a route that reads its body (FastAPI reads it before the key check)
             answer = httpx.post(f"{url}/admin/optout", content=body, headers={"Content-Type": JSON})
             assert (answer.status_code, answer.json()) == (413, {"status": 413, "message": message})
@@ -205,10 +153,20 @@ def test_a_request_body_over_the_limit_is_a_413_whether_declared_or_chunked() ->
 
 
 def test_a_user_name_longer_than_any_login_is_a_404_that_does_not_echo_it() -> None:
-    answer = _get(FakeStore(), f"/channel/alpha/user/{'a' * 5000}/2024/1")
+    answer = _get(alpha_store(), f"/channel/alpha/user/{'a' * 5000}/2024/1")
     assert answer.status_code == 404
     assert answer.json()["message"] == "no user is named that: longer than 64 characters"
-    assert _get(FakeStore(), f"/channel/alpha/user/{'a' * 64}/2024/1").status_code == 200
+    longest = ChatEvent(
+        message_id="m",
+        kind="PRIVMSG",
+        channel="alpha",
+        user_login="a" * 64,
+        text="hi",
+        sent_at=DAY,
+        received_at=DAY,
+        raw="hi",
+    )
+    assert _get(MemoryStore([*EVENTS, longest]), f"/channel/alpha/user/{'a' * 64}/2024/1").status_code == 200
 
 
 def test_no_route_or_dependency_runs_in_the_thread_pool() -> None:
@@ -221,7 +179,7 @@ def test_no_route_or_dependency_runs_in_the_thread_pool() -> None:
         for sub in dependant.dependencies:
             yield from calls(sub)
 
-    app = create_app(load(ServeSettings), FakeStore())
+    app = create_app(load(ServeSettings), alpha_store())
     routes = list(_api_routes(app.router.routes))
     sync = {f"{r.path}: {c.__name__}" for r in routes for c in calls(r.dependant) if not _is_async(c)}
     assert len(routes) > 20 and sync == set()
@@ -245,18 +203,9 @@ def _is_async(call: Any) -> bool:
     return inspect.iscoroutinefunction(call) or inspect.iscoroutinefunction(type(call).__call__)
 
 
-class NoCassandra(FakeStore):
+def no_cassandra(error: Exception) -> MemoryStore:
     """Cassandra went away after the service started: the driver's own errors, on the name lookups."""
-
-    def __init__(self, error: Exception) -> None:
-        super().__init__()
-        self.error = error
-
-    async def latest_day(self, channel: Named) -> date | None:
-        raise self.error
-
-    async def channel_by_id(self, channel_id: str) -> str | None:
-        raise self.error
+    return MemoryStore(EVENTS, fail={"latest_day": error, "channel_by_id": error})
 
 
 @pytest.mark.parametrize(
@@ -272,7 +221,7 @@ def test_a_cassandra_that_went_away_is_a_503_on_every_route_not_a_500(error: Exc
     paths += ["/channel/alpha/search?q=x", "/channel/alpha/stats", "/channel/alpha/user/bob/2024/1"]
     paths += ["/list?channel=alpha"]
     for path in paths:
-        response = _get(NoCassandra(error), path)
+        response = _get(no_cassandra(error), path)
         assert response.status_code == 503, (path, response.text)
         assert response.json()["message"] == "the log storage did not answer; try again", path
         assert response.headers["retry-after"] == "5"
@@ -280,6 +229,6 @@ def test_a_cassandra_that_went_away_is_a_503_on_every_route_not_a_500(error: Exc
 
 def test_a_repeated_parameter_is_its_first_value_as_in_go() -> None:
     # justlog's clients were written against Go's Query().Get: the first of repeated values
-    assert _get(FakeStore(), "/list?channel=alpha&channel=nochan").status_code == 200
-    assert _get(FakeStore(), "/list?channel=nochan&channel=alpha").status_code == 404
-    assert _get(FakeStore(), "/channel/alpha/2024/1/2?limit=1&limit=abc").status_code == 200
+    assert _get(alpha_store(), "/list?channel=alpha&channel=nochan").status_code == 200
+    assert _get(alpha_store(), "/list?channel=nochan&channel=alpha").status_code == 404
+    assert _get(alpha_store(), "/channel/alpha/2024/1/2?limit=1&limit=abc").status_code == 200

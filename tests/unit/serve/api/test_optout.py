@@ -16,7 +16,7 @@ from core.errors import SettingsError
 from core.settings import load
 from serve.api.app import create_app
 from serve.settings import ServeSettings
-from tests.unit.serve.api.test_app import FakeStore
+from serve.testing import MemoryStore
 
 
 class CountingPublisher:
@@ -31,7 +31,7 @@ class CountingPublisher:
 def _codes(consent: ConsentSettings, clients: Sequence[str | float]) -> tuple[list[httpx.Response], int]:
     """POST /optout once from each of ``clients`` (addresses; a number: seconds to wait); the answers and
     the codes issued."""
-    app = create_app(load(ServeSettings), FakeStore())
+    app = create_app(load(ServeSettings), MemoryStore())
     publisher = CountingPublisher()
     app.state.consent_settings, app.state.optout_registry, app.state.optout_publisher = (
         consent,

@@ -1,4 +1,4 @@
-""":class:`~serve.store.LogStore` over the id-keyed tables (layout E64s, docs/storage.md).
+""":class:`~serve.store.protocol.LogStore` over the id-keyed tables (layout E64s, docs/storage.md).
 
 * **Names to keys.** A channel login is read under the Twitch id it had last (``channel_ids_by_login``,
   the id with the newest ``last_seen``) and under ``login:<l>`` for that login and every login of that id
@@ -11,9 +11,9 @@
   order, paged (checked as the rows arrive); newest first (paging forbids ``ORDER BY`` with ``IN``), or
   where several keys have a bucket (an id and a login), one query per bucket and key, the keys' rows
   merged by ``(sent_at, message_id)`` in Cassandra's order (:func:`_order`). The next :attr:`read_ahead`
-  queries' first pages are requested while one is streamed (:mod:`serve.aiocql`: awaited, no thread per
+  queries' first pages are requested while one is streamed (:mod:`serve.store.aiocql`: awaited, no thread per
   request): a quiet day of 288 buckets is 12 queries, not 288. Every row becomes a
-  :class:`serve.stored.LogLine` (restored and parsed on demand).
+  :class:`serve.store.row.LogLine` (restored and parsed on demand).
 * **A user's events.** ``chat_by_user`` holds each of a user's events with its line, one partition per
   channel key, user key and half UTC day (``period``). In time order: one ``period IN ?`` query per
   (channel key, user key) over at most :attr:`probe_batch` periods of the range (Cassandra answers an
@@ -23,10 +23,11 @@
   LIMIT 1`` probes, read one by one in descending order, the next one started ahead.
 * **Channels**: ``SELECT DISTINCT channel_key FROM chat_buckets``, an id key named by its newest login
   (``channel_names``), a ``login:`` key by the newest login of the id that login had last (else by the
-  login itself), merged into one :class:`~serve.store.Channel` per login; cached :attr:`channels_ttl_s`.
+  login itself), merged into one :class:`~serve.store.protocol.Channel` per login; cached
+  :attr:`channels_ttl_s`.
 * **Counts**: a user's by Cassandra (``COUNT(*)`` over :attr:`probe_batch` pointer partitions per query);
   by sender over a channel range, the stored lines scanned for their sender
-  (:func:`serve.stored.stored_sender`).
+  (:func:`serve.store.row.stored_sender`).
 * **Random picks**: a random bucket of the channel, then the first event at or after (else before) a
   random instant in it; a user's: a random user partition that holds something, the first event at or
   after (else before) a random instant of its half-day. Cheap, not uniform over events.
@@ -58,10 +59,10 @@ from schemas.cql import (
     user_key,
     user_periods,
 )
-from serve.aiocql import PagedQuery
-from serve.names import login_of
-from serve.store import ById, Channel, Named
-from serve.stored import LogLine, aclose, stored_event, stored_sender
+from serve.store.aiocql import PagedQuery
+from serve.store.names import NameSeen, login_of, user_names
+from serve.store.protocol import ById, Channel, Named
+from serve.store.row import LogLine, aclose, stored_event, stored_sender
 
 ROW_COLUMNS: Final = (
     "toUnixTimestamp(sent_at) AS sent_ms, CAST(message_id AS text) AS mid, line, "
@@ -371,6 +372,15 @@ class CassandraStore:
     async def user_keys(self, user: Named) -> Keys:
         """The ``user_key`` values ``user`` is read under."""
         return await self._keys(user, channel=False)
+
+    async def channel_id(self, channel: Named) -> str | None:
+        return (await self.channel_keys(channel)).id
+
+    async def user_id(self, user: Named) -> str | None:
+        return (await self.user_keys(user)).id
+
+    async def user_name_history(self, user_id: str) -> list[NameSeen]:
+        return await user_names(self.session, user_id)
 
     async def channel_by_id(self, channel_id: str) -> str | None:
         the_id = channel_id.strip()

@@ -1,19 +1,15 @@
-"""serve/names.py without Cassandra: one partition read per lookup, oldest first, ids found both ways."""
+"""serve/store/names.py without Cassandra: one partition read per lookup, each statement prepared once per
+session, oldest first; and ``chatlog names``' identities, found by id and by login."""
 
 from __future__ import annotations
 
+import asyncio
 from datetime import datetime
 from typing import Any
 
+from chatlog.cli.names import identities
 from core.testing_cassandra import FakeSession, rows_by_table, table_of
-from serve.names import (
-    IdSeen,
-    NameSeen,
-    channel_ids_for_login,
-    identities,
-    name_history,
-    user_ids_for_login,
-)
+from serve.store.names import IdSeen, NameSeen, channel_ids, user_ids, user_names
 
 T1 = datetime(2026, 1, 1, 10, 0, 0)  # naive UTC, as the driver returns timestamps
 T2 = datetime(2026, 2, 1, 10, 0, 0)
@@ -24,7 +20,7 @@ def _user(login: str, display: str, first: datetime | None, last: datetime) -> d
     return {"user_login": login, "display_name": display, "first_seen": first, "last_seen": last}
 
 
-TABLES: dict[str, dict[str, list[dict[str, Any]]]] = {
+SESSION_TABLES: dict[str, dict[str, list[dict[str, Any]]]] = {
     "user_names": {
         "42": [_user("newname", "NewName", T2, T2), _user("oldname", "", T1, T1)],
         "77": [_user("oldname", "OldName", T2, T2)],
@@ -39,8 +35,12 @@ TABLES: dict[str, dict[str, list[dict[str, Any]]]] = {
 }
 
 
-def _session() -> FakeSession:
-    return FakeSession(rows_by_table(TABLES))
+def run(coro: Any) -> Any:
+    return asyncio.run(coro)
+
+
+def _Session(tables: dict[str, dict[str, list[dict[str, Any]]]]) -> FakeSession:  # noqa: N802
+    return FakeSession(rows_by_table(tables))
 
 
 def _reads(session: FakeSession) -> list[tuple[str, str]]:
@@ -49,29 +49,46 @@ def _reads(session: FakeSession) -> list[tuple[str, str]]:
 
 
 def test_a_history_is_one_read_oldest_first_and_an_empty_display_name_is_none() -> None:
-    session = _session()
-    assert name_history(session, "ks", "42") == [
+    session = _Session(SESSION_TABLES)
+    assert run(user_names(session, "42", "ks")) == [
         NameSeen("oldname", None, MS1, MS1),
         NameSeen("newname", "NewName", MS2, MS2),
     ]
     assert _reads(session) == [("user_names", "42")]
+    assert session.prepared == [
+        "SELECT user_login, display_name, first_seen, last_seen FROM ks.user_names WHERE user_id = ?"
+    ]
+
+
+def test_each_statement_is_prepared_once_per_session_and_without_a_keyspace_the_sessions_is_read() -> None:
+    session = _Session(SESSION_TABLES)
+
+    async def three() -> list[list[NameSeen]]:
+        return [await user_names(session, user_id) for user_id in ("42", "7", "42")]
+
+    found, unknown, again = run(three())
+    assert found == again and len(found) == 2 and unknown == []
+    assert session.prepared == [
+        "SELECT user_login, display_name, first_seen, last_seen FROM user_names WHERE user_id = ?"
+    ]
+    assert _reads(session) == [("user_names", "42"), ("user_names", "7"), ("user_names", "42")]
 
 
 def test_a_login_lookup_is_normalized_and_lists_every_id_oldest_first() -> None:
-    session = _session()
-    assert user_ids_for_login(session, "ks", " OldName ") == [IdSeen("42", MS1, MS1), IdSeen("77", MS2, MS2)]
-    assert channel_ids_for_login(session, "ks", "#Forsen") == [IdSeen("22484632", None, MS2)]
+    session = _Session(SESSION_TABLES)
+    assert run(user_ids(session, " OldName ", "ks")) == [IdSeen("42", MS1, MS1), IdSeen("77", MS2, MS2)]
+    assert run(channel_ids(session, "#Forsen", "ks")) == [IdSeen("22484632", None, MS2)]
     assert _reads(session) == [("user_ids_by_login", "oldname"), ("channel_ids_by_login", "forsen")]
 
 
 def test_an_empty_login_is_not_sent_to_cassandra() -> None:
-    session = _session()
-    assert user_ids_for_login(session, "ks", " # ") == []
+    session = _Session(SESSION_TABLES)
+    assert run(user_ids(session, " # ", "ks")) == []
     assert _reads(session) == []
 
 
 def test_identities_by_login_give_each_id_with_its_whole_history() -> None:
-    found = identities(_session(), "ks", "oldname")
+    found = run(identities(_Session(SESSION_TABLES), "ks", "oldname"))
     assert [(i.id, [n.login for n in i.names]) for i in found] == [
         ("42", ["oldname", "newname"]),
         ("77", ["oldname"]),
@@ -79,9 +96,9 @@ def test_identities_by_login_give_each_id_with_its_whole_history() -> None:
 
 
 def test_a_number_is_looked_up_as_an_id_and_as_a_login_and_unknown_ids_are_left_out() -> None:
-    session = _session()
-    found = identities(session, "ks", "42")
+    session = _Session(SESSION_TABLES)
+    found = run(identities(session, "ks", "42"))
     assert [i.id for i in found] == ["42"]
     assert ("user_ids_by_login", "42") in _reads(session)
-    assert identities(_session(), "ks", "123") == []
-    assert identities(_session(), "ks", "nobody") == []
+    assert run(identities(_Session(SESSION_TABLES), "ks", "123")) == []
+    assert run(identities(_Session(SESSION_TABLES), "ks", "nobody")) == []

@@ -1,5 +1,5 @@
-"""serve/stored.py: a channel-table row gives back the ingester's event (but for ``ingester``), for the real
-Twitch lines other client libraries assert and for every kind chatlog's tests write; a line that does not
+"""serve/store/row.py: a channel-table row gives back the ingester's event (but for ``ingester``), for the
+real Twitch lines other client libraries assert and for every kind chatlog's tests write; a line that does not
 parse comes back as a line, never as an exception."""
 
 from __future__ import annotations
@@ -17,9 +17,9 @@ from core.testing import chat_events, twitch_line
 from schemas.chat_event import ChatEvent
 from schemas.cql import message_uuid
 from schemas.stored_line import strip
-from serve.stored import UNKNOWN_KIND, LogLine, stored_event, stored_sender
+from serve.store.row import UNKNOWN_KIND, LogLine, stored_event, stored_sender
 
-PEER_LINES = Path(__file__).resolve().parents[4] / "shared" / "testdata" / "twitch_peer_lines.jsonl"
+PEER_LINES = Path(__file__).resolve().parents[5] / "shared" / "testdata" / "twitch_peer_lines.jsonl"
 NOW = 1_900_000_000_000  # a receive time after every real line's tmi-sent-ts
 EARLY = 1_500_000_000_000  # before some lines' tmi-sent-ts by more than a day: those are implausible
 T = 1_795_273_445_000

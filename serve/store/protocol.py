@@ -1,11 +1,13 @@
-"""What the HTTP layer and ``chatlog logs`` ask of the stored logs: a small async reader interface.
+"""What the HTTP layer and ``chatlog logs`` ask of the stored logs: the read store's interface.
 
-:class:`LogStore` is implemented over the id-keyed tables (docs/storage.md) by :mod:`serve.cassandra_store`.
+:class:`LogStore` is implemented over the id-keyed tables (docs/storage.md) by
+:mod:`serve.store.cassandra_store`, wrapped by :class:`serve.consent.ConsentStore` (opt-outs enforced),
+and in memory for tests by :mod:`serve.testing`. Every store implements every method: nothing is probed.
 A channel or a user is named by its login (a ``str``: the id that login had last, every login of that id
 and the login itself are read, so a renamed channel or user keeps one history) or by its Twitch id
 (:class:`ById`: the ``/channelid/`` and ``/userid/`` routes, ``--channel-id`` / ``--user-id``). Times are
 epoch milliseconds, ranges half-open (``lo <= sent_at < hi``); a range's events come back as
-:class:`~serve.stored.LogLine` (the stored line, restored and parsed into its
+:class:`~serve.store.row.LogLine` (the stored line, restored and parsed into its
 :class:`~schemas.chat_event.ChatEvent` only when asked: a text or raw answer needs no parse), in time
 order (``reverse``: newest first); a single event picked at random as its ``ChatEvent``.
 """
@@ -15,10 +17,11 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from datetime import date
-from typing import Protocol
+from typing import Any, Protocol
 
 from schemas.chat_event import ChatEvent
-from serve.stored import LogLine
+from serve.store.names import NameSeen
+from serve.store.row import LogLine
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,12 +48,15 @@ Named = str | ById
 """A channel or user: its login (``str``) or its Twitch id (:class:`ById`)."""
 
 
-class LookupUnsupported(Exception):
-    """The store cannot answer this kind of lookup."""
-
-
 class LogStore(Protocol):
     """The read side of the logs, as the HTTP service and ``chatlog logs`` use it."""
+
+    @property
+    def session(self) -> Any | None:
+        """The Cassandra session behind the store, for what is read and written beside the logs (the
+        coverage ledger of the web page's gaps, the consent audit, erasure); None: there is none (those
+        routes answer without it)."""
+        ...
 
     async def channels(self) -> list[Channel]:
         """Every channel with something stored, by login."""
@@ -60,9 +66,22 @@ class LogStore(Protocol):
         """The login of the channel with this Twitch id (None: not logged)."""
         ...
 
+    async def channel_id(self, channel: Named) -> str | None:
+        """The Twitch id ``channel`` is read under: a :class:`ById`'s, else the id its login had last (None:
+        none is known)."""
+        ...
+
+    async def user_id(self, user: Named) -> str | None:
+        """The Twitch id ``user`` is read under: a :class:`ById`'s, else the id its login had last (None:
+        none is known)."""
+        ...
+
+    async def user_name_history(self, user_id: str) -> list[NameSeen]:
+        """Every (login, display name) the user ``user_id`` had, oldest first (empty: unknown)."""
+        ...
+
     async def user_by_id(self, channel: Named, user_id: str) -> str | None:
-        """The newest login of the user with this Twitch id (None: unknown); may raise
-        :class:`LookupUnsupported`."""
+        """The newest login of the user with this Twitch id (None: unknown)."""
         ...
 
     async def channel_days(self, channel: Named) -> list[date]:
