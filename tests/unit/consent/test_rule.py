@@ -22,6 +22,7 @@ from schemas.chat_event import ChatEvent
 from schemas.cql import message_uuid, user_key
 from schemas.stored_line import strip
 from serve.consent import ConsentStore, hidden
+from serve.testing import MemoryStore
 from sink.executor.rows import _event_user_key
 
 T0 = 1_700_000_000_000
@@ -129,22 +130,11 @@ def test_the_live_stream(case: Case, optout: str) -> None:
     assert hidden(case.event, registry, seen) is _expected(case, optout)
 
 
-@dataclass(frozen=True)
-class _Keys:
-    id: str
-
-
-class _Logins:
-    """The part of a read store the consent check asks: a login's newest user id."""
-
-    async def user_keys(self, login: str) -> _Keys | None:
-        return {"bob": _Keys("42"), "carol": _Keys("43")}.get(login)
-
-
 @pytest.mark.parametrize("optout", OPT_OUTS)
 @pytest.mark.parametrize("case", CASES, ids=IDS)
 def test_the_read_store(case: Case, optout: str) -> None:
-    store = ConsentStore(_Logins(), _registry(optout))  # type: ignore[arg-type]
+    logins = MemoryStore([BOBS_OWN_LINE, CASES[1].event])  # a login's newest user id: bob 42, carol 43
+    store = ConsentStore(logins, _registry(optout))
     assert asyncio.run(store.hides(case.event)) is _expected(case, optout)
 
 
