@@ -59,7 +59,8 @@ from typing import TYPE_CHECKING, Any, Final
 import msgspec
 
 from bench.serve_data import event_line
-from core.errors import ChatlogError
+from core.errors import ChatlogError, one_line
+from core.times import epoch_ms
 from schemas.cql import bucket_of, channel_key
 from serve.formats import log_text_line
 
@@ -333,7 +334,7 @@ def _write_worker(settings: Any, todo: Sequence[Chunk], pool_lines: int, out: An
             stats = write_partition([(encode(e), None, None) for e in events], settings, wiring)
             out.put(("chunk", stats.events, stats.rows_total, raw_bytes, stats.deadletters))
     except BaseException as exc:
-        out.put(("error", f"{type(exc).__name__}: {' '.join(str(exc).split())[:300]}"))
+        out.put(("error", one_line(exc, 300, typed=True)))
         close_sessions()
         sys.exit(1)
     close_sessions()
@@ -481,11 +482,6 @@ def disk_usage(data_dir: Path, keyspace: str, messages: int, raw_mean: float) ->
 # -- reads ---------------------------------------------------------------------------------------------
 
 
-def to_ms(value: datetime) -> int:
-    """Epoch ms of a naive UTC ``datetime`` (what the driver gives for a ``timestamp``)."""
-    return (value - _EPOCH) // _MS
-
-
 def _dt(ms: int) -> datetime:
     return _EPOCH + _MS * ms
 
@@ -564,21 +560,21 @@ def cpu_per_line(rows: Sequence[Any], hint: str, repeat: int = 2) -> dict[str, f
 
     def convert() -> None:
         for r in rows:
-            to_ms(r.sent_at)
+            epoch_ms(r.sent_at)
             if r.received_at is not None:
-                to_ms(r.received_at)
+                epoch_ms(r.received_at)
 
     def restore_all() -> None:
         for r in rows:
-            restore(r.line, r.message_id, to_ms(r.sent_at))
+            restore(r.line, r.message_id, epoch_ms(r.sent_at))
 
     def events() -> None:
         for r in rows:
             stored_event(
                 r.line,
                 r.message_id,
-                to_ms(r.sent_at),
-                None if r.received_at is None else to_ms(r.received_at),
+                epoch_ms(r.sent_at),
+                None if r.received_at is None else epoch_ms(r.received_at),
                 hint,
             )
 

@@ -19,6 +19,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
+from core.errors import one_line
+
 _VM_RSS: Final = re.compile(r"^VmRSS:\s+(\d+)\s+kB", re.MULTILINE)
 
 
@@ -116,7 +118,7 @@ async def closed_loop(
             except Exception as exc:  # a failed request is counted, the load goes on
                 result.errors += 1
                 if result.first_error is None:
-                    result.first_error = f"{type(exc).__name__}: {' '.join(str(exc).split())[:200]}"
+                    result.first_error = one_line(exc, typed=True)
                 continue
             finally:
                 in_flight -= 1

@@ -10,13 +10,13 @@ import multiprocessing
 import threading
 import time
 import uuid
-from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any, Final
 
 import msgspec
 
 from bench.sink_data import fresh, synthetic_events
+from core.times import epoch_ms
 from schemas.chat_event import ChatEvent, encode
 from schemas.cql import message_uuid
 from sink.settings import SinkSettings
@@ -192,14 +192,9 @@ def written_timeline(s: SinkSettings, leave_out: set[uuid.UUID]) -> list[tuple[i
         for row in session.execute("SELECT message_id, sent_at, WRITETIME(line) AS wt FROM chat_by_channel"):
             if row.message_id in leave_out:
                 continue
-            sent_ms = int(row.sent_at.timestamp() * 1000) if row.sent_at.tzinfo else _naive_ms(row.sent_at)
+            sent_ms = epoch_ms(row.sent_at)
             timeline.append((sent_ms, row.wt / 1000 - sent_ms))
     finally:
         cluster.shutdown()
     timeline.sort()
     return timeline
-
-
-def _naive_ms(value: datetime) -> int:
-    """Epoch ms of a timestamp the driver returns (a naive datetime in UTC)."""
-    return (value - datetime(1970, 1, 1)) // timedelta(milliseconds=1)

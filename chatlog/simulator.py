@@ -19,6 +19,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from core.logins import login_of
+
 log = logging.getLogger(__name__)
 
 _WORDS = (
@@ -111,7 +113,7 @@ class ChatSimulator:
         if not channels:
             raise ValueError("the simulator needs at least one channel")
         self.host, self.port, self.rate = host, port, rate
-        self.channels = [c.lower().lstrip("#") for c in channels]
+        self.channels = [login_of(c) for c in channels]
         self.prefix = prefix
         self._rng = random.Random(seed)
         n = max(1, min(connections, len(self.channels)))

@@ -10,14 +10,13 @@ from __future__ import annotations
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
 from typing import Any, Final, Literal
 
 from consent.records import Code, OptOut
+from core.times import epoch_ms
 
 Action = Literal["optout", "lift", "erase", "code"]
 ACTIONS: Final[tuple[Action, ...]] = ("optout", "lift", "erase", "code")
-_EPOCH: Final = datetime(1970, 1, 1)
 FIRST_MONTH: Final = 202001
 """Reading stops at this month (nothing older can exist: consent came in 2026)."""
 
@@ -152,11 +151,11 @@ def read(
                 continue
             if action is not None and row.action != action:
                 continue
-            if since_ms is not None and _ms(row.at) < since_ms:
+            if since_ms is not None and epoch_ms(row.at) < since_ms:
                 break  # newest first: the rest of the month is older
             out.append(
                 AuditEntry(
-                    at=_ms(row.at),
+                    at=epoch_ms(row.at),
                     action=row.action,
                     kind=row.kind,
                     id=row.id,
@@ -170,10 +169,3 @@ def read(
                 break
         month = _previous(month)
     return out
-
-
-def _ms(value: datetime) -> int:
-    """A ``timestamp`` column as epoch ms (the driver gives a naive UTC datetime)."""
-    if value.tzinfo is not None:
-        value = value.astimezone(UTC).replace(tzinfo=None)
-    return (value - _EPOCH) // timedelta(milliseconds=1)

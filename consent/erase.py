@@ -43,14 +43,15 @@ import uuid
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from typing import Any, Final
 
 from consent import audit
 from consent.records import Kind, check_id, login_digest
 from consent.rule import whose
-from core.errors import ChatlogError
+from core.errors import ChatlogError, one_line
 from core.irc_parse import MalformedLine, parse_line
+from core.times import epoch_ms
 from schemas.cql import LOGIN_KEY_PREFIX, bucket_of, user_key, user_period
 from schemas.stored_line import restore
 
@@ -70,8 +71,6 @@ CONCURRENCY: Final = 32
 PROBE_PERIODS: Final = 64
 """User periods asked at once (one ``IN`` query) to find the user's non-empty pointer partitions."""
 
-
-_EPOCH: Final = datetime(1970, 1, 1)
 
 Progress = Callable[[str], None]
 """Told a short line after each step (a pointer partition, a bucket): for a live report, and crash tests."""
@@ -112,12 +111,6 @@ def now_us() -> int:
     rows it deletes, so a row written after that read (a late event of someone else inside a deleted range,
     a new bucket of a channel) is newer than the tombstone and stays."""
     return time.time_ns() // 1000
-
-
-def _ms(value: datetime) -> int:
-    if value.tzinfo is not None:
-        value = value.astimezone(UTC).replace(tzinfo=None)
-    return (value - _EPOCH) // timedelta(milliseconds=1)
 
 
 class _Cql:
@@ -233,7 +226,7 @@ def erase(
     except DriverException as exc:
         raise ChatlogError(
             f"erasing from keyspace {keyspace} failed after {report.total_rows} row(s): "
-            f"{' '.join(str(exc).split())[:200]} (run it again to finish; `chatlog init` creates the tables)"
+            f"{one_line(exc)} (run it again to finish; `chatlog init` creates the tables)"
         ) from None
     return report
 
@@ -253,7 +246,7 @@ def _erase_user(
     else:
         channels = sorted({row.channel_key for row in cql.session.execute(cql.channel_keys)})
     for channel in channels:
-        periods = sorted({user_period(_ms(row.bucket)) for row in cql.rows(cql.buckets, (channel,))})
+        periods = sorted({user_period(epoch_ms(row.bucket)) for row in cql.rows(cql.buckets, (channel,))})
         probes = [
             (channel, key, periods[i : i + PROBE_PERIODS])
             for key in keys
@@ -292,14 +285,14 @@ def _delete_payload(cql: _Cql, channel: str, pointers: list[Any], report: Erasur
     """Delete the ``chat_by_channel`` rows ``pointers`` point to, bucket by bucket, in whole runs."""
     by_bucket: dict[int, set[tuple[int, uuid.UUID]]] = defaultdict(set)
     for p in pointers:
-        sent_at = _ms(p.sent_at)
+        sent_at = epoch_ms(p.sent_at)
         by_bucket[bucket_of(sent_at)].add((sent_at, p.message_id))
     buckets = sorted(by_bucket)
     read_at = now_us()
     contents = cql.many(cql.bucket_keys, [(channel, b) for b in buckets])
     for bucket, rows in zip(buckets, contents, strict=True):
         wanted = by_bucket[bucket]
-        keys = [(_ms(r.sent_at), r.message_id) for r in rows]
+        keys = [(epoch_ms(r.sent_at), r.message_id) for r in rows]
         flags = [k in wanted for k in keys]
         found = sum(flags)
         if not found:
@@ -358,12 +351,12 @@ def _erase_channel(cql: _Cql, channel_id: str, report: ErasureReport, tell: Prog
     for channel in [channel_id, *(LOGIN_KEY_PREFIX + login.lower() for login in logins)]:
         done: set[tuple[str, int]] = set()
         for bucket_row in cql.rows(cql.buckets, (channel,)):
-            bucket = _ms(bucket_row.bucket)
+            bucket = epoch_ms(bucket_row.bucket)
             read_at = now_us()
             rows = cql.rows(cql.bucket_rows, (channel, bucket))
             users: set[tuple[str, int]] = set()
             for row in rows:
-                sent_at = _ms(row.sent_at)
+                sent_at = epoch_ms(row.sent_at)
                 key = row_user_key(row.line or "", row.message_id, sent_at)
                 if key is not None:
                     users.add((key, user_period(sent_at)))

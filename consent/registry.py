@@ -20,10 +20,11 @@ import uuid
 from collections.abc import Callable
 from typing import Any, Final, Protocol
 
-from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, TopicPartition
+from confluent_kafka import Consumer, KafkaError
 
 from consent.records import Code, InvalidRecord, OptOut, Value, decode
-from core.errors import ChatlogError
+from core.compacted import TopicReader, TopicReadError, reader_config
+from core.errors import ChatlogError, one_line
 from core.kafka_probe import QUIET, describe, probe
 from core.settings import KafkaSettings
 
@@ -187,26 +188,26 @@ class OptOutRegistry:
 
     def _run(self) -> None:
         while not self._stop.is_set():
-            consumer = None
+            reader = None
             try:
-                consumer, ends = self._connect()
+                reader = self._connect()
                 self.error = None
-                self._consume(consumer, ends)
+                self._consume(reader)
             except ChatlogError as exc:
                 if str(exc) != self.error:  # once per new reason, not every retry
                     log.warning("opt-out registry: %s; retrying every %.0fs", exc, RETRY_S)
                 self.error = str(exc)
                 self._stop.wait(RETRY_S)
             except Exception as exc:  # the thread keeps trying; the reason is kept for wait_ready
-                self.error = f"{type(exc).__name__}: {' '.join(str(exc).split())[:200]}"
+                self.error = one_line(exc, typed=True)
                 log.exception("opt-out registry failed; retrying in %.0fs", RETRY_S)
                 self._stop.wait(RETRY_S)
             finally:
-                if consumer is not None:
+                if reader is not None:
                     with contextlib.suppress(Exception):
-                        consumer.close()
+                        reader.close()
 
-    def _connect(self) -> tuple[Any, dict[int, int]]:
+    def _connect(self) -> TopicReader:
         metadata = probe(self.settings, PROBE_TIMEOUT_S)
         found = metadata.topics.get(self.topic)
         if found is None or found.error is not None or not found.partitions:
@@ -214,60 +215,35 @@ class OptOutRegistry:
                 f"the opt-out topic {self.topic} does not exist (CHATLOG_TOPIC_OPTOUT; `chatlog init` "
                 "creates it)"
             )
-        partitions = sorted(found.partitions)
-        consumer = Consumer(
-            {
-                **self.settings.kafka_client_config(),
-                **QUIET,
-                "group.id": f"chatlog-optout-{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:8]}",
-                "enable.auto.commit": False,
-                "enable.auto.offset.store": False,
-                "enable.partition.eof": True,
-                "fetch.wait.max.ms": FETCH_WAIT_MS,
-                "error_cb": self._on_error,
-            }
-        )
+        group = f"chatlog-optout-{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
+        config = reader_config(self.settings, group, **QUIET, error_cb=self._on_error)
+        consumer = Consumer({**config, "fetch.wait.max.ms": FETCH_WAIT_MS})
+        reader = TopicReader(consumer, self.topic, follow=True)
         try:
-            ends = {}
-            for p in partitions:
-                low, high = consumer.get_watermark_offsets(TopicPartition(self.topic, p), PROBE_TIMEOUT_S)
-                ends[p] = high if high > low else 0
-            consumer.assign([TopicPartition(self.topic, p, OFFSET_BEGINNING) for p in partitions])
-        except KafkaException as exc:
+            reader.assign(found.partitions, deadline=time.monotonic() + PROBE_TIMEOUT_S)
+        except TopicReadError as exc:
             consumer.close()
-            err = exc.args[0] if exc.args and isinstance(exc.args[0], KafkaError) else None
-            raise ChatlogError(describe(self.settings, [err] if err is not None else [])) from None
-        return consumer, ends
+            errors = [exc.error] if exc.error is not None else []
+            raise ChatlogError(describe(self.settings, errors)) from None
+        return reader
 
     def _on_error(self, err: KafkaError) -> None:
         if err.code() in (KafkaError._ALL_BROKERS_DOWN, KafkaError._AUTHENTICATION, KafkaError._SSL):
             self.error = describe(self.settings, [err])
 
-    def _consume(self, consumer: Any, ends: dict[int, int]) -> None:
-        behind = {p for p, end in ends.items() if end > 0}
-        if not behind:
+    def _consume(self, reader: TopicReader) -> None:
+        if reader.caught_up:
             self._ready.set()
         while not self._stop.is_set():
-            first = consumer.poll(POLL_S)
-            if first is None:
-                continue
-            for record in [first, *consumer.consume(BATCH - 1, 0)]:
-                err = record.error()
-                partition = record.partition()
-                if err is not None:
-                    if err.code() == KafkaError._PARTITION_EOF:
-                        behind.discard(partition)
-                    elif err.code() == KafkaError.UNKNOWN_TOPIC_OR_PART:
-                        raise ChatlogError(f"the opt-out topic {self.topic} is gone (CHATLOG_TOPIC_OPTOUT)")
-                    continue
+            records, errors = reader.read(POLL_S, BATCH)
+            if any(err.code() == KafkaError.UNKNOWN_TOPIC_OR_PART for err in errors):
+                raise ChatlogError(f"the opt-out topic {self.topic} is gone (CHATLOG_TOPIC_OPTOUT)")
+            if records:
                 self.error = None
-                self._record(record, publish=self._ready.is_set())
-                if record.offset() + 1 >= ends.get(partition, 0):
-                    behind.discard(partition)
-            self.publish()
-            if behind:
-                continue
-            if not self._ready.is_set():
+                for record in records:
+                    self._record(record, publish=self._ready.is_set())
+                self.publish()
+            if reader.caught_up and not self._ready.is_set():
                 self._ready.set()
 
     def _record(self, record: Any, *, publish: bool) -> None:

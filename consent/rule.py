@@ -26,12 +26,10 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final, Literal
 
 from consent.records import login_digest
+from core.irc_parse import MODERATION_KINDS
 
 if TYPE_CHECKING:
     from schemas.chat_event import ChatEvent
-
-MODERATION_KINDS: Final = frozenset({"CLEARCHAT", "CLEARMSG"})
-"""The kinds whose user is the one they target, not a sender (the server sends them)."""
 
 Verdict = Literal["in", "out", "by-login"]
 IN: Final[Verdict] = "in"

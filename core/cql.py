@@ -6,7 +6,7 @@ import logging
 import ssl
 from typing import Any
 
-from core.errors import ChatlogError
+from core.errors import ChatlogError, one_line
 from core.settings import CassandraSettings, tls_context
 from schemas import cql
 
@@ -110,15 +110,11 @@ def login_refused(settings: CassandraSettings, exc: BaseException) -> str | None
     where = f"Cassandra at {settings.cassandra_hosts}:{settings.cassandra_port}"
     if settings.cassandra_username is None or settings.cassandra_password is None:
         return f"{where} requires a login: set CHATLOG_CASSANDRA_USERNAME and CHATLOG_CASSANDRA_PASSWORD"
-    reason = "bad credentials" if "credentials" in str(failed[0]).lower() else _one_line(failed[0])
+    reason = "bad credentials" if "credentials" in str(failed[0]).lower() else one_line(failed[0])
     return (
         f"{where} refused the login of user {settings.cassandra_username!r} ({reason}): check "
         "CHATLOG_CASSANDRA_USERNAME and CHATLOG_CASSANDRA_PASSWORD"
     )
-
-
-def _one_line(exc: BaseException) -> str:
-    return " ".join(str(exc).split())[:200]
 
 
 class _OneLine(logging.Filter):
@@ -127,7 +123,7 @@ class _OneLine(logging.Filter):
     def filter(self, record: logging.LogRecord) -> bool:
         if record.exc_info:
             exc = record.exc_info[1]
-            record.msg = f"{record.getMessage()}: {type(exc).__name__}: {' '.join(str(exc).split())[:300]}"
+            record.msg = f"{record.getMessage()}: {one_line(exc, 300, typed=True)}"
             record.args, record.exc_info, record.exc_text = (), None, None
         return True
 
@@ -177,7 +173,7 @@ def connect_failure(settings: CassandraSettings, exc: BaseException) -> str:
     errors = [exc]
     if isinstance(exc, NoHostAvailable) and isinstance(exc.errors, dict) and exc.errors:
         errors = list(exc.errors.values())
-    reason = getattr(errors[0], "strerror", None) or " ".join(str(errors[0]).split())[:200]
+    reason = getattr(errors[0], "strerror", None) or one_line(errors[0])
     return f"{where} is not reachable (CHATLOG_CASSANDRA_HOSTS, CHATLOG_CASSANDRA_PORT): {reason}"
 
 

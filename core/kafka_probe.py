@@ -16,7 +16,7 @@ from typing import Any, Final
 from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka.admin import AdminClient, ClusterMetadata
 
-from core.errors import ChatlogError
+from core.errors import ChatlogError, one_line
 from core.settings import KafkaSettings
 
 PROBE_TIMEOUT_S: Final = 5.0
@@ -69,9 +69,8 @@ def quiet_admin(settings: KafkaSettings, **extra: Any) -> AdminClient:
 
 
 def _one_line(err: object) -> str:
-    text = err.str() if isinstance(err, KafkaError) else str(err)
-    text = " ".join(text.split())
-    return text if len(text) <= _MAX_REASON else text[: _MAX_REASON - 3] + "..."
+    """librdkafka's own text of a :class:`KafkaError` (not its ``repr``-like ``str``), as one line."""
+    return one_line(err.str() if isinstance(err, KafkaError) else err, _MAX_REASON)
 
 
 def describe(settings: KafkaSettings, errors: list[KafkaError], log_lines: tuple[str, ...] = ()) -> str:

@@ -21,7 +21,7 @@ from typing import Any, Final, Literal, Self, TypeVar, get_args
 from pydantic import Field, SecretStr, ValidationError, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from core.errors import SettingsError
+from core.errors import SettingsError, one_line
 from core.settings_errors import describe
 from schemas.cql import normalize_replication
 
@@ -90,7 +90,7 @@ def tls_context(
     (``{variables}_CA_LOCATION`` ...), not a connection failure blamed on the hosts."""
 
     def unusable(names: tuple[str, ...], path: Path | None, exc: Exception) -> SettingsError:
-        reason = " ".join(str(getattr(exc, "strerror", None) or exc).split())[:200]
+        reason = one_line(getattr(exc, "strerror", None) or exc)
         settings = " / ".join(f"{variables}_{name}" for name in names)
         return SettingsError(f"{settings}: cannot use {path}: {reason}")
 

@@ -1,9 +1,10 @@
-"""Points in time given on the command line: ISO-8601 or epoch milliseconds."""
+"""Points in time as epoch milliseconds: given on the command line (ISO-8601 or epoch ms), or read from
+Cassandra (a ``timestamp`` column, which cassandra-driver returns as a naive UTC ``datetime``)."""
 
 from __future__ import annotations
 
 import re
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Final
 
 from core.errors import ChatlogError
@@ -13,12 +14,22 @@ MIN_MS: Final = 0
 MAX_MS: Final = 253_402_300_799_999
 """9999-12-31T23:59:59.999Z, the last instant a Python datetime (and so the driver) can hold."""
 
+_EPOCH: Final = datetime(1970, 1, 1)
+_EPOCH_UTC: Final = _EPOCH.replace(tzinfo=UTC)
+_MS: Final = timedelta(milliseconds=1)
 _EPOCH_MS = re.compile(r"-?[0-9]+")  # ASCII digits only: str.isdigit() also accepts '²' or '٣'
 _SHOWN = 40
 
 
 def _shown(text: str) -> str:
     return repr(text if len(text) <= _SHOWN else text[: _SHOWN - 3] + "...")
+
+
+def epoch_ms(value: datetime) -> int:
+    """Epoch ms of ``value``: a naive datetime is UTC (what cassandra-driver returns for a ``timestamp``),
+    an aware one is taken in its zone. Exact (integer arithmetic, never a float): microseconds are
+    floored to the millisecond."""
+    return (value - (_EPOCH if value.tzinfo is None else _EPOCH_UTC)) // _MS
 
 
 def parse_time(text: str, what: str = "time") -> int:
@@ -33,9 +44,7 @@ def parse_time(text: str, what: str = "time") -> int:
     else:
         try:
             moment = datetime.fromisoformat(value[:-1] + "+00:00" if value.endswith("Z") else value)
-            if moment.tzinfo is None:
-                moment = moment.replace(tzinfo=UTC)
-            ms = int(moment.timestamp() * 1000)
+            ms = epoch_ms(moment)  # no zone: UTC
         except (ValueError, OverflowError):
             raise ChatlogError(
                 f"{what}: {_shown(text)} is not a time (use ISO-8601 such as 2026-11-21T15:04:05Z, "

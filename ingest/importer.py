@@ -60,13 +60,14 @@ import time
 import zlib
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import datetime
 from pathlib import Path
 from typing import IO, Any, Final, Protocol, cast
 
 from core.errors import ChatlogError
 from core.irc_parse import MalformedLine, command_of, line_hash, parse_line
 from core.settings import KafkaSettings
+from core.times import epoch_ms
 from ingest.import_tree import STDIN, ImportFile, PlanFailed, channel_file_day_ms, plan_import
 from schemas.chat_event import MAX_LINE_CHARS, MAX_TIME_MS, MIN_PLAUSIBLE_SENT_MS, ChatEvent, encode
 
@@ -95,8 +96,6 @@ PRODUCER_CONFIG: Final[dict[str, Any]] = {
     # unreachable cluster and every failed delivery are reported by the import itself.
     "log_level": 2,
 }
-_EPOCH: Final = datetime(1970, 1, 1, tzinfo=UTC)
-_MS: Final = timedelta(milliseconds=1)
 
 
 def _kafka_reason(exc: Exception) -> str:
@@ -305,7 +304,7 @@ def bracket_timestamp(line: str) -> tuple[int | None, str]:
         stamp = datetime.fromisoformat(match[1] + (match[2] or "Z"))
     except ValueError as exc:  # e.g. month 13
         raise MalformedLine(f"bad leading timestamp: {exc}") from None
-    ms = (stamp - _EPOCH) // _MS
+    ms = epoch_ms(stamp)
     if not 0 <= ms <= MAX_TIME_MS:
         raise MalformedLine(f"leading timestamp {match[0].strip()} is outside 1970-9999")
     return ms, line[match.end() :]

@@ -28,6 +28,8 @@ from typing import Any, Final
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient
 
+from core.errors import one_line
+
 log = logging.getLogger(__name__)
 
 _POLL_BATCH: Final = 2000
@@ -333,7 +335,7 @@ class Membership:
                 self.stats.callback_errors += 1
                 buckets = [p.partition for p in partitions]
                 log.debug("rebalance callback %s failed for %s", name, buckets, exc_info=True)
-                reason = " ".join(str(exc).split())[:200]
+                reason = one_line(exc)
                 self._callback_failure = RebalanceFailed(
                     f"rebalance callback {name} failed for buckets {buckets}: {type(exc).__name__}: {reason}"
                 )

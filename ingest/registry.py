@@ -19,14 +19,14 @@ from __future__ import annotations
 
 import re
 import time
-import uuid
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, Final, Literal
 
 import msgspec
-from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
+from confluent_kafka import Producer
 
+from core.compacted import fold, read_to_end
 from core.errors import ChatlogError
 from core.settings import KafkaSettings
 
@@ -42,15 +42,6 @@ _NAME_RULES: Final[dict[str, tuple[re.Pattern[str], str]]] = {
 PARTITIONER: Final = "murmur2_random"
 # One-shot clients report failures as one-line errors; librdkafka's own retry chatter is muted.
 QUIET: Final[dict[str, Any]] = {"log_level": 2}
-_NEW_TOPIC_PATIENCE_S: Final = 5.0
-_NO_LEADER_YET: Final = frozenset(
-    {
-        KafkaError.NOT_LEADER_FOR_PARTITION,
-        KafkaError.LEADER_NOT_AVAILABLE,
-        KafkaError.UNKNOWN_TOPIC_OR_PART,
-        KafkaError._UNKNOWN_PARTITION,
-    }
-)
 
 
 class InvalidChannelName(ChatlogError):
@@ -114,104 +105,6 @@ def decode_record(key: str, value: bytes) -> ChannelRecord:
         return ChannelRecord(login=key)
 
 
-def fold(records: Iterable[tuple[bytes | None, bytes | None]]) -> dict[bytes, bytes]:
-    """Compaction semantics over records in log order: the last value per key wins, a tombstone removes."""
-    latest: dict[bytes, bytes] = {}
-    for key, value in records:
-        if key is None:
-            continue
-        if value is None:
-            latest.pop(key, None)
-        else:
-            latest[key] = value
-    return latest
-
-
-def read_records(
-    settings: KafkaSettings, topic: str, *, timeout: float = 30.0, since_ms: int | None = None
-) -> Iterator[tuple[bytes | None, bytes | None]]:
-    """Every (key, value) of ``topic`` up to the end offsets seen at the start (log order per partition).
-
-    ``since_ms`` starts each partition at the first record with that timestamp or later instead of at
-    its beginning. Uses a plain assigned consumer: no group membership and no commits.
-    """
-    consumer = Consumer(
-        {
-            **settings.kafka_client_config(),
-            **QUIET,
-            "group.id": f"chatlog-reader-{uuid.uuid4().hex}",
-            "enable.auto.commit": False,
-            "enable.auto.offset.store": False,
-            "enable.partition.eof": True,
-        }
-    )
-    try:
-        deadline = time.monotonic() + timeout
-        meta = _topic_metadata(consumer, topic, settings.kafka_bootstrap_servers, timeout)
-        ends: dict[int, int] = {}
-        assignment = []
-        for partition in meta.partitions:
-            low, high = _watermarks(consumer, TopicPartition(topic, partition), deadline)
-            if since_ms is not None and high > low:
-                [found] = consumer.offsets_for_times([TopicPartition(topic, partition, since_ms)], timeout)
-                low = found.offset if found.offset >= 0 else high  # -1: nothing that recent
-            if high > low:
-                ends[partition] = high
-                assignment.append(TopicPartition(topic, partition, low))
-        if not assignment:
-            return
-        consumer.assign(assignment)
-        while ends:
-            if time.monotonic() > deadline:
-                raise ChatlogError(f"reading topic {topic} timed out after {timeout:.0f}s")
-            for msg in consumer.consume(10_000, 0.5):
-                partition = msg.partition()
-                end = ends.get(partition) if partition is not None else None
-                if partition is None or end is None:
-                    continue
-                err = msg.error()
-                if err is None:
-                    yield msg.key(), msg.value()
-                    if (msg.offset() or 0) + 1 >= end:
-                        del ends[partition]
-                elif err.code() == KafkaError._PARTITION_EOF:
-                    if (msg.offset() or 0) >= end:  # the end can be a gap left by compaction
-                        del ends[partition]
-                else:
-                    raise ChatlogError(f"reading topic {topic}: {err}")
-    finally:
-        consumer.close()
-
-
-def _topic_metadata(consumer: Consumer, topic: str, servers: str, timeout: float) -> Any:
-    """The topic's metadata; a topic created a moment ago gets a few seconds to show up."""
-    patience = time.monotonic() + min(timeout, _NEW_TOPIC_PATIENCE_S)
-    while True:
-        try:
-            meta = consumer.list_topics(topic, timeout=min(timeout, 15.0)).topics.get(topic)
-        except KafkaException as exc:
-            raise ChatlogError(f"cannot reach Kafka at {servers}: {exc}") from None
-        if meta is not None and meta.error is None and meta.partitions:
-            return meta
-        if time.monotonic() > patience:
-            raise ChatlogError(f"Kafka topic {topic} does not exist (run `chatlog stack up`?)")
-        time.sleep(0.2)
-
-
-def _watermarks(consumer: Consumer, tp: TopicPartition, deadline: float) -> tuple[int, int]:
-    """(low, high) offsets; retried while the partition has no leader yet (a topic just created)."""
-    while True:
-        try:
-            low, high = consumer.get_watermark_offsets(tp, timeout=max(1.0, deadline - time.monotonic()))
-            return int(low), int(high)
-        except KafkaException as exc:
-            if not exc.args[0].retriable() and exc.args[0].code() not in _NO_LEADER_YET:
-                raise ChatlogError(f"reading topic {tp.topic}: {exc.args[0].str()}") from None
-            if time.monotonic() > deadline:
-                raise ChatlogError(f"reading topic {tp.topic} timed out: {exc.args[0].str()}") from None
-            time.sleep(0.2)
-
-
 @dataclass(frozen=True)
 class Change:
     """What an add or remove did."""
@@ -230,7 +123,7 @@ class Registry:
 
     def channels(self) -> dict[str, ChannelRecord]:
         """Every registered channel (login -> record), read to the end of the topic."""
-        latest = fold(read_records(self.settings, self.settings.topic_channels, timeout=self.timeout))
+        latest = fold(read_to_end(self.settings, self.settings.topic_channels, timeout=self.timeout))
         out = {}
         for key, value in latest.items():
             login = key.decode("utf-8", "replace")

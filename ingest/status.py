@@ -18,8 +18,8 @@ from typing import Final
 
 import msgspec
 
+from core.compacted import fold, read_to_end
 from core.settings import KafkaSettings
-from ingest.registry import fold, read_records
 
 RUNNING: Final = "running"
 STOPPED: Final = "stopped"
@@ -78,7 +78,7 @@ def fresh(heartbeats: Iterable[Heartbeat], *, now_ms: int, stale_s: float) -> li
 def read_heartbeats(settings: KafkaSettings, *, since_ms: int, timeout: float = 30.0) -> list[Heartbeat]:
     """The latest heartbeat of every worker that sent one since ``since_ms`` (only that tail is read:
     a busy status topic holds up to an hour of 300 KB heartbeats before compaction)."""
-    latest = fold(read_records(settings, settings.topic_status, timeout=timeout, since_ms=since_ms))
+    latest = fold(read_to_end(settings, settings.topic_status, timeout=timeout, since_ms=since_ms))
     return [hb for value in latest.values() if (hb := decode_heartbeat(value)) is not None]
 
 

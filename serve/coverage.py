@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 
 from core.coverage_spans import Gap, SessionKey, Span, gaps, spans
+from core.times import epoch_ms
 from schemas.coverage import DAY_MS, CoverageEvent
 
 if TYPE_CHECKING:
@@ -74,7 +75,7 @@ def event_from_row(channel: str, row: Any) -> CoverageEvent:
         worker=row.worker,
         session=row.session,
         state=row.state,
-        at=_ms(row.at),
+        at=epoch_ms(row.at),
         channel=channel,
         reason=row.reason or "",
     )
@@ -95,15 +96,8 @@ def read_last_seen(
     for key, (_ok, rows) in zip(ordered, results, strict=True):
         row = rows.one()
         if row is not None and row.last_seen is not None:
-            out[key] = _ms(row.last_seen)
+            out[key] = epoch_ms(row.last_seen)
     return out
-
-
-def _ms(value: Any) -> int:
-    """Epoch ms of a driver timestamp (a naive UTC datetime)."""
-    from datetime import UTC
-
-    return int(value.replace(tzinfo=UTC).timestamp() * 1000)
 
 
 def channel_gaps(settings: CassandraSettings, channel: str, since_ms: int, until_ms: int) -> list[Gap]:

@@ -37,7 +37,7 @@ from typing import Any, Final, Protocol
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, TopicPartition
 
-from core.errors import ChatlogError
+from core.errors import ChatlogError, one_line
 from core.kafka_probe import QUIET, describe, probe
 from schemas.chat_event import ChatEvent, InvalidEvent, decode
 from serve.formats import encode_json, full_message
@@ -372,7 +372,7 @@ class LiveHub:
         try:
             self._consume(consumer, assigned)
         except Exception as exc:  # the thread must say why it ended, and end its subscribers
-            reason = f"the live consumer failed: {type(exc).__name__}: {' '.join(str(exc).split())[:200]}"
+            reason = f"the live consumer failed: {one_line(exc, typed=True)}"
             self.failed = reason
             log.warning("%s", reason)
         finally:

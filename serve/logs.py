@@ -12,10 +12,10 @@ import asyncio
 from collections.abc import AsyncIterator, Iterable, Iterator
 from typing import TYPE_CHECKING, Any, Final, TypeVar
 
-from core.errors import ChatlogError
+from core.errors import ChatlogError, one_line
+from core.logins import login_of
 from core.times import format_time
 from schemas.chat_event import ChatEvent
-from serve.store.names import login_of
 from serve.store.protocol import ById, Named
 from serve.store.row import aclose
 
@@ -61,7 +61,7 @@ class LogReader:
 
     def _failure(self, exc: BaseException, doing: str) -> ChatlogError:
         where = f"Cassandra at {self.settings.cassandra_hosts}:{self.settings.cassandra_port}"
-        reason = " ".join(str(exc).split())[:200]
+        reason = one_line(exc)
         if "does not exist" in reason or "unconfigured table" in reason:
             keyspace = self.settings.cassandra_keyspace
             reason += f" (keyspace {keyspace} predates these tables: `chatlog init` adds them)"

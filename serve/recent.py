@@ -25,6 +25,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Final
 
+from core.irc_parse import MODERATION_KINDS
 from schemas.chat_event import ChatEvent
 
 EXPORTED_KINDS: Final = frozenset({"PRIVMSG", "CLEARCHAT", "CLEARMSG", "USERNOTICE", "NOTICE", "ROOMSTATE"})
@@ -129,7 +130,7 @@ def export_line(event: ChatEvent, deleted: bool, options: RecentOptions) -> str 
     """The line exported for ``event`` (None: hidden by the options)."""
     if options.hide_moderated_messages and deleted:
         return None
-    if options.hide_moderation_messages and event.kind in ("CLEARCHAT", "CLEARMSG"):
+    if options.hide_moderation_messages and event.kind in MODERATION_KINDS:
         return None
     extra = {"historical": "1", "rm-received-ts": str(event.received_at)}
     if deleted:

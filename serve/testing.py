@@ -15,8 +15,9 @@ from collections.abc import AsyncIterator, Iterable, Mapping
 from datetime import UTC, date, datetime
 from typing import Any, Final
 
+from core.logins import login_of
 from schemas.chat_event import ChatEvent
-from serve.store.names import NameSeen, login_of
+from serve.store.names import NameSeen
 from serve.store.protocol import ById, Channel, Named
 from serve.store.row import LogLine
 

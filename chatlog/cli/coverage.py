@@ -8,6 +8,8 @@ from typing import Annotated
 
 import typer
 
+from core.errors import one_line
+from core.logins import login_of
 from core.times import format_time
 from serve.coverage import Coverage
 
@@ -34,7 +36,7 @@ def register(app: typer.Typer) -> None:
 
         if output_format not in ("text", "json"):
             raise ChatlogError(f"--format must be text or json, not {output_format[:40]!r}")
-        name = channel.strip().lstrip("#").lower()
+        name = login_of(channel)
         if not name:
             raise ChatlogError("CHANNEL is empty")  # as `chatlog logs` says it
         now = int(time.time() * 1000)
@@ -54,7 +56,7 @@ def register(app: typer.Typer) -> None:
                 "(`chatlog init` creates its tables)"
             ) from None
         except DriverException as exc:
-            raise ChatlogError(f"reading the coverage ledger: {' '.join(str(exc).split())[:200]}") from None
+            raise ChatlogError(f"reading the coverage ledger: {one_line(exc)}") from None
         finally:
             cluster.shutdown()
         typer.echo(as_json(found) if output_format == "json" else as_text(found))

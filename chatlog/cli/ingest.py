@@ -12,6 +12,8 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from core.errors import one_line
+
 if TYPE_CHECKING:
     from collections.abc import Collection
 
@@ -93,7 +95,7 @@ def _fleet_gaps(channels: Collection[str], replicas: list[int], keyspace: str | 
     except (DriverException, NoHostAvailable) as exc:
         raise ChatlogError(
             f"reading the coverage ledger from Cassandra at {settings.cassandra_hosts}:"
-            f"{settings.cassandra_port}: {type(exc).__name__}: {' '.join(str(exc).split())[:200]}"
+            f"{settings.cassandra_port}: {one_line(exc, typed=True)}"
         ) from None
     finally:
         cluster.shutdown()

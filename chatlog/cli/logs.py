@@ -56,6 +56,7 @@ def register(app: typer.Typer) -> None:
 
         from core.cql import quiet_driver_logs
         from core.errors import ChatlogError
+        from core.logins import login_of
         from core.settings import KEYSPACE_OPTION, CassandraSettings, load
         from core.times import parse_time
         from schemas.chat_event import encode
@@ -68,7 +69,7 @@ def register(app: typer.Typer) -> None:
         if user is not None and user_id is not None:
             raise ChatlogError("give --user or --user-id, not both")
         for value, flag in ((channel, "CHANNEL"), (channel_id, "--channel-id"), (user, "--user")):
-            if value is not None and not value.strip().lstrip("#"):
+            if value is not None and not login_of(value):
                 raise ChatlogError(f"{flag} is empty")
         if user_id is not None and not user_id.strip():
             raise ChatlogError("--user-id is empty")

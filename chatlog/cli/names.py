@@ -9,6 +9,7 @@ from typing import Annotated, Any
 
 import typer
 
+from core.errors import one_line
 from core.times import format_time
 from serve.store.names import NameSeen, channel_ids, channel_names, user_ids, user_names
 from serve.terminal import escape_controls
@@ -80,7 +81,7 @@ def register(app: typer.Typer) -> None:
                 "(`chatlog init` creates its tables)"
             ) from None
         except DriverException as exc:
-            raise ChatlogError(f"reading the name history: {' '.join(str(exc).split())[:200]}") from None
+            raise ChatlogError(f"reading the name history: {one_line(exc)}") from None
         finally:
             cluster.shutdown()
         if not found:

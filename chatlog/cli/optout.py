@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from chatlog.cli.erase import CHANNEL_ID_HELP, USER_ID_HELP, actor, cassandra, run_erase
+from core.errors import one_line
 from core.times import format_time
 
 if TYPE_CHECKING:
@@ -104,8 +105,7 @@ def optout_add(
             audit.record_optout(session, ks, record)
         except _driver_errors() as exc:
             raise ChatlogError(
-                f"opted out {kind} {id_}, but writing the audit row failed: "
-                f"{' '.join(str(exc).split())[:200]}"
+                f"opted out {kind} {id_}, but writing the audit row failed: {one_line(exc)}"
             ) from None
         if keep_history:
             return
@@ -150,7 +150,7 @@ def optout_remove(
             )
         except _driver_errors() as exc:
             raise ChatlogError(
-                f"lifted {kind} {id_}, but writing the audit row failed: {' '.join(str(exc).split())[:200]}"
+                f"lifted {kind} {id_}, but writing the audit row failed: {one_line(exc)}"
             ) from None
 
 
@@ -183,7 +183,7 @@ def optout_list(
             except _driver_errors() as exc:
                 raise ChatlogError(
                     f"reading the consent audit in keyspace {ks}: "
-                    f"{' '.join(str(exc).split())[:200]} (`chatlog init` creates its table)"
+                    f"{one_line(exc)} (`chatlog init` creates its table)"
                 ) from None
         for e in entries:
             typer.echo(json.dumps(e.as_json()) if as_json else audit_line(e))

@@ -29,6 +29,7 @@ from pathlib import Path
 
 from chatlog.demo.verify import stored_key, text_of_stored, token_of
 from chatlog.simulator import SentMessage, hotness_order
+from core.logins import login_of
 from core.settings import CassandraSettings
 from schemas.cql import BUCKET_MS, bucket_of
 
@@ -42,7 +43,7 @@ partitions would make each poll large), then every doubling (~2.6 % of the demo'
 def sample_channels(channels: Sequence[str], seed: int, ranks: Sequence[int] = SAMPLE_RANKS) -> list[str]:
     """The channels at ``ranks`` of the hotness order of a simulator seeded with ``seed`` (all channels,
     if there are too few for any rank)."""
-    order = hotness_order([c.lower().lstrip("#") for c in channels], random.Random(seed))
+    order = hotness_order([login_of(c) for c in channels], random.Random(seed))
     picked = [order[r] for r in ranks if r < len(order)]
     return picked or order
 

@@ -18,8 +18,10 @@ from confluent_kafka import (
 )
 
 from chatlog.demo.report import CopyTimes
+from core.compacted import TopicReader, reader_config
 from core.cql import connect
 from core.irc_parse import MalformedLine, parse_line
+from core.logins import login_of
 from core.settings import CassandraSettings, KafkaSettings
 from schemas import chat_event
 from schemas.cql import BUCKET_MS, bucket_of, channel_key
@@ -36,7 +38,7 @@ def token_of(text: str | None) -> str | None:
 def stored_key(channel: str) -> str:
     """The ``channel_key`` of a simulator channel's rows: its lines (InspIRCd's) carry no ``room-id``,
     so the key is ``login:<channel>`` (:func:`schemas.cql.channel_key`)."""
-    return channel_key(None, channel.lower().lstrip("#"))
+    return channel_key(None, login_of(channel))
 
 
 def text_of_stored(line: str | None) -> str | None:
@@ -100,29 +102,18 @@ def scan_topic(settings: KafkaSettings, prefix: str, timeout: float = 120.0) -> 
     """Reads the whole messages topic once: how many times each simulator token (starting with ``prefix``)
     is in it, and the times of every copy of every message id (:class:`CopyTimes`)."""
     consumer = Consumer(
-        {
-            **settings.kafka_client_config(),
-            "group.id": f"verify-{uuid.uuid4().hex}",
-            "enable.auto.commit": False,
-            "auto.offset.reset": "earliest",
-        }
+        reader_config(settings, f"verify-{uuid.uuid4().hex}", **{"auto.offset.reset": "earliest"})
     )
+    reader = TopicReader(consumer, settings.topic_messages, follow=False)
     scan = TopicScan()
     try:
         meta = consumer.list_topics(settings.topic_messages, timeout=30).topics[settings.topic_messages]
-        parts = [TopicPartition(settings.topic_messages, p) for p in meta.partitions]
-        ends = {p.partition: consumer.get_watermark_offsets(p, timeout=30)[1] for p in parts}
-        remaining = {p for p, end in ends.items() if end > 0}
-        consumer.assign([TopicPartition(settings.topic_messages, p, 0) for p in remaining])
+        reader.assign(meta.partitions, deadline=time.monotonic() + 30)
         deadline = time.monotonic() + timeout
         floors: dict[int, int] = {}
-        while remaining and time.monotonic() < deadline:
-            for msg in consumer.consume(10_000, 1.0):
-                if msg.error() is not None:
-                    continue
-                partition, offset = msg.partition() or 0, msg.offset() or 0
-                if offset >= ends[partition] - 1:
-                    remaining.discard(partition)
+        while not reader.caught_up and time.monotonic() < deadline:
+            for msg in reader.read(1.0, 10_000).records:  # errors: what was not read is reported as such
+                partition = msg.partition() or 0
                 try:
                     event = chat_event.decode(msg.value() or b"")
                 except chat_event.InvalidEvent:
@@ -137,7 +128,7 @@ def scan_topic(settings: KafkaSettings, prefix: str, timeout: float = 120.0) -> 
                 if tok and tok.startswith(prefix):
                     scan.tokens[tok] += 1
     finally:
-        consumer.close()
+        reader.close()
     return scan
 
 

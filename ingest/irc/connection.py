@@ -13,7 +13,9 @@ import time
 from collections.abc import Callable, Iterable
 from typing import Protocol
 
-from ingest.irc.lines import LineSplitter, Message, channel_of, parse_message, route_lines
+from core.irc_parse import IrcMessage, parse_message
+from core.logins import login_of
+from ingest.irc.lines import LineSplitter, route_lines
 from ingest.irc.login import Login
 from ingest.irc.reconcile import ConnState, PendingJoin
 
@@ -263,12 +265,12 @@ class IrcConnection(asyncio.Protocol):
                 self.loss_kind = "server_error"
         return True  # PONG, GLOBALUSERSTATE
 
-    def _membership(self, msg: Message) -> bool:
-        own = msg.nick.lower() == self.nick.lower()
+    def _membership(self, msg: IrcMessage) -> bool:
+        own = msg.sender == self.nick.lower()
         if msg.command == "KICK":
             if len(msg.params) < 2 or msg.params[1].lower() != self.nick.lower():
                 return False
-            ch = channel_of(msg.params[0])
+            ch = login_of(msg.params[0])
             self.joined.discard(ch)
             self.parting.discard(ch)
             self._hooks.membership_changed(self)
@@ -280,7 +282,7 @@ class IrcConnection(asyncio.Protocol):
             self.nick = msg.params[0]
             return True
         for name in msg.params[0].split(","):
-            ch = channel_of(name)
+            ch = login_of(name)
             if msg.command == "JOIN":
                 self.pending.pop(ch, None)
                 self.joined.add(ch)
@@ -290,7 +292,7 @@ class IrcConnection(asyncio.Protocol):
         self._hooks.membership_changed(self)
         return True
 
-    def _numeric(self, msg: Message) -> None:
+    def _numeric(self, msg: IrcMessage) -> None:
         code = msg.command
         if code == "001":
             if msg.params:
@@ -300,7 +302,7 @@ class IrcConnection(asyncio.Protocol):
                 self.ready_at = self._clock()
                 self._hooks.connection_ready(self)
         elif code in JOIN_REFUSALS and len(msg.params) >= 2:
-            ch = channel_of(msg.params[1])
+            ch = login_of(msg.params[1])
             if self.pending.pop(ch, None) is not None:
                 self._hooks.join_refused(self, ch, f"{code} {msg.params[-1]}")
         elif code in NICK_REFUSALS and self.state is ConnState.CONNECTING:
@@ -321,7 +323,7 @@ class IrcConnection(asyncio.Protocol):
         log.warning("irc conn %d: nick %s refused (%s), trying %s", self.conn_id, old, code, self.nick)
         self.write([f"NICK {self.nick}"])
 
-    def _cap(self, msg: Message) -> None:
+    def _cap(self, msg: IrcMessage) -> None:
         if len(msg.params) < 3 or self._caps_waiting <= 0:
             return
         sub = msg.params[1].upper()
@@ -338,7 +340,7 @@ class IrcConnection(asyncio.Protocol):
             if self._caps_waiting == 0:
                 self.write(["CAP END"])
 
-    def _notice(self, msg: Message) -> bool:
+    def _notice(self, msg: IrcMessage) -> bool:
         if self.state is ConnState.CONNECTING:
             text = msg.params[-1] if msg.params else ""
             lowered = text.lower()
@@ -348,7 +350,7 @@ class IrcConnection(asyncio.Protocol):
             return True
         msg_id = msg.tag("msg-id")
         if msg_id in TWITCH_JOIN_REFUSALS and msg.params:
-            ch = channel_of(msg.params[0])
+            ch = login_of(msg.params[0])
             if self.pending.pop(ch, None) is not None:
                 self._hooks.join_refused(self, ch, f"NOTICE {msg_id}")
         return False  # NOTICE lines are chat events for the caller too

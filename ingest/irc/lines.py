@@ -4,14 +4,15 @@ It is the hot path of an ingester (every line of every channel goes through it; 
 measures its rate, ``chatlog bench ingest`` that of the whole process), so it works on whole chunks: one
 ``rfind`` for the last line end, one ``split`` of the bytes, a ``map`` of ``bytes.decode`` (per line:
 ASCII lines stay compact, a single emoji does not widen the whole chunk), then one tight loop that finds
-each line's command and only parses the rare protocol lines (PING, numerics, JOIN echoes...). Lines
-never come out split across reads: the unterminated tail waits.
+each line's command (:func:`core.irc_parse.route_by_command`) and only parses the rare protocol lines
+(PING, numerics, JOIN echoes...). Lines never come out split across reads: the unterminated tail waits.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+
+from core.irc_parse import route_by_command
 
 # Commands the pool looks at itself. Tags hold no space and the prefix holds no space, so the command
 # is the first token after the optional ``@tags `` and ``:prefix ``. NOTICE is looked at (a Twitch
@@ -91,88 +92,9 @@ class LineSplitter:
 def route_lines(
     lines: list[str], handle: Callable[[str], bool], counts: dict[str, int] | None = None
 ) -> list[str]:
-    """Give every protocol line to ``handle`` and return the others, in order.
-
-    ``handle(line)`` returns True when it consumed the line, False to pass it on (another user's
-    JOIN, a NOTICE). Chat lines (``@tags :prefix PRIVMSG ...``) take the shortest path. With
-    ``counts``, each returned line whose first parameter is a ``#channel`` adds one to
-    ``counts[channel]`` (as the server spells it), from the positions found anyway: the pool's
-    per-channel message rates (placement by load) cost no extra scan of the line.
-    """
-    out: list[str] = []
-    keep = out.append
-    protocol = PROTOCOL_COMMANDS
-    counting = counts is not None
-    tally: dict[str, int] = counts if counts is not None else {}
-    get = tally.get
-    for line in lines:
-        p = line.find(" ") + 1 if line[0] == "@" else 0  # start of ":prefix" or of the command
-        if line.startswith(":", p):
-            q = line.find(" ", p)  # the space before the command
-            if line.startswith(" PRIVMSG #", q):
-                keep(line)
-                if counting:
-                    start = q + 10
-                    end = line.find(" ", start)
-                    ch = line[start:end] if end >= 0 else line[start:]
-                    tally[ch] = get(ch, 0) + 1
-                continue
-            p = q + 1
-        e = line.find(" ", p)
-        cmd = line[p:e] if e >= 0 else line[p:]
-        if (cmd in protocol or (len(cmd) == 3 and cmd.isdigit())) and handle(line):
-            continue
-        keep(line)
-        if counting and e >= 0 and line.startswith(" #", e):
-            end = line.find(" ", e + 2)
-            ch = line[e + 2 : end] if end >= 0 else line[e + 2 :]
-            tally[ch] = get(ch, 0) + 1
-    return out
-
-
-@dataclass(frozen=True, slots=True)
-class Message:
-    """A protocol line taken apart (only used for the rare protocol lines, not for chat)."""
-
-    tags: str
-    prefix: str
-    command: str
-    params: tuple[str, ...]
-
-    @property
-    def nick(self) -> str:
-        """The nick of the prefix (``nick!user@host``), or the whole prefix for a server."""
-        return self.prefix.split("!", 1)[0]
-
-    def tag(self, key: str) -> str | None:
-        for item in self.tags.split(";") if self.tags else ():
-            k, _, v = item.partition("=")
-            if k == key:
-                return v
-        return None
-
-
-def parse_message(line: str) -> Message:
-    """Take an IRC line apart: ``[@tags] [:prefix] COMMAND params... [:trailing]``."""
-    tags = prefix = ""
-    rest = line
-    if rest.startswith("@"):
-        tags, _, rest = rest[1:].partition(" ")
-    if rest.startswith(":"):
-        prefix, _, rest = rest[1:].partition(" ")
-    trailing: str | None = None
-    if " :" in rest:
-        rest, trailing = rest.split(" :", 1)
-    elif rest.startswith(":"):
-        rest, trailing = "", rest[1:]
-    words = rest.split()
-    command = words[0].upper() if words else ""
-    params = words[1:]
-    if trailing is not None:
-        params.append(trailing)
-    return Message(tags, prefix, command, tuple(params))
-
-
-def channel_of(param: str) -> str:
-    """``#Login`` → ``login`` (the form the pool keys channels by)."""
-    return param.lstrip("#").lower()
+    """Give every protocol line (a command of :data:`PROTOCOL_COMMANDS`, a numeric reply) to ``handle``
+    and return the others, in order, counting them per channel in ``counts``
+    (:func:`core.irc_parse.route_by_command`). ``handle(line)`` returns True when it consumed the line,
+    False to pass it on (another user's JOIN, a NOTICE); it takes the line apart with
+    :func:`core.irc_parse.parse_message`."""
+    return route_by_command(lines, PROTOCOL_COMMANDS, handle, counts)

@@ -22,6 +22,7 @@ from fastapi.staticfiles import StaticFiles
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from core.errors import one_line
 from serve.api import capabilities, live, namehistory, random, recent, stats
 from serve.api import optout as optout_api
 from serve.api.errors import (
@@ -112,7 +113,7 @@ def create_app(settings: ServeSettings, store: LogStore | None = None, *, consen
         try:
             await asyncio.wait_for(request.app.state.store.ping(), settings.serve_request_timeout_s)
         except Exception as exc:
-            reason = f"{type(exc).__name__}: {' '.join(str(exc).split())[:200]}"
+            reason = one_line(exc, typed=True)
             return JSONResponse({"status": "unavailable", "reason": reason}, status_code=503)
         return JSONResponse({"status": "ok"})
 

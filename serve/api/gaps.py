@@ -16,6 +16,7 @@ from typing import Any, Final
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
 
+from core.logins import login_of
 from serve.api.errors import ApiError, bad_request
 from serve.settings import ServeSettings
 from serve.store.protocol import LogStore
@@ -39,7 +40,7 @@ def gaps_router(settings: ServeSettings) -> APIRouter:
 
     @router.get("/web/gaps")
     async def gaps(request: Request) -> JSONResponse:
-        channel = request.query_params.get("channel", "").strip().lstrip("#").lower()
+        channel = login_of(request.query_params.get("channel", ""))
         if not channel:
             raise bad_request("missing parameter: channel")
         lo, hi = _ms(request, "from"), _ms(request, "to")

@@ -33,7 +33,8 @@ from sse_starlette import EventSourceResponse, ServerSentEvent
 from starlette.background import BackgroundTask
 
 from consent.rule import SeenLogins
-from core.errors import ChatlogError
+from core.errors import ChatlogError, one_line
+from core.logins import login_of
 from core.settings import load
 from schemas.chat_event import MAX_LOGIN_CHARS
 from serve.api.errors import error_response
@@ -67,7 +68,7 @@ _RESPONSES: Final[dict[int | str, dict[str, Any]]] = {
 
 def login(value: str) -> str | None:
     """The login in ``value`` (``#`` and case dropped), None when it cannot be one."""
-    name = value.strip().lstrip("#").lower()
+    name = login_of(value)
     return name if _NAME.fullmatch(name) else None
 
 
@@ -121,7 +122,7 @@ def live_router(settings: LiveSettings | None = None) -> APIRouter:
         try:
             hub: LiveHub | str = LiveHub(settings if settings is not None else load(LiveSettings))
         except ChatlogError as exc:  # a wrong setting: the route says it, the API still runs
-            hub = " ".join(str(exc).split())
+            hub = one_line(exc, None)
             log.warning("live events are off: %s", hub)
         app.state.live_hub = hub
         try:

@@ -10,12 +10,13 @@ from __future__ import annotations
 import calendar
 import re
 from dataclasses import dataclass
-from datetime import UTC, date, datetime
+from datetime import date, datetime
 from enum import StrEnum
 from typing import Final
 
 from starlette.datastructures import QueryParams
 
+from core.times import epoch_ms
 from serve.api.errors import ApiError, bad_request
 
 MAX_MS: Final = 253_402_300_799_999
@@ -90,9 +91,7 @@ def moment(query: QueryParams, name: str, *, end: bool = False) -> int | None:
                 f"invalid {name}: {_shown(value)} is neither unix seconds nor RFC 3339 "
                 "(e.g. 2024-01-02T15:04:05Z)"
             ) from None
-        if parsed.tzinfo is None:
-            parsed = parsed.replace(tzinfo=UTC)
-        ms = int(parsed.timestamp() * 1000)
+        ms = epoch_ms(parsed)  # no zone: UTC
     if not 0 <= ms <= MAX_MS:
         raise bad_request(f"invalid {name}: {_shown(value)} is out of range (1970 .. 9999)")
     return ms

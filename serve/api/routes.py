@@ -22,6 +22,7 @@ from urllib.parse import quote
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse, RedirectResponse, Response
 
+from core.logins import login_of
 from serve.api.errors import ApiError, bad_request, not_found
 from serve.api.params import LogQuery, day_range, log_query, month_range, narrowed
 from serve.api.query_docs import FORMATS, PAGING, RANGE
@@ -44,10 +45,6 @@ MAX_NAME_CHARS: Final = 64
 """Longer than any login (Twitch: 25 characters; IRC servers: ~30)."""
 
 
-def _name(value: str) -> str:
-    return value.strip().lstrip("#").lower()
-
-
 async def _channel(request: Request, kind: str, value: str) -> Named:
     """The channel of ``/{kind}/{value}``: its login, or its id (named by its newest login); 404 when it
     is not logged."""
@@ -61,7 +58,7 @@ async def _channel(request: Request, kind: str, value: str) -> Named:
         if login is None:
             raise not_found(f"no logged channel has the id {value[:40]!r}")
         return ById(value.strip(), login)
-    login = _name(value)
+    login = login_of(value)
     if not login or await store.latest_day(login) is None:
         raise not_found(f"channel {login[:200]!r} is not logged")
     return login
@@ -79,7 +76,7 @@ async def _user(request: Request, channel: Named, kind: str, value: str) -> Name
         if login is None:
             raise not_found(f"no user with the id {value[:40]!r} in #{channel}")
         return ById(value.strip(), login)
-    login = _name(value)
+    login = login_of(value)
     if not login:
         raise not_found("empty user name")
     return login

@@ -49,6 +49,8 @@ from typing import Any, Final, TypeVar
 from cassandra.cluster import EXEC_PROFILE_DEFAULT
 from cassandra.query import tuple_factory
 
+from core.logins import login_of
+from core.times import epoch_ms
 from schemas.chat_event import MAX_ID_CHARS, MAX_LOGIN_CHARS, ChatEvent
 from schemas.cql import (
     BUCKET_MS,
@@ -60,7 +62,7 @@ from schemas.cql import (
     user_periods,
 )
 from serve.store.aiocql import PagedQuery
-from serve.store.names import NameSeen, login_of, user_names
+from serve.store.names import NameSeen, user_names
 from serve.store.protocol import ById, Channel, Named
 from serve.store.row import LogLine, aclose, stored_event, stored_sender
 
@@ -98,12 +100,6 @@ _LONG_RANGE_MS: Final = 400 * 86_400_000
 T = TypeVar("T")
 U = TypeVar("U")
 Order = tuple[int, int, int, int]
-
-
-def _ms(value: datetime) -> int:
-    if value.tzinfo is not None:
-        value = value.astimezone(UTC).replace(tzinfo=None)
-    return (value - _EPOCH) // _MS_DELTA
 
 
 FIRST_PAGE: Final = 500
@@ -180,8 +176,8 @@ def _newest(rows: Iterable[Any], value: Callable[[Any], str]) -> list[str]:
     ranked = sorted(
         rows,
         key=lambda r: (
-            _ms(r.last_seen) if r.last_seen is not None else -1,
-            _ms(r.first_seen) if r.first_seen is not None else -1,
+            epoch_ms(r.last_seen) if r.last_seen is not None else -1,
+            epoch_ms(r.first_seen) if r.first_seen is not None else -1,
             value(r),
         ),
         reverse=True,
@@ -443,7 +439,7 @@ class CassandraStore:
     async def _bucket_starts(self, key: str, lo: int, hi: int, *, reverse: bool) -> AsyncIterator[int]:
         name = "buckets_desc" if reverse else "buckets"
         async for row in self._query(name, key, _dt(bucket_of(max(lo, 0))), _dt(hi)).rows():
-            yield _ms(row.bucket)
+            yield epoch_ms(row.bucket)
 
     async def _bucket_groups(
         self, keys: Sequence[str], lo: int, hi: int, *, reverse: bool
@@ -472,8 +468,8 @@ class CassandraStore:
 
         firsts, latests = [], []
         for first, latest in await asyncio.gather(*(ends(key) for key in keys)):
-            firsts += [_ms(row.bucket) for row in first]
-            latests += [_ms(row.bucket) for row in latest]
+            firsts += [epoch_ms(row.bucket) for row in first]
+            latests += [epoch_ms(row.bucket) for row in latest]
         if not firsts:
             return None
         return min(firsts), max(latests) + BUCKET_MS
@@ -503,7 +499,7 @@ class CassandraStore:
         if hit is not None and now < hit[0]:
             return hit[1]
         rows = await self._query(end, key).all()
-        found = _ms(rows[0].bucket) if rows else None
+        found = epoch_ms(rows[0].bucket) if rows else None
         if len(self._ends) >= _CACHE_MAX:
             self._ends.clear()
         ttl = self.names_ttl_s if found is not None and end == "first" else min(self.names_ttl_s, _MISS_TTL_S)

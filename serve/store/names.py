@@ -19,9 +19,11 @@ from __future__ import annotations
 import asyncio
 import weakref
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any, Final
 
+from core.logins import login_of
+from core.times import epoch_ms
 from serve.store.aiocql import PagedQuery
 
 USER_NAMES_CQL: Final = (
@@ -55,14 +57,9 @@ class IdSeen:
     last_seen_ms: int | None
 
 
-def login_of(text: str) -> str:
-    """A login as stored: lower case, without a channel's ``#``."""
-    return text.strip().lstrip("#").lower()
-
-
 def _ms(value: datetime | None) -> int | None:
     """Epoch ms of a driver timestamp (a naive UTC datetime)."""
-    return None if value is None else int(value.replace(tzinfo=UTC).timestamp() * 1000)
+    return None if value is None else epoch_ms(value)
 
 
 def _order(first: int | None, last: int | None, name: str) -> tuple[int, int, str]:

@@ -29,6 +29,8 @@ from starlette.datastructures import QueryParams
 from starlette.responses import Response
 from starlette.types import Scope
 
+from core.logins import login_of
+
 STATIC: Final = resources.files(__name__) / "static"
 CSP: Final = (
     "default-src 'self'; img-src 'self' data: https://static-cdn.jtvnw.net; script-src 'self'; "
@@ -50,10 +52,6 @@ def page_html() -> str:
         digest = hashlib.sha256((STATIC / name).read_bytes()).hexdigest()[:10]
         html = html.replace(f'"/static/{name}"', f'"/static/{name}?v={digest}"')
     return html
-
-
-def _name(value: str | None) -> str:
-    return (value or "").strip().lstrip("#").lower()
 
 
 def preload(query: QueryParams) -> str | None:
@@ -97,7 +95,7 @@ def web_router() -> APIRouter:
 
     @router.get("/", response_class=HTMLResponse)
     async def page(request: Request) -> HTMLResponse:
-        channel = _name(request.query_params.get("channel"))
+        channel = login_of(request.query_params.get("channel") or "")
         status = 200
         if channel:
             try:

@@ -32,19 +32,18 @@ a sink whose Cassandra is down fails on its writes, with their own message.
 
 from __future__ import annotations
 
-import calendar
 import contextlib
 import logging
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
-from datetime import datetime
 from typing import TYPE_CHECKING, Any, Final
 
 from consent.records import Code, OptOut
 from consent.rule import OptOutSet
-from core.errors import ChatlogError
+from core.errors import ChatlogError, one_line
+from core.times import epoch_ms
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -257,7 +256,9 @@ class OptOutFollower:
         try:
             owed = self._not_erased(self.registry.optouts())
         except Exception as exc:  # Cassandra down: the driver raises several kinds
-            log.warning("opt-outs: the consent audit cannot be read (%s); retrying", _one_line(exc))
+            log.warning(
+                "opt-outs: the consent audit cannot be read (%s); retrying", one_line(exc, 300, typed=True)
+            )
             self._failed()
             return False
         with self._cond:
@@ -310,7 +311,7 @@ class OptOutFollower:
             for optout in optouts:
                 record_optout(session, self.keyspace, optout)
         except Exception as exc:  # Cassandra down: the driver raises several kinds
-            log.error("opt-outs: audit rows not written (%s); retrying", _one_line(exc))
+            log.error("opt-outs: audit rows not written (%s); retrying", one_line(exc, 300, typed=True))
             self._failed()
             return False
         return True
@@ -357,7 +358,10 @@ class OptOutFollower:
             )
         except Exception as exc:
             log.warning(
-                "opt-outs: the %s of %d user(s) could not be read: %s", what, len(users), _one_line(exc)
+                "opt-outs: the %s of %d user(s) could not be read: %s",
+                what,
+                len(users),
+                one_line(exc, 300, typed=True),
             )
             return None
         return [list(rows) for _ok, rows in results]
@@ -378,7 +382,7 @@ class OptOutFollower:
         while month <= last:
             for row in session.execute(statement, (month,)):
                 if row.action == "erase" and (row.kind == "channel" or row.channel is None):
-                    at = _epoch_ms(row.at)
+                    at = epoch_ms(row.at)
                     erased[(row.kind, row.id)] = max(at, erased.get((row.kind, row.id), 0))
             month = month + 1 if month % 100 < 12 else (month // 100 + 1) * 100 + 1
         return [o for o in owed if erased.get((o.kind, o.id), -1) < o.at]
@@ -404,15 +408,6 @@ def _consent_erase() -> Erase:
     from consent.erase import erase
 
     return erase
-
-
-def _epoch_ms(value: datetime) -> int:
-    """A ``timestamp`` column (cassandra-driver: a naive UTC datetime) as epoch ms."""
-    return calendar.timegm(value.utctimetuple()) * 1000 + value.microsecond // 1000
-
-
-def _one_line(exc: BaseException) -> str:
-    return " ".join(f"{type(exc).__name__}: {exc}".split())[:300]
 
 
 def follower(settings: SinkSettings, *, erase: bool, catch_up: bool) -> OptOutFollower:

@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from core.errors import ChatlogError, SettingsError
+from core.errors import ChatlogError, SettingsError, one_line
 from sink.spark_private import CHECKPOINT_MANAGER_CONF, checkpoint_manager_class
 
 if TYPE_CHECKING:
@@ -116,9 +116,7 @@ def get_session(settings: SinkSettings) -> SparkSession:
     try:
         spark = builder.getOrCreate()
     except Exception as exc:
-        raise ChatlogError(
-            f"cannot start Spark ({settings.spark_master}): {' '.join(str(exc).split())[:300]}"
-        ) from None
+        raise ChatlogError(f"cannot start Spark ({settings.spark_master}): {one_line(exc, 300)}") from None
     spark.sparkContext.setLogLevel(settings.spark_log_level)
     master = spark.sparkContext.master or ""
     if not master.startswith("local"):
@@ -228,4 +226,4 @@ def kafka_failure(exc: BaseException, settings: SinkSettings) -> str | None:
     for secret in (settings.kafka_sasl_password, settings.kafka_ssl_key_password):
         if secret is not None and secret.get_secret_value():
             line = line.replace(secret.get_secret_value(), "******")
-    return " ".join(line.split())[:400]
+    return one_line(line, 400)

@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from core.cql import CassandraLoginError
+from core.errors import one_line
 from sink.executor.cql_cells import cql_name, encoder
 from sink.executor.rows import NAME_TABLES, TABLES, EventRows, SchemaMismatch, TableRows
 
@@ -44,11 +45,6 @@ log = logging.getLogger(__name__)
 
 class CassandraWriteError(RuntimeError):
     """Cassandra kept failing for longer than the retry bound."""
-
-
-def one_line(exc: BaseException) -> str:
-    text = " ".join(str(exc).split()) or type(exc).__name__
-    return f"{type(exc).__name__}: {text[:300]}"
 
 
 @dataclass(frozen=True)
@@ -180,7 +176,7 @@ def settle_invalid(
         failed = [f for f in failed if not is_invalid(f[1])]
         split = False
         for _statement, exc, items in invalid:
-            reason = one_line(exc)
+            reason = one_line(exc, 300, typed=True)
             if len(items) > 1:
                 log.warning(
                     "Cassandra rejected a batch of %d as invalid (%s): writing each alone", len(items), reason
@@ -221,12 +217,12 @@ def retry_failed(
         if elapsed >= retry_s:
             raise CassandraWriteError(
                 f"{len(failed)} Cassandra write(s) still failing after {retry_s:g}s of retries "
-                f"(CHATLOG_SINK_CASSANDRA_RETRY_S); last error: {one_line(failed[-1][1])}"
+                f"(CHATLOG_SINK_CASSANDRA_RETRY_S); last error: {one_line(failed[-1][1], 300, typed=True)}"
             )
         log.warning(
             "%d Cassandra write(s) failed (%s); retrying in %.2fs",
             len(failed),
-            one_line(failed[-1][1]),
+            one_line(failed[-1][1], 300, typed=True),
             delay,
         )
         sleep(min(delay, retry_s - elapsed))
@@ -252,9 +248,9 @@ def with_retry(what: str, retry_s: float, attempt: Callable[[], Any]) -> Any:
             if elapsed >= retry_s:
                 raise CassandraWriteError(
                     f"{what} still failing after {retry_s:g}s "
-                    f"(CHATLOG_SINK_CASSANDRA_RETRY_S): {one_line(exc)}"
+                    f"(CHATLOG_SINK_CASSANDRA_RETRY_S): {one_line(exc, 300, typed=True)}"
                 ) from None
-            log.warning("%s failed (%s); retrying in %.2fs", what, one_line(exc), delay)
+            log.warning("%s failed (%s); retrying in %.2fs", what, one_line(exc, 300, typed=True), delay)
             time.sleep(min(delay, retry_s - elapsed))
             delay = min(delay * 2, 8.0)
 

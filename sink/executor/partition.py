@@ -25,8 +25,9 @@ from collections.abc import Hashable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
+from core.errors import one_line
 from schemas.chat_event import InvalidEvent, decode
-from sink.executor.cassandra import Item, Reject, one_line
+from sink.executor.cassandra import Item, Reject
 from sink.executor.dedup import id_of, id_set
 from sink.executor.rows import HOUR_MS, channel_name, channel_name_rows, user_name, user_name_rows
 
@@ -306,7 +307,9 @@ def write_partition(
         """Cassandra rejected these rows as invalid: their records become dead letters (once each)."""
         for item in failed:
             stats.rows[item.partition[0]] -= 1
-            rejected.setdefault(id(item.origin), (item.origin, f"Cassandra rejected it: {one_line(exc)}"))
+            rejected.setdefault(
+                id(item.origin), (item.origin, f"Cassandra rejected it: {one_line(exc, 300, typed=True)}")
+            )
 
     def queue_names(key: Hashable, writes: tuple[NameWrite, NameWrite], sent_at: int, record: Any) -> bool:
         """Queue the rows of a name unless this task already queued it for the hour; whether it did."""
@@ -404,7 +407,9 @@ def write_partition(
             for item in items[mark:]:
                 stats.rows[item.partition[0]] -= 1
             del items[mark:]
-            dead_letter(value, partition, offset, f"cannot be written to Cassandra: {one_line(exc)}")
+            dead_letter(
+                value, partition, offset, f"cannot be written to Cassandra: {one_line(exc, 300, typed=True)}"
+            )
             continue
         stats.events += 1
         if dedup_id is not None:

@@ -179,12 +179,12 @@ class Tables:
 
 
 def read_tables(session: Any) -> Tables:
-    from consent.erase import _ms  # the same conversion the erasure uses
+    from core.times import epoch_ms  # the same conversion the erasure uses
 
     by_channel = []
     lines = []
     for r in session.execute("SELECT channel_key, sent_at, message_id, line FROM chat_by_channel"):
-        by_channel.append((r.channel_key, row_user_key(r.line, r.message_id, _ms(r.sent_at))))
+        by_channel.append((r.channel_key, row_user_key(r.line, r.message_id, epoch_ms(r.sent_at))))
         lines.append(r.line)
     return Tables(
         chat_by_channel=by_channel,

@@ -9,8 +9,9 @@ from pathlib import Path
 import pytest
 
 from chatlog.demo.supervisor import CHATLOG
+from core.compacted import fold, read_to_end
 from core.settings import StackSettings
-from ingest.registry import Registry, fold, read_records
+from ingest.registry import Registry
 
 pytestmark = pytest.mark.integration
 
@@ -30,7 +31,7 @@ def _chatlog(
 
 
 def _records(settings: StackSettings) -> list[tuple[bytes | None, bytes | None]]:
-    return list(read_records(settings, settings.topic_channels))
+    return list(read_to_end(settings, settings.topic_channels))
 
 
 def test_add_list_remove_and_no_op_re_add(fresh_topics: StackSettings, tmp_path: Path) -> None:

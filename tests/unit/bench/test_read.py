@@ -39,12 +39,12 @@ from bench.read import (
     summary,
     template,
     template_pool,
-    to_ms,
     verdict,
     where,
 )
 from bench.serve_data import relined
 from core.irc_parse import parse_line
+from core.times import epoch_ms
 from schemas.chat_event import ChatEvent
 from schemas.cql import bucket_of, message_uuid
 from schemas.stored_line import strip
@@ -171,14 +171,16 @@ def _rows(events: list[ChatEvent]) -> list[Row]:
 
 def test_timestamps_convert_both_ways() -> None:
     for ms in (0, DAY_LO, MONTH_HI - 1, 1_713_312_000_123):
-        assert to_ms(_dt(ms)) == ms
+        assert epoch_ms(_dt(ms)) == ms
 
 
 def test_cpu_per_line_covers_what_the_reader_does_with_a_row(pool: list[Template]) -> None:
     events = chunk_events(Chunk(parts(SMALL)[0], 0, 200), pool)
     rows = _rows(events)
     for row, event in zip(rows, events, strict=True):  # the rows are what the reader reads back
-        back = stored_event(row.line, row.message_id, to_ms(row.sent_at), to_ms(row.received_at), DAY_CHANNEL)
+        back = stored_event(
+            row.line, row.message_id, epoch_ms(row.sent_at), epoch_ms(row.received_at), DAY_CHANNEL
+        )
         assert msgspec.structs.replace(back, ingester=event.ingester) == event
     cost = cpu_per_line(rows, DAY_CHANNEL, repeat=1)
     assert set(cost) == {"timestamps", "restore", "stored_event", "restore_only", "parse"}

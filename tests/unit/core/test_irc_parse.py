@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from core.irc_parse import CHAT_COMMANDS, MalformedLine, command_of, line_hash, parse_line
+from core.irc_parse import CHAT_COMMANDS, MODERATION_KINDS, MalformedLine, command_of, line_hash, parse_line
 from schemas.chat_event import BAD_SENT_TS_TAG, ChatEvent, decode, encode
 
 RECEIVED = 1_800_000_000_000
@@ -378,6 +378,11 @@ def test_non_chat_lines_are_none(line: str) -> None:
 
 def test_chat_commands_are_the_contract_ones() -> None:
     assert frozenset({"PRIVMSG", "USERNOTICE", "CLEARCHAT", "CLEARMSG", "NOTICE"}) == CHAT_COMMANDS
+
+
+def test_the_moderation_kinds_are_the_chat_commands_a_moderator_causes() -> None:
+    assert frozenset({"CLEARCHAT", "CLEARMSG"}) == MODERATION_KINDS
+    assert MODERATION_KINDS < CHAT_COMMANDS
 
 
 # -- malformed -----------------------------------------------------------------------------------

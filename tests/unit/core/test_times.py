@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime, timedelta, timezone
+
 import pytest
 
 from core.errors import ChatlogError
-from core.times import MAX_MS, parse_time
+from core.times import MAX_MS, epoch_ms, parse_time
 
 
 def test_epoch_ms_and_iso_8601() -> None:
@@ -42,3 +44,30 @@ def test_not_a_time(text: str) -> None:
 def test_out_of_range(text: str) -> None:
     with pytest.raises(ChatlogError, match=r"^--until: .* is out of range"):
         parse_time(text, "--until")
+
+
+@pytest.mark.parametrize(
+    ("value", "ms"),
+    [
+        (datetime(1970, 1, 1), 0),
+        (datetime(2026, 11, 21, 15, 4, 5, 123_999), 1_795_273_445_123),  # floored, never rounded up
+        (datetime(2026, 11, 21, 15, 4, 5, 1_000), 1_795_273_445_001),  # .001 s: a float would give ...000
+        (datetime(9999, 12, 31, 23, 59, 59, 999_999), MAX_MS),
+        (datetime(1969, 12, 31, 23, 59, 59, 999_999), -1),
+    ],
+)
+def test_a_driver_timestamp_naive_utc_is_exact_epoch_ms(value: datetime, ms: int) -> None:
+    assert epoch_ms(value) == ms
+    assert epoch_ms(value.replace(tzinfo=UTC)) == ms
+
+
+def test_an_aware_datetime_is_taken_in_its_zone() -> None:
+    plus_two = timezone(timedelta(hours=2))
+    assert epoch_ms(datetime(2026, 11, 21, 17, 4, 5, tzinfo=plus_two)) == 1_795_273_445_000
+
+
+def test_every_millisecond_of_a_second_survives() -> None:
+    base = datetime(2026, 11, 21, 15, 4, 5)
+    assert [epoch_ms(base + timedelta(milliseconds=i)) - epoch_ms(base) for i in range(1000)] == list(
+        range(1000)
+    )

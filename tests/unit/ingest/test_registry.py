@@ -1,4 +1,4 @@
-"""Channel names and the folding of the compacted registry (pure; no Kafka)."""
+"""Channel names and the records of the registry (pure; no Kafka)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,6 @@ from ingest.registry import (
     InvalidChannelName,
     decode_record,
     encode_record,
-    fold,
     names_from_text,
     normalize,
     normalize_all,
@@ -55,21 +54,6 @@ def test_normalize_all_rejects_everything_on_one_bad_name_and_counts_them() -> N
 
 def test_names_from_text_splits_on_whitespace_and_commas() -> None:
     assert names_from_text("a\n#b, c\n\n  d\te,,f\n") == ["a", "#b", "c", "d", "e", "f"]
-
-
-def test_fold_last_value_wins_and_tombstones_remove() -> None:
-    records = [
-        (b"a", b"1"),
-        (b"b", b"1"),
-        (b"a", b"2"),
-        (b"b", None),
-        (b"c", None),  # tombstone for something never added
-        (None, b"x"),  # keyless: ignored
-        (b"d", b"1"),
-        (b"d", None),
-        (b"d", b"3"),  # re-added after removal
-    ]
-    assert fold(records) == {b"a": b"2", b"d": b"3"}
 
 
 def test_record_round_trip_and_foreign_values() -> None:

@@ -6,7 +6,8 @@ import random
 import tracemalloc
 
 from bench.irc_read import twitch_like_corpus
-from ingest.irc.lines import LineSplitter, parse_message, route_lines
+from core.irc_parse import parse_message
+from ingest.irc.lines import LineSplitter, route_lines
 
 PRIV = "@id=1;tmi-sent-ts=5 :bob!bob@bob.tmi.twitch.tv PRIVMSG #chan :hi there"
 
@@ -131,7 +132,7 @@ def test_protocol_lines_go_to_the_handler_and_chat_lines_pass_in_order() -> None
     def handle(line: str) -> bool:
         seen.append(line)
         msg = parse_message(line)
-        return not (msg.command in ("JOIN", "NOTICE") and msg.nick != "me")
+        return not (msg.command in ("JOIN", "NOTICE") and msg.sender != "me")
 
     mixed = [*CHAT_LINES[:3], *PROTOCOL_LINES[:4], *CHAT_LINES[3:], *PROTOCOL_LINES[4:]]
     assert route_lines(mixed, handle) == CHAT_LINES
@@ -142,14 +143,3 @@ def test_protocol_lines_go_to_the_handler_and_chat_lines_pass_in_order() -> None
 def test_malformed_lines_pass_to_the_caller_instead_of_vanishing() -> None:
     odd = ["@tagsonly", ":prefixonly", "@t :p", "x"]
     assert route_lines(odd, lambda _line: True) == odd
-
-
-def test_parse_message_takes_a_protocol_line_apart() -> None:
-    msg = parse_message("@a=1;b=x\\sy :nick!user@host PRIVMSG #Chan :hello :world")
-    assert (msg.tags, msg.prefix, msg.command) == ("a=1;b=x\\sy", "nick!user@host", "PRIVMSG")
-    assert msg.params == ("#Chan", "hello :world")
-    assert msg.nick == "nick"
-    assert msg.tag("b") == "x\\sy"
-    assert msg.tag("zz") is None
-    assert parse_message("PING :tok").params == ("tok",)
-    assert parse_message(":srv 005 me A=1 B :are supported").params == ("me", "A=1", "B", "are supported")
