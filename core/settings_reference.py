@@ -23,6 +23,7 @@ from pydantic.fields import FieldInfo
 from pydantic_core import PydanticUndefined
 from pydantic_settings import BaseSettings
 
+from core.errors import one_line
 from core.settings import CHATLOG_HOME, HOME_VARIABLE
 from core.settings_env import DirectVariable
 from core.settings_errors import env_name, is_secret
@@ -39,18 +40,18 @@ _TYPES: Final[Mapping[object, str]] = {
 _BOUNDS: Final = (("ge", "≥"), ("gt", ">"), ("le", "≤"), ("lt", "<"))
 
 
-def one_line(text: str) -> str:
-    """``text`` on one line, its ``|`` escaped for a Markdown table."""
-    return " ".join(text.split()).replace("|", "\\|")
+def _table_text(text: str) -> str:
+    """``text`` on one line (:func:`core.errors.one_line`), its ``|`` escaped for a Markdown table."""
+    return one_line(text, None).replace("|", "\\|")
 
 
 def cell(text: str) -> str:
     """Prose safe inside a Markdown table cell (``<state_dir>`` is not taken for an HTML tag)."""
-    return one_line(text).replace("<", "&lt;").replace(">", "&gt;")
+    return _table_text(text).replace("<", "&lt;").replace(">", "&gt;")
 
 
 def code(text: str) -> str:
-    return f"`{one_line(text)}`"
+    return f"`{_table_text(text)}`"
 
 
 def own_fields(cls: type[BaseSettings]) -> list[str]:
