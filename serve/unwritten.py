@@ -9,8 +9,9 @@ partitioner: aiokafka's murmur2, which faust-streaming brings, computes the same
 
 Bounds: at most ``serve_fresh_max_records`` records are read per request (the newest of them, when the
 sink is that far behind: :attr:`Unwritten.complete` says so), within ``serve_fresh_timeout_s``. Nothing
-committed yet (a sink that never ran) reads the newest records within the same bound. Kafka that does
-not answer makes the read return what it has, marked incomplete; the stored events are answered anyway.
+committed (no streaming sink ever wrote this keyspace from this topic: a keyspace rebuilt by a backfill,
+a sink that never ran) adds nothing. Kafka that does not answer makes the read return what it has, marked
+incomplete; the stored events are answered anyway.
 """
 
 from __future__ import annotations
@@ -117,9 +118,11 @@ class UnwrittenReader:
             out.complete = False
             return out
         part = TopicPartition(self.topic, partition_of(key, count))
-        low, high = self._consumer.get_watermark_offsets(part, timeout=max(0.1, deadline - time.monotonic()))
         committed = self._committed(part, deadline)
-        start = low if committed == OFFSET_INVALID or committed < low else committed
+        if committed == OFFSET_INVALID:
+            return out  # no sink has written this keyspace from this topic: nothing to add to it
+        low, high = self._consumer.get_watermark_offsets(part, timeout=max(0.1, deadline - time.monotonic()))
+        start = max(low, committed)
         if high - start > self.max_records:
             start, out.complete = high - self.max_records, False
         if start >= high:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
@@ -23,6 +23,7 @@ from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from core.errors import one_line
+from core.settings import load
 from serve.api import capabilities, live, namehistory, random, recent, stats
 from serve.api import optout as optout_api
 from serve.api.errors import (
@@ -39,9 +40,12 @@ from serve.api.middleware import BodyLimit, NormalizePath, ResponseGuard
 from serve.api.routes import router
 from serve.api.search import search_router
 from serve.consent import OptedOut, on_opted_out, start_consent, stop_consent
-from serve.settings import ServeSettings
+from serve.settings import FreshSettings, ServeSettings
 from serve.store.protocol import LogStore
 from serve.web import mount as mount_web
+
+if TYPE_CHECKING:
+    from serve.unwritten import UnwrittenReader
 
 DESCRIPTION = (
     "Chat logs from Cassandra through the justlog/rustlog HTTP API. Formats: text (default), `?json`, "
@@ -72,20 +76,45 @@ def open_store(settings: ServeSettings) -> tuple[Any, LogStore]:
     return cluster, store
 
 
-def create_app(settings: ServeSettings, store: LogStore | None = None, *, consent: Any = None) -> FastAPI:
-    """The app; without ``store`` it connects to Cassandra (``settings``) when it starts. ``consent``:
+def start_fresh(app: FastAPI, keyspace: str, fresh: FreshSettings | None) -> UnwrittenReader | None:
+    """Wrap the app's store in a :class:`serve.fresh.FreshStore` (``CHATLOG_SERVE_FRESH``, default on): reads
+    of the present include what Kafka holds beyond the sink's writes. The reader, to close at the end."""
+    from serve.fresh import FreshStore
+    from serve.unwritten import UnwrittenReader
+
+    config = fresh if fresh is not None else load(FreshSettings)
+    if not config.serve_fresh:
+        return None
+    reader = UnwrittenReader(config, keyspace)
+    app.state.store = FreshStore(app.state.store, reader)
+    return reader
+
+
+def create_app(
+    settings: ServeSettings,
+    store: LogStore | None = None,
+    *,
+    consent: Any = None,
+    fresh: FreshSettings | None = None,
+) -> FastAPI:
+    """The app; without ``store`` it connects to Cassandra (``settings``) when it starts, and answers reads
+    of the present with Kafka's unwritten events too (``fresh``, default from the environment). ``consent``:
     :class:`consent.settings.ConsentSettings` (default: from the environment)."""
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         cluster = None
+        reader = None
         if store is None:
             cluster, app.state.store = await asyncio.to_thread(open_store, settings)
+            reader = await asyncio.to_thread(start_fresh, app, settings.cassandra_keyspace, fresh)
         await start_consent(app, settings, consent)  # the opt-out registry read whole, the store wrapped
         try:
             yield
         finally:
             await stop_consent(app)
+            if reader is not None:
+                await asyncio.to_thread(reader.close)
             if cluster is not None:
                 await asyncio.to_thread(cluster.shutdown)
 

@@ -228,7 +228,7 @@ def run(
 
     try:
         feed = ProgressFeed(query, private=private)
-        written = None if available_now else WrittenOffsets(settings)
+        written = WrittenOffsets(settings)
         while query.isActive and not stop.is_set():
             query.awaitTermination(1)
             advance()

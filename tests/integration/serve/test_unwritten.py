@@ -48,14 +48,17 @@ def test_the_unwritten_events_of_a_channel_each_once_beyond_the_written_offsets(
     try:
         channel = events[0].channel
         mine = [e for e in events if e.channel == channel]
-        got = reader.read(channel)  # nothing committed yet: the whole partition, within the bound
-        assert got.complete
-        assert [e.message_id for e in got.events] == [e.message_id for e in mine]
+        assert reader.read(channel).events == []  # no sink wrote this keyspace: nothing to add
 
         part = partition_of(channel.encode(), partitions)
         committer = Consumer({**settings.kafka_client_config(), "group.id": sink_written_group(keyspace)})
         tp = TopicPartition(settings.topic_messages, part)
         low, high = committer.get_watermark_offsets(tp, timeout=10)
+        committer.commit(offsets=[TopicPartition(tp.topic, part, low)], asynchronous=False)
+        got = reader.read(channel)  # the sink has written nothing yet: everything, each copy once
+        assert got.complete and got.read == high - low
+        assert [e.message_id for e in got.events] == [e.message_id for e in mine]
+
         half = low + (high - low) // 2  # the sink has read the first copy of everything
         committer.commit(offsets=[TopicPartition(tp.topic, part, half)], asynchronous=False)
         beyond = reader.read(channel)  # the second copies (the read side drops those it finds stored)
@@ -88,7 +91,12 @@ def test_a_bound_on_records_read_says_the_answer_is_incomplete(
             "serve_fresh_max_records": 100,
         }
     )
-    reader = UnwrittenReader(fresh, f"k{unique}")
+    keyspace = f"k{unique}"
+    part = partition_of(events[0].channel.encode(), settings.messages_partitions)
+    committer = Consumer({**settings.kafka_client_config(), "group.id": sink_written_group(keyspace)})
+    committer.commit(offsets=[TopicPartition(settings.topic_messages, part, 0)], asynchronous=False)
+    committer.close()
+    reader = UnwrittenReader(fresh, keyspace)
     try:
         got = reader.read(events[0].channel)
         assert not got.complete
