@@ -27,8 +27,8 @@ from fastapi.responses import JSONResponse
 from pydantic import BaseModel, Field
 
 from serve.api.errors import ApiError, bad_request, not_found
+from serve.api.named import store_of
 from serve.store.names import NameSeen
-from serve.store.protocol import LogStore
 
 MAX_ID_DIGITS: Final = 20
 """The longest user id taken (a 64-bit number); Twitch's have 6 to 10 digits."""
@@ -108,7 +108,7 @@ async def name_history(
     the_id = user_id.strip()
     if not (the_id.isascii() and the_id.isdigit() and len(the_id) <= MAX_ID_DIGITS):
         raise bad_request(f"invalid user id {user_id[:40]!r}: a Twitch user id is 1-{MAX_ID_DIGITS} digits")
-    store: LogStore = request.app.state.store
+    store = store_of(request)
     try:
         rows = await store.user_name_history(the_id)
     except ApiError:  # the store's own answer (an opted-out id: a 403)

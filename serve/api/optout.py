@@ -33,7 +33,7 @@ from consent.registry import OptOutRegistry
 from consent.settings import ConsentSettings
 from core.errors import ChatlogError
 from serve.api.errors import ApiError, bad_request, not_found
-from serve.store.protocol import LogStore
+from serve.api.named import store_of
 
 log = logging.getLogger(__name__)
 
@@ -98,7 +98,7 @@ Admin = Annotated[str, Depends(_admin)]
 
 
 def _session(request: Request) -> tuple[Any, str]:
-    store: LogStore = request.app.state.store
+    store = store_of(request)
     session = store.session
     if session is None:
         raise ApiError(501, "this log storage has no Cassandra session (audit and erasure need one)")
@@ -251,7 +251,7 @@ async def self_service_code(request: Request) -> JSONResponse:
     code = await _call(
         "publishing the code", publisher.issue_code, by="api:self-service", ttl_s=settings.optout_code_ttl_s
     )
-    store: LogStore = request.app.state.store
+    store = store_of(request)
     session = store.session
     if session is not None:
         await _call("writing the audit", audit.record_code, session, request.app.state.consent_keyspace, code)

@@ -10,13 +10,10 @@ from fastapi import APIRouter, Request
 from fastapi.responses import Response
 
 from schemas.chat_event import ChatEvent
+from serve.api.named import resolve_channel, resolve_user, store_of
 from serve.api.params import LogQuery, output_format
 from serve.api.query_docs import FORMATS
-from serve.api.routes import _channel as channel_login
-from serve.api.routes import _count as line_counter
-from serve.api.routes import _user as user_login
-from serve.api.stream import stream_events
-from serve.store.protocol import LogStore
+from serve.api.stream import line_counter, stream_events
 from serve.store.row import LogLine
 
 router = APIRouter()
@@ -44,8 +41,8 @@ async def random_channel_line(
     ct: str,
     c: str,
 ) -> Response:
-    channel = await channel_login(request, ct, c)
-    store: LogStore = request.app.state.store
+    channel = await resolve_channel(request, ct, c)
+    store = store_of(request)
 
     async def pick() -> AsyncIterator[ChatEvent | None]:
         yield await store.random_channel_event(channel)
@@ -65,9 +62,9 @@ async def random_user_line(
     ut: str,
     u: str,
 ) -> Response:
-    channel = await channel_login(request, ct, c)
-    user = await user_login(request, channel, ut, u)
-    store: LogStore = request.app.state.store
+    channel = await resolve_channel(request, ct, c)
+    user = await resolve_user(request, channel, ut, u)
+    store = store_of(request)
 
     async def pick() -> AsyncIterator[ChatEvent | None]:
         yield await store.random_user_event(channel, user)

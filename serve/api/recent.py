@@ -27,6 +27,7 @@ from starlette.datastructures import QueryParams
 
 from schemas.chat_event import MAX_LOGIN_CHARS, ChatEvent
 from serve.api.errors import ApiError
+from serve.api.named import store_of
 from serve.api.params import MAX_MS
 from serve.recent import RecentOptions, export_lines, exported
 from serve.store.protocol import LogStore
@@ -135,7 +136,7 @@ async def recent_messages(
     before_ms, after_ms = _millis(query, "before"), _millis(query, "after")
     hi = before_ms if before_ms is not None else MAX_MS
     lo = after_ms + 1 if after_ms is not None else (before_ms or int(time.time() * 1000)) - HORIZON_MS
-    store: LogStore = request.app.state.store
+    store = store_of(request)
     try:
         if await store.latest_day(channel) is None:
             return JSONResponse({"messages": [], "error": NOT_JOINED, "error_code": "channel_not_joined"})

@@ -16,129 +16,56 @@
 from __future__ import annotations
 
 import time
-from typing import Any, Final
 from urllib.parse import quote
 
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse, RedirectResponse, Response
 
-from core.logins import login_of
 from serve.api.errors import ApiError, bad_request, not_found
+from serve.api.named import CHANNEL_KINDS, USER_KINDS, resolve_channel, resolve_user, segment, store_of
 from serve.api.params import LogQuery, day_range, log_query, month_range, narrowed
 from serve.api.query_docs import FORMATS, PAGING, RANGE
-from serve.api.stream import stream_events
-from serve.store.protocol import ById, LogStore, Named
+from serve.api.stream import cache_headers, line_counter, stream_events
+from serve.store.protocol import Named
 
 router = APIRouter()
-
-CHANNEL_KINDS: Final = ("channel", "channelid")
-USER_KINDS: Final = ("user", "userid")
-_NOW_SLACK_MS: Final = 60_000
-
-
-def _store(request: Request) -> LogStore:
-    store: LogStore = request.app.state.store
-    return store
-
-
-MAX_NAME_CHARS: Final = 64
-"""Longer than any login (Twitch: 25 characters; IRC servers: ~30)."""
-
-
-async def _channel(request: Request, kind: str, value: str) -> Named:
-    """The channel of ``/{kind}/{value}``: its login, or its id (named by its newest login); 404 when it
-    is not logged."""
-    store = _store(request)
-    if kind not in CHANNEL_KINDS:
-        raise not_found("no such route (expected /channel/<login> or /channelid/<id>)")
-    if len(value) > MAX_NAME_CHARS:  # no such channel; never looked up (or cached) or echoed whole
-        raise not_found(f"no logged channel is named that: longer than {MAX_NAME_CHARS} characters")
-    if kind == "channelid":
-        login = await store.channel_by_id(value.strip())
-        if login is None:
-            raise not_found(f"no logged channel has the id {value[:40]!r}")
-        return ById(value.strip(), login)
-    login = login_of(value)
-    if not login or await store.latest_day(login) is None:
-        raise not_found(f"channel {login[:200]!r} is not logged")
-    return login
-
-
-async def _user(request: Request, channel: Named, kind: str, value: str) -> Named:
-    """The user of ``/{kind}/{value}``: a login, or an id (named by its newest login); 404 when an id is
-    unknown."""
-    if kind not in USER_KINDS:
-        raise not_found("no such route (expected /user/<login> or /userid/<id>)")
-    if len(value) > MAX_NAME_CHARS:  # never looked up, or echoed whole in the 404s that name the user
-        raise not_found(f"no user is named that: longer than {MAX_NAME_CHARS} characters")
-    if kind == "userid":
-        login = await _store(request).user_by_id(channel, value.strip())
-        if login is None:
-            raise not_found(f"no user with the id {value[:40]!r} in #{channel}")
-        return ById(value.strip(), login)
-    login = login_of(value)
-    if not login:
-        raise not_found("empty user name")
-    return login
-
-
-def _count(request: Request, query: LogQuery) -> Any:
-    lines = request.app.state.metrics.lines.labels(query.format.value)
-    return lines.inc
-
-
-PAST_MAX_AGE_S: Final = 300
-"""How long a shared cache may keep a past range: they rarely change, but do (an erasure or an opt-out
-must not be served from caches for a day; an import or a late sink adds lines)."""
-
-
-def _cache_headers(hi: int) -> dict[str, str]:
-    """Past ranges: cacheable for :data:`PAST_MAX_AGE_S`; the current one: not without asking."""
-    if hi + _NOW_SLACK_MS < time.time() * 1000:
-        return {"Cache-Control": f"public, max-age={PAST_MAX_AGE_S}"}
-    return {"Cache-Control": "no-cache"}
 
 
 def _redirect(request: Request, *segments: object) -> RedirectResponse:
     """A 302 to the path of ``segments`` (each quoted whole: a name's ``#`` or ``/`` stays in its segment),
     with the request's query."""
     query = request.url.query
-    path = "".join(f"/{quote(str(segment), safe='')}" for segment in segments)
+    path = "".join(f"/{quote(str(part), safe='')}" for part in segments)
     return RedirectResponse(path + (f"?{query}" if query else ""), status_code=302)
 
 
-def _segment(named: Named) -> str:
-    """How a resolved channel or user is named in a redirect: its id for ``/channelid``, ``/userid``."""
-    return named.id if isinstance(named, ById) else named
-
-
 async def _channel_range(request: Request, channel: Named, lo: int, hi: int, query: LogQuery) -> Response:
-    events = _store(request).channel_lines(channel, lo, hi, reverse=query.reverse)
+    events = store_of(request).channel_lines(channel, lo, hi, reverse=query.reverse)
     return await stream_events(
         events,
         query,
         empty=f"nothing stored for #{channel} in that time range",
-        count=_count(request, query),
-        headers=_cache_headers(hi),
+        count=line_counter(request, query),
+        headers=cache_headers(hi),
     )
 
 
 async def _user_range(
     request: Request, channel: Named, user: Named, lo: int, hi: int, query: LogQuery
 ) -> Response:
-    events = _store(request).user_lines(channel, user, lo, hi, reverse=query.reverse)
+    events = store_of(request).user_lines(channel, user, lo, hi, reverse=query.reverse)
     return await stream_events(
         events,
         query,
         empty=f"nothing stored for {user} in #{channel} in that time range",
-        count=_count(request, query),
-        headers=_cache_headers(hi),
+        count=line_counter(request, query),
+        headers=cache_headers(hi),
     )
 
 
 @router.get("/channels", summary="The logged channels: {channels: [{name, userID}]}")
 async def channels(request: Request) -> JSONResponse:
-    found = await _store(request).channels()
+    found = await store_of(request).channels()
     body = {"channels": [{"name": c.login, "userID": c.channel_id or ""} for c in found]}
     return JSONResponse(body, headers={"Cache-Control": "public, max-age=60"})
 
@@ -152,14 +79,14 @@ async def list_logs(
     userid: str | None = None,
 ) -> JSONResponse:
     if channelid:
-        login = await _channel(request, "channelid", channelid)
+        login = await resolve_channel(request, "channelid", channelid)
     elif channel:
-        login = await _channel(request, "channel", channel)
+        login = await resolve_channel(request, "channel", channel)
     else:
         raise bad_request("missing parameter: channel or channelid")
-    store = _store(request)
+    store = store_of(request)
     if user or userid:
-        who = await _user(request, login, "userid" if userid else "user", userid or user or "")
+        who = await resolve_user(request, login, "userid" if userid else "user", userid or user or "")
         months = await store.user_months(login, who)
         if not months:
             raise not_found(f"nothing stored for {who} in #{login}")
@@ -176,15 +103,15 @@ async def list_logs(
     dependencies=[FORMATS, PAGING, RANGE],
 )
 async def channel_latest(request: Request, ct: str, c: str) -> Response:
-    channel = await _channel(request, ct, c)
+    channel = await resolve_channel(request, ct, c)
     query = log_query(request.query_params)
     if query.since_ms is not None or query.until_ms is not None:
         lo, hi = narrowed(0, int(time.time() * 1000) + 1, query)
         return await _channel_range(request, channel, lo, hi, query)
-    day = await _store(request).latest_day(channel)
+    day = await store_of(request).latest_day(channel)
     if day is None:
         raise not_found(f"channel {channel!r} is not logged")
-    return _redirect(request, ct, _segment(channel), day.year, day.month, day.day)
+    return _redirect(request, ct, segment(channel), day.year, day.month, day.day)
 
 
 @router.get(
@@ -200,7 +127,7 @@ async def channel_day(
 ) -> Response:
     if ct in CHANNEL_KINDS and y in USER_KINDS:
         raise not_found("no such route")
-    channel = await _channel(request, ct, c)
+    channel = await resolve_channel(request, ct, c)
     query = log_query(request.query_params)
     lo, hi = narrowed(*day_range(y, m, d), query)
     return await _channel_range(request, channel, lo, hi, query)
@@ -210,16 +137,16 @@ async def channel_day(
     "/{ct}/{c}/{ut}/{u}", summary="Redirect to the user's newest month (or, with from/to, that range)"
 )
 async def user_latest(request: Request, ct: str, c: str, ut: str, u: str) -> Response:
-    channel = await _channel(request, ct, c)
-    user = await _user(request, channel, ut, u)
+    channel = await resolve_channel(request, ct, c)
+    user = await resolve_user(request, channel, ut, u)
     query = log_query(request.query_params)
     if query.since_ms is not None or query.until_ms is not None:
         lo, hi = narrowed(0, int(time.time() * 1000) + 1, query)
         return await _user_range(request, channel, user, lo, hi, query)
-    month = await _store(request).latest_user_month(channel, user)
+    month = await store_of(request).latest_user_month(channel, user)
     if month is None:
         raise not_found(f"nothing stored for {user} in #{channel}")
-    return _redirect(request, ct, _segment(channel), ut, _segment(user), month[0], month[1])
+    return _redirect(request, ct, segment(channel), ut, segment(user), month[0], month[1])
 
 
 @router.get(
@@ -236,8 +163,8 @@ async def user_month(
     y: str,
     m: str,
 ) -> Response:
-    channel = await _channel(request, ct, c)
-    user = await _user(request, channel, ut, u)
+    channel = await resolve_channel(request, ct, c)
+    user = await resolve_user(request, channel, ut, u)
     query = log_query(request.query_params)
     lo, hi = narrowed(*month_range(y, m), query)
     return await _user_range(request, channel, user, lo, hi, query)

@@ -29,27 +29,18 @@ from fastapi import APIRouter, Query, Request
 from fastapi.responses import Response
 
 from serve.api.errors import ApiError, bad_request, not_found
+from serve.api.named import resolve_channel, resolve_user, store_of
 from serve.api.params import LogQuery, empty_range, log_query, narrowed
 from serve.api.query_docs import FORMATS, PAGING, RANGE
-from serve.api.routes import _cache_headers as cache_headers
-from serve.api.routes import _channel as channel_login
-from serve.api.routes import _count as line_counter
-from serve.api.routes import _user as user_login
-from serve.api.stream import stream_events
+from serve.api.stream import cache_headers, line_counter, stream_events
 from serve.search import BadQuery, Needle, matching, needle
 from serve.settings import ServeSettings
-from serve.store.protocol import LogStore
 from serve.store.row import LogLine
 
 DAY_MS: Final = 86_400_000
 _SHOWN: Final = 40
 
 Q = Annotated[str | None, Query(description="Text to find, case-insensitive (one substring, spaces kept).")]
-
-
-def _store(request: Request) -> LogStore:
-    store: LogStore = request.app.state.store
-    return store
 
 
 def _needle(request: Request, settings: ServeSettings) -> Needle:
@@ -86,11 +77,11 @@ def search_router(settings: ServeSettings) -> APIRouter:
         q: Q = None,
     ) -> Response:
         wanted = _needle(request, settings)
-        channel = await channel_login(request, ct, c)
-        user = await user_login(request, channel, ut, u)
+        channel = await resolve_channel(request, ct, c)
+        user = await resolve_user(request, channel, ut, u)
         query = log_query(request.query_params)
         lo, hi = narrowed(0, _now_ms() + 1, query)
-        store = _store(request)
+        store = store_of(request)
         events = matching(store.user_lines(channel, user, lo, hi, reverse=query.reverse), wanted)
         try:
             return await _answer(request, events, query, hi, f"no line of {user} in #{channel} contains")
@@ -111,10 +102,10 @@ def search_router(settings: ServeSettings) -> APIRouter:
         q: Q = None,
     ) -> Response:
         wanted = _needle(request, settings)
-        channel = await channel_login(request, ct, c)
+        channel = await resolve_channel(request, ct, c)
         query = log_query(request.query_params)
         lo, hi = channel_range(query, settings, _now_ms())
-        events = matching(_store(request).channel_lines(channel, lo, hi, reverse=query.reverse), wanted)
+        events = matching(store_of(request).channel_lines(channel, lo, hi, reverse=query.reverse), wanted)
         return await _answer(request, events, query, hi, f"no line of #{channel} in that range contains")
 
     @router.get(
@@ -134,7 +125,7 @@ def search_router(settings: ServeSettings) -> APIRouter:
             raise not_found("empty user name")
         query = log_query(request.query_params)
         lo, hi = channel_range(query, settings, _now_ms())
-        store = _store(request)
+        store = store_of(request)
         channels = [c.login for c in await store.channels()]
         if query.reverse:
             channels.reverse()

@@ -21,11 +21,9 @@ from fastapi import APIRouter, Query, Request
 from fastapi.responses import JSONResponse
 
 from serve.api.errors import ApiError, bad_request, not_found
+from serve.api.named import resolve_channel, resolve_user, store_of
 from serve.api.params import log_query, narrowed
-from serve.api.routes import _channel as channel_login
-from serve.api.routes import _user as user_login
 from serve.stats import TooManyEvents, tally, user_stats
-from serve.store.protocol import LogStore
 
 DEFAULT_CHANNEL_DAYS: Final = 30
 MAX_COUNTED: Final = 2_000_000
@@ -49,13 +47,13 @@ def _unavailable(exc: Exception) -> ApiError:
 
 @router.get("/{ct}/{c}/stats", summary="A channel's event count and top chatters over from/to")
 async def channel_stats(request: Request, ct: str, c: str, from_: From = None, to: To = None) -> JSONResponse:
-    channel = await channel_login(request, ct, c)
+    channel = await resolve_channel(request, ct, c)
     query = log_query(request.query_params)
     default_lo = (
         0 if query.since_ms is not None else int(time.time() * 1000) - DEFAULT_CHANNEL_DAYS * 86_400_000
     )
     lo, hi = _range(request, default_lo)
-    store: LogStore = request.app.state.store
+    store = store_of(request)
     try:
         counted = await tally(store.senders(channel, lo, hi), MAX_COUNTED)
     except TooManyEvents:
@@ -71,10 +69,10 @@ async def channel_stats(request: Request, ct: str, c: str, from_: From = None, t
 async def user_stats_route(
     request: Request, ct: str, c: str, ut: str, u: str, from_: From = None, to: To = None
 ) -> JSONResponse:
-    channel = await channel_login(request, ct, c)
-    user = await user_login(request, channel, ut, u)
+    channel = await resolve_channel(request, ct, c)
+    user = await resolve_user(request, channel, ut, u)
     lo, hi = _range(request, 0)
-    store: LogStore = request.app.state.store
+    store = store_of(request)
     try:
         count, user_id = await store.user_count(channel, user, lo, hi)
         if not count and await store.latest_user_month(channel, user) is None:

@@ -8,9 +8,11 @@ ordinary error answer; after that the body is written chunk by chunk as pages ar
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import AsyncIterator, Callable
 from typing import Final
 
+from fastapi import Request
 from fastapi.responses import StreamingResponse
 
 from serve.api.errors import ApiError, not_found
@@ -27,7 +29,26 @@ MEDIA_TYPES: Final = {
     Format.JSON_BASIC: "application/json",
     Format.NDJSON: "application/x-ndjson",
 }
+PAST_MAX_AGE_S: Final = 300
+"""How long a shared cache may keep a past range: they rarely change, but do (an erasure or an opt-out
+must not be served from caches for a day; an import or a late sink adds lines)."""
+_NOW_SLACK_MS: Final = 60_000
 log = logging.getLogger("chatlog.serve")
+
+
+def cache_headers(hi: int) -> dict[str, str]:
+    """Past ranges (ending before ``hi``): cacheable for :data:`PAST_MAX_AGE_S`; the current one: not
+    without asking."""
+    if hi + _NOW_SLACK_MS < time.time() * 1000:
+        return {"Cache-Control": f"public, max-age={PAST_MAX_AGE_S}"}
+    return {"Cache-Control": "no-cache"}
+
+
+def line_counter(request: Request, query: LogQuery) -> Callable[[int], None]:
+    """What counts the lines an answer in ``query``'s format sent (the ``lines`` metric)."""
+    lines = request.app.state.metrics.lines.labels(query.format.value)
+    count: Callable[[int], None] = lines.inc
+    return count
 
 
 def _encoder(fmt: Format) -> Callable[[LogLine], bytes]:

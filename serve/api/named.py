@@ -1,0 +1,70 @@
+"""The channel and user a log route names (``/{ct}/{c}``, ``/{ut}/{u}``), resolved through the app's store,
+for every route that takes them (the log routes, ``/random``, ``/search``, ``/stats``).
+
+``{ct}`` is ``channel`` (a login) or ``channelid`` (a Twitch id, named by its newest login); ``{ut}``
+``user`` or ``userid``. A channel that is not logged, an unknown user id, or a name longer than any login
+is a 404 (the name is never looked up, or echoed whole).
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+from fastapi import Request
+
+from core.logins import login_of
+from serve.api.errors import not_found
+from serve.store.protocol import ById, LogStore, Named
+
+CHANNEL_KINDS: Final = ("channel", "channelid")
+USER_KINDS: Final = ("user", "userid")
+MAX_NAME_CHARS: Final = 64
+"""Longer than any login (Twitch: 25 characters; IRC servers: ~30)."""
+
+
+def store_of(request: Request) -> LogStore:
+    """The app's read store."""
+    store: LogStore = request.app.state.store
+    return store
+
+
+async def resolve_channel(request: Request, kind: str, value: str) -> Named:
+    """The channel of ``/{kind}/{value}``: its login, or its id (named by its newest login); 404 when it
+    is not logged."""
+    store = store_of(request)
+    if kind not in CHANNEL_KINDS:
+        raise not_found("no such route (expected /channel/<login> or /channelid/<id>)")
+    if len(value) > MAX_NAME_CHARS:  # no such channel; never looked up (or cached) or echoed whole
+        raise not_found(f"no logged channel is named that: longer than {MAX_NAME_CHARS} characters")
+    if kind == "channelid":
+        found = await store.channel_by_id(value.strip())
+        if found is None:
+            raise not_found(f"no logged channel has the id {value[:40]!r}")
+        return ById(value.strip(), found)
+    name = login_of(value)
+    if not name or await store.latest_day(name) is None:
+        raise not_found(f"channel {name[:200]!r} is not logged")
+    return name
+
+
+async def resolve_user(request: Request, channel: Named, kind: str, value: str) -> Named:
+    """The user of ``/{kind}/{value}``: a login, or an id (named by its newest login); 404 when an id is
+    unknown."""
+    if kind not in USER_KINDS:
+        raise not_found("no such route (expected /user/<login> or /userid/<id>)")
+    if len(value) > MAX_NAME_CHARS:  # never looked up, or echoed whole in the 404s that name the user
+        raise not_found(f"no user is named that: longer than {MAX_NAME_CHARS} characters")
+    if kind == "userid":
+        found = await store_of(request).user_by_id(channel, value.strip())
+        if found is None:
+            raise not_found(f"no user with the id {value[:40]!r} in #{channel}")
+        return ById(value.strip(), found)
+    name = login_of(value)
+    if not name:
+        raise not_found("empty user name")
+    return name
+
+
+def segment(named: Named) -> str:
+    """How a resolved channel or user is named in a redirect: its id for ``/channelid``, ``/userid``."""
+    return named.id if isinstance(named, ById) else named
