@@ -80,7 +80,7 @@ def _raw_insert(settings: SinkSettings, values: list[bytes], processes: int) -> 
 COPY_SHARE = 0.10
 COPY_DELAY_RECORDS = 500
 """A copy follows its message by up to this many records: 0.1 s at 5k events/s (copies from the replica
-groups arrive within 0.26 s of each other: `make demo`'s skew, README)."""
+groups arrive within a fraction of a second of each other: `make demo`'s copy skew, docs/benchmarks.md)."""
 
 
 def with_copies(values: list[T], rng: random.Random) -> list[T]:

@@ -8,7 +8,7 @@ so that the spans of a worker killed without a word end at its last sign of life
 
 The key is ``<replica>/<channel>/<worker>`` (``<replica>/~alive/<worker>`` for ``alive``): compaction
 keeps the latest state of each worker's coverage of each channel. The ledger in Cassandra keeps the
-history (``coverage_by_channel``); spans and gaps are computed from it (``schemas.ledger``).
+history (``coverage_by_channel``); spans and gaps are computed from it (``core.coverage_spans``).
 """
 
 from __future__ import annotations

@@ -10,7 +10,8 @@ from importlib import resources
 from typing import Final
 
 BUCKET_MS = 5 * 60 * 1000
-"""Width of a ``messages_by_channel`` time bucket; see the sizing note in cassandra.cql."""
+"""Width of a ``chat_by_channel`` time bucket (its partition key, and a ``chat_buckets`` row); see the sizing
+note in cassandra.cql."""
 
 
 STRATEGIES = ("SimpleStrategy", "NetworkTopologyStrategy")

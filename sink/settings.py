@@ -1,4 +1,5 @@
-"""Settings of the sink (``chatlog sink``, ``chatlog logs``, ``chatlog bench sink``).
+"""Settings of the sink (``chatlog sink``, ``chatlog sink --backfill``; the benchmarks that write as the sink
+does, ``chatlog bench sink``, ``serve`` and ``read``, load them too).
 
 Every key is a ``CHATLOG_*`` environment variable documented here with its default; flags override
 them. Kafka and Cassandra keys come from :class:`core.settings.KafkaSettings` (with the opt-out topic,
