@@ -133,6 +133,25 @@ def bench_sink(
     )
 
 
+@app.command("fresh")
+def bench_fresh(
+    samples: Annotated[
+        int, typer.Option(min=1, help="Lines said per phase (sink stopped, sink running).")
+    ] = 50,
+    poll_ms: Annotated[
+        int, typer.Option(min=1, help="Milliseconds between two asks of recent messages.")
+    ] = 20,
+    out: Annotated[Path, typer.Option(help="Result JSON.")] = Path("results/bench_fresh.json"),
+) -> None:
+    """IRC -> visible in /api/v2/recent-messages, sink stopped and running (real ingest, serve, sink)."""
+    from bench import fresh as b
+
+    result = b.run(samples=samples, poll_ms=poll_ms, out=out)
+    for line in b.summary(result):
+        typer.echo(line)
+    typer.echo(f"wrote {out}")
+
+
 @app.command("monitor")
 def bench_monitor(
     channels: Annotated[int, typer.Option(min=1, help="Registered channels.")] = 100_000,

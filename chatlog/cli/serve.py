@@ -25,7 +25,7 @@ def register(app: typer.Typer) -> None:
         from core.settings import KEYSPACE_OPTION, load
         from serve.api.app import create_app, open_store
         from serve.consent import preflight
-        from serve.settings import ServeSettings
+        from serve.settings import FreshSettings, ServeSettings
 
         settings = load(
             ServeSettings,
@@ -37,12 +37,13 @@ def register(app: typer.Typer) -> None:
         where = "--host/--port, CHATLOG_SERVE_HOST/CHATLOG_SERVE_PORT"
         check_listen(settings.serve_host, settings.serve_port, where)  # not uvicorn's lines, after connecting
         consent = load(ConsentSettings)
+        fresh = load(FreshSettings)
         preflight(consent)  # the opt-out registry readable: one line when it is not, before the server
         quiet_driver_logs()  # a failure to connect is reported in one line, not as the driver's tracebacks
         cluster, store = open_store(settings)
         try:
             uvicorn.run(
-                create_app(settings, store, consent=consent),
+                create_app(settings, store, consent=consent, fresh=fresh),
                 host=settings.serve_host,
                 port=settings.serve_port,
                 log_level=settings.serve_log_level,

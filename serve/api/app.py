@@ -76,13 +76,12 @@ def open_store(settings: ServeSettings) -> tuple[Any, LogStore]:
     return cluster, store
 
 
-def start_fresh(app: FastAPI, keyspace: str, fresh: FreshSettings | None) -> UnwrittenReader | None:
+def start_fresh(app: FastAPI, keyspace: str, config: FreshSettings) -> UnwrittenReader | None:
     """Wrap the app's store in a :class:`serve.fresh.FreshStore` (``CHATLOG_SERVE_FRESH``, default on): reads
     of the present include what Kafka holds beyond the sink's writes. The reader, to close at the end."""
     from serve.fresh import FreshStore
     from serve.unwritten import UnwrittenReader
 
-    config = fresh if fresh is not None else load(FreshSettings)
     if not config.serve_fresh:
         return None
     reader = UnwrittenReader(config, keyspace)
@@ -97,9 +96,10 @@ def create_app(
     consent: Any = None,
     fresh: FreshSettings | None = None,
 ) -> FastAPI:
-    """The app; without ``store`` it connects to Cassandra (``settings``) when it starts, and answers reads
-    of the present with Kafka's unwritten events too (``fresh``, default from the environment). ``consent``:
-    :class:`consent.settings.ConsentSettings` (default: from the environment)."""
+    """The app; without ``store`` it connects to Cassandra (``settings``) when it starts. Reads of the
+    present include Kafka's unwritten events (:func:`start_fresh`) with ``fresh``, or without a ``store``
+    (settings from the environment). ``consent``: :class:`consent.settings.ConsentSettings` (default: from
+    the environment)."""
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -107,7 +107,9 @@ def create_app(
         reader = None
         if store is None:
             cluster, app.state.store = await asyncio.to_thread(open_store, settings)
-            reader = await asyncio.to_thread(start_fresh, app, settings.cassandra_keyspace, fresh)
+        config = fresh if fresh is not None or store is not None else load(FreshSettings)
+        if config is not None:
+            reader = await asyncio.to_thread(start_fresh, app, settings.cassandra_keyspace, config)
         await start_consent(app, settings, consent)  # the opt-out registry read whole, the store wrapped
         try:
             yield
