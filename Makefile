@@ -70,6 +70,7 @@ bench: setup $(STAMPS)/bench-extra ## every benchmark on the local stack; JSON a
 	$(BIN)/chatlog bench storage
 	$(BIN)/chatlog bench irc
 	$(BIN)/chatlog bench serve
+	$(BIN)/chatlog bench fresh
 	$(BIN)/chatlog bench read
 	$(BIN)/chatlog bench placement
 
