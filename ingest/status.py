@@ -1,4 +1,4 @@
-"""Heartbeats on ``chatlog.status`` and the coverage report of ``chatlog status``.
+"""Heartbeats on ``chatlog.status`` and the per-replica view of ``chatlog status`` built from them.
 
 Each ingester produces a :class:`Heartbeat` every ``ingest_heartbeat_s`` under the key
 ``r<replica>/<worker id>`` (the topic is compacted, so the latest per worker stays). It lists every
@@ -6,7 +6,8 @@ channel the IRC server confirmed (a heartbeat of 25k channels is ~300 KB of JSON
 compresses it and allows 16 MB). On a graceful exit it sends ``state = "stopped"`` and then a
 tombstone.
 
-:func:`coverage` is pure: registered channels and fresh heartbeats in, per-replica coverage out.
+:func:`heartbeat_view` is pure: registered channels and fresh heartbeats in, per replica the confirmed
+and unconfirmed channels out (what the heartbeats say; the coverage ledger is :mod:`serve.coverage`).
 """
 
 from __future__ import annotations
@@ -83,8 +84,8 @@ def read_heartbeats(settings: KafkaSettings, *, since_ms: int, timeout: float = 
 
 
 @dataclass
-class ReplicaCoverage:
-    """How one replica (consumer group) covers the registered channels."""
+class ReplicaHeartbeats:
+    """What the heartbeats of one replica (consumer group) say of the registered channels."""
 
     replica: int
     registered: int
@@ -106,9 +107,9 @@ class ReplicaCoverage:
         return not self.uncovered
 
 
-def coverage(
+def heartbeat_view(
     registered: Collection[str], heartbeats: Iterable[Heartbeat], replicas: Iterable[int] | None = None
-) -> list[ReplicaCoverage]:
+) -> list[ReplicaHeartbeats]:
     """Per replica: registered vs confirmed channels, who owns which bucket, who logs nothing.
 
     ``replicas`` defaults to the replicas that have heartbeats (replica 0 when there are none).
@@ -125,7 +126,7 @@ def coverage(
         for hb in beats:
             joined.update(hb.confirmed)
         out.append(
-            ReplicaCoverage(
+            ReplicaHeartbeats(
                 replica=r,
                 registered=len(registered_set),
                 confirmed=len(registered_set & joined),
@@ -142,7 +143,7 @@ def coverage(
     return out
 
 
-def report_json(report: list[ReplicaCoverage], *, limit: int | None = None) -> dict[str, object]:
+def report_json(report: list[ReplicaHeartbeats], *, limit: int | None = None) -> dict[str, object]:
     """The machine-readable report (``chatlog status --json``)."""
     return {
         "ok": all(c.ok for c in report),
@@ -167,7 +168,7 @@ def report_json(report: list[ReplicaCoverage], *, limit: int | None = None) -> d
     }
 
 
-def report_text(report: list[ReplicaCoverage], *, show: int = 20) -> str:
+def report_text(report: list[ReplicaHeartbeats], *, show: int = 20) -> str:
     """The human report: one block per replica."""
     lines = []
     for c in report:

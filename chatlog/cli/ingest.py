@@ -198,8 +198,9 @@ def register(app: typer.Typer) -> None:
         ] = True,
         keyspace: Annotated[str | None, typer.Option(help="Cassandra keyspace of the ledger.")] = None,
     ) -> None:
-        """Coverage per replica: registered vs confirmed channels, bucket owners, uncovered channels, and
-        (from the coverage ledger in Cassandra) the channels with a gap in the last hour.
+        """Per replica, from the ingesters' heartbeats: registered vs confirmed channels, bucket owners,
+        uncovered channels; and, from the coverage ledger in Cassandra, the channels with a gap in the last
+        hour (`chatlog monitor` counts its gaps from the heartbeats instead).
 
         Exit 1 when a registered channel is logged by nobody in some replica.
         """
@@ -218,7 +219,7 @@ def register(app: typer.Typer) -> None:
         beats = st.fresh(
             st.read_heartbeats(settings, since_ms=since), now_ms=now, stale_s=settings.status_stale_s
         )
-        report = st.coverage(registered, beats, range(replicas) if replicas is not None else None)
+        report = st.heartbeat_view(registered, beats, range(replicas) if replicas is not None else None)
         gaps = _fleet_gaps(registered, [c.replica for c in report], keyspace) if with_gaps else None
         if as_json:
             doc = st.report_json(report)

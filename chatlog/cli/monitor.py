@@ -1,4 +1,4 @@
-"""``chatlog monitor``: the coverage monitor as a command ."""
+"""``chatlog monitor``: the heartbeat monitor as a command."""
 
 from __future__ import annotations
 
@@ -32,7 +32,9 @@ def register(app: typer.Typer) -> None:
             str | None, typer.Option(help="faust app id / consumer group [CHATLOG_MONITOR_APP_ID].")
         ] = None,
     ) -> None:
-        """Watch coverage continuously (faust): uncovered channels per replica on /coverage and Prometheus."""
+        """Watch the ingesters' heartbeats continuously (faust): per replica, the registered channels no live
+        ingester confirms, since when, on /coverage and Prometheus. Its gaps are counted from these
+        heartbeats, not from the coverage ledger that `chatlog status` and `chatlog coverage` read."""
         from chatlog.monitor.runner import run
         from chatlog.monitor.settings import MonitorSettings
         from core.settings import load

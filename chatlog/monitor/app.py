@@ -4,7 +4,7 @@
   a tombstone deletes the key). The bucket is the partition the record came from.
 * ``fold-heartbeats`` reads ``chatlog.status`` into the table ``heartbeats`` (``r<R>/<worker>`` -> the
   heartbeat JSON as received; a tombstone deletes the key).
-* A timer runs :func:`chatlog.monitor.coverage.evaluate` on the tables every ``monitor_interval_s``,
+* A timer runs :func:`chatlog.monitor.heartbeats.evaluate` on the tables every ``monitor_interval_s``,
   exports the Prometheus gauges and keeps the report that ``GET /coverage`` returns.
 
 Tables live in memory; faust keeps each one in a compacted changelog topic
@@ -28,7 +28,7 @@ import faust
 import msgspec
 
 from chatlog.monitor import preflight
-from chatlog.monitor.coverage import Channel, CoverageReport, SinceKey, evaluate, report_json
+from chatlog.monitor.heartbeats import Channel, HeartbeatReport, SinceKey, evaluate, report_json
 from chatlog.monitor.metrics import MonitorMetrics
 from chatlog.monitor.settings import MonitorSettings
 from ingest.registry import decode_record
@@ -65,7 +65,7 @@ class Monitor:
         self.metrics = metrics or MonitorMetrics()
         self._clock = clock
         self._since: dict[SinceKey, int] = {}
-        self._report: CoverageReport | None = None
+        self._report: HeartbeatReport | None = None
         self._processed: dict[tuple[str, int], int] = {}
         self._targets: dict[tuple[str, int], int] | None = None
         self._catch_up_deadline = 0.0
@@ -107,12 +107,12 @@ class Monitor:
         )
         self.app.agent(channels_topic, name="fold-channels")(self._fold_channels)
         self.app.agent(status_topic, name="fold-heartbeats")(self._fold_heartbeats)
-        self.app.timer(settings.monitor_interval_s, name="coverage")(self._tick)
+        self.app.timer(settings.monitor_interval_s, name="heartbeats")(self._tick)
 
-        async def coverage_view(view: Any, request: Any) -> Any:
-            return await self._coverage_view(request)
+        async def report_view(view: Any, request: Any) -> Any:
+            return await self._report_view(request)
 
-        self.app.page("/coverage")(coverage_view)
+        self.app.page("/coverage")(report_view)
 
     def _raw_topic(self, name: str) -> Any:
         """A source topic as raw bytes (decoded by chatlog's own msgspec code), tombstones delivered."""
@@ -203,7 +203,7 @@ class Monitor:
         lag = self.lag()
         if lag == 0:
             self._ready = True
-            log.info("caught up (%s records folded): reporting coverage", self.folded)
+            log.info("caught up (%s records folded): reporting", self.folded)
         elif time.monotonic() > self._catch_up_deadline:
             self._ready = True
             log.warning(
@@ -221,19 +221,19 @@ class Monitor:
         try:
             report = await asyncio.to_thread(self.evaluate, channel_rows, heartbeat_values)
         except Exception:
-            log.exception("coverage evaluation failed")
+            log.exception("evaluating the heartbeats failed")
             return
         self.metrics.evaluation_seconds.set(time.perf_counter() - started)
         self.metrics.export(report)
         self.metrics.ready.set(1)
         if (self._report is None or self._report.ok) != report.ok:
             uncovered = {r.replica: len(r.uncovered) for r in report.replicas if r.uncovered}
-            log.info("coverage %s: uncovered per replica %s", "ok" if report.ok else "LOST", uncovered)
+            log.info("heartbeats %s: uncovered per replica %s", "ok" if report.ok else "LOST", uncovered)
         self._report = report
 
     def evaluate(
         self, channel_rows: list[tuple[str, bytes]], heartbeat_values: list[bytes]
-    ) -> CoverageReport:
+    ) -> HeartbeatReport:
         """Decode the table contents and run the pure evaluation (called in a thread)."""
         channels = {}
         for login, raw in channel_rows:
@@ -256,7 +256,7 @@ class Monitor:
         return report
 
     # -- web ----------------------------------------------------------------------------------------
-    async def _coverage_view(self, request: Any) -> Any:
+    async def _report_view(self, request: Any) -> Any:
         web = self.app.web
         limit = self.settings.monitor_report_limit
         text = request.query.get("limit")

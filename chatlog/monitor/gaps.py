@@ -1,6 +1,6 @@
-"""The fleet view of coverage gaps over time: per replica group, and for all groups at once.
+"""Gaps over time in the view from heartbeats: per replica group, and for all groups at once.
 
-Fed one :class:`~chatlog.monitor.coverage.CoverageReport` per evaluation, it accumulates the
+Fed one :class:`~chatlog.monitor.heartbeats.HeartbeatReport` per evaluation, it accumulates the
 uncovered channel-seconds (each uncovered channel counts the time since the previous evaluation) and
 remembers when each channel was last uncovered, to count the channels with a gap in the last hour.
 ``all`` is the view that matters to a reader: a channel uncovered by every replica group at once.
@@ -12,7 +12,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Final
 
-from chatlog.monitor.coverage import CoverageReport
+from chatlog.monitor.heartbeats import HeartbeatReport
 
 ALL: Final = "all"
 HOUR_MS: Final = 3_600_000
@@ -27,7 +27,7 @@ class GapTally:
     last_uncovered: dict[str, dict[str, int]] = field(default_factory=lambda: defaultdict(dict))
     _previous_ms: int | None = None
 
-    def add(self, report: CoverageReport) -> None:
+    def add(self, report: HeartbeatReport) -> None:
         now = report.now_ms
         elapsed_s = 0.0 if self._previous_ms is None else max(0.0, (now - self._previous_ms) / 1000)
         self._previous_ms = now

@@ -6,15 +6,15 @@ from typing import Final
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, start_http_server
 
-from chatlog.monitor.coverage import CoverageReport
 from chatlog.monitor.gaps import GapTally
+from chatlog.monitor.heartbeats import HeartbeatReport
 from core.errors import ChatlogError
 
 _PREFIX: Final = "chatlog_monitor"
 
 
 class MonitorMetrics:
-    """Coverage gauges per replica, plus the monitor's own health (records folded, readiness)."""
+    """Gauges per replica from the heartbeats, plus the monitor's own health (records folded, readiness)."""
 
     def __init__(self) -> None:
         self.registry = CollectorRegistry()
@@ -43,7 +43,7 @@ class MonitorMetrics:
         )
         self.evaluation_seconds = Gauge(
             f"{_PREFIX}_evaluation_seconds",
-            "Duration of the last coverage evaluation (table snapshot included).",
+            "Duration of the last evaluation of the heartbeats (table snapshot included).",
             registry=r,
         )
         self.gap_channels = Gauge(
@@ -61,7 +61,7 @@ class MonitorMetrics:
         self.gaps = GapTally()
         self._replicas: set[str] = set()
 
-    def export(self, report: CoverageReport) -> None:
+    def export(self, report: HeartbeatReport) -> None:
         """Set the per-replica gauges; replicas no longer reported are removed."""
         now = report.now_ms
         seen = set()

@@ -16,7 +16,7 @@ from core.settings import KafkaSettings
 
 
 class MonitorSettings(KafkaSettings):
-    """The coverage monitor: a faust app over ``chatlog.status`` and ``chatlog.channels``."""
+    """The heartbeat monitor: a faust app over ``chatlog.status`` and ``chatlog.channels``."""
 
     monitor_app_id: str = Field(
         "chatlog-monitor",
@@ -39,7 +39,7 @@ class MonitorSettings(KafkaSettings):
         description="Heartbeats older than this are ignored entirely (dead workers are no longer listed); "
         "the default is the status topic's retention.",
     )
-    monitor_interval_s: float = Field(5.0, gt=0, description="Seconds between coverage evaluations.")
+    monitor_interval_s: float = Field(5.0, gt=0, description="Seconds between evaluations of the heartbeats.")
     monitor_catch_up_s: float = Field(
         120.0,
         gt=0,

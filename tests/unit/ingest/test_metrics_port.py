@@ -67,7 +67,7 @@ def test_the_port_is_sent_in_the_heartbeat_and_shown_by_status() -> None:
     assert status.decode_heartbeat(status.encode_heartbeat(hb)) == hb
     old = b'{"worker_id":"b","replica":0,"host":"box","pid":2,"started_at":0,"sent_at":1}'
     assert status.decode_heartbeat(old) is not None  # heartbeats of older ingesters still count
-    report = status.coverage([], [hb])
+    report = status.heartbeat_view([], [hb])
     assert report[0].metrics == {"a": "box:40123"}
     assert "a: 2 bucket(s) [0-1], metrics box:40123" in status.report_text(report)
     assert status.report_json(report)["replicas"][0]["metrics"] == {"a": "box:40123"}  # type: ignore[index]

@@ -2,7 +2,14 @@
 
 from __future__ import annotations
 
-from ingest.status import Heartbeat, coverage, decode_heartbeat, encode_heartbeat, report_json, report_text
+from ingest.status import (
+    Heartbeat,
+    decode_heartbeat,
+    encode_heartbeat,
+    heartbeat_view,
+    report_json,
+    report_text,
+)
 
 
 def _hb(worker: str, confirmed: list[str], over: list[str], cap: int | None) -> Heartbeat:
@@ -17,7 +24,7 @@ def test_over_capacity_round_trips_and_is_reported_per_worker() -> None:
     assert decode_heartbeat(encode_heartbeat(full)) == full
     old = decode_heartbeat(b'{"worker_id":"w0","replica":0,"host":"h","pid":1,"started_at":0,"sent_at":1}')
     assert old is not None and old.over_capacity == [] and old.max_channels is None  # older workers
-    [r] = coverage({"a", "b", "c", "d", "e"}, [full, _hb("w2", ["e"], [], None)])
+    [r] = heartbeat_view({"a", "b", "c", "d", "e"}, [full, _hb("w2", ["e"], [], None)])
     assert r.over_capacity == {"w1": 2} and r.capacity == {"w1": 2}
     assert r.uncovered == ["c", "d"]
     j = report_json([r])

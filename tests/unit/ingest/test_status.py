@@ -1,4 +1,4 @@
-"""Heartbeat encoding, staleness and the coverage report (pure)."""
+"""Heartbeat encoding, staleness and the per-replica view from heartbeats (pure)."""
 
 from __future__ import annotations
 
@@ -7,10 +7,10 @@ import json
 from ingest.status import (
     STOPPED,
     Heartbeat,
-    coverage,
     decode_heartbeat,
     encode_heartbeat,
     fresh,
+    heartbeat_view,
     report_json,
     report_text,
     status_key,
@@ -43,14 +43,14 @@ def test_fresh_drops_stale_and_stopped() -> None:
     assert [hb.worker_id for hb in fresh(beats, now_ms=100_000, stale_s=10)] == ["new"]
 
 
-def test_coverage_per_replica_with_owners_and_uncovered() -> None:
+def test_heartbeat_view_per_replica_with_owners_and_uncovered() -> None:
     registered = {"a", "b", "c", "d"}
     beats = [
         _hb("w1", 0, ["a", "b"], [0, 1]),
         _hb("w2", 0, ["c", "d", "zombie"], [2]),
         _hb("w3", 1, ["a"], [0, 1, 2]),
     ]
-    r0, r1 = coverage(registered, beats)
+    r0, r1 = heartbeat_view(registered, beats)
     assert (r0.replica, r0.confirmed, r0.uncovered, r0.ok) == (0, 4, [], True)
     assert r0.owners == {"w1": [0, 1], "w2": [2]}
     assert r0.unregistered_joined == 1
@@ -59,20 +59,20 @@ def test_coverage_per_replica_with_owners_and_uncovered() -> None:
 
 
 def test_an_expected_replica_without_workers_covers_nothing() -> None:
-    [r0, r1] = coverage({"a"}, [_hb("w1", 0, ["a"], [0])], replicas=range(2))
+    [r0, r1] = heartbeat_view({"a"}, [_hb("w1", 0, ["a"], [0])], replicas=range(2))
     assert r0.ok and not r1.ok and r1.uncovered == ["a"] and r1.owners == {}
 
 
 def test_no_heartbeats_at_all_means_replica_zero_uncovered() -> None:
-    [r0] = coverage({"a", "b"}, [])
+    [r0] = heartbeat_view({"a", "b"}, [])
     assert r0.replica == 0 and r0.uncovered == ["a", "b"]
-    [empty] = coverage(set(), [])
+    [empty] = heartbeat_view(set(), [])
     assert empty.ok
 
 
 def test_reports_show_first_twenty_and_count() -> None:
     registered = {f"ch{i:03}" for i in range(25)}
-    report = coverage(registered, [_hb("w1", 0, [], [0, 1, 2, 5])])
+    report = heartbeat_view(registered, [_hb("w1", 0, [], [0, 1, 2, 5])])
     text = report_text(report)
     assert "0/25 channels confirmed, 25 UNCOVERED" in text
     assert "w1: 4 bucket(s) [0-2,5]" in text

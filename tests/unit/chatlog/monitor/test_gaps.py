@@ -2,18 +2,18 @@
 
 from __future__ import annotations
 
-from chatlog.monitor.coverage import CoverageReport, ReplicaReport, Uncovered
 from chatlog.monitor.gaps import GapTally
+from chatlog.monitor.heartbeats import HeartbeatReport, ReplicaReport, Uncovered
 
 
-def _report(now_ms: int, r0: list[str], r1: list[str]) -> CoverageReport:
+def _report(now_ms: int, r0: list[str], r1: list[str]) -> HeartbeatReport:
     def rep(replica: int, uncovered: list[str]) -> ReplicaReport:
         return ReplicaReport(
             replica=replica, registered=10, confirmed=10 - len(uncovered), live_workers=1,
             uncovered=[Uncovered(ch, 0, now_ms) for ch in uncovered],
         )  # fmt: skip
 
-    return CoverageReport(now_ms=now_ms, registered=10, replicas=[rep(0, r0), rep(1, r1)], since={})
+    return HeartbeatReport(now_ms=now_ms, registered=10, replicas=[rep(0, r0), rep(1, r1)], since={})
 
 
 def test_channel_seconds_accumulate_per_group_and_for_all_groups_at_once() -> None:

@@ -1,10 +1,10 @@
-"""The monitor's pure coverage evaluation, its JSON and its Prometheus export (no Kafka)."""
+"""The monitor's pure evaluation of the heartbeats, its JSON and its Prometheus export (no Kafka)."""
 
 from __future__ import annotations
 
 from prometheus_client import generate_latest
 
-from chatlog.monitor.coverage import Channel, evaluate, report_json
+from chatlog.monitor.heartbeats import Channel, evaluate, report_json
 from chatlog.monitor.metrics import MonitorMetrics
 from chatlog.monitor.preflight import broker_url
 from chatlog.monitor.settings import MonitorSettings

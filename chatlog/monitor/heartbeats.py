@@ -1,4 +1,4 @@
-"""The coverage computation of the monitor: pure, no Kafka, no clock of its own.
+"""The monitor's view from heartbeats: pure, no Kafka, no clock of its own.
 
 Inputs are what the faust tables hold (the registry and the latest heartbeat per worker) plus ``now``;
 the output says, per replica, which registered channels no live ingester confirms, since when, and who
@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
-from ingest.status import Heartbeat, coverage, fresh
+from ingest.status import Heartbeat, fresh, heartbeat_view
 
 SinceKey = tuple[int, str]
 """(replica, channel)"""
@@ -72,7 +72,7 @@ class ReplicaReport:
 
 
 @dataclass
-class CoverageReport:
+class HeartbeatReport:
     now_ms: int
     registered: int
     replicas: list[ReplicaReport]
@@ -93,7 +93,7 @@ def evaluate(
     forget_s: float = float("inf"),
     replicas: Iterable[int] = (0,),
     previous_since: Mapping[SinceKey, int] | None = None,
-) -> CoverageReport:
+) -> HeartbeatReport:
     """Per replica: uncovered channels (with since when), live workers, bucket owners, dead workers.
 
     Reported replicas are ``replicas`` (default: replica 0) plus every replica that has a heartbeat
@@ -108,7 +108,7 @@ def evaluate(
     wanted = sorted(set(replicas) | {hb.replica for hb in beats})
     since: dict[SinceKey, int] = {}
     out = []
-    for base in coverage(channels.keys(), live, replicas=wanted):
+    for base in heartbeat_view(channels.keys(), live, replicas=wanted):
         r = base.replica
         dead_here = sorted((hb for hb in dead if hb.replica == r), key=lambda hb: hb.worker_id)
         last_confirmed = _last_confirmed(set(base.uncovered), dead_here)
@@ -138,7 +138,7 @@ def evaluate(
                 events_per_s=base.events_per_s,
             )
         )
-    return CoverageReport(now_ms=now_ms, registered=len(channels), replicas=out, since=since)
+    return HeartbeatReport(now_ms=now_ms, registered=len(channels), replicas=out, since=since)
 
 
 def _last_confirmed(uncovered: set[str], dead: Iterable[Heartbeat]) -> dict[str, int]:
@@ -151,7 +151,9 @@ def _last_confirmed(uncovered: set[str], dead: Iterable[Heartbeat]) -> dict[str,
     return out
 
 
-def report_json(report: CoverageReport, *, limit: int | None = None, ready: bool = True) -> dict[str, object]:
+def report_json(
+    report: HeartbeatReport, *, limit: int | None = None, ready: bool = True
+) -> dict[str, object]:
     """The body of ``GET /coverage``: ``limit`` caps the uncovered channels listed per replica."""
     now = report.now_ms
     return {
