@@ -47,7 +47,7 @@ DIRECT_VARIABLES: Final[Mapping[str, DirectVariable]] = {
         "URL", "Maven Central", "core/maven.py", "The Maven repository the jars come from."
     ),
     "CHATLOG_TEST_KEEP_STACK": DirectVariable(
-        "bool", "unset", "tests/conftest.py", "1: leave a stack the tests started running."
+        "bool", "unset", "tests/fixtures/stack.py", "1: leave a stack the tests started running."
     ),
     "CHATLOG_TEST_CHROMIUM": DirectVariable(
         "path", "/usr/bin/chromium", "tests/browser/conftest.py", "The chromium the browser tests drive."

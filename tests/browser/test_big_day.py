@@ -17,7 +17,8 @@ import pytest
 from playwright.sync_api import Page, expect
 
 from core.testing import chat_events
-from tests.browser.conftest import Keyspace, Served, ms, screenshot, write_events
+from tests.browser.chromium import screenshot
+from tests.browser.served import Keyspace, Served, ms, write_events
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 

@@ -15,7 +15,8 @@ from confluent_kafka import Producer
 from playwright.sync_api import Page, expect
 
 from schemas.chat_event import ChatEvent, encode
-from tests.browser.conftest import Keyspace, Served, event, screenshot, write_events
+from tests.browser.chromium import screenshot
+from tests.browser.served import Keyspace, Served, event, write_events
 
 pytestmark = pytest.mark.integration
 

@@ -20,7 +20,8 @@ from playwright.sync_api import Page, expect
 from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
 from ingest.registry import Registry
-from tests.browser.conftest import Keyspace, Served, event, screenshot, write_events
+from tests.browser.chromium import screenshot
+from tests.browser.served import Keyspace, Served, event, write_events
 
 pytestmark = pytest.mark.integration
 

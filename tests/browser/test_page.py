@@ -11,17 +11,8 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import Browser, Page, expect
 
-from tests.browser.conftest import (
-    EMOTE_CDN,
-    Keyspace,
-    Served,
-    event,
-    ms,
-    new_context,
-    screenshot,
-    write_coverage,
-    write_events,
-)
+from tests.browser.chromium import EMOTE_CDN, new_context, screenshot
+from tests.browser.served import Keyspace, Served, event, ms, write_coverage, write_events
 
 pytestmark = pytest.mark.integration
 

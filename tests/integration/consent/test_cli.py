@@ -14,8 +14,7 @@ from chatlog.cli import erase as erase_cli
 from chatlog.cli import optout as optout_cli
 from consent.settings import ConsentSettings
 from core.errors import ChatlogError
-
-from .conftest import TARGET_ID, Filled, read_tables
+from tests.integration.consent.filled_keyspace import TARGET_ID, Filled, read_tables
 
 pytestmark = pytest.mark.integration
 

@@ -17,8 +17,7 @@ from consent import audit
 from consent.erase import erase
 from consent.records import login_digest
 from core.errors import ChatlogError
-
-from .conftest import TARGET_ID, TARGET_LOGIN, Filled, read_tables
+from tests.integration.consent.filled_keyspace import TARGET_ID, TARGET_LOGIN, Filled, read_tables
 
 pytestmark = pytest.mark.integration
 

@@ -26,7 +26,7 @@ from serve.api.live import live_router
 from serve.live import LiveHub, live_message
 from serve.settings import LiveSettings, ServeSettings
 from sink.settings import SinkSettings
-from tests.integration.serve.conftest import line_event, write
+from tests.integration.serve.events import line_event, write
 from tests.uvicorn_thread import served
 
 pytestmark = pytest.mark.integration

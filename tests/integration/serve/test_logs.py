@@ -13,8 +13,8 @@ from core.errors import ChatlogError
 from schemas.chat_event import ChatEvent
 from serve.logs import format_text
 from sink.settings import SinkSettings
-from tests.integration.serve.conftest import make_events, write
-from tests.integration.serve.test_store import _of_user, _sorted, _story
+from tests.integration.serve.events import make_events, write
+from tests.integration.serve.rename_story import in_read_order, of_user, rename_story
 
 pytestmark = pytest.mark.integration
 
@@ -47,7 +47,7 @@ def events(sink_settings: SinkSettings, monkeypatch: pytest.MonkeyPatch) -> list
 
 
 def test_logs_read_back_in_time_order(events: list[ChatEvent]) -> None:
-    chan1 = _sorted([e for e in events if e.channel == "chan1"])
+    chan1 = in_read_order([e for e in events if e.channel == "chan1"])
     lines = _logs("#chan1").splitlines()
     assert lines == [format_text(e) for e in chan1]
     assert lines[0] == "[2026-11-21 15:03:31] #chan1 user1: message 1"
@@ -71,7 +71,7 @@ def test_logs_read_back_in_time_order(events: list[ChatEvent]) -> None:
 
 
 def test_ranges_reverse_and_limit(events: list[ChatEvent]) -> None:
-    chan1 = _sorted([e for e in events if e.channel == "chan1"])
+    chan1 = in_read_order([e for e in events if e.channel == "chan1"])
     lo, hi = chan1[100].sent_at, chan1[200].sent_at
     window = _logs("chan1", "--since", str(lo), "--until", str(hi), "--format", "ndjson")
     inside = [e.message_id for e in chan1 if lo <= e.sent_at < hi]
@@ -114,10 +114,10 @@ def test_nothing_stored_and_bad_input_are_one_line(events: list[ChatEvent]) -> N
 def test_a_renamed_user_in_a_renamed_channel_is_one_history(
     sink_settings: SinkSettings, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    story = _story()
+    story = rename_story()
     write(sink_settings, story)
     monkeypatch.setenv("CHATLOG_CASSANDRA_KEYSPACE", sink_settings.cassandra_keyspace)
-    expected = [e.message_id for e in _sorted(_of_user(story))]
+    expected = [e.message_id for e in in_read_order(of_user(story))]
     for args in (
         ("oldchan", "--user", "oldname"),
         ("newchan", "--user", "newname"),

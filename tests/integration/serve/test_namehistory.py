@@ -11,8 +11,8 @@ import pytest
 
 from core.settings import StackSettings
 from schemas.chat_event import ChatEvent
-from tests.integration.serve.conftest import line_event
-from tests.integration.serve.test_http_api import Server, serving
+from tests.integration.serve.events import line_event
+from tests.integration.serve.server import Server, serving
 
 pytestmark = pytest.mark.integration
 

@@ -20,7 +20,7 @@ from serve.store.names import IdSeen, NameSeen, channel_ids, channel_names, user
 from sink.executor.cassandra import close_sessions
 from sink.executor.partition import NameCache, WriteStats, write_partition
 from sink.settings import SinkSettings
-from tests.integration.serve.conftest import line_event
+from tests.integration.serve.events import line_event
 
 pytestmark = pytest.mark.integration
 

@@ -19,7 +19,8 @@ from consent.settings import ConsentSettings
 from core.settings import StackSettings
 from serve.api.app import create_app
 from serve.settings import ServeSettings
-from tests.integration.consent.conftest import Filled, fill, optout_topic
+from tests.integration.consent.filled_keyspace import Filled, fill
+from tests.integration.consent.optout_topic import optout_topic
 from tests.uvicorn_thread import served as uvicorn_served
 
 pytestmark = pytest.mark.integration

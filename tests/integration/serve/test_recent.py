@@ -12,7 +12,7 @@ from core.irc_parse import parse_line
 from core.settings import StackSettings
 from schemas.chat_event import ChatEvent
 from serve.api.recent import NOT_JOINED
-from tests.integration.serve.test_http_api import Server, serving
+from tests.integration.serve.server import Server, serving
 
 pytestmark = pytest.mark.integration
 

@@ -16,8 +16,8 @@ from schemas.chat_event import ChatEvent
 from serve.api.errors import ApiError
 from serve.api.search import check_admin
 from serve.settings import ServeSettings
-from tests.integration.serve.conftest import line_event
-from tests.integration.serve.test_http_api import Server, serving
+from tests.integration.serve.events import line_event
+from tests.integration.serve.server import Server, serving
 
 pytestmark = pytest.mark.integration
 

@@ -6,8 +6,6 @@ parse comes back as a line."""
 from __future__ import annotations
 
 import asyncio
-import calendar
-import uuid
 from collections import Counter
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from datetime import UTC, date, datetime
@@ -20,109 +18,27 @@ from core.cql import connect
 from core.testing import chat_events
 from schemas.chat_event import ChatEvent
 from schemas.cql import message_uuid
-from serve.store.cassandra_store import CassandraStore, _order
+from serve.store.cassandra_store import CassandraStore
 from serve.store.protocol import ById, Channel, Named
 from serve.store.row import LogLine
 from sink.executor.rows import DERIVED
 from sink.settings import SinkSettings
-from tests.integration.serve.conftest import line_event, write
+from tests.integration.serve.events import write
+from tests.integration.serve.rename_story import (
+    CHANNEL_KEYS,
+    DAY,
+    T0,
+    in_read_order,
+    of_channel,
+    of_user,
+    rename_story,
+    says,
+)
 
 pytestmark = pytest.mark.integration
 
 T = TypeVar("T")
-HOUR = 3_600_000
-DAY = 24 * HOUR
-T0 = calendar.timegm((2026, 1, 30, 12, 0, 0)) * 1000  # the story runs from January into February
 FAR = 253_402_300_799_999
-CHANNEL_KEYS = {"500", "login:oldchan", "login:newchan"}
-USER_KEYS = {"1001", "login:oldname", "login:newname"}
-
-
-def _user(at: int) -> str:
-    return "oldname" if at < T0 + DAY else "newname"
-
-
-def _channel(at: int) -> str:
-    return "oldchan" if at < T0 + 2 * DAY else "newchan"
-
-
-def _says(at: int, login: str, user_id: str | None, text: str, *, channel: str | None = None) -> ChatEvent:
-    room = None if channel is not None else "500"
-    return line_event(
-        "PRIVMSG",
-        channel or _channel(at),
-        at,
-        login=login,
-        text=text,
-        user_id=user_id,
-        room_id=room,
-        message_id=str(uuid.uuid4()) if user_id else None,
-        display_name=login.capitalize(),
-    )
-
-
-def _story() -> list[ChatEvent]:
-    """User 1001 is `oldname` for a day, then `newname`; channel 500 is `oldchan` for two days, then
-    `newchan`; 6 days from 2026-01-30 into February. Besides: another user, a plain IRC user and lines of
-    1001 without ids, timeouts and a deleted message of 1001, a burst of 300 lines in one bucket, lines of
-    two keys at the same millisecond, and 1001 in another channel."""
-    out = []
-    for k in range(24):
-        at = T0 + k * 6 * HOUR + 1234
-        out.append(_says(at, _user(at), "1001", f"u{k}"))
-        out.append(_says(at + 1000, "other", "2002", f"o{k}"))
-        if k % 4 == 0:  # a plain IRC line (no room-id, no user-id): keyed by logins
-            out.append(_says(at + 2000, "ircuser", None, f"irc{k}", channel=_channel(at)))
-        if k % 5 == 0:  # a timeout of 1001 (no sender: in 1001's rows by target-user-id)
-            out.append(
-                line_event(
-                    "CLEARCHAT",
-                    _channel(at),
-                    at + 3000,
-                    text=_user(at),
-                    user_id="1001",
-                    room_id="500",
-                    extra={"ban-duration": "60"},
-                )
-            )
-        if k == 10:  # a deleted message of 1001 (its `login` tag, no id: keyed login:<name>)
-            out.append(
-                line_event(
-                    "CLEARMSG",
-                    _channel(at),
-                    at + 4000,
-                    login=_user(at),
-                    text="u9",
-                    message_id=str(uuid.uuid4()),
-                )
-            )
-        if k == 15:  # 1001 through a plain IRC server: its login only
-            out.append(_says(at + 5000, _user(at), None, f"plain{k}", channel=_channel(at)))
-        if k % 6 == 1:
-            out.append(
-                line_event(
-                    "PRIVMSG", "elsewhere", at, login=_user(at), text="away", user_id="1001", room_id="600"
-                )
-            )
-    burst = T0 + 3 * DAY + 10 * 60_000  # a bucket's start: 300 lines in 150 s, more than one IN query
-    out += [_says(burst + i * 500, "newname", "1001", f"burst{i}") for i in range(300)]
-    tie = T0 + 4 * DAY + 777  # one millisecond, two keys: Twitch uuids (v4) and a hashed id (v5)
-    out += [_says(tie, "other", "2002", "tie a"), _says(tie, "other", "2002", "tie b")]
-    out.append(_says(tie, "ircuser", None, "tie plain", channel="newchan"))
-    return out
-
-
-def _sorted(events: list[ChatEvent], *, reverse: bool = False) -> list[ChatEvent]:
-    ordered = sorted(events, key=lambda e: _order(e.sent_at, message_uuid(e.message_id)), reverse=reverse)
-    return [msgspec.structs.replace(e, ingester=None) for e in ordered]
-
-
-def _of_channel(events: list[ChatEvent]) -> list[ChatEvent]:
-    return [e for e in events if DERIVED["channel_key"](e) in CHANNEL_KEYS]
-
-
-def _of_user(events: list[ChatEvent]) -> list[ChatEvent]:
-    return [e for e in _of_channel(events) if DERIVED["user_key"](e) in USER_KEYS]
 
 
 @pytest.fixture
@@ -159,7 +75,7 @@ async def _all(lines: AsyncIterator[LogLine]) -> list[ChatEvent]:
 
 @pytest.fixture
 def story(sink_settings: SinkSettings, session: Any) -> list[ChatEvent]:
-    events = _story()
+    events = rename_story()
     write(sink_settings, events)
     return events
 
@@ -171,7 +87,7 @@ USERS: list[Named] = ["oldname", "NEWNAME", ById("1001", "newname")]
 def test_a_channel_reads_the_same_bucket_by_bucket_and_in_bucket_runs(
     story: list[ChatEvent], session: Any
 ) -> None:
-    expected = _sorted(_of_channel(story))
+    expected = in_read_order(of_channel(story))
 
     async def main() -> list[list[ChatEvent]]:
         out = []
@@ -207,7 +123,7 @@ class _Recorded:
 
 
 def test_a_channel_streams_in_pages_that_grow(story: list[ChatEvent], session: Any) -> None:
-    expected = _sorted(_of_channel(story))
+    expected = in_read_order(of_channel(story))
     recorded = _Recorded(session)
 
     async def main() -> tuple[list[ChatEvent], list[int], list[ChatEvent], list[int]]:
@@ -238,7 +154,7 @@ def test_whether_a_channel_is_logged_is_asked_once_per_key_within_the_cache_time
         return [await cached.latest_day("newchan") for _ in range(3)] + [await cached.latest_day("nochan")]
 
     days = asyncio.run(main())
-    latest = max(e.sent_at for e in _of_channel(story))
+    latest = max(e.sent_at for e in of_channel(story))
     assert days == [datetime.fromtimestamp(latest / 1000, UTC).date()] * 3 + [None]
     # newchan: its id's key and both its logins' (CHANNEL_KEYS); nochan: its login's; each asked once
     assert sum("FROM chat_buckets" in cql and "DESC" in cql for cql in recorded.sent) == len(CHANNEL_KEYS) + 1
@@ -247,7 +163,7 @@ def test_whether_a_channel_is_logged_is_asked_once_per_key_within_the_cache_time
 def test_a_renamed_channel_is_one_history_by_id_and_by_either_name(
     story: list[ChatEvent], session: Any
 ) -> None:
-    expected = _sorted(_of_channel(story))
+    expected = in_read_order(of_channel(story))
     assert len(expected) == 364 and {e.channel for e in expected} == {"oldchan", "newchan"}
     assert sum(e.channel_id is None for e in expected) >= 7  # the plain IRC lines, keyed by login
 
@@ -264,7 +180,7 @@ def test_a_renamed_channel_is_one_history_by_id_and_by_either_name(
 
 
 def test_a_renamed_user_is_one_history_by_id_and_by_either_name(story: list[ChatEvent], session: Any) -> None:
-    expected = _sorted(_of_user(story))
+    expected = in_read_order(of_user(story))
     kinds = Counter(e.kind for e in expected)
     assert kinds == {"PRIVMSG": 24 + 300 + 1, "CLEARCHAT": 5, "CLEARMSG": 1}
     assert {e.user_login for e in expected} == {"oldname", "newname", None}
@@ -285,7 +201,7 @@ def test_a_renamed_user_is_one_history_by_id_and_by_either_name(story: list[Chat
 
 
 def test_a_timeout_is_in_the_log_of_the_user_it_names(story: list[ChatEvent], session: Any) -> None:
-    timeouts = _sorted([e for e in _of_channel(story) if e.kind == "CLEARCHAT"])
+    timeouts = in_read_order([e for e in of_channel(story) if e.kind == "CLEARCHAT"])
     got = _run(session, lambda s: _all(s.user_lines("newchan", "oldname", 0, FAR)))
     assert [e for e in got if e.kind == "CLEARCHAT"] == timeouts
     assert [e.text for e in timeouts] == ["oldname", "newname", "newname", "newname", "newname"]
@@ -294,8 +210,8 @@ def test_a_timeout_is_in_the_log_of_the_user_it_names(story: list[ChatEvent], se
 
 
 def test_ranges_reverse_and_paging(story: list[ChatEvent], session: Any) -> None:
-    channel = _sorted(_of_channel(story))
-    user = _sorted(_of_user(story))
+    channel = in_read_order(of_channel(story))
+    user = in_read_order(of_user(story))
     lo, hi = channel[40].sent_at, channel[350].sent_at  # across the burst and the month's end
 
     async def body(store: CassandraStore) -> tuple[list[ChatEvent], ...]:
@@ -317,8 +233,8 @@ def test_ranges_reverse_and_paging(story: list[ChatEvent], session: Any) -> None
 
 
 def test_names_days_months_counts_senders_and_random_picks(story: list[ChatEvent], session: Any) -> None:
-    channel = _of_channel(story)
-    user = _of_user(story)
+    channel = of_channel(story)
+    user = of_user(story)
 
     async def body(store: CassandraStore) -> dict[str, Any]:
         pick = await store.random_channel_event("oldchan")
@@ -363,11 +279,11 @@ def test_chat_events_read_back_by_login_and_id(sink_settings: SinkSettings, sess
     every key is a login)."""
     events = chat_events(900, channels=2, now_ms=T0, ids=ids)
     write(sink_settings, events)
-    chan0 = _sorted([e for e in events if e.channel == "chan0"])
-    user5 = _sorted(
+    chan0 = in_read_order([e for e in events if e.channel == "chan0"])
+    user5 = in_read_order(
         [e for e in events if e.channel == "chan0" and DERIVED["user_key"](e) in ("1005", "login:user5")]
     )
-    user3 = _sorted([e for e in events if e.channel == "chan0" and e.user_login == "user3"])
+    user3 = in_read_order([e for e in events if e.channel == "chan0" and e.user_login == "user3"])
     assert {"CLEARCHAT"} <= {e.kind for e in user5} and "CLEARMSG" in {e.kind for e in user3}
 
     async def body(store: CassandraStore) -> list[list[ChatEvent]]:
@@ -401,7 +317,7 @@ def test_a_stored_line_that_does_not_parse_comes_back(sink_settings: SinkSetting
         received_at=T0 + 5,
         raw="this is not irc",
     )
-    fine = _says(T0 + 1, "someone", None, "a real line", channel="weird")
+    fine = says(T0 + 1, "someone", None, "a real line", channel="weird")
     write(sink_settings, [foreign, fine])
 
     async def body(store: CassandraStore) -> tuple[list[ChatEvent], list[ChatEvent], Any]:

@@ -21,7 +21,7 @@ from core.testing import twitch_event
 from schemas.chat_event import ChatEvent
 from sink.driver import backfill, stream
 from sink.settings import SinkSettings
-from tests.integration.sink.conftest import make_events, message_ids, produce, uuids
+from tests.integration.sink.records import make_events, message_ids, produce, uuids
 
 pytestmark = pytest.mark.integration
 

@@ -23,7 +23,7 @@ from ingest.settings import IngestSettings
 from ingest.worker import Worker
 from schemas import chat_event
 from schemas.chat_event import ChatEvent
-from tests.unit.ingest.test_worker import CHANNELS, MetricsDouble, PoolDouble, WatchDouble
+from tests.unit.ingest.worker_doubles import CHANNELS, MetricsDouble, PoolDouble, WatchDouble
 
 T0 = 1_700_000_000_000
 CODE = "abcdefgh"

@@ -21,7 +21,7 @@ from serve.formats import (
     timestamp,
 )
 from serve.store.row import LogLine
-from tests.unit.serve.store.test_row import _every_event, _stored_lines
+from tests.unit.serve.store.stored_lines import every_event, stored_lines
 
 # rustlog's parse_old_message example: a PRIVMSG of Snusbot in #forsen at 1489263601000.
 SNUSBOT_RAW = (
@@ -123,9 +123,9 @@ def test_message_types_and_timestamps() -> None:
 
 
 def test_a_stored_lines_text_line_is_its_events_whether_read_the_short_way_or_parsed() -> None:
-    events = _every_event()
+    events = every_event()
     assert len(events) >= 600  # 600 written; the real lines too where ../shared is here
-    for event, line in _stored_lines(events):
+    for event, line in stored_lines(events):
         assert log_text_line(line) == text_line(event), event.raw
         assert line_text(line) == friendly_text(event), event.raw
 

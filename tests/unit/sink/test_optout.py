@@ -23,7 +23,7 @@ from schemas.chat_event import ChatEvent, encode
 from sink.driver.optouts import OptOutFollower
 from sink.executor.partition import Collaborators, IndexCache, NameCache, WriteStats, write_partition
 from sink.settings import SinkSettings
-from tests.unit.sink.executor.test_partition import _Cassandra
+from tests.unit.sink.executor.partition_doubles import CassandraDouble
 
 T0 = 1_700_000_000_000
 
@@ -63,7 +63,7 @@ def test_write_partition_writes_no_row_of_an_opted_out_user_and_counts_them() ->
         _event(user_id="43", login="carol", room_id="600", n=4),
     ]
     records = [(encode(e), 0, i) for i, e in enumerate(events)]
-    cassandra = _Cassandra()
+    cassandra = CassandraDouble()
     optouts = OptOutSet(users=frozenset({"42"}), channels=frozenset({"600"}))
     settings = SinkSettings()  # type: ignore[call-arg]
     stats = write_partition(

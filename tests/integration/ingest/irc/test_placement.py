@@ -13,7 +13,7 @@ from core.irc_parse import parse_line
 from core.settings import StackSettings, load
 from core.testing import eventually
 from ingest.irc import IrcPool, PoolSettings
-from tests.integration.ingest.irc.test_pool import Observer, pool_nicks, run
+from tests.integration.ingest.irc.observer import Observer, pool_nicks, run
 
 pytestmark = pytest.mark.integration
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Awaitable, Callable
 from typing import Any
 
 import pytest
@@ -12,74 +11,9 @@ import pytest
 from core.settings import StackSettings, load
 from core.testing import eventually
 from ingest.irc import IrcPool, PoolSettings
+from tests.integration.ingest.irc.observer import Observer, pool_nicks, run
 
 pytestmark = pytest.mark.integration
-
-
-class Observer:
-    """A plain IRC client on its own socket: asks NAMES, joins and talks like an outside user."""
-
-    def __init__(self, nick: str) -> None:
-        self.nick = nick
-        self._reader: asyncio.StreamReader | None = None
-        self._writer: asyncio.StreamWriter | None = None
-
-    async def connect(self, host: str, port: int) -> None:
-        self._reader, self._writer = await asyncio.open_connection(host, port, limit=1 << 20)
-        self.send(f"NICK {self.nick}", "USER obs 0 * :observer")
-        await self._until(lambda parts: parts[1] == "001")
-
-    def send(self, *lines: str) -> None:
-        assert self._writer is not None
-        self._writer.write("".join(f"{line}\r\n" for line in lines).encode())
-
-    async def _until(self, done: Callable[[list[str]], bool]) -> list[list[str]]:
-        assert self._reader is not None
-        seen: list[list[str]] = []
-        while True:
-            raw = await asyncio.wait_for(self._reader.readline(), 30)
-            if not raw:
-                raise ConnectionError("observer connection closed")
-            line = raw.decode().rstrip("\r\n")
-            if line.startswith("@"):
-                line = line.split(" ", 1)[1]
-            if line.startswith("PING"):
-                self.send("PONG" + line[4:])
-                continue
-            parts = line.split(" ")
-            seen.append(parts)
-            if len(parts) > 1 and done(parts):
-                return seen
-
-    async def names(self, channels: list[str]) -> dict[str, list[str]]:
-        """Members of each channel by NAMES (353 lines until 366 for the last one)."""
-        members: dict[str, list[str]] = {ch: [] for ch in channels}
-        self.send(*(f"NAMES #{ch}" for ch in channels))
-        last = f"#{channels[-1]}"
-        for parts in await self._until(lambda p: p[1] == "366" and p[3].lower() == last):
-            if parts[1] == "353":
-                ch = parts[4].lstrip("#").lower()
-                names = [n.lstrip(":@+") for n in parts[5:] if n.lstrip(":@+")]
-                members[ch].extend(names)
-        return members
-
-    async def join(self, channels: list[str]) -> None:
-        self.send(f"JOIN {','.join('#' + ch for ch in channels)}")
-        last = f"#{channels[-1]}"
-        await self._until(lambda p: p[1] == "366" and p[3].lower() == last)
-
-    async def close(self) -> None:
-        if self._writer is not None:
-            self.send("QUIT :bye")
-            self._writer.close()
-
-
-def pool_nicks(members: list[str], worker: str) -> list[str]:
-    return [n for n in members if n.startswith(f"{worker}-")]
-
-
-def run(body: Callable[[], Awaitable[None]]) -> None:
-    asyncio.run(asyncio.wait_for(body(), 240))
 
 
 def test_pool_joins_parts_reads_and_recovers_on_inspircd(stack: StackSettings, unique: str) -> None:

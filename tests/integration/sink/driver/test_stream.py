@@ -14,15 +14,15 @@ from sink.driver import backfill, stream
 from sink.driver.dedup_mode import checkpoint_mode
 from sink.driver.progress import Metrics
 from sink.settings import SinkSettings
-from tests.integration.sink.conftest import (
+from tests.integration.sink.records import (
     count,
     dead_letters,
-    free_port,
     make_events,
     message_ids,
     produce,
     uuids,
 )
+from tests.uvicorn_thread import free_port
 
 pytestmark = pytest.mark.integration
 

@@ -12,7 +12,7 @@ import pytest
 
 from core.settings import PROJECT_ROOT
 from sink.settings import SinkSettings
-from tests.integration.sink.conftest import count, dead_letters, make_events, message_ids, produce, uuids
+from tests.integration.sink.records import count, dead_letters, make_events, message_ids, produce, uuids
 
 pytestmark = pytest.mark.integration
 CHATLOG = str(PROJECT_ROOT / ".venv" / "bin" / "chatlog")

@@ -13,7 +13,7 @@ from schemas.chat_event import ChatEvent, encode
 from sink.executor import partition as writer
 from sink.executor.cassandra import close_sessions
 from sink.settings import SinkSettings
-from tests.integration.sink.conftest import count, dead_letters, make_events
+from tests.integration.sink.records import count, dead_letters, make_events
 
 pytestmark = pytest.mark.integration
 

@@ -14,28 +14,11 @@ from typing import Any
 import pytest
 from prometheus_client import REGISTRY
 
-from core.settings import load
-from ingest.irc import IrcPool, PoolSettings
+from ingest.irc import IrcPool
 from ingest.irc.testing import FakeClient, FakeIrcServer
+from tests.unit.ingest.irc.pool_settings import settings
 
 Body = Callable[[FakeIrcServer, IrcPool, list[str]], Awaitable[None]]
-
-
-def settings(port: int, **overrides: Any) -> PoolSettings:
-    base: dict[str, Any] = {
-        "irc_host": "127.0.0.1",
-        "irc_port": port,
-        "irc_tls": False,
-        "irc_flavor": "ircv3",
-        "irc_join_rate": 1000,
-        "irc_join_ack_timeout_s": 0.3,
-        "irc_ping_interval_s": 30.0,
-        "irc_ping_timeout_s": 5.0,
-        "irc_reconnect_backoff_min_s": 0.05,
-        "irc_reconnect_backoff_max_s": 0.2,
-        "irc_connect_timeout_s": 5.0,
-    }
-    return load(PoolSettings, **(base | overrides))
 
 
 def run_pool(body: Body, *, wanted: set[str], worker: str = "w1", **overrides: Any) -> list[str]:

@@ -9,7 +9,7 @@ from typing import Any
 
 from ingest.irc import IrcPool
 from ingest.irc.testing import FakeIrcServer
-from tests.unit.ingest.irc.test_pool import settings
+from tests.unit.ingest.irc.pool_settings import settings
 
 
 def test_capacity_joins_at_most_max_channels_and_reports_the_rest() -> None:

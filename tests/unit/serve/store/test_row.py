@@ -4,54 +4,32 @@ parse comes back as a line, never as an exception."""
 
 from __future__ import annotations
 
-import json
 import uuid
-from pathlib import Path
-from typing import Any
 
 import msgspec
 import pytest
 
-from core.irc_parse import MalformedLine, parse_line
+from core.irc_parse import parse_line
 from core.testing import chat_events, twitch_line
 from schemas.chat_event import ChatEvent
-from schemas.cql import message_uuid
 from schemas.stored_line import strip
 from serve.store.row import UNKNOWN_KIND, LogLine, stored_event, stored_sender
+from tests.unit.serve.store.stored_lines import (
+    NOW,
+    PEER_LINES,
+    T,
+    events_of_peer_lines,
+    every_event,
+    stored_lines,
+    stored_row,
+)
 
-PEER_LINES = Path(__file__).resolve().parents[5] / "shared" / "testdata" / "twitch_peer_lines.jsonl"
-NOW = 1_900_000_000_000  # a receive time after every real line's tmi-sent-ts
 EARLY = 1_500_000_000_000  # before some lines' tmi-sent-ts by more than a day: those are implausible
-T = 1_795_273_445_000
-
-
-def _peer_lines() -> list[dict[str, Any]]:
-    if not PEER_LINES.exists():
-        return []
-    return [json.loads(line) for line in PEER_LINES.read_text(encoding="utf-8").splitlines() if line.strip()]
-
-
-def _row(event: ChatEvent) -> tuple[str, uuid.UUID, int, int]:
-    """The (line, message_id, sent_at, received_at) the sink stores for ``event`` (sink/executor/rows.py)."""
-    key = message_uuid(event.message_id)
-    return strip(event.raw, key, event.sent_at), key, event.sent_at, event.received_at
 
 
 def _derived(event: ChatEvent) -> ChatEvent:
-    line, key, sent_at, received_at = _row(event)
+    line, key, sent_at, received_at = stored_row(event)
     return stored_event(line, key, sent_at, received_at, event.channel)
-
-
-def _events_of_peer_lines(received_at: int) -> list[tuple[str, ChatEvent]]:
-    out = []
-    for item in _peer_lines():
-        try:
-            event = parse_line(item["raw"], received_at=received_at, ingester="r1")
-        except MalformedLine:
-            continue
-        if event is not None:
-            out.append((item["source"], event))
-    return out
 
 
 def test_every_real_twitch_event_is_derived_again_but_for_the_ingester() -> None:
@@ -59,18 +37,18 @@ def test_every_real_twitch_event_is_derived_again_but_for_the_ingester() -> None
         pytest.skip(f"{PEER_LINES} is not here")
     checked = 0
     for received_at in (NOW, EARLY):
-        for source, event in _events_of_peer_lines(received_at):
+        for source, event in events_of_peer_lines(received_at):
             assert _derived(event) == msgspec.structs.replace(event, ingester=None), source
             checked += 1
     assert checked >= 200
-    assert any("chatlog-bad-sent-ts" in e.tags for _, e in _events_of_peer_lines(EARLY))
+    assert any("chatlog-bad-sent-ts" in e.tags for _, e in events_of_peer_lines(EARLY))
 
 
 def test_without_a_stored_receive_time_the_send_time_stands_in() -> None:
     if not PEER_LINES.exists():
         pytest.skip(f"{PEER_LINES} is not here")
-    for source, event in _events_of_peer_lines(NOW):
-        line, key, sent_at, _ = _row(event)
+    for source, event in events_of_peer_lines(NOW):
+        line, key, sent_at, _ = stored_row(event)
         got = stored_event(line, key, sent_at, None, event.channel)
         assert got == msgspec.structs.replace(event, received_at=event.sent_at, ingester=None), source
 
@@ -83,7 +61,7 @@ def test_every_kind_chatlog_writes_is_derived_again(ids: bool) -> None:
         assert _derived(event) == msgspec.structs.replace(event, ingester=None)
     # the lines with a Twitch uuid id are stored without it, and it comes back from the key
     stripped = [e for e in events if e.tags.get("id")]
-    assert all(e.message_id not in _row(e)[0] for e in stripped) and (len(stripped) > 300) == ids
+    assert all(e.message_id not in stored_row(e)[0] for e in stripped) and (len(stripped) > 300) == ids
 
 
 def test_an_action_with_escapes_and_an_odd_id_round_trips() -> None:
@@ -100,11 +78,11 @@ def test_an_action_with_escapes_and_an_odd_id_round_trips() -> None:
     )
     event = parse_line(line, received_at=T + 3, ingester="x")
     assert event is not None and event.is_action and event.display_name == "B o;b\\"
-    assert "id=NOT-A-UUID;" in _row(event)[0]  # not the uuid's text: kept in the line
+    assert "id=NOT-A-UUID;" in stored_row(event)[0]  # not the uuid's text: kept in the line
     assert _derived(event) == msgspec.structs.replace(event, ingester=None)
     # a line whose id tags are empty is stored verbatim (`!` + line) and parsed again the same
     empty = parse_line("@id=;tmi-sent-ts= :a!a@a PRIVMSG #chan :empty ids", received_at=T, ingester="x")
-    assert empty is not None and _row(empty)[0] == "!" + empty.raw
+    assert empty is not None and stored_row(empty)[0] == "!" + empty.raw
     assert _derived(empty) == msgspec.structs.replace(empty, ingester=None)
 
 
@@ -139,11 +117,11 @@ def test_a_line_that_is_no_event_comes_back_as_itself(line: str, kind: str) -> N
 
 
 def test_the_sender_scan_agrees_with_the_derived_event() -> None:
-    peer = [e for _, e in _events_of_peer_lines(NOW)]  # none in a clone without ../shared
+    peer = [e for _, e in events_of_peer_lines(NOW)]  # none in a clone without ../shared
     assert not PEER_LINES.exists() or len(peer) > 100
     events = peer + chat_events(300, channels=2, now_ms=T) + chat_events(300, channels=2, now_ms=T, ids=False)
     for event in events:
-        line, key, sent_at, received_at = _row(event)
+        line, key, sent_at, received_at = stored_row(event)
         derived = stored_event(line, key, sent_at, received_at, event.channel)
         assert stored_sender(line) == (derived.user_login, derived.user_id), event.raw
     assert stored_sender("!" + ":Nick!n@h PRIVMSG #c :x") == ("nick", None)
@@ -166,19 +144,9 @@ def test_a_record_whose_line_has_no_time_keeps_the_rows_sent_at() -> None:
     )
 
 
-def _stored_lines(events: list[ChatEvent]) -> list[tuple[ChatEvent, LogLine]]:
-    return [(event, LogLine(*_row(event), event.channel)) for event in events]
-
-
-def _every_event() -> list[ChatEvent]:
-    """The real Twitch lines' events and every kind chatlog's tests write, with and without ids."""
-    written = [e for ids in (True, False) for e in chat_events(300, channels=3, now_ms=T, ids=ids)]
-    return [e for _, e in _events_of_peer_lines(NOW)] + written
-
-
 def test_a_log_line_gives_its_raw_line_and_chat_text_without_a_parse_and_the_event_with_one() -> None:
     answered = 0
-    for event, line in _stored_lines(_every_event()):
+    for event, line in stored_lines(every_event()):
         raw, chat = line.raw, line.chat()
         assert line._event is None  # neither parsed
         assert raw == event.raw

@@ -5,18 +5,16 @@ name (user id and login, channel id and login) is written at most once per hour 
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Hashable, Sequence
 from typing import Any
 
 import pytest
 
 from schemas.chat_event import ChatEvent, decode, encode
-from sink.executor.cassandra import Item, Reject
+from sink.executor.cassandra import Reject
 from sink.executor.dedup import ID_BYTES, id_of, id_set
 from sink.executor.partition import Collaborators, IndexCache, NameCache, WriteStats, write_partition
-from sink.executor.rows import EventRows, TableRows
 from sink.settings import SinkSettings
-from tests.unit.sink.executor.test_rows import LIVE_COLUMNS
+from tests.unit.sink.executor.partition_doubles import CassandraDouble, DeadLettersDouble, NameBound
 
 
 def test_a_written_key_is_fresh_until_the_refresh_period_ends() -> None:
@@ -46,94 +44,6 @@ def test_the_cache_is_bounded() -> None:
 # -- write_partition with its collaborators passed in (no Cassandra, no Kafka) ----------------------------
 
 
-class _Bound:
-    """A bound insert: its cells, TTL and routing key."""
-
-    def __init__(self, table: str, cells: Sequence[Any], ttl: bytes) -> None:
-        self.table = table
-        self.cells = tuple(cells)
-        self.ttl = ttl
-        self.routing_key = repr((table, self.cells[:2])).encode()
-
-
-class _Table:
-    def __init__(self, rows: TableRows) -> None:
-        self.rows = rows
-
-    def bind(self, cells: Sequence[Any], ttl: bytes) -> _Bound:
-        return _Bound(self.rows.table, cells, ttl)
-
-
-class _NameBound:
-    """A bound name-history insert: which cell, of which row, seen when, with which TTL."""
-
-    def __init__(self, table: str, column: str, key: Sequence[str], sent_at: int, ttl: bytes) -> None:
-        self.table, self.column, self.key, self.sent_at, self.ttl = table, column, tuple(key), sent_at, ttl
-        self.cells = self.key
-        self.routing_key = repr((table, self.key[0])).encode()
-
-
-class _Names:
-    def bind(self, table: str, key: Sequence[str], sent_at: int, ttl: bytes) -> tuple[_NameBound, _NameBound]:
-        return (
-            _NameBound(table, "first_seen", key, sent_at, ttl),
-            _NameBound(table, "last_seen", key, sent_at, ttl),
-        )
-
-
-class _Cassandra:
-    """The writer's side of Cassandra: keeps what it is sent; rejects, as Cassandra would, every
-    statement whose message id is in ``invalid``."""
-
-    keyspace = "ks"
-
-    def __init__(self, invalid: frozenset[str] = frozenset()) -> None:
-        self._rows = EventRows(LIVE_COLUMNS)
-        self.tables = [_Table(t) for t in self._rows.tables]
-        self.names = _Names()
-        self.invalid = invalid
-        self.sent: list[Item] = []
-        self.finished = 0
-
-    def cells(self, event: ChatEvent) -> list[Any]:
-        return list(self._rows.values(event))
-
-    def ttl(self, seconds: int) -> bytes:
-        return seconds.to_bytes(4, "big")
-
-    def replicas(self, routing_key: bytes) -> Hashable:
-        return ()
-
-    def submit(self, chunk: Sequence[Item]) -> None:
-        self.sent.extend(chunk)
-
-    def finish(self, reject: Reject) -> tuple[int, int]:
-        self.finished += 1
-        bad = [i for i in self.sent if i.statement.cells and i.origin and self._rejected(i)]
-        if bad:
-            reject(bad, ValueError("Key length of 102400 is longer than maximum of 65535"))
-        return 0, len(self.sent)
-
-    def _rejected(self, item: Item) -> bool:
-        event = decode(bytes(item.origin[0]))
-        return event.message_id in self.invalid
-
-    def tables_written(self) -> Counter[str]:
-        return Counter(i.partition[0] for i in self.sent)
-
-
-class _DeadLetters:
-    def __init__(self) -> None:
-        self.sent: list[tuple[bytes | None, str, str]] = []
-        self.flushes = 0
-
-    def send(self, value: bytes | None, reason: str, source: str) -> None:
-        self.sent.append((value, reason, source))
-
-    def flush(self) -> None:
-        self.flushes += 1
-
-
 def _event(n: int, **fields: Any) -> ChatEvent:
     base: dict[str, Any] = {
         "message_id": f"m{n}", "kind": "PRIVMSG", "channel": "chan", "user_login": "alice", "text": "hi",
@@ -147,7 +57,7 @@ SETTINGS = SinkSettings(cassandra_ttl_s=86_400, topic_messages="chat.messages") 
 
 
 def test_valid_events_become_rows_and_invalid_records_dead_letters_with_their_position() -> None:
-    cassandra, letters = _Cassandra(), _DeadLetters()
+    cassandra, letters = CassandraDouble(), DeadLettersDouble()
     records: list[tuple[bytes | None, int, int]] = [
         (encode(_event(1)), 0, 10),
         (b"not json", 0, 11),
@@ -173,7 +83,7 @@ def test_valid_events_become_rows_and_invalid_records_dead_letters_with_their_po
 
 
 def test_without_a_dead_letter_sink_invalid_records_are_only_counted() -> None:
-    cassandra = _Cassandra()
+    cassandra = CassandraDouble()
     stats = write_partition(
         [(b"{}", 0, 1)], SETTINGS, Collaborators(cassandra, None), index_cache=IndexCache()
     )
@@ -182,7 +92,7 @@ def test_without_a_dead_letter_sink_invalid_records_are_only_counted() -> None:
 
 
 def test_a_record_cassandra_rejects_becomes_a_dead_letter_and_not_an_event() -> None:
-    cassandra, letters = _Cassandra(invalid=frozenset({"m2"})), _DeadLetters()
+    cassandra, letters = CassandraDouble(invalid=frozenset({"m2"})), DeadLettersDouble()
     records = [(encode(_event(n)), 0, n) for n in (1, 2, 3)]
 
     stats = write_partition(records, SETTINGS, Collaborators(cassandra, letters), index_cache=IndexCache())
@@ -196,7 +106,7 @@ def test_a_record_cassandra_rejects_becomes_a_dead_letter_and_not_an_event() -> 
 
 def test_a_fresh_index_row_is_not_written_again() -> None:
     cache = IndexCache(refresh_s=300)
-    first, second = _Cassandra(), _Cassandra()
+    first, second = CassandraDouble(), CassandraDouble()
     write_partition([(encode(_event(1)), 0, 1)], SETTINGS, Collaborators(first, None), index_cache=cache)
     write_partition([(encode(_event(2)), 0, 2)], SETTINGS, Collaborators(second, None), index_cache=cache)
     assert first.tables_written()["chat_buckets"] == 1
@@ -217,8 +127,8 @@ def _named(n: int, at: int, **fields: Any) -> ChatEvent:
     return _event(n, **base)
 
 
-def _write(events: list[ChatEvent], cache: NameCache, settings: SinkSettings = SETTINGS) -> _Cassandra:
-    cassandra = _Cassandra()
+def _write(events: list[ChatEvent], cache: NameCache, settings: SinkSettings = SETTINGS) -> CassandraDouble:
+    cassandra = CassandraDouble()
     records = [(encode(e), 0, i) for i, e in enumerate(events)]
     write_partition(
         records, settings, Collaborators(cassandra, None), index_cache=IndexCache(), name_cache=cache
@@ -226,11 +136,11 @@ def _write(events: list[ChatEvent], cache: NameCache, settings: SinkSettings = S
     return cassandra
 
 
-def _names(cassandra: _Cassandra) -> list[tuple[str, str, tuple[str, ...], int]]:
+def _names(cassandra: CassandraDouble) -> list[tuple[str, str, tuple[str, ...], int]]:
     return [
         (b.table, b.column, b.key, b.sent_at)
         for b in (i.statement for i in cassandra.sent)
-        if isinstance(b, _NameBound)
+        if isinstance(b, NameBound)
     ]
 
 
@@ -308,7 +218,7 @@ def test_a_channel_id_alone_writes_only_the_channel_and_no_display_name_is_an_em
 
 
 def test_names_are_marked_written_only_once_the_partition_is_written() -> None:
-    class _Failing(_Cassandra):
+    class _Failing(CassandraDouble):
         def finish(self, reject: Reject) -> tuple[int, int]:
             raise RuntimeError("Cassandra is down")
 
@@ -337,14 +247,14 @@ def test_name_rows_outlive_the_data_by_an_hour_and_the_cache_is_bounded() -> Non
 # -- the writer's deduplication (sink_dedup=writer) ---------------------------------------------------------
 
 
-def _written_ids(cassandra: _Cassandra) -> list[str]:
+def _written_ids(cassandra: CassandraDouble) -> list[str]:
     return [
         decode(bytes(i.origin[0])).message_id for i in cassandra.sent if i.partition[0] == "chat_by_channel"
     ]
 
 
 def test_the_writer_drops_copies_in_its_records_and_of_the_recent_ids() -> None:
-    cassandra = _Cassandra()
+    cassandra = CassandraDouble()
     earlier = id_of("m1")  # written by an earlier batch of the window
     records = [(encode(_event(n)), 0, i) for i, n in enumerate((1, 2, 3, 2, 4, 3, 2))]
 
@@ -359,7 +269,7 @@ def test_the_writer_drops_copies_in_its_records_and_of_the_recent_ids() -> None:
 
 
 def test_without_recent_ids_every_copy_is_written_and_no_id_is_kept() -> None:
-    cassandra = _Cassandra()
+    cassandra = CassandraDouble()
     records = [(encode(_event(1)), 0, 0), (encode(_event(1)), 0, 1)]
     stats = write_partition(records, SETTINGS, Collaborators(cassandra, None), index_cache=IndexCache())
     assert (stats.events, stats.duplicates, stats.written_ids) == (2, 0, b"")

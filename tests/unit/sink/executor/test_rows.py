@@ -14,21 +14,8 @@ from schemas.chat_event import ChatEvent
 from schemas.cql import bucket_of, message_uuid, statements, user_period
 from schemas.stored_line import restore, strip
 from sink.executor.rows import TABLES, EventRows, SchemaMismatch
+from tests.unit.sink.executor.live_columns import LIVE_COLUMNS, REPLICATION
 
-REPLICATION = "{'class': 'SimpleStrategy', 'replication_factor': 1}"
-
-
-def _live_columns() -> dict[str, list[str]]:
-    """The columns of the tables the sink writes, as schemas/cassandra.cql creates them."""
-    out: dict[str, list[str]] = {}
-    for statement in statements("ks", REPLICATION):
-        found = re.match(r"CREATE TABLE IF NOT EXISTS ks\.([a-z_]+) \((.*?)PRIMARY KEY", statement, re.DOTALL)
-        if found and found.group(1) in TABLES:
-            out[found.group(1)] = re.findall(r"^\s+([a-z_]+)\s+[a-z<>, ]+,$", found.group(2), re.MULTILINE)
-    return out
-
-
-LIVE_COLUMNS = _live_columns()
 SENT_AT = 1_700_000_123_456
 MESSAGE_ID = "f3974667-f339-4064-a3a7-a6ec36abd69f"
 

@@ -1,0 +1,57 @@
+"""Chat events for the read side's integration tests, written by the sink's executor: real Twitch lines
+parsed as the ingester does (:func:`core.testing.twitch_line`, :func:`core.testing.chat_events`), since
+every field the readers give back is derived from the stored line."""
+
+from __future__ import annotations
+
+from core.testing import chat_events, twitch_event
+from schemas.chat_event import ChatEvent, encode
+from sink.executor.cassandra import close_sessions
+from sink.executor.partition import NameCache, WriteStats, write_partition
+from sink.settings import SinkSettings
+
+
+def make_events(n: int, *, channels: int = 7, now_ms: int | None = None, ids: bool = True) -> list[ChatEvent]:
+    """``n`` events 37 ms apart ending at ``now_ms``, over ``channels`` channels: PRIVMSG, a timeout of
+    ``user5`` (CLEARCHAT) every 97, a deleted message (CLEARMSG) every 89
+    (:func:`core.testing.chat_events`)."""
+    return chat_events(n, channels=channels, now_ms=now_ms, ids=ids)
+
+
+def line_event(
+    kind: str,
+    channel: str,
+    at: int,
+    *,
+    login: str | None = None,
+    text: str | None = None,
+    user_id: str | None = None,
+    room_id: str | None = None,
+    message_id: str | None = None,
+    display_name: str | None = None,
+    extra: dict[str, str] | None = None,
+    received_after_ms: int = 3,
+) -> ChatEvent:
+    """The event an ingester makes of a Twitch line (:func:`core.testing.twitch_event`) sent at ``at``
+    and received ``received_after_ms`` later."""
+    return twitch_event(
+        kind,
+        channel,
+        sent_at=at,
+        received_after_ms=received_after_ms,
+        login=login,
+        text=text,
+        user_id=user_id,
+        room_id=room_id,
+        message_id=message_id,
+        display_name=display_name,
+        extra=extra,
+    )
+
+
+def write(settings: SinkSettings, events: list[ChatEvent]) -> WriteStats:
+    """Write ``events`` with the sink's executor (production collaborators, a new name cache)."""
+    stats = write_partition(((encode(e), None, None) for e in events), settings, name_cache=NameCache())
+    close_sessions()
+    assert (stats.events, stats.deadletters) == (len(events), 0)
+    return stats
