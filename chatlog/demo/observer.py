@@ -5,7 +5,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import secrets
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+
+from core.irc_parse import IrcMessage, parse_message
+from core.logins import login_of
 
 _NAMES_BATCH = 20  # InspIRCd's maxtargets
 
@@ -23,20 +26,18 @@ class NamesObserver:
         self.nick = f"obs{secrets.token_hex(4)}"
         self._reader, self._writer = await asyncio.open_connection(self.host, self.port, limit=1 << 22)
         self._writer.write(f"NICK {self.nick}\r\nUSER {self.nick} 0 * :chatlog observer\r\n".encode())
-        await asyncio.wait_for(self._until(lambda p: len(p) > 1 and p[1] == "001"), timeout)
+        await asyncio.wait_for(self._until(lambda m: m.command == "001"), timeout)
 
-    async def _until(self, done: object) -> None:
-        assert self._reader is not None and self._writer is not None and callable(done)
+    async def _until(self, done: Callable[[IrcMessage], bool]) -> None:
+        assert self._reader is not None and self._writer is not None
         while True:
             raw = await self._reader.readline()
             if not raw:
                 raise ConnectionError("observer: the IRC server closed the connection")
-            parts = raw.decode(errors="replace").rstrip("\r\n").split(" ")
-            if parts[0].startswith("@"):
-                parts = parts[1:]
-            if parts and parts[0] == "PING":
-                self._writer.write(f"PONG {' '.join(parts[1:])}\r\n".encode())
-            if done(parts):
+            message = parse_message(raw.decode(errors="replace").rstrip("\r\n"))
+            if message.command == "PING":
+                self._writer.write(f"PONG :{' '.join(message.params)}\r\n".encode())
+            if done(message):
                 return
 
     async def members(self, channels: Sequence[str], timeout: float = 30.0) -> dict[str, set[str]]:
@@ -45,13 +46,14 @@ class NamesObserver:
         out: dict[str, set[str]] = {c: set() for c in channels}
         pending = set(channels)
 
-        def collect(parts: list[str]) -> bool:
-            if len(parts) > 4 and parts[1] == "353":
-                ch = parts[4].lstrip("#").lower()
-                nicks = [parts[5].lstrip(":"), *parts[6:]]
-                out.setdefault(ch, set()).update(n.lstrip("@+%&~") for n in nicks if n)
-            elif len(parts) > 3 and parts[1] == "366":
-                pending.discard(parts[3].lstrip("#").lower())
+        def collect(message: IrcMessage) -> bool:
+            params = message.params
+            if message.command == "353" and len(params) > 3:  # me = #channel :nick @nick ...
+                out.setdefault(login_of(params[2]), set()).update(
+                    n.lstrip("@+%&~") for n in params[3].split()
+                )
+            elif message.command == "366" and len(params) > 1:  # me #channel :End of /NAMES list.
+                pending.discard(login_of(params[1]))
             return not pending
 
         for i in range(0, len(channels), _NAMES_BATCH):
