@@ -54,13 +54,13 @@ def register(app: typer.Typer) -> None:
         """Read a channel's log back from Cassandra, in time order."""
         import sys
 
+        from chatlog.cli.log_reader import LogReader, text_with_gaps
         from core.cql import quiet_driver_logs
         from core.errors import ChatlogError
         from core.logins import login_of
         from core.settings import KEYSPACE_OPTION, CassandraSettings, load
         from core.times import parse_time
         from schemas.chat_event import encode
-        from serve.logs import LogReader, text_with_gaps
 
         if output_format not in FORMATS:
             raise ChatlogError(f"--format must be text, ndjson or raw, not {output_format[:40]!r}")

@@ -9,9 +9,9 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
+from chatlog.cli.log_reader import format_text
 from core.errors import ChatlogError
 from schemas.chat_event import ChatEvent
-from serve.logs import format_text
 from sink.settings import SinkSettings
 from tests.integration.serve.events import make_events, write
 from tests.integration.serve.rename_story import in_read_order, of_user, rename_story

@@ -16,6 +16,7 @@ import typer
 from confluent_kafka import Consumer, Producer, TopicPartition
 from typer.testing import CliRunner
 
+from chatlog.cli.log_reader import text_with_gaps
 from chatlog.demo.observer import NamesObserver, worker_of
 from chatlog.demo.supervisor import Supervisor
 from chatlog.simulator import ChatSimulator, SentMessage
@@ -25,7 +26,6 @@ from core.settings import StackSettings
 from ingest.registry import Registry
 from schemas.chat_event import ChatEvent
 from serve.coverage import read_coverage
-from serve.logs import text_with_gaps
 from sink.driver.ledger import LedgerWriter
 from sink.executor.cassandra import close_sessions
 from sink.executor.partition import write_partition

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 
+from chatlog.cli.log_reader import format_text
 from core.errors import ChatlogError, SettingsError
 from core.settings import load
 from core.times import format_time, parse_time
 from schemas.chat_event import ChatEvent
-from serve.logs import format_text
 from sink.settings import SinkSettings, interval_ms
 
 

@@ -98,7 +98,7 @@ def test_without_tls_the_node_is_not_reachable(secured: StackSettings) -> None:
 
 
 def test_sink_writer_and_reader_use_the_same_login(secured: StackSettings) -> None:
-    from serve.logs import read_events
+    from chatlog.cli.log_reader import read_events
     from sink.executor.cassandra import WorkerSession
     from sink.settings import SinkSettings
 

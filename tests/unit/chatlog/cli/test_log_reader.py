@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from chatlog.cli.log_reader import format_text
 from schemas.chat_event import ChatEvent
-from serve.logs import format_text
 from serve.terminal import escape_controls
 
 HEAD = "[2026-11-21 15:04:05] #chan"
@@ -65,8 +65,8 @@ def test_every_c0_and_c1_control_is_escaped() -> None:
 
 
 def test_gaps_are_marked_where_they_fall_forwards_and_backwards() -> None:
+    from chatlog.cli.log_reader import interleave_gaps
     from core.coverage_spans import Gap, gap_line
-    from serve.logs import interleave_gaps
 
     early, middle, late = Gap(5, 8, "a"), Gap(20, 30, "b"), Gap(50, 60, "c")
     lines = [(10, "l10"), (20, "l20"), (40, "l40")]
