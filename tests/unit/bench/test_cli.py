@@ -23,6 +23,7 @@ COMMANDS = (
     "irc",
     "storage",
     "serve",
+    "fresh",
     "read",
     "placement",
 )
@@ -40,6 +41,12 @@ def test_every_benchmark_is_registered() -> None:
         for command in app.registered_commands
     }
     assert names == set(COMMANDS)
+
+
+def test_make_bench_runs_every_benchmark() -> None:
+    makefile = (Path(__file__).resolve().parents[3] / "Makefile").read_text()
+    target = makefile.split("\nbench:", 1)[1].split("\n\n", 1)[0]
+    assert {name for name in COMMANDS if f"chatlog bench {name}\n" not in target} == set()
 
 
 @pytest.mark.parametrize("name", COMMANDS)
