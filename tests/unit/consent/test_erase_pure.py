@@ -3,10 +3,9 @@ same as the sink's), the delete statements and the name history's deletes."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from consent.erase import ErasureReport, _Cql, _delete_names, _runs, row_user_key
 from core.testing import chat_events, twitch_event
+from core.testing_cassandra import FakeSession
 from schemas.cql import message_uuid
 from sink.executor.rows import _event_user_key, _stored_line
 
@@ -42,22 +41,8 @@ def test_a_rows_user_key_is_the_sinks() -> None:
     assert kinds == {"PRIVMSG", "CLEARCHAT", "CLEARMSG"}
 
 
-class _Session:
-    """Prepares a statement as its text; records what is executed."""
-
-    def __init__(self) -> None:
-        self.executed: list[tuple[str, tuple[Any, ...]]] = []
-
-    def prepare(self, query: str) -> str:
-        return query
-
-    def execute(self, statement: str, values: tuple[Any, ...]) -> list[Any]:
-        self.executed.append((statement, values))
-        return []
-
-
 def test_every_delete_carries_its_timestamp_first() -> None:
-    cql = _Cql(_Session(), "ks")
+    cql = _Cql(FakeSession(), "ks")
     head = "DELETE FROM ks.{} USING TIMESTAMP ? WHERE "
     assert {name: query for name, query in vars(cql).items() if name.startswith("delete_")} == {
         "delete_bucket": head.format("chat_by_channel") + "channel_key = ? AND bucket = ?",
@@ -75,12 +60,12 @@ def test_every_delete_carries_its_timestamp_first() -> None:
 
 
 def test_the_name_history_is_its_login_rows_then_its_partition() -> None:
-    session = _Session()
+    session = FakeSession()
     cql = _Cql(session, "ks")
     report = ErasureReport(user_id="1", channel_id=None)
     _delete_names(cql, "user", "1", ["a", "b"], 3, 77, report)
     _delete_names(cql, "channel", "9", ["c"], 1, 88, report)
-    assert session.executed == [
+    assert [(c.statement, tuple(c.params)) for c in session.executed] == [
         (cql.delete_user_login, (77, "a", "1")),
         (cql.delete_user_login, (77, "b", "1")),
         (cql.delete_user_names, (77, "1")),
@@ -98,7 +83,7 @@ def test_the_name_history_is_its_login_rows_then_its_partition() -> None:
 
 
 def test_no_login_no_name_partition_deleted() -> None:
-    session = _Session()
+    session = FakeSession()
     report = ErasureReport(user_id="1", channel_id=None)
     _delete_names(_Cql(session, "ks"), "user", "1", [], 0, 77, report)
-    assert session.executed == [] and report.total_rows == 0
+    assert not session.executed and report.total_rows == 0
