@@ -52,7 +52,7 @@ import uuid
 from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import asdict, dataclass
-from datetime import date, datetime, timedelta
+from datetime import date
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
@@ -60,7 +60,7 @@ import msgspec
 
 from bench.serve_data import event_line
 from core.errors import ChatlogError, one_line
-from core.times import epoch_ms
+from core.times import epoch_ms, naive_utc
 from schemas.cql import bucket_of, channel_key
 from serve.formats import log_text_line
 
@@ -98,8 +98,6 @@ GOALS: Final = {
     "bytes_ratio_to_raw_line": 0.42,
 }
 """Issue 17, item 5."""
-_EPOCH: Final = datetime(1970, 1, 1)
-_MS: Final = timedelta(milliseconds=1)
 
 
 def say(message: str) -> None:
@@ -482,10 +480,6 @@ def disk_usage(data_dir: Path, keyspace: str, messages: int, raw_mean: float) ->
 # -- reads ---------------------------------------------------------------------------------------------
 
 
-def _dt(ms: int) -> datetime:
-    return _EPOCH + _MS * ms
-
-
 RAW_COLUMNS: Final = "sent_at, message_id, line, received_at"
 """The raw read's columns: the table's own (the goal's baseline)."""
 
@@ -509,7 +503,9 @@ class RawReader:
 
     def day(self, key: str, lo: int, hi: int, keep: list[Any] | None = None) -> int:
         """Rows read of ``key``'s buckets in ``[lo, hi)`` (each row's line touched); kept in ``keep``."""
-        starts = iter([r.bucket for r in self.session.execute(self.buckets, (key, _dt(lo), _dt(hi)))])
+        starts = iter(
+            [r.bucket for r in self.session.execute(self.buckets, (key, naive_utc(lo), naive_utc(hi)))]
+        )
         ahead: deque[Any] = deque()
 
         def submit() -> None:

@@ -32,6 +32,12 @@ def epoch_ms(value: datetime) -> int:
     return (value - (_EPOCH if value.tzinfo is None else _EPOCH_UTC)) // _MS
 
 
+def naive_utc(ms: int) -> datetime:
+    """The naive UTC datetime of epoch ``ms`` (what cassandra-driver binds as a ``timestamp``); exact, the
+    inverse of :func:`epoch_ms` for every ms from :data:`MIN_MS` to :data:`MAX_MS`."""
+    return _EPOCH + _MS * ms
+
+
 def parse_time(text: str, what: str = "time") -> int:
     """Epoch ms of ``text``: digits are epoch ms, anything else ISO-8601 (UTC unless it says otherwise).
 

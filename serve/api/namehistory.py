@@ -19,20 +19,19 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterable
-from datetime import UTC, datetime, timedelta
 from typing import Annotated, Any, Final
 
 from fastapi import APIRouter, Path, Request
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, Field
 
+from core.times import naive_utc
 from serve.api.errors import ApiError, bad_request, not_found
 from serve.api.named import store_of
 from serve.store.names import NameSeen
 
 MAX_ID_DIGITS: Final = 20
 """The longest user id taken (a 64-bit number); Twitch's have 6 to 10 digits."""
-_EPOCH: Final = datetime(1970, 1, 1, tzinfo=UTC)
 log = logging.getLogger("chatlog.serve")
 
 router = APIRouter()
@@ -57,7 +56,7 @@ def rfc3339(ms: int | None) -> str | None:
     """Epoch ms as chrono serialises a ``DateTime<Utc>``: ``Z``, a fraction only when it is not zero."""
     if ms is None:
         return None
-    moment = _EPOCH + timedelta(milliseconds=ms)
+    moment = naive_utc(ms)
     fraction = f".{ms % 1000:03d}" if ms % 1000 else ""
     return moment.strftime("%Y-%m-%dT%H:%M:%S") + fraction + "Z"
 

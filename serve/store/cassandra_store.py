@@ -43,14 +43,14 @@ import uuid
 from collections import deque
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterable, Sequence
 from dataclasses import dataclass
-from datetime import UTC, date, datetime, timedelta
+from datetime import UTC, date, datetime
 from typing import Any, Final, TypeVar
 
 from cassandra.cluster import EXEC_PROFILE_DEFAULT
 from cassandra.query import tuple_factory
 
 from core.logins import login_of
-from core.times import epoch_ms
+from core.times import epoch_ms, naive_utc
 from schemas.chat_event import MAX_ID_CHARS, MAX_LOGIN_CHARS, ChatEvent
 from schemas.cql import (
     BUCKET_MS,
@@ -80,8 +80,6 @@ _TUPLE_ROWS: Final = frozenset(
      "user_before")
 )  # fmt: skip
 """The statements that select :data:`ROW_COLUMNS`."""
-_EPOCH: Final = datetime(1970, 1, 1)
-_MS_DELTA: Final = timedelta(milliseconds=1)
 _FAR: Final = 253_402_300_799_999
 _CONCURRENT_LOOKUPS: Final = 16
 _RANDOM_TRIES: Final = 16
@@ -109,7 +107,7 @@ big, up to the store's ``fetch_size`` (:meth:`CassandraStore._ramp`)."""
 
 def _dt(ms: int) -> datetime:
     """A naive UTC datetime (what the driver binds as a ``timestamp``) for epoch ms, clamped to its range."""
-    return _EPOCH + _MS_DELTA * min(max(ms, 0), _FAR)
+    return naive_utc(min(max(ms, 0), _FAR))
 
 
 def _day(ms: int) -> date:

@@ -28,7 +28,6 @@ from bench.read import (
     Chunk,
     Params,
     Template,
-    _dt,
     _runs_summary,
     chunk_events,
     chunks,
@@ -44,7 +43,7 @@ from bench.read import (
 )
 from bench.serve_data import relined
 from core.irc_parse import parse_line
-from core.times import epoch_ms
+from core.times import epoch_ms, naive_utc
 from schemas.chat_event import ChatEvent
 from schemas.cql import bucket_of, message_uuid
 from schemas.stored_line import strip
@@ -165,13 +164,13 @@ def _rows(events: list[ChatEvent]) -> list[Row]:
     out = []
     for e in events:
         mid = message_uuid(e.message_id)
-        out.append(Row(_dt(e.sent_at), mid, strip(e.raw, mid, e.sent_at), _dt(e.received_at)))
+        out.append(Row(naive_utc(e.sent_at), mid, strip(e.raw, mid, e.sent_at), naive_utc(e.received_at)))
     return out
 
 
 def test_timestamps_convert_both_ways() -> None:
     for ms in (0, DAY_LO, MONTH_HI - 1, 1_713_312_000_123):
-        assert epoch_ms(_dt(ms)) == ms
+        assert epoch_ms(naive_utc(ms)) == ms
 
 
 def test_cpu_per_line_covers_what_the_reader_does_with_a_row(pool: list[Template]) -> None:

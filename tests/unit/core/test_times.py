@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta, timezone
 import pytest
 
 from core.errors import ChatlogError
-from core.times import MAX_MS, epoch_ms, parse_time
+from core.times import MAX_MS, epoch_ms, naive_utc, parse_time
 
 
 def test_epoch_ms_and_iso_8601() -> None:
@@ -71,3 +71,9 @@ def test_every_millisecond_of_a_second_survives() -> None:
     assert [epoch_ms(base + timedelta(milliseconds=i)) - epoch_ms(base) for i in range(1000)] == list(
         range(1000)
     )
+
+
+@pytest.mark.parametrize("ms", [0, 1, 1_795_273_445_001, MAX_MS])
+def test_naive_utc_is_the_drivers_timestamp_and_epoch_ms_its_inverse(ms: int) -> None:
+    moment = naive_utc(ms)
+    assert moment.tzinfo is None and epoch_ms(moment) == ms
