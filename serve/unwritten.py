@@ -23,6 +23,7 @@ import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final
 
+from core.errors import one_line
 from schemas.chat_event import ChatEvent, InvalidEvent, decode
 from schemas.topics import sink_written_group
 
@@ -60,6 +61,7 @@ class UnwrittenReader:
 
     def __init__(self, settings: FreshSettings, keyspace: str, consumer: Any = None) -> None:
         self.topic = settings.topic_messages
+        self.servers = settings.kafka_bootstrap_servers
         self.max_records = settings.serve_fresh_max_records
         self.timeout_s = settings.serve_fresh_timeout_s
         if consumer is None:
@@ -73,6 +75,8 @@ class UnwrittenReader:
                     "enable.partition.eof": False,
                     "client.id": "chatlog-serve-fresh",
                     "fetch.wait.max.ms": 10,
+                    "log_level": 2,  # a Kafka that is down is one line of read()'s, not librdkafka's
+                    "error_cb": _ignored,
                 }
             )
         self._consumer = consumer
@@ -106,7 +110,13 @@ class UnwrittenReader:
                 return self._read(channel.encode(), lo_ms, hi_ms, deadline)
             except KafkaException as exc:
                 self.failures += 1
-                log.warning("reading the unwritten events of %s from Kafka failed: %s", channel, exc)
+                log.warning(
+                    "the unwritten events of %s could not be read from Kafka at %s "
+                    "(CHATLOG_KAFKA_BOOTSTRAP_SERVERS), answering from Cassandra alone: %s",
+                    channel,
+                    self.servers,
+                    one_line(exc),
+                )
                 return Unwritten(complete=False)
 
     def _read(self, key: bytes, lo_ms: int, hi_ms: int | None, deadline: float) -> Unwritten:
@@ -169,6 +179,10 @@ class UnwrittenReader:
                 if not _retriable(exc) or time.monotonic() + 0.05 >= deadline:
                     raise
                 time.sleep(0.05)
+
+
+def _ignored(_error: object) -> None:
+    """librdkafka's background errors: a read that fails says so itself (:meth:`UnwrittenReader.read`)."""
 
 
 def _retriable(exc: Exception) -> bool:

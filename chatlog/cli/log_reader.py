@@ -1,5 +1,6 @@
 """Reading the logs back from Cassandra for ``chatlog logs``: the reads of ``chatlog serve``
-(:class:`serve.store.cassandra_store.CassandraStore`, one implementation of them), driven from synchronous
+(:class:`serve.store.cassandra_store.CassandraStore`, one implementation of them; with fresh settings,
+reads of the present include Kafka's unwritten events: :mod:`serve.fresh`), driven from synchronous
 code on a private event loop, and their text form with the gaps in coverage marked.
 
 A channel is named by its login or its Twitch id, a user likewise (``--user`` / ``--user-id``); both read
@@ -22,8 +23,11 @@ from serve.store.row import aclose
 if TYPE_CHECKING:
     from core.coverage_spans import Gap
     from core.settings import CassandraSettings
+    from serve.settings import FreshSettings
     from serve.store.cassandra_store import CassandraStore
+    from serve.store.protocol import LogStore
     from serve.store.row import LogLine
+    from serve.unwritten import UnwrittenReader
 
 MAX_MS: Final = 253_402_300_799_999
 """9999-12-31T23:59:59.999Z: the end of an open range."""
@@ -36,20 +40,30 @@ class LogReader:
     """A connected :class:`~serve.store.cassandra_store.CassandraStore` and the event loop that drives it, for
     synchronous callers. Every failure of the storage is a one-line :class:`ChatlogError`."""
 
-    def __init__(self, settings: CassandraSettings) -> None:
+    def __init__(self, settings: CassandraSettings, fresh: FreshSettings | None = None) -> None:
         from core.cql import open_session
         from serve.store.cassandra_store import CassandraStore
 
         self.settings = settings
         self._cluster, session = open_session(settings, keyspace=settings.cassandra_keyspace)
         self._loop = asyncio.new_event_loop()
+        self._unwritten: UnwrittenReader | None = None
         try:
-            self.store: CassandraStore = self._guarded(lambda: CassandraStore(session), "preparing the reads")
+            stored: CassandraStore = self._guarded(lambda: CassandraStore(session), "preparing the reads")
+            self.store: LogStore = stored
+            if fresh is not None and fresh.serve_fresh:  # reads of the present: Kafka's unwritten events too
+                from serve.fresh import FreshStore
+                from serve.unwritten import UnwrittenReader
+
+                self._unwritten = UnwrittenReader(fresh, settings.cassandra_keyspace)
+                self.store = FreshStore(stored, self._unwritten)
         except BaseException:
             self.close()
             raise
 
     def close(self) -> None:
+        if self._unwritten is not None:
+            self._unwritten.close()
         self._loop.close()
         self._cluster.shutdown()
 

@@ -51,7 +51,8 @@ def register(app: typer.Typer) -> None:
         ] = "text",
         keyspace: Annotated[str | None, typer.Option(help="Cassandra keyspace.")] = None,
     ) -> None:
-        """Read a channel's log back from Cassandra, in time order."""
+        """Read a channel's log back from Cassandra (and, for the present, what Kafka holds that the sink
+        has not written yet), in time order."""
         import sys
 
         from chatlog.cli.log_reader import LogReader, text_with_gaps
@@ -61,6 +62,7 @@ def register(app: typer.Typer) -> None:
         from core.settings import KEYSPACE_OPTION, CassandraSettings, load
         from core.times import parse_time
         from schemas.chat_event import encode
+        from serve.settings import FreshSettings
 
         if output_format not in FORMATS:
             raise ChatlogError(f"--format must be text, ndjson or raw, not {output_format[:40]!r}")
@@ -80,10 +82,11 @@ def register(app: typer.Typer) -> None:
         if since_ms is not None and until_ms is not None and until_ms <= since_ms:
             raise ChatlogError("--until must be after --since")  # as `chatlog coverage` says it
         settings = load(CassandraSettings, cassandra_keyspace=keyspace, options=KEYSPACE_OPTION)
+        fresh = load(FreshSettings)
         quiet_driver_logs()  # a failure is reported below in one line, not as the driver's tracebacks
         count = 0
         out = sys.stdout
-        with LogReader(settings) as reader:
+        with LogReader(settings, fresh) as reader:
             named = reader.channel(channel, channel_id)
             who = reader.user(user, user_id)
             events = reader.events(

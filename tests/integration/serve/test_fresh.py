@@ -5,9 +5,13 @@ catches up, still each once."""
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 import urllib.request
 from collections.abc import Iterator
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -73,10 +77,26 @@ def test_reads_hold_what_kafka_has_beyond_the_sink_each_once(
         body = _get(f"{app_url}/channel/{channel}/{day.year}/{day.month}/{day.day}?json")
         return [m["id"] for m in body["messages"]]
 
+    def cli_ids() -> list[str]:
+        env = {
+            **os.environ,
+            "CHATLOG_KAFKA_BOOTSTRAP_SERVERS": sink_settings.kafka_bootstrap_servers,
+            "CHATLOG_TOPIC_MESSAGES": sink_settings.topic_messages,
+            "CHATLOG_CASSANDRA_KEYSPACE": sink_settings.cassandra_keyspace,
+        }
+        chatlog = str(Path(sys.executable).parent / "chatlog")
+        run = subprocess.run(
+            [chatlog, "logs", channel, "--since", "0", "--format", "ndjson"],
+            env=env, capture_output=True, text=True, timeout=120, check=False,
+        )  # fmt: skip
+        assert run.returncode == 0, run.stderr
+        return [json.loads(line)["message_id"] for line in run.stdout.splitlines()]
+
     expected = [e.message_id for e in events]
     today = [e.message_id for e in events if e.sent_at // 86_400_000 == events[-1].sent_at // 86_400_000]
     assert recent_ids() == expected  # every line, once, in order, though half are not in Cassandra
     assert day_ids() == today
+    assert cli_ids() == expected  # chatlog logs too
 
     stream.run(sink_settings, available_now=True)  # the sink catches up
     assert recent_ids() == expected  # nothing twice
