@@ -11,7 +11,8 @@ Bounds: at most ``serve_fresh_max_records`` records are read per request (the ne
 sink is that far behind: :attr:`Unwritten.complete` says so), within ``serve_fresh_timeout_s``. Nothing
 committed (no streaming sink ever wrote this keyspace from this topic: a keyspace rebuilt by a backfill,
 a sink that never ran) adds nothing. Kafka that does not answer makes the read return what it has, marked
-incomplete; the stored events are answered anyway.
+incomplete, and the reads of the next :data:`RETRY_AFTER_S` do not ask it; the stored events are answered
+anyway.
 """
 
 from __future__ import annotations
@@ -32,6 +33,9 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
+RETRY_AFTER_S: Final = 5.0
+"""After a failed read, the reads of the next seconds answer without Kafka at once (no request waits for a
+Kafka that is down; one warning per failure)."""
 METADATA_TTL_S: Final = 60.0
 """How long a partition count is trusted (a topic's partitions can be added, never removed)."""
 
@@ -83,6 +87,7 @@ class UnwrittenReader:
         self._lock = threading.Lock()
         self._partitions: tuple[float, int] | None = None
         self.failures = 0
+        self._down_until = 0.0
 
     def close(self) -> None:
         with self._lock, contextlib.suppress(RuntimeError):
@@ -104,12 +109,15 @@ class UnwrittenReader:
         """The unwritten events of ``channel`` (login) sent in ``[lo_ms, hi_ms)``, each message id once."""
         from confluent_kafka import KafkaException
 
-        deadline = time.monotonic() + self.timeout_s
         with self._lock:
+            now = time.monotonic()
+            if now < self._down_until:
+                return Unwritten(complete=False)  # Kafka failed a moment ago: no request waits for it again
             try:
-                return self._read(channel.encode(), lo_ms, hi_ms, deadline)
+                return self._read(channel.encode(), lo_ms, hi_ms, now + self.timeout_s)
             except KafkaException as exc:
                 self.failures += 1
+                self._down_until = time.monotonic() + RETRY_AFTER_S
                 log.warning(
                     "the unwritten events of %s could not be read from Kafka at %s "
                     "(CHATLOG_KAFKA_BOOTSTRAP_SERVERS), answering from Cassandra alone: %s",

@@ -86,3 +86,25 @@ def test_today_and_this_month_are_listed_when_only_kafka_has_them() -> None:
         assert reader.reads == asked
 
     asyncio.run(main())
+
+
+def test_a_kafka_that_failed_is_not_asked_again_for_a_few_seconds() -> None:
+    from confluent_kafka import KafkaError, KafkaException
+
+    from serve.settings import FreshSettings
+    from serve.unwritten import UnwrittenReader
+
+    class Down:
+        calls = 0
+
+        def list_topics(self, topic: str, timeout: float) -> None:
+            Down.calls += 1
+            raise KafkaException(KafkaError(KafkaError._TRANSPORT))
+
+        def close(self) -> None:
+            return None
+
+    reader = UnwrittenReader(FreshSettings(), "ks", consumer=Down())  # type: ignore[call-arg]
+    first, second = reader.read("chan"), reader.read("chan")
+    assert not first.complete and not second.complete and first.events == []
+    assert Down.calls == 1 and reader.failures == 1  # the second answered without waiting for Kafka
