@@ -6,7 +6,7 @@
 #   docker build -t chatlog:dev .
 #   docker run --rm chatlog:dev --help                 # the chatlog CLI (the default entry point)
 #   docker run --rm chatlog:dev ingest --replica 0     # an ingester
-#   docker run --rm chatlog:dev spark-submit /opt/chatlog/app/sink/driver/job.py
+#   docker run --rm chatlog:dev spark-submit /opt/chatlog/app/sink/job/command.py
 # Spark on Kubernetes (spark-operator) starts the same image with `driver` / `executor`
 # (see k8s/image/entrypoint.sh).
 
@@ -67,7 +67,7 @@ COPY sink ./sink
 COPY serve ./serve
 COPY chatlog ./chatlog
 RUN pip install --no-cache-dir --no-deps --target /opt/chatlog/app . \
- && test -f /opt/chatlog/app/sink/driver/job.py \
+ && test -f /opt/chatlog/app/sink/job/command.py \
  && test -x /opt/chatlog/app/bin/chatlog \
  && find /opt/chatlog/app -name '__pycache__' -type d -prune -exec rm -rf {} +
 

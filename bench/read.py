@@ -1,7 +1,7 @@
 """``chatlog bench read``: the reader library on the id-keyed tables E64s (issue 17, item 5), local stack.
 
 A data set is written into a scratch keyspace (dropped at the end, whether the run succeeded or not) by
-the sink's own writer (:func:`sink.executor.partition.write_partition`; no Spark, no Kafka), from realistic
+the sink's own writer (:func:`sink.writer.partition.write_partition`; no Spark, no Kafka), from realistic
 Twitch lines (:func:`bench.storage.corpus`: full tags, replies, ``/me``, non-Latin text; ``pool_lines`` of
 them cycled) re-homed and re-timed: a new uuid ``id``, ``room-id``, ``tmi-sent-ts`` and channel in each line
 (and the user's prefix, ``user-id`` and ``display-name``), so the stored line says what the event says:
@@ -318,8 +318,9 @@ def _write_worker(settings: Any, todo: Sequence[Chunk], pool_lines: int, out: An
 
     from core.cql import quiet_driver_logs
     from schemas.chat_event import encode
-    from sink.executor.cassandra import close_sessions
-    from sink.executor.partition import production, write_partition
+    from sink.writer.cassandra import close_sessions
+    from sink.writer.collaborators import production
+    from sink.writer.partition import write_partition
 
     logging.basicConfig(level=logging.WARNING)
     quiet_driver_logs()

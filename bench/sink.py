@@ -41,7 +41,7 @@ T = TypeVar("T")
 
 
 def _raw_worker(args: tuple[SinkSettings, list[bytes]]) -> dict[str, Any]:
-    from sink.executor.partition import write_partition
+    from sink.writer.partition import write_partition
 
     settings, values = args
     return write_partition(((v, None, None) for v in values), settings).to_dict()
@@ -49,8 +49,8 @@ def _raw_worker(args: tuple[SinkSettings, list[bytes]]) -> dict[str, Any]:
 
 def _raw_insert(settings: SinkSettings, values: list[bytes], processes: int) -> dict[str, Any]:
     """The same rows through the same writer, without Spark, in ``processes`` processes."""
-    from sink.driver.stream import ensure_schema
-    from sink.executor.partition import WriteStats
+    from sink.job.stream import ensure_schema
+    from sink.writer.stats import WriteStats
 
     ensure_schema(settings)
     parts = [values[i::processes] for i in range(processes)]
@@ -97,8 +97,8 @@ def _sink_run(
     settings: SinkSettings, values: list[tuple[bytes, bytes]], work: Path, tag: str
 ) -> dict[str, Any]:
     """Drain ``values`` from a fresh topic into a fresh keyspace with the sink (available-now trigger)."""
-    from sink.driver import stream
-    from sink.driver.session import get_session
+    from sink.job import stream
+    from sink.job.session import get_session
 
     with fresh(settings, tag, work) as s:
         produce_s = produce(s, values)

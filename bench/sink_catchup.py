@@ -36,10 +36,10 @@ WRITE_WAIT_S: Final = 900.0
 
 
 class _Sink:
-    """``sink.driver.stream.run`` in a thread of this process, started and stopped on demand."""
+    """``sink.job.stream.run`` in a thread of this process, started and stopped on demand."""
 
     def __init__(self, settings: SinkSettings) -> None:
-        from sink.driver.progress import Metrics
+        from sink.job.progress import Metrics
 
         self.settings = settings
         self.metrics = Metrics(0)
@@ -49,7 +49,7 @@ class _Sink:
         self.thread.start()
 
     def _run(self) -> None:
-        from sink.driver import stream
+        from sink.job import stream
 
         try:
             stream.run(self.settings, stop=self.stop, metrics=self.metrics)

@@ -108,8 +108,8 @@ def _measure(s: SinkSettings, rate: int, seconds: float, warmup_s: float) -> dic
     """The sink streaming on ``s`` in a thread of this process, the load from another; then the rows."""
     from confluent_kafka import Producer
 
-    from sink.driver import stream
-    from sink.driver.progress import Metrics
+    from sink.job import stream
+    from sink.job.progress import Metrics
 
     stop = threading.Event()
     metrics = Metrics(0)

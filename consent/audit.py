@@ -129,7 +129,7 @@ def read(
     session: Any,
     keyspace: str,
     *,
-    limit: int = 1000,
+    limit: int | None = 1000,
     kind: str | None = None,
     id: str | None = None,
     now_ms: int | None = None,
@@ -137,7 +137,7 @@ def read(
     action: str | None = None,
 ) -> list[AuditEntry]:
     """The newest ``limit`` audit rows (of ``kind``/``id``/``action`` when given, at or after ``since_ms``),
-    newest first, month by month."""
+    newest first, month by month; ``limit`` None: every such row."""
     statement = session.prepare(
         f"SELECT at, action, kind, id, channel, actor, reason, deleted FROM {keyspace}.consent_audit "
         "WHERE month = ?"
@@ -145,7 +145,7 @@ def read(
     month = month_of(int(time.time() * 1000) if now_ms is None else now_ms)
     first = FIRST_MONTH if since_ms is None else max(FIRST_MONTH, month_of(since_ms))
     out: list[AuditEntry] = []
-    while month >= first and len(out) < limit:
+    while month >= first and (limit is None or len(out) < limit):
         for row in session.execute(statement, (month,)):
             if (kind is not None and row.kind != kind) or (id is not None and row.id != id):
                 continue
@@ -165,7 +165,7 @@ def read(
                     deleted={str(k): int(v) for k, v in (row.deleted or {}).items()},
                 )
             )
-            if len(out) >= limit:
+            if limit is not None and len(out) >= limit:
                 break
         month = _previous(month)
     return out

@@ -15,7 +15,7 @@ The tables (``schemas/cassandra.cql``) and how each is reached:
 * ``user_names`` (partition of the id) and ``user_ids_by_login`` (a row per login), when the user is erased
   everywhere (they are not per channel). Before they go, each login's digest is written to
   ``erased_logins`` (:func:`consent.records.login_digest`): a deleted message names its author by login
-  only, and a sink started after the erasure matches such a line by the digest (sink/driver/optouts.py).
+  only, and a sink started after the erasure matches such a line by the digest (sink/side/optout_follower.py).
 * A channel: every bucket of ``chat_buckets``; in each, the users of its rows (parsed as the sink keys
   them: sender, else the target of a ban or deleted message) give the ``chat_by_user`` partitions of the
   channel (there is no other way to list them: their key starts with the channel, but it is a partition

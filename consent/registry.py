@@ -43,7 +43,7 @@ Callback = Callable[[str, Value | None], None]
 
 class RegistryView(Protocol):
     """What a service asks of the opt-out registry: the ingester's gate (:class:`ingest.consent.OptOutGate`)
-    and the sink's follower (:class:`sink.driver.optouts.OptOutFollower`). :class:`OptOutRegistry` is
+    and the sink's follower (:class:`sink.side.optout_follower.OptOutFollower`). :class:`OptOutRegistry` is
     one; tests give a fake."""
 
     def start(self) -> None: ...

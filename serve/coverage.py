@@ -1,5 +1,5 @@
 """Reading the coverage ledger: a channel's spans and gaps over a time range (``chatlog coverage``, the
-gap marks of ``chatlog logs``). The sink writes the ledger (:mod:`sink.driver.ledger`); the spans and
+gap marks of ``chatlog logs``). The sink writes the ledger (:mod:`sink.side.ledger`); the spans and
 gaps are computed by :mod:`core.coverage_spans`.
 """
 

@@ -1,7 +1,7 @@
 """What Kafka holds of a channel that the sink has not written yet, for reads that must not miss it.
 
 The streaming sink commits, per partition of the messages topic, the offset below which everything is
-in Cassandra (:mod:`sink.driver.written`, group :func:`schemas.topics.sink_written_group`). A read of
+in Cassandra (:mod:`sink.job.written`, group :func:`schemas.topics.sink_written_group`). A read of
 recent events asks those offsets and reads the channel's partition from there to its end: the events
 keyed by the channel, each copy once (redundant ingester groups log every message twice, with one id).
 The channel's partition is the one the ingesters' producer picks (``murmur2_random``, the Java client's

@@ -45,6 +45,12 @@ def interval_ms(text: str) -> int:
     return round(float(match.group(1)) * _UNITS_MS[match.group(2)])
 
 
+def local_checkpoint(location: str) -> bool:
+    """True when ``location`` is on the local file system (a path, or a ``file:`` URI)."""
+    scheme = re.match(r"^([A-Za-z][A-Za-z0-9+.-]*):", location)
+    return scheme is None or scheme.group(1).lower() == "file"
+
+
 class SinkSettings(ConsentSettings, CassandraSettings):
     """The Spark Structured Streaming sink: Kafka ``chatlog.messages`` to Cassandra; it drops the events of
     opted-out users and channels (the opt-out topic of :class:`consent.settings.ConsentSettings`) and

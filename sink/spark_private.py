@@ -4,15 +4,15 @@ With ``sink_spark_private_api`` (``CHATLOG_SINK_SPARK_PRIVATE_API``, default tru
 
 - the FileSystem-based checkpoint manager for a local checkpoint (renames in Java, where the default
   FileContext one starts a ``readlink`` process per file): ``org.apache.spark.sql.execution.streaming``
-  up to Spark 4.0, its ``checkpointing`` sub-package since 4.1 (sink/driver/session.py);
+  up to Spark 4.0, its ``checkpointing`` sub-package since 4.1 (sink/job/session.py);
 - ``SparkSession._jvm`` and ``DataFrame._jdf``: a ``Dataset[Array[Byte]]`` handed to the Python workers
-  as raw bytes, without pickling (:func:`bytes_rdd`, sink/driver/handover.py);
+  as raw bytes, without pickling (:func:`bytes_rdd`, sink/framing.py);
 - ``Dataset.rddQueryExecution`` through Py4J reflection (``SparkContext._gateway`` / ``_jvm``): the
   metrics a bounded read observed while its RDD ran (:func:`rdd_observed_metrics`);
 - ``StreamingQuery._jsq.recentProgress()``: the JVM's progress updates, read one ``json()`` each
-  (:func:`recent_progress`, sink/driver/stream.py);
+  (:func:`recent_progress`, sink/job/stream.py);
 - a patch of CPython's ``zipimporter.invalidate_caches`` in Spark's Python workers, which pyspark's
-  worker invalidates before every task (:func:`lazy_zip_invalidation`, sink/executor/worker_setup.py).
+  worker invalidates before every task (:func:`lazy_zip_invalidation`, sink/writer/worker_setup.py).
 
 :func:`check` verifies them once when a stream or a backfill starts and fails in one line naming what
 is missing. With the setting false the sink uses public APIs only: ``DataFrame.rdd`` (every row
@@ -160,7 +160,7 @@ def recent_progress(query: StreamingQuery) -> Sequence[Any]:
 def lazy_zip_invalidation() -> None:
     """Make every ``zipimporter`` re-read its archive's directory only when the file changed (size or
     modification time), in this process (idempotent; nothing to do on CPython 3.12+, which reads it
-    lazily). See sink/executor/worker_setup.py for why."""
+    lazily). See sink/writer/worker_setup.py for why."""
     original = zipimport.zipimporter.invalidate_caches
     if sys.version_info >= (3, 12) or getattr(original, _ZIP_MARK, False):
         return

@@ -1,6 +1,6 @@
 """``chatlog sink``: the streaming sink, or a bounded backfill (``--backfill --from T``).
 
-The command is defined once, in sink/driver/job.py (also the entry file of ``spark-submit``); this
+The command is defined once, in sink/job/command.py (also the entry file of ``spark-submit``); this
 module only registers it.
 """
 
@@ -11,6 +11,6 @@ import typer
 
 def register(app: typer.Typer) -> None:
     """Add ``sink`` to ``app``."""
-    from sink.driver import job
+    from sink.job import command
 
-    app.command("sink")(job.command)
+    app.command("sink")(command.command)

@@ -11,7 +11,7 @@ from pathlib import Path
 from chatlog.scrape import scrape
 
 SINK_METRICS_PORT = 9181
-# names of the sink's metrics (sink/driver/progress.py)
+# names of the sink's metrics (sink/job/progress.py)
 ROWS = "chatlog_sink_events_written"
 EVENTS_IN = "chatlog_sink_events_in"
 DUPLICATES = "chatlog_sink_duplicates_dropped"

@@ -172,7 +172,7 @@ _BATCH_TIMES = re.compile(r"batch (\d+): (\d+) in .*?, (\d+(?:\.\d+)?)s, lag \S+
 
 @dataclass(frozen=True)
 class SinkBatch:
-    """One micro-batch of the sink, from its log line (sink/driver/progress.py)."""
+    """One micro-batch of the sink, from its log line (sink/job/progress.py)."""
 
     batch_id: int
     started: float
@@ -228,7 +228,7 @@ def batch_summary(batches: Sequence[SinkBatch], t0: float) -> dict[str, Any]:
 
 
 def sink_log_totals(text: str) -> tuple[int, int]:
-    """(events written, dead letters) summed over the sink log's per-batch lines (sink/driver/progress.py)."""
+    """(events written, dead letters) summed over the sink log's per-batch lines (sink/job/progress.py)."""
     events = dead = 0
     for match in _BATCH_LINE.finditer(text):
         events += int(match.group(1))

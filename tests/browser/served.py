@@ -16,9 +16,10 @@ from core.cql import connect
 from core.settings import StackSettings
 from core.testing import twitch_event
 from schemas.chat_event import ChatEvent, encode
-from sink.executor.cassandra import close_sessions
-from sink.executor.partition import NameCache, write_partition
 from sink.settings import SinkSettings
+from sink.writer.caches import NameCache
+from sink.writer.cassandra import close_sessions
+from sink.writer.partition import write_partition
 
 
 def ms(year: int, month: int, day: int, hour: int = 0, minute: int = 0, second: int = 0) -> int:
@@ -68,7 +69,7 @@ def write_events(settings: StackSettings, events: list[ChatEvent], checkpoint: P
 
 def write_coverage(settings: StackSettings, rows: list[tuple[str, int, str, str]], last_seen: int) -> None:
     """Coverage ledger rows ``(channel, at, state, reason)`` of one worker run (replica 0, worker ``w1``)
-    and its last sign of life, as the ledger writer (:mod:`sink.driver.ledger`) stores them."""
+    and its last sign of life, as the ledger writer (:mod:`sink.side.ledger`) stores them."""
     cluster, session = connect(settings)
     ks = settings.cassandra_keyspace
     try:

@@ -10,9 +10,10 @@ from typing import Any
 from consent.erase import row_user_key
 from core.testing import chat_events, twitch_event
 from schemas.chat_event import ChatEvent, encode
-from sink.executor.cassandra import close_sessions
-from sink.executor.partition import IndexCache, NameCache, write_partition
 from sink.settings import SinkSettings
+from sink.writer.caches import IndexCache, NameCache
+from sink.writer.cassandra import close_sessions
+from sink.writer.partition import write_partition
 
 DAY_MS = 86_400_000
 BASE_MS = 1_790_000_000_000 - 1_790_000_000_000 % 300_000  # a bucket start (2026-09-21)

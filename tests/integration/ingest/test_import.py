@@ -307,9 +307,9 @@ def test_a_justlog_tree_imported_twice_is_stored_once_and_read_back_line_for_lin
     channel's lines back exactly as justlog held them."""
     from chatlog.cli import logs as logs_cli
     from core.cql import connect
-    from sink.executor.cassandra import close_sessions
-    from sink.executor.partition import write_partition
     from sink.settings import SinkSettings
+    from sink.writer.cassandra import close_sessions
+    from sink.writer.partition import write_partition
 
     expected, _ = _justlog_tree(tmp_path / "logs")
     app = _cli(fresh_topics, monkeypatch)

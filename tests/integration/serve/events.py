@@ -6,9 +6,11 @@ from __future__ import annotations
 
 from core.testing import chat_events, twitch_event
 from schemas.chat_event import ChatEvent, encode
-from sink.executor.cassandra import close_sessions
-from sink.executor.partition import NameCache, WriteStats, write_partition
 from sink.settings import SinkSettings
+from sink.writer.caches import NameCache
+from sink.writer.cassandra import close_sessions
+from sink.writer.partition import write_partition
+from sink.writer.stats import WriteStats
 
 
 def make_events(n: int, *, channels: int = 7, now_ms: int | None = None, ids: bool = True) -> list[ChatEvent]:

@@ -12,7 +12,7 @@ import msgspec
 from schemas.chat_event import ChatEvent
 from schemas.cql import message_uuid
 from serve.store.cassandra_store import _order
-from sink.executor.rows import DERIVED
+from sink.writer.rows import DERIVED
 from tests.integration.serve.events import line_event
 
 HOUR = 3_600_000

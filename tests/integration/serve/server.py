@@ -15,9 +15,9 @@ from core.settings import StackSettings
 from schemas.chat_event import ChatEvent, encode
 from serve.api.app import create_app
 from serve.settings import ServeSettings
-from sink.executor.cassandra import close_sessions
-from sink.executor.partition import write_partition
 from sink.settings import SinkSettings
+from sink.writer.cassandra import close_sessions
+from sink.writer.partition import write_partition
 from tests.uvicorn_thread import served
 
 

@@ -19,7 +19,7 @@ from typer.testing import CliRunner
 from core.settings import StackSettings
 from ingest.registry import Registry
 from schemas.coverage import CoverageEvent, State, encode
-from sink.driver.ledger import LedgerWriter
+from sink.side.ledger import LedgerWriter
 
 pytestmark = pytest.mark.integration
 

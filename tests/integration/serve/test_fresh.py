@@ -22,7 +22,7 @@ from ingest.registry import PARTITIONER
 from schemas.chat_event import ChatEvent, encode
 from serve.api.app import create_app
 from serve.settings import FreshSettings, ServeSettings
-from sink.driver import stream
+from sink.job import stream
 from sink.settings import SinkSettings
 from tests.uvicorn_thread import served
 

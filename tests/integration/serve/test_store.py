@@ -21,8 +21,8 @@ from schemas.cql import message_uuid
 from serve.store.cassandra_store import CassandraStore
 from serve.store.protocol import ById, Channel, Named
 from serve.store.row import LogLine
-from sink.executor.rows import DERIVED
 from sink.settings import SinkSettings
+from sink.writer.rows import DERIVED
 from tests.integration.serve.events import write
 from tests.integration.serve.rename_story import (
     CHANNEL_KEYS,

@@ -33,7 +33,7 @@ def sink_settings(fresh_topics: StackSettings, fresh_keyspace: StackSettings, tm
 @pytest.fixture
 def spark_session() -> Iterator[Any]:
     """The sink's Spark session in this process (shared with the unit tests' JVM when run together)."""
-    from sink.driver.session import get_session
+    from sink.job.session import get_session
     from sink.settings import SinkSettings
 
     settings = SinkSettings(spark_master="local[2]", spark_shuffle_partitions=2, spark_log_level="ERROR")  # type: ignore[call-arg]

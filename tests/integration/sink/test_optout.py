@@ -19,7 +19,7 @@ from consent.publish import OptOutPublisher
 from core.kafka_admin import admin_client, ensure_topics
 from core.testing import twitch_event
 from schemas.chat_event import ChatEvent
-from sink.driver import backfill, stream
+from sink.job import backfill, stream
 from sink.settings import SinkSettings
 from tests.integration.sink.records import make_events, message_ids, produce, uuids
 

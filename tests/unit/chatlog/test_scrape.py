@@ -11,7 +11,7 @@ from prometheus_client import CollectorRegistry, generate_latest
 from chatlog.demo import progress
 from chatlog.scrape import parse, scrape
 from ingest.metrics import FastHistogram, IngestCollector, MetricsServer, Sample
-from sink.driver.progress import Metrics
+from sink.job.progress import Metrics
 
 
 @pytest.fixture

@@ -7,7 +7,7 @@ from consent.erase import ErasureReport, _Cql, _delete_names, _runs, row_user_ke
 from core.testing import chat_events, twitch_event
 from core.testing_cassandra import FakeSession
 from schemas.cql import message_uuid
-from sink.executor.rows import _event_user_key, _stored_line
+from sink.writer.rows import _event_user_key, _stored_line
 
 
 def test_runs_are_the_maximal_stretches() -> None:

@@ -23,7 +23,7 @@ from schemas.cql import message_uuid, user_key
 from schemas.stored_line import strip
 from serve.consent import ConsentStore, hidden
 from serve.testing import MemoryStore
-from sink.executor.rows import _event_user_key
+from sink.writer.rows import _event_user_key
 
 T0 = 1_700_000_000_000
 # bob (user id 42) is the user who may opt out; carol (43) never does. Room 500 stays; room 600 may opt out.

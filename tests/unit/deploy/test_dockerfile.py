@@ -87,9 +87,9 @@ def test_every_copied_path_is_in_the_build_context() -> None:
 
 def test_sink_entry_file_exists_where_the_spark_application_expects_it() -> None:
     text = DOCKERFILE.read_text()
-    assert "/opt/chatlog/app/sink/driver/job.py" in text
+    assert "/opt/chatlog/app/sink/job/command.py" in text
     sparkapp = (tooling.REPO / "k8s" / "base" / "sink" / "sparkapplication.yaml").read_text()
-    assert "mainApplicationFile: local:///opt/chatlog/app/sink/driver/job.py" in sparkapp
+    assert "mainApplicationFile: local:///opt/chatlog/app/sink/job/command.py" in sparkapp
 
 
 def test_code_changes_do_not_rebuild_the_dependency_layers() -> None:

@@ -47,9 +47,9 @@ def test_chatlog_commands_pass_through(fake_image: dict[str, str]) -> None:
 
 
 def test_spark_submit_is_pysparks(fake_image: dict[str, str]) -> None:
-    assert _run(fake_image, "spark-submit", "/opt/chatlog/app/sink/driver/job.py") == [
+    assert _run(fake_image, "spark-submit", "/opt/chatlog/app/sink/job/command.py") == [
         "spark-submit",
-        "/opt/chatlog/app/sink/driver/job.py",
+        "/opt/chatlog/app/sink/job/command.py",
     ]
 
 

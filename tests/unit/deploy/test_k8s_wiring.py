@@ -260,7 +260,7 @@ def test_sink_runs_job_py_with_its_checkpoint_on_the_volume(overlay: str, resour
     app = _one(resources, "SparkApplication", "chatlog-sink")
     spec = app["spec"]
     assert spec["type"] == "Python" and spec["mode"] == "cluster"
-    assert spec["mainApplicationFile"] == "local:///opt/chatlog/app/sink/driver/job.py"
+    assert spec["mainApplicationFile"] == "local:///opt/chatlog/app/sink/job/command.py"
     assert spec["restartPolicy"]["type"] == "Always"
     import pyspark
 

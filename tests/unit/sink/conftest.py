@@ -13,7 +13,7 @@ import pytest
 
 @pytest.fixture(scope="session")
 def spark() -> Any:
-    from sink.driver.session import get_session
+    from sink.job.session import get_session
     from sink.settings import SinkSettings
 
     return get_session(

@@ -9,7 +9,7 @@ from core.errors import ChatlogError, SettingsError
 from core.settings import load
 from core.times import format_time, parse_time
 from schemas.chat_event import ChatEvent
-from sink.settings import SinkSettings, interval_ms
+from sink.settings import SinkSettings, interval_ms, local_checkpoint
 
 
 def test_defaults_are_documented_and_sane(monkeypatch: pytest.MonkeyPatch, tmp_path: object) -> None:
@@ -74,7 +74,7 @@ def test_text_format() -> None:
 def test_spark_kafka_consumers_do_not_wait_half_a_second_at_the_end_of_the_log(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from sink.driver.session import kafka_options
+    from sink.job.session import kafka_options
 
     assert kafka_options(SinkSettings())["kafka.fetch.max.wait.ms"] == "10"  # type: ignore[call-arg]
     monkeypatch.setenv("CHATLOG_SINK_KAFKA_FETCH_MAX_WAIT_MS", "250")
@@ -110,7 +110,23 @@ def test_a_kafka_client_config_past_int32_is_one_line_naming_the_variable(
 def test_the_longest_retry_allowed_makes_a_dead_letter_producer() -> None:
     from confluent_kafka import Producer
 
-    from sink.executor.deadletter import DeadLetters
+    from sink.writer.deadletter import DeadLetters
 
     settings = load(SinkSettings, kafka_bootstrap_servers="127.0.0.1:1", sink_cassandra_retry_s=2_147_483)
     Producer(DeadLetters(settings)._config)
+
+
+@pytest.mark.parametrize(
+    ("location", "local"),
+    [
+        ("/var/lib/chatlog/checkpoint", True),
+        ("relative/checkpoint", True),
+        ("file:///var/lib/chatlog/checkpoint", True),
+        ("FILE:/tmp/cp", True),
+        ("hdfs://namenode:8020/chatlog/checkpoint", False),
+        ("s3a://bucket/checkpoint", False),
+        ("abfss://container@account.dfs.core.windows.net/cp", False),
+    ],
+)
+def test_local_checkpoints_are_recognised(location: str, local: bool) -> None:
+    assert local_checkpoint(location) is local

@@ -16,7 +16,7 @@ import pyspark
 import pytest
 
 from sink import spark_private
-from sink.driver.session import HDFS_PROVIDER, ROCKSDB_PROVIDER
+from sink.job.session import HDFS_PROVIDER, ROCKSDB_PROVIDER
 from sink.spark_private import (
     CHECKPOINT_MANAGER_CONF,
     DATASET_CLASSES,

@@ -162,7 +162,7 @@ def _sink_settings(kafka: KafkaSettings, **update: Any) -> Any:
 def test_spark_kafka_source_reads_over_sasl_ssl_and_is_refused_with_a_wrong_password(
     sasl_topics: StackSettings,
 ) -> None:
-    from sink.driver.session import get_session, kafka_failure, kafka_options
+    from sink.job.session import get_session, kafka_failure, kafka_options
 
     producer = Producer(sasl_topics.kafka_client_config())
     for i in range(25):

@@ -27,8 +27,8 @@ from chatlog.demo.report import (
 )
 from chatlog.demo.verify import stored_key, text_of_stored, token_of
 from chatlog.simulator import ChatSimulator, SentMessage, hotness_order
-from sink.driver.progress import BatchReport
-from sink.executor.partition import WriteStats
+from sink.job.progress import BatchReport
+from sink.writer.stats import WriteStats
 
 
 def cov(t: float, **replicas: set[str]) -> CoverageSample:
@@ -124,8 +124,7 @@ def test_sink_log_totals_read_the_sinks_own_batch_lines() -> None:
         stats = WriteStats(events=events, rows=Counter({"chat_by_channel": events}), deadletters=dead)
         progress = {"batchId": batch_id, "numInputRows": events + dead, "batchDuration": 500}
         lines.append(
-            "2026-01-01 12:00:00 INFO sink.driver.progress "
-            + BatchReport.from_progress(progress, stats).line()
+            "2026-01-01 12:00:00 INFO sink.job.progress " + BatchReport.from_progress(progress, stats).line()
         )
     lines.append("2026-01-01 12:00:01 INFO sink started: batch 4 is not a batch line")
     assert sink_log_totals("\n".join(lines)) == (1048, 10)
@@ -231,9 +230,9 @@ def test_sink_batches_from_the_log_with_the_idle_time_between_them() -> None:
     log = "\n".join(
         [
             "2026-11-26 23:00:00,100 INFO sink: sink started",
-            "2026-11-26 23:00:02,000 INFO sink.driver.progress: batch 3: 500 in (0 invalid), 250 duplicates "
+            "2026-11-26 23:00:02,000 INFO sink.job.progress: batch 3: 500 in (0 invalid), 250 duplicates "
             "dropped, 250 events -> 750 rows, 0 dead letters, 1.50s, lag 0, started 2026-11-26T23:00:00.000Z",
-            "2026-11-26 23:00:09,000 INFO sink.driver.progress: batch 5: 40 in (1 invalid), 0 duplicates "
+            "2026-11-26 23:00:09,000 INFO sink.job.progress: batch 5: 40 in (1 invalid), 0 duplicates "
             "dropped, 39 events -> 117 rows, 1 dead letters, 0.25s, lag 12, started 2026-11-26T23:00:05.000Z",
             "batch 6: 1 in (0 invalid), 0 duplicates dropped, 1 events -> 3 rows, 0 dead letters, 1s, lag ?",
         ]
@@ -258,7 +257,7 @@ def test_cpu_per_message_between_two_times() -> None:
 
 
 def test_the_demo_reads_the_batch_line_the_sink_writes() -> None:
-    from sink.driver.progress import BatchReport
+    from sink.job.progress import BatchReport
 
     progress = {
         "batchId": 7,

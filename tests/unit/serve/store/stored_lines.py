@@ -27,7 +27,7 @@ def peer_lines() -> list[dict[str, Any]]:
 
 
 def stored_row(event: ChatEvent) -> tuple[str, uuid.UUID, int, int]:
-    """The (line, message_id, sent_at, received_at) the sink stores for ``event`` (sink/executor/rows.py)."""
+    """The (line, message_id, sent_at, received_at) the sink stores for ``event`` (sink/writer/rows.py)."""
     key = message_uuid(event.message_id)
     return strip(event.raw, key, event.sent_at), key, event.sent_at, event.received_at
 

@@ -1,0 +1,57 @@
+"""The framing of a micro-batch's rows handed from the JVM to Python as bytes (sink/framing.py): through
+the private API and the public ``DataFrame.rdd`` (``sink_spark_private_api`` false); unframing them."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from sink.framing import records, unframe
+from sink.job.write import observed
+
+ROWS: list[tuple[bytes | None, int, int]] = [
+    (b'{"message_id": "m1"}', 0, 0),
+    (None, 3, 17),  # a Kafka record without a value
+    (b"", 4, 18),  # an empty value is not a missing one
+    (b"\xff\xfe not utf-8 \n with a newline and spaces ", 11, 2**40),
+    ("caf\u00e9 \U0001f600".encode(), 7, 5),
+]
+
+
+@pytest.mark.spark
+@pytest.mark.parametrize("private", [True, False], ids=["private", "public"])
+def test_rows_reach_python_as_they_were_in_the_jvm(spark: Any, private: bool) -> None:
+    df = spark.createDataFrame(ROWS, "value binary, partition int, offset long").repartition(3)
+    rdd, dataset = records(df, private=private)
+    got = rdd.map(unframe).map(lambda r: (None if r[0] is None else bytes(r[0]), r[1], r[2])).collect()
+    assert sorted(got, key=lambda r: r[1]) == sorted(ROWS, key=lambda r: r[1])
+    assert (dataset is None) is not private
+
+
+@pytest.mark.spark
+def test_the_private_hand_over_reads_what_the_rows_observed(spark: Any) -> None:
+    from pyspark.sql import functions as F
+
+    df = spark.createDataFrame(ROWS, "value binary, partition int, offset long").repartition(3)
+    counted = df.observe("handover_test", F.count(F.lit(1)).alias("read"))
+    rdd, dataset = records(counted, private=True)
+    assert rdd.count() == len(ROWS)
+    assert observed(dataset, "handover_test") == {"read": len(ROWS)}
+    assert observed(dataset, "never_observed") == {}
+
+
+def test_unframe_splits_the_header_off_and_keeps_the_value_bytes() -> None:
+    assert unframe(b"3 17 n\n") == (None, 3, 17)
+    assert unframe(b"0 5 v\n") == (b"", 0, 5)
+    assert unframe(b"2 9 v\nab\ncd ef") == (b"ab\ncd ef", 2, 9)
+
+
+def test_the_public_hand_over_s_bytearrays_unframe_the_same() -> None:
+    assert unframe(bytearray(b"2 9 v\nab\ncd ef")) == (b"ab\ncd ef", 2, 9)
+    assert unframe(bytearray(b"3 17 n\n")) == (None, 3, 17)
+
+
+def test_a_malformed_frame_fails_loudly() -> None:
+    with pytest.raises(ValueError):
+        unframe(b"no header")

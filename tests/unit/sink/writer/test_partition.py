@@ -1,0 +1,292 @@
+"""One partition's write with its collaborators passed in (test doubles for Cassandra and the dead-letter
+sink); index rows are rewritten at most once per refresh period, and outlive the rows they point to; a
+name (user id and login, channel id and login) is written at most once per hour of event time."""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+import pytest
+
+from schemas.chat_event import ChatEvent, decode, encode
+from sink.dedup import ID_BYTES, id_of, id_set
+from sink.settings import SinkSettings
+from sink.writer.caches import IndexCache, NameCache
+from sink.writer.cassandra import Reject
+from sink.writer.collaborators import Collaborators
+from sink.writer.partition import write_partition
+from sink.writer.stats import WriteStats
+from tests.unit.sink.writer.partition_doubles import CassandraDouble, DeadLettersDouble, NameBound
+
+
+def test_a_written_key_is_fresh_until_the_refresh_period_ends() -> None:
+    cache = IndexCache(refresh_s=300)
+    assert not cache.fresh("k", now=1000.0)
+    cache.add(["k"], when=1000.0)
+    assert cache.fresh("k", now=1000.0)
+    assert cache.fresh("k", now=1299.0)
+    assert not cache.fresh("k", now=1300.0)
+    assert not cache.fresh("other", now=1000.0)
+
+
+def test_index_rows_live_one_refresh_period_longer_than_data_rows() -> None:
+    cache = IndexCache(refresh_s=300)
+    assert cache.ttl(86_400) == 86_700
+    assert cache.ttl(0) == 0  # no expiry stays no expiry
+
+
+def test_the_cache_is_bounded() -> None:
+    cache = IndexCache(refresh_s=300, max_entries=10)
+    cache.add(range(11), when=0.0)
+    cache.add(["new"], when=0.0)
+    assert cache.fresh("new", now=1.0)
+    assert not cache.fresh(3, now=1.0)
+
+
+# -- write_partition with its collaborators passed in (no Cassandra, no Kafka) ----------------------------
+
+
+def _event(n: int, **fields: Any) -> ChatEvent:
+    base: dict[str, Any] = {
+        "message_id": f"m{n}", "kind": "PRIVMSG", "channel": "chan", "user_login": "alice", "text": "hi",
+        "sent_at": 1_700_000_000_000 + n, "received_at": 1_700_000_000_100 + n, "raw": f"line {n}",
+    }  # fmt: skip
+    base.update(fields)
+    return ChatEvent(**base)
+
+
+SETTINGS = SinkSettings(cassandra_ttl_s=86_400, topic_messages="chat.messages")  # type: ignore[call-arg]
+
+
+def test_valid_events_become_rows_and_invalid_records_dead_letters_with_their_position() -> None:
+    cassandra, letters = CassandraDouble(), DeadLettersDouble()
+    records: list[tuple[bytes | None, int, int]] = [
+        (encode(_event(1)), 0, 10),
+        (b"not json", 0, 11),
+        (None, 2, 12),
+        (encode(_event(2, user_login=None, kind="NOTICE")), 1, 13),
+    ]
+
+    stats = write_partition(records, SETTINGS, Collaborators(cassandra, letters), index_cache=IndexCache())
+
+    assert (stats.events, stats.deadletters, stats.requests) == (2, 2, len(cassandra.sent))
+    assert cassandra.tables_written() == Counter(
+        {"chat_by_channel": 2, "chat_by_user": 1, "chat_buckets": 1}  # one bucket of one channel
+    )
+    assert stats.rows == cassandra.tables_written()
+    data_ttl = {i.statement.ttl for i in cassandra.sent if i.partition[0] != "chat_buckets"}
+    assert data_ttl == {(86_400).to_bytes(4, "big")}
+    assert [(v, s) for v, _, s in letters.sent] == [
+        (b"not json", "chat.messages/0/11"),
+        (None, "chat.messages/2/12"),
+    ]
+    assert letters.sent[1][1] == "empty record (no value)"
+    assert letters.flushes == 1
+
+
+def test_without_a_dead_letter_sink_invalid_records_are_only_counted() -> None:
+    cassandra = CassandraDouble()
+    stats = write_partition(
+        [(b"{}", 0, 1)], SETTINGS, Collaborators(cassandra, None), index_cache=IndexCache()
+    )
+    assert (stats.events, stats.deadletters, cassandra.sent) == (0, 1, [])
+    assert cassandra.finished == 1
+
+
+def test_a_record_cassandra_rejects_becomes_a_dead_letter_and_not_an_event() -> None:
+    cassandra, letters = CassandraDouble(invalid=frozenset({"m2"})), DeadLettersDouble()
+    records = [(encode(_event(n)), 0, n) for n in (1, 2, 3)]
+
+    stats = write_partition(records, SETTINGS, Collaborators(cassandra, letters), index_cache=IndexCache())
+
+    assert (stats.events, stats.deadletters) == (2, 1)
+    assert stats.rows["chat_by_channel"] == 2 and stats.rows["chat_by_user"] == 2
+    ((value, reason, source),) = letters.sent
+    assert value == records[1][0] and source == "chat.messages/0/2"
+    assert reason.startswith("Cassandra rejected it: ValueError: Key length")
+
+
+def test_a_fresh_index_row_is_not_written_again() -> None:
+    cache = IndexCache(refresh_s=300)
+    first, second = CassandraDouble(), CassandraDouble()
+    write_partition([(encode(_event(1)), 0, 1)], SETTINGS, Collaborators(first, None), index_cache=cache)
+    write_partition([(encode(_event(2)), 0, 2)], SETTINGS, Collaborators(second, None), index_cache=cache)
+    assert first.tables_written()["chat_buckets"] == 1
+    assert second.tables_written()["chat_buckets"] == 0
+
+
+# -- the name history ---------------------------------------------------------------------------------------
+
+HOUR = 3_600_000
+T0 = 1_700_000_000_000 - 1_700_000_000_000 % HOUR  # the start of an hour
+
+
+def _named(n: int, at: int, **fields: Any) -> ChatEvent:
+    base: dict[str, Any] = {
+        "user_id": "42", "display_name": "Alice", "channel_id": "7", "sent_at": at, "received_at": at,
+    }  # fmt: skip
+    base.update(fields)
+    return _event(n, **base)
+
+
+def _write(events: list[ChatEvent], cache: NameCache, settings: SinkSettings = SETTINGS) -> CassandraDouble:
+    cassandra = CassandraDouble()
+    records = [(encode(e), 0, i) for i, e in enumerate(events)]
+    write_partition(
+        records, settings, Collaborators(cassandra, None), index_cache=IndexCache(), name_cache=cache
+    )
+    return cassandra
+
+
+def _names(cassandra: CassandraDouble) -> list[tuple[str, str, tuple[str, ...], int]]:
+    return [
+        (b.table, b.column, b.key, b.sent_at)
+        for b in (i.statement for i in cassandra.sent)
+        if isinstance(b, NameBound)
+    ]
+
+
+def test_a_name_is_written_once_per_hour_as_a_first_and_a_last_seen_of_both_directions() -> None:
+    cache = NameCache()
+    first = _write([_named(1, T0 + 10), _named(2, T0 + 20), _named(3, T0 + HOUR - 1)], cache)
+    assert sorted(_names(first)) == sorted(
+        (table, column, key, T0 + 10)
+        for table, key in (
+            ("user_names", ("42", "alice", "Alice")),
+            ("user_ids_by_login", ("alice", "42")),
+            ("channel_names", ("7", "chan")),
+            ("channel_ids_by_login", ("chan", "7")),
+        )
+        for column in ("first_seen", "last_seen")
+    )
+    assert first.tables_written()["user_names"] == 2  # counted per statement
+    later_same_hour = _write([_named(4, T0 + 1000)], cache)
+    assert _names(later_same_hour) == []
+    next_hour = _write([_named(5, T0 + HOUR + 5)], cache)
+    assert {(t, k) for t, _c, k, _at in _names(next_hour)} == {
+        ("user_names", ("42", "alice", "Alice")),
+        ("user_ids_by_login", ("alice", "42")),
+        ("channel_names", ("7", "chan")),
+        ("channel_ids_by_login", ("chan", "7")),
+    }
+    assert {at for *_, at in _names(next_hour)} == {T0 + HOUR + 5}
+
+
+def test_an_hour_between_hours_already_written_writes_nothing_but_one_outside_does() -> None:
+    cache = NameCache()
+    _write([_named(1, T0 + 5), _named(2, T0 + 3 * HOUR + 5)], cache)
+    assert _names(_write([_named(3, T0 + HOUR + 5), _named(4, T0 + 2 * HOUR)], cache)) == []  # a replay
+    earlier = _names(_write([_named(5, T0 - 10)], cache))
+    assert {at for *_, at in earlier} == {T0 - 10}  # it may be the first sighting
+    assert _names(_write([_named(6, T0 - HOUR + 1)], cache)) == []  # the same hour as T0 - 10
+
+
+def test_a_new_login_display_name_or_channel_login_is_written_in_the_same_hour() -> None:
+    cache = NameCache()
+    _write([_named(1, T0 + 5)], cache)
+    renamed = _write([_named(2, T0 + 6, user_login="bob", display_name="Bob", channel="newchan")], cache)
+    assert {(t, k) for t, _c, k, _at in _names(renamed)} == {
+        ("user_names", ("42", "bob", "Bob")),
+        ("user_ids_by_login", ("bob", "42")),
+        ("channel_names", ("7", "newchan")),
+        ("channel_ids_by_login", ("newchan", "7")),
+    }
+    recased = _write([_named(3, T0 + 7, display_name="ALICE")], cache)
+    assert {(t, k) for t, _c, k, _at in _names(recased)} == {
+        ("user_names", ("42", "alice", "ALICE")),
+        ("user_ids_by_login", ("alice", "42")),
+    }
+
+
+def test_events_without_ids_write_no_name() -> None:
+    cassandra = _write(
+        [
+            _event(1),  # plain IRC: neither id
+            _event(2, user_id="42", user_login=None, kind="NOTICE"),  # an id without a login
+        ],
+        NameCache(),
+    )
+    assert _names(cassandra) == []
+    assert cassandra.tables_written()["chat_by_channel"] == 2
+
+
+def test_a_channel_id_alone_writes_only_the_channel_and_no_display_name_is_an_empty_one() -> None:
+    channel_only = _write([_event(1, channel_id="7")], NameCache())
+    assert {t for t, *_ in _names(channel_only)} == {"channel_names", "channel_ids_by_login"}
+    no_display = _write([_named(2, T0, display_name=None, channel_id=None)], NameCache())
+    assert ("user_names", "first_seen", ("42", "alice", ""), T0) in _names(no_display)
+    too_long = _write([_named(3, T0, display_name="x" * 201, channel_id=None)], NameCache())
+    assert ("user_names", "last_seen", ("42", "alice", ""), T0) in _names(too_long)
+
+
+def test_names_are_marked_written_only_once_the_partition_is_written() -> None:
+    class _Failing(CassandraDouble):
+        def finish(self, reject: Reject) -> tuple[int, int]:
+            raise RuntimeError("Cassandra is down")
+
+    cache = NameCache()
+    records = [(encode(_named(1, T0)), 0, 1)]
+    with pytest.raises(RuntimeError, match="down"):
+        write_partition(
+            records, SETTINGS, Collaborators(_Failing(), None), index_cache=IndexCache(), name_cache=cache
+        )
+    assert cache.get(("ks", ("42", "alice", "Alice"))) is None
+    assert len(_names(_write([_named(1, T0)], cache))) == 8  # the retried batch writes them
+
+
+def test_name_rows_outlive_the_data_by_an_hour_and_the_cache_is_bounded() -> None:
+    ttls = {b.ttl for b in (i.statement for i in _write([_named(1, T0)], NameCache()).sent)}
+    assert ttls == {t.to_bytes(4, "big") for t in (86_400, 86_400 + 300, 86_400 + 3600)}  # data, index, names
+    assert NameCache.ttl(0) == 0
+    cache = NameCache(max_entries=2)
+    cache.add({"a": (1, 1), "b": (1, 1), "c": (1, 1)})
+    cache.add({"d": (1, 1)})
+    assert cache.get("a") is None and cache.get("d") == (1, 1)
+    cache.add({"d": (3, 3)})
+    assert cache.get("d") == (1, 3)  # spans merge: written for hour 1 and for hour 3
+
+
+# -- the writer's deduplication (sink_dedup=writer) ---------------------------------------------------------
+
+
+def _written_ids(cassandra: CassandraDouble) -> list[str]:
+    return [
+        decode(bytes(i.origin[0])).message_id for i in cassandra.sent if i.partition[0] == "chat_by_channel"
+    ]
+
+
+def test_the_writer_drops_copies_in_its_records_and_of_the_recent_ids() -> None:
+    cassandra = CassandraDouble()
+    earlier = id_of("m1")  # written by an earlier batch of the window
+    records = [(encode(_event(n)), 0, i) for i, n in enumerate((1, 2, 3, 2, 4, 3, 2))]
+
+    stats = write_partition(
+        records, SETTINGS, Collaborators(cassandra, None), index_cache=IndexCache(), recent=earlier
+    )
+
+    assert _written_ids(cassandra) == ["m2", "m3", "m4"]
+    assert (stats.events, stats.duplicates) == (3, 4)
+    assert id_set(stats.written_ids) == {id_of("m2"), id_of("m3"), id_of("m4")}
+    assert len(stats.written_ids) == 3 * ID_BYTES
+
+
+def test_without_recent_ids_every_copy_is_written_and_no_id_is_kept() -> None:
+    cassandra = CassandraDouble()
+    records = [(encode(_event(1)), 0, 0), (encode(_event(1)), 0, 1)]
+    stats = write_partition(records, SETTINGS, Collaborators(cassandra, None), index_cache=IndexCache())
+    assert (stats.events, stats.duplicates, stats.written_ids) == (2, 0, b"")
+
+
+def test_written_ids_travel_with_the_stats_and_add_up() -> None:
+    one, two = (
+        WriteStats(duplicates=1, written_ids=id_of("a")),
+        WriteStats(duplicates=2, written_ids=id_of("b")),
+    )
+    one.add(WriteStats.from_dict(two.to_dict()))
+    assert (one.duplicates, id_set(one.written_ids)) == (3, {id_of("a"), id_of("b")})
+
+
+def test_a_blob_of_ids_must_hold_whole_ids() -> None:
+    with pytest.raises(ValueError, match="multiple of 16 bytes"):
+        id_set(b"\x00" * 17)
