@@ -178,11 +178,11 @@ def _wait_healthy(base: str, proc: subprocess.Popen[bytes], log: Any, timeout_s:
 
 def _encoders() -> dict[str, Callable[[Any], bytes]]:
     """What the service does with each :class:`~serve.store.row.LogLine` of an answer, by format."""
-    from serve.formats import encode_json, full_message, log_text_line
+    from serve.formats import encode_json, json_message, log_text_line
 
     return {
         "text": lambda line: log_text_line(line).encode() + b"\n",
-        "json": lambda line: encode_json(full_message(line.event)),
+        "json": lambda line: encode_json(json_message(line.event)),
         "events": _parsed_only,
     }
 

@@ -9,16 +9,24 @@ Read from their sources (gempir/justlog ``api/server.go``; boring-nick/rustlog `
   the same way). Control characters in the text are shown as escapes (:mod:`serve.terminal`) so a line
   stays one line.
 * **raw**: the IRC line as received.
-* **json** (``{"messages": [...]}``) and **ndjson** (one per line): the full message, rustlog's
-  ``FullMessage`` (``text``, ``displayName``, ``timestamp``, ``id``, ``tags``, ``username``, ``channel``,
-  ``raw``, ``type``) plus justlog's ``systemText``; **jsonBasic**: ``text``, ``displayName``,
-  ``timestamp``, ``id``, ``tags``.
+* **json** (``{"messages": [...]}``): justlog's ``chatMessage`` (``text``, ``systemText``, ``username``,
+  ``displayName``, ``channel``, ``timestamp``, ``id``, ``type``, ``raw``, ``tags``), what justlog's web
+  frontend asks for (``?json``) and renders: a USERNOTICE's ``text`` is the user's words only (the
+  positions of the ``emotes`` tag index them) and ``systemText`` its ``system-msg``; a CLEARCHAT names
+  its target login as ``username`` and ``displayName``, its sentence in ``systemText`` only (``text`` is
+  empty).
+* **jsonBasic**: rustlog's ``BasicMessage`` (``text``, ``displayName``, ``timestamp``, ``id``, ``tags``),
+  what rustlog's web frontend asks for (``?jsonBasic``): ``text`` is the "user friendly" text below and a
+  CLEARCHAT's ``displayName`` its target login.
+* **ndjson** (one per line) and the live events of ``/api/live``: rustlog's ``FullMessage`` (the basic
+  fields plus ``username``, ``channel``, ``raw``, ``type``) plus justlog's ``systemText``; chatlog's own
+  page reads them. A CLEARCHAT's ``username`` is empty there (the text format's line has no user).
 * ``type`` is go-twitch-irc's message type number (rustlog's ``MessageType``): PRIVMSG 1, CLEARCHAT 2,
   USERNOTICE 4, ... -1 for a command it does not know.
 * ``timestamp`` is RFC 3339 in UTC, milliseconds shown when there are any (``2024-01-02T15:04:05.123Z``).
-* ``text`` is the "user friendly" text: a CLEARCHAT reads ``<login> has been banned`` /
-  ``<login> has been timed out for <n> seconds`` / ``Chat has been cleared``; a USERNOTICE its
-  ``system-msg`` then the user's message.
+* The "user friendly" text (rustlog's; in ``jsonBasic``, ``ndjson`` and the text format): a CLEARCHAT
+  reads ``<login> has been banned`` / ``<login> has been timed out for <n> seconds`` / ``Chat has been
+  cleared``; a USERNOTICE its ``system-msg`` then the user's message.
 """
 
 from __future__ import annotations
@@ -174,11 +182,16 @@ def basic_message(event: ChatEvent) -> dict[str, Any]:
     """rustlog's ``BasicMessage``."""
     return {
         "text": friendly_text(event),
-        "displayName": event.display_name or event.user_login or "",
+        "displayName": event.display_name or event.user_login or _clearchat_target(event),
         "timestamp": timestamp(event.sent_at),
         "id": event.tags.get("id", ""),  # Twitch's message id; "" without one (rustlog)
         "tags": event.tags,
     }
+
+
+def _clearchat_target(event: ChatEvent) -> str:
+    """The login a CLEARCHAT bans or times out ("" for another kind, or a cleared chat)."""
+    return (event.text or "").strip() if event.kind == "CLEARCHAT" else ""
 
 
 def full_message(event: ChatEvent) -> dict[str, Any]:
@@ -191,6 +204,19 @@ def full_message(event: ChatEvent) -> dict[str, Any]:
         type=message_type(event),
         systemText=system_text(event),
     )
+    return message
+
+
+def json_message(event: ChatEvent) -> dict[str, Any]:
+    """justlog's ``chatMessage`` (``createChatMessage`` in its ``api/server.go``): :func:`full_message`
+    but a USERNOTICE's ``text`` is the user's words only, and a CLEARCHAT names its target as
+    ``username`` and ``displayName`` with its sentence in ``systemText`` only."""
+    message = full_message(event)
+    if event.kind == "USERNOTICE":
+        message["text"] = _unwrap_action(event.text or "")
+    elif event.kind == "CLEARCHAT":
+        target = _clearchat_target(event)
+        message.update(text="", username=target, displayName=target)
     return message
 
 

@@ -18,7 +18,7 @@ from fastapi.responses import StreamingResponse
 from serve.api.errors import ApiError, not_found
 from serve.api.middleware import StreamCut
 from serve.api.params import Format, LogQuery
-from serve.formats import basic_message, encode_json, full_message, log_text_line
+from serve.formats import basic_message, encode_json, full_message, json_message, log_text_line
 from serve.store.row import LogLine, aclose
 
 CHUNK_LINES: Final = 500
@@ -60,7 +60,7 @@ def _encoder(fmt: Format) -> Callable[[LogLine], bytes]:
     if fmt is Format.JSON_BASIC:
         return lambda line: encode_json(basic_message(line.event))
     if fmt is Format.JSON:
-        return lambda line: encode_json(full_message(line.event))
+        return lambda line: encode_json(json_message(line.event))
     return lambda line: encode_json(full_message(line.event)) + b"\n"
 
 

@@ -134,14 +134,34 @@ def test_day_json_formats(server: Server) -> None:
     assert first["timestamp"] == "2024-01-02T00:00:01Z" and first["type"] == 1
     assert (first["username"], first["displayName"], first["channel"]) == ("bob", "Bob", "alpha")
     assert messages[1]["timestamp"] == "2024-01-02T00:01:01.500Z"
-    assert messages[2]["type"] == 2 and messages[2]["systemText"] == "bob has been timed out for 600 seconds"
-    assert messages[3]["type"] == 4 and messages[3]["id"] == "sub-1"
+    # justlog's chatMessage: a timeout names its target, its sentence in systemText only
+    timeout = messages[2]
+    assert (timeout["type"], timeout["username"], timeout["displayName"]) == (2, "bob", "bob")
+    assert (timeout["text"], timeout["systemText"]) == ("", "bob has been timed out for 600 seconds")
+    # a subscription: systemText then the user's words in text (what justlog's frontend prints)
+    sub = messages[3]
+    assert (sub["type"], sub["id"], sub["username"], sub["displayName"]) == (4, "sub-1", "carol", "Carol")
+    assert (sub["systemText"], sub["text"]) == ("carol subscribed at Tier 1.", "great stream")
     basic = server.get("/channel/alpha/2024/1/2?jsonBasic").json()["messages"]
-    assert set(basic[0]) == {"text", "displayName", "timestamp", "id", "tags"}
-    assert [m["text"] for m in basic] == [m["text"] for m in messages]
+    assert all(set(m) == {"text", "displayName", "timestamp", "id", "tags"} for m in basic)
+    # rustlog's BasicMessage: the user friendly text, a ban's target as displayName
+    assert [m["text"] for m in basic] == [
+        "hello there",
+        "hi bob",
+        "bob has been timed out for 600 seconds",
+        "carol subscribed at Tier 1. great stream",
+        "dances",
+    ]
+    assert (
+        basic[2]["displayName"] == "bob" and basic[3]["tags"]["system-msg"] == "carol subscribed at Tier 1."
+    )
     nd = server.get("/channel/alpha/2024/1/2?ndjson")
     assert nd.headers["content-type"].startswith("application/x-ndjson")
-    assert [json.loads(line) for line in nd.text.splitlines()] == messages
+    full = [json.loads(line) for line in nd.text.splitlines()]  # rustlog's FullMessage plus systemText
+    assert [m["text"] for m in full] == [m["text"] for m in basic]
+    assert [m for i, m in enumerate(full) if i not in (2, 3)] == [
+        m for i, m in enumerate(messages) if i not in (2, 3)
+    ]
     raw = server.get("/channel/alpha/2024/1/2?raw").text.splitlines()
     assert raw == [e.raw for e in server.events[:5]]  # the lines as Twitch sent them
 
@@ -188,7 +208,7 @@ def test_user_month(server: Server) -> None:
     assert server.get("/channel/alpha/userid/42/2024/1").text.splitlines() == text
     assert server.get("/channelid/1001/userid/42/2024/1").text.splitlines() == text
     carol = server.get("/channelid/1001/user/carol/2024/1?json").json()["messages"]
-    assert [m["text"] for m in carol] == ["hi bob", "carol subscribed at Tier 1. great stream"]
+    assert [m["text"] for m in carol] == ["hi bob", "great stream"]  # justlog's: the sub's words only
     assert server.get("/channel/alpha/user/bob/2024/1?reverse").text.splitlines() == text[::-1]
 
 
@@ -262,7 +282,7 @@ def test_random_lines(server: Server) -> None:
     assert beta.text == "[2024-02-03 00:00:00] #beta dave: beta line\n"
     assert server.get("/channelid/1002/random?raw").text == server.events[6].raw + "\n"
     assert server.events[6].channel == "beta"
-    carol = {"hi bob", "carol subscribed at Tier 1. great stream"}
+    carol = {"hi bob", "great stream"}
     for _ in range(3):
         picked = server.get("/channel/alpha/user/carol/random?json").json()["messages"]
         assert len(picked) == 1 and picked[0]["text"] in carol and picked[0]["username"] == "carol"

@@ -14,6 +14,7 @@ from serve.formats import (
     basic_message,
     friendly_text,
     full_message,
+    json_message,
     line_text,
     log_text_line,
     message_type,
@@ -161,3 +162,95 @@ def test_a_usernotice_text_loses_its_action_wrapper() -> None:
     tags = {"system-msg": "randers subscribed."}
     event = _event(kind="USERNOTICE", user_login="randers", text="\x01ACTION Kappa\x01", tags=tags)
     assert friendly_text(event) == "randers subscribed. Kappa"
+
+
+# The web frontends, read from their sources: justlog's (gempir/justlog web/src) asks ``?json``; its
+# Message.tsx prints ``systemText`` (in italics) then ``text``, with the ``emotes`` tag's positions (useLog.ts
+# parseEmotes) counted in ``text``; LogLine.tsx names the line ``displayName``. rustlog's (boring-nick/justlog
+# frontend-only-new) asks ``?jsonBasic``, prints ``tags["system-msg"]`` then ``text`` without that prefix.
+JUSTLOG_FIELDS = {
+    "text",
+    "systemText",
+    "username",
+    "displayName",
+    "channel",
+    "timestamp",
+    "type",
+    "raw",
+    "id",
+}
+RUSTLOG_BASIC_FIELDS = {"text", "displayName", "timestamp", "id", "tags"}
+
+
+def _emote_words(text: str, emotes: str) -> list[str]:
+    """The words justlog's and rustlog's frontends draw as emotes: ``runes.substr(text, start, end-start)``
+    of each ``id:start-end`` position (code points, as Python indexes)."""
+    words = []
+    for group in emotes.split("/"):
+        for span in group.split(":")[1].split(","):
+            start, end = (int(n) for n in span.split("-"))
+            words.append(text[start : end + 1])
+    return words
+
+
+def _resub() -> ChatEvent:
+    system = "Alice subscribed at Tier 1. They've subscribed for 3 months!"
+    return _event(
+        kind="USERNOTICE",
+        user_login="alice",
+        display_name="Alice",
+        text="Kappa hi",
+        tags={"system-msg": system, "emotes": "25:0-4", "login": "alice", "msg-id": "resub", "id": "u-1"},
+    )
+
+
+def test_json_usernotice_is_justlogs_text_the_users_words_and_system_text_apart() -> None:
+    event = _resub()
+    message = json_message(event)
+    assert JUSTLOG_FIELDS | {"tags"} == set(message)
+    assert message["text"] == "Kappa hi"  # justlog: message.Message, the user's words only
+    assert message["systemText"] == event.tags["system-msg"]
+    assert (message["username"], message["displayName"], message["id"], message["type"]) == (
+        "alice",
+        "Alice",
+        "u-1",
+        4,
+    )
+    assert _emote_words(message["text"], message["tags"]["emotes"]) == ["Kappa"]
+    # without words: the system message alone, in systemText
+    bare = json_message(_event(kind="USERNOTICE", tags={"system-msg": "x subscribed."}))
+    assert (bare["text"], bare["systemText"]) == ("", "x subscribed.")
+
+
+def test_json_basic_usernotice_is_rustlogs_system_message_then_words() -> None:
+    event = _resub()
+    basic = basic_message(event)
+    assert set(basic) == RUSTLOG_BASIC_FIELDS
+    system = event.tags["system-msg"]
+    assert basic["text"] == f"{system} Kappa hi"
+    # rustlog's Message.tsx: text without "<system-msg> ", the emotes indexed in what is left
+    shown = basic["text"].replace(basic["tags"]["system-msg"] + " ", "")
+    assert _emote_words(shown, basic["tags"]["emotes"]) == ["Kappa"]
+
+
+def test_json_clearchat_names_its_target_and_says_it_once() -> None:
+    timeout = _event(kind="CLEARCHAT", text="alice", tags={"ban-duration": "600", "target-user-id": "7"})
+    message = json_message(timeout)
+    assert JUSTLOG_FIELDS | {"tags"} == set(message)
+    assert (message["username"], message["displayName"]) == ("alice", "alice")
+    assert (message["text"], message["systemText"]) == ("", "alice has been timed out for 600 seconds")
+    ban = json_message(_event(kind="CLEARCHAT", text="alice"))
+    assert (ban["username"], ban["text"], ban["systemText"]) == ("alice", "", "alice has been banned")
+    cleared = json_message(_event(kind="CLEARCHAT"))
+    assert (cleared["username"], cleared["text"], cleared["systemText"]) == ("", "", "Chat has been cleared")
+
+
+def test_json_basic_clearchat_is_rustlogs_target_and_sentence() -> None:
+    basic = basic_message(_event(kind="CLEARCHAT", text="alice"))
+    assert (basic["displayName"], basic["text"]) == ("alice", "alice has been banned")
+
+
+def test_json_is_the_full_message_for_every_other_kind() -> None:
+    for event in every_event():
+        if event.kind not in ("USERNOTICE", "CLEARCHAT"):
+            assert json_message(event) == full_message(event), event.raw
