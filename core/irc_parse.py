@@ -29,8 +29,8 @@ The mapping is the contract table of ARCHITECTURE.md; the choices it leaves open
   than 0, i.e. negative, not a number or before 2001-09-09, or more than a day after the receive time;
   a ``time`` that is not ISO-8601 or as implausible) is not an error: Twitch really sent a CLEARMSG with
   ``tmi-sent-ts=-6795364578871``. ``sent_at`` is then the receive time, as for a line without one,
-  and the tag ``chatlog-bad-sent-ts`` holds the server's value (:data:`schemas.chat_event.BAD_SENT_TS_TAG`;
-  the hashed id does not change, it is the line's).
+  and the event's ``bad_sent_ts`` holds the server's value (chatlog's note, not one of the line's
+  ``tags``, which stay the line's own; the hashed id does not change, it is the line's).
 * Nothing the contract's bounds (:mod:`schemas.chat_event`) reject is produced: a line longer than
   ``MAX_LINE_CHARS``, a channel or login longer than ``MAX_LOGIN_CHARS``, an ``id``/``msgid`` longer
   than ``MAX_MESSAGE_ID_CHARS`` or a ``room-id``/``user-id`` longer than ``MAX_ID_CHARS`` make the
@@ -50,7 +50,6 @@ from typing import Final
 from core.irc_tags import parse_tags, unescape_tag_value
 from core.times import epoch_ms
 from schemas.chat_event import (
-    BAD_SENT_TS_TAG,
     MAX_ID_CHARS,
     MAX_LINE_CHARS,
     MAX_LOGIN_CHARS,
@@ -205,12 +204,6 @@ def _iso_to_ms(value: str) -> int | None:
         return None
 
 
-def _implausible(tags: dict[str, str], stamp: str, received_at: int) -> int:
-    """A server time that is not believed: flag it in the tags, use the receive time."""
-    tags[BAD_SENT_TS_TAG] = stamp
-    return received_at
-
-
 def _check_ids(message_id: str, channel_id: str | None, user_id: str | None) -> None:
     if len(message_id) > MAX_MESSAGE_ID_CHARS:
         raise _too_long("message id", message_id, MAX_MESSAGE_ID_CHARS)
@@ -316,14 +309,15 @@ def parse_line(line: str, *, received_at: int, ingester: str | None = None) -> C
     # one comparison for the usual case (a UUID and two ~10-digit ids: 56), each bound if it fails
     if len(message_id) + len(channel_id or "") + len(user_id or "") > MAX_ID_CHARS:
         _check_ids(message_id, channel_id, user_id)
+    bad_sent_ts = None  # a server time not believed: the receive time is used, this keeps the server's
     stamp = get("tmi-sent-ts")
     if stamp:  # 13 ASCII digits, the first not 0: 2001-09-09 to 2286, so only the future needs a look
         if len(stamp) == 13 and stamp.isdigit() and stamp.isascii() and stamp[0] != "0":
             sent_at = int(stamp)
             if sent_at > received_at + MAX_SENT_AHEAD_MS:
-                sent_at = _implausible(tags, stamp, received_at)
+                sent_at, bad_sent_ts = received_at, stamp
         else:
-            sent_at = _implausible(tags, stamp, received_at)
+            sent_at, bad_sent_ts = received_at, stamp
     else:
         stamp = get("time")
         if stamp:
@@ -331,7 +325,7 @@ def parse_line(line: str, *, received_at: int, ingester: str | None = None) -> C
             if iso_ms is not None and MIN_PLAUSIBLE_SENT_MS <= iso_ms <= received_at + MAX_SENT_AHEAD_MS:
                 sent_at = iso_ms
             else:
-                sent_at = _implausible(tags, stamp, received_at)
+                sent_at, bad_sent_ts = received_at, stamp
         else:
             sent_at = received_at
 
@@ -378,6 +372,7 @@ def parse_line(line: str, *, received_at: int, ingester: str | None = None) -> C
         tags=tags,
         raw=line,
         ingester=ingester,
+        bad_sent_ts=bad_sent_ts,
     )
 
 

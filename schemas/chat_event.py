@@ -26,10 +26,11 @@ its bound:
   (9999-12-31T23:59:59.999Z), the range that Cassandra's ``timestamp`` stores *and* that
   cassandra-driver (Python's ``datetime``) can read back.
 
-``tags`` holds every tag of the line, plus one the ingester may add: :data:`BAD_SENT_TS_TAG`. When the
-line's ``tmi-sent-ts`` (or IRCv3 ``time``) is not a plausible time (not a number, negative, before
+``tags`` holds the line's own tags, nothing else (clients show them as the line's). When the line's
+``tmi-sent-ts`` (or IRCv3 ``time``) is not a plausible time (not a number, negative, before
 :data:`MIN_PLAUSIBLE_SENT_MS`, more than :data:`MAX_SENT_AHEAD_MS` after the receive time), ``sent_at``
-is the receive time, the line is kept, and this tag holds the server's value as it was.
+is the receive time, the line is kept, and chatlog's note of it is the field ``bad_sent_ts``: the
+server's value as it was (None when the server's time was used, or there was none).
 """
 
 from __future__ import annotations
@@ -49,7 +50,7 @@ MAX_KIND_CHARS: Final = 32
 MAX_INGESTER_CHARS: Final = 128
 MAX_TAGS: Final = MAX_LINE_CHARS // 2
 """Most entries of ``tags``: a tag takes at least two characters of the line (a key and a ``;``), so the
-line's bound implies it (and leaves room for the one tag the ingester may add)."""
+line's bound implies it."""
 MAX_TIME_MS: Final = 253_402_300_799_999
 """9999-12-31T23:59:59.999Z: the last epoch ms cassandra-driver can read back as a ``datetime``."""
 MIN_PLAUSIBLE_SENT_MS: Final = 1_000_000_000_000
@@ -57,8 +58,6 @@ MIN_PLAUSIBLE_SENT_MS: Final = 1_000_000_000_000
 receive time is used). Twitch's chat is from 2011."""
 MAX_SENT_AHEAD_MS: Final = 86_400_000
 """A server time more than a day after the receive time is not believed."""
-BAD_SENT_TS_TAG: Final = "chatlog-bad-sent-ts"
-"""Tag added by the ingester when the server's time was not used; its value is the server's value."""
 
 _Line = Annotated[str, msgspec.Meta(max_length=MAX_LINE_CHARS)]
 _Login = Annotated[str, msgspec.Meta(max_length=MAX_LOGIN_CHARS)]
@@ -104,7 +103,7 @@ class ChatEvent(msgspec.Struct, kw_only=True, omit_defaults=False, forbid_unknow
             ge=0,
             le=MAX_TIME_MS,
             description="Epoch ms from `tmi-sent-ts` or IRCv3 `time`; the receive time when there is none "
-            f"or it is not plausible (then tag `{BAD_SENT_TS_TAG}` holds the server's value).",
+            "or it is not plausible (then `bad_sent_ts` holds the server's value).",
         ),
     ]
     received_at: Annotated[
@@ -114,13 +113,20 @@ class ChatEvent(msgspec.Struct, kw_only=True, omit_defaults=False, forbid_unknow
         dict[_Line, _Line],
         msgspec.Meta(
             max_length=MAX_TAGS,
-            description=f"Every IRCv3 tag, unescaped (plus `{BAD_SENT_TS_TAG}`, see `sent_at`).",
+            description="Every IRCv3 tag of the line, unescaped; nothing else.",
         ),
     ] = msgspec.field(default_factory=dict)
     raw: Annotated[str, msgspec.Meta(max_length=MAX_LINE_CHARS, description="The line as received.")]
     ingester: Annotated[
         Annotated[str, msgspec.Meta(max_length=MAX_INGESTER_CHARS)] | None,
         msgspec.Meta(description="Worker id that read it."),
+    ] = None
+    bad_sent_ts: Annotated[
+        _Line | None,
+        msgspec.Meta(
+            description="The server's `tmi-sent-ts` or `time` when it was not plausible and `sent_at` is "
+            "the receive time instead; chatlog's note, not a tag of the line."
+        ),
     ] = None
 
 

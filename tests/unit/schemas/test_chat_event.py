@@ -29,6 +29,7 @@ CONTRACT_FIELDS = (
     "tags",
     "raw",
     "ingester",
+    "bad_sent_ts",
 )
 
 

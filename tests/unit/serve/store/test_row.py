@@ -41,7 +41,7 @@ def test_every_real_twitch_event_is_derived_again_but_for_the_ingester() -> None
             assert _derived(event) == msgspec.structs.replace(event, ingester=None), source
             checked += 1
     assert checked >= 200
-    assert any("chatlog-bad-sent-ts" in e.tags for _, e in events_of_peer_lines(EARLY))
+    assert any(e.bad_sent_ts for _, e in events_of_peer_lines(EARLY))
 
 
 def test_without_a_stored_receive_time_the_send_time_stands_in() -> None:
