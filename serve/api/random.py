@@ -1,6 +1,6 @@
 """``GET /{ct}/{c}/random`` and ``GET /{ct}/{c}/{ut}/{u}/random``: one random line of a channel's (or a
 user's) logs, in the asked format (text, ``?json``, ``?jsonBasic``, ``?raw``, ``?ndjson``), never cached
-(justlog and rustlog). How the line is picked: :mod:`serve.store.cassandra_store` (cheap, not uniform)."""
+(justlog and rustlog). Every line about equally likely: :mod:`serve.store.random_pick`."""
 
 from __future__ import annotations
 

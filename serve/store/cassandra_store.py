@@ -28,16 +28,15 @@
 * **Counts**: a user's by Cassandra (``COUNT(*)`` over :attr:`probe_batch` pointer partitions per query);
   by sender over a channel range, the stored lines scanned for their sender
   (:func:`serve.store.row.stored_sender`).
-* **Random picks**: a random bucket of the channel, then the first event at or after (else before) a
-  random instant in it; a user's: a random user partition that holds something, the first event at or
-  after (else before) a random instant of its half-day. Cheap, not uniform over events.
+* **Random picks**: every line about equally likely (:mod:`serve.store.random_pick`): the channel's
+  buckets (a user's half-days that hold anything) are counted, up to a sample of them, one is picked in
+  proportion to its lines and a line of it by position.
 """
 
 from __future__ import annotations
 
 import asyncio
 import heapq
-import random
 import time
 import uuid
 from collections import deque
@@ -54,13 +53,13 @@ from core.times import epoch_ms, naive_utc
 from schemas.chat_event import MAX_ID_CHARS, MAX_LOGIN_CHARS, ChatEvent
 from schemas.cql import (
     BUCKET_MS,
-    USER_PERIOD_MS,
     bucket_of,
     channel_key,
     period_start_ms,
     user_key,
     user_periods,
 )
+from serve.store import random_pick
 from serve.store.aiocql import PagedQuery
 from serve.store.names import NameSeen, user_names
 from serve.store.protocol import ById, Channel, Named
@@ -76,16 +75,11 @@ by Cassandra, they cost the driver ~5 µs less per row than a ``timestamp`` (a d
 as plain tuples (another ~1 µs less than a named tuple each), indexed by the four names below."""
 _SENT, _MID, _LINE, _RECEIVED = range(4)
 _TUPLE_ROWS: Final = frozenset(
-    ("rows", "rows_desc", "rows_in", "row_from", "row_before", "user_rows", "user_rows_desc", "user_from",
-     "user_before")
+    ("rows", "rows_desc", "rows_in", "user_rows", "user_rows_desc")
 )  # fmt: skip
 """The statements that select :data:`ROW_COLUMNS`."""
 _FAR: Final = 253_402_300_799_999
 _CONCURRENT_LOOKUPS: Final = 16
-_RANDOM_TRIES: Final = 16
-_RANDOM_ROWS: Final = 8
-"""Rows a random pick reads on each side of its random time: the first that :data:`RANDOM_KINDS` allows
-is the pick (a deletion right after the last message must not hide it)."""
 RANDOM_KINDS: Final = frozenset({"PRIVMSG", "USERNOTICE"})
 """What ``/random`` picks: something a user said, never a deletion, a ban or a notice."""
 _CACHE_MAX: Final = 10_000
@@ -103,6 +97,11 @@ Order = tuple[int, int, int, int]
 FIRST_PAGE: Final = 500
 """Rows of the first page of a channel's stream by default; each next query group's pages are twice as
 big, up to the store's ``fetch_size`` (:meth:`CassandraStore._ramp`)."""
+
+
+def _picked(event: ChatEvent) -> bool:
+    """What ``/random`` returns: :data:`RANDOM_KINDS`."""
+    return event.kind in RANDOM_KINDS
 
 
 def _dt(ms: int) -> datetime:
@@ -258,15 +257,14 @@ class CassandraStore:
             "rows_in": prepare(
                 f"SELECT {ROW_COLUMNS} FROM chat_by_channel WHERE channel_key = ? AND bucket IN ? {window}"
             ),
-            "row_from": prepare(f"{rows} AND sent_at >= ? LIMIT {_RANDOM_ROWS}"),
-            "row_before": prepare(f"{rows} AND sent_at < ? {desc} LIMIT {_RANDOM_ROWS}"),
+            "bucket_count": prepare(
+                "SELECT COUNT(*) AS n FROM chat_by_channel WHERE channel_key = ? AND bucket = ?"
+            ),
             "senders": prepare(
                 f"SELECT line FROM chat_by_channel WHERE channel_key = ? AND bucket IN ? {window}"
             ),
             "user_rows": prepare(f"{user_rows} AND period IN ? {window}"),
             "user_rows_desc": prepare(f"{user_rows} AND period = ? {window} {desc}"),
-            "user_from": prepare(f"{user_rows} AND period = ? AND sent_at >= ? LIMIT {_RANDOM_ROWS}"),
-            "user_before": prepare(f"{user_rows} AND period = ? AND sent_at < ? {desc} LIMIT {_RANDOM_ROWS}"),
             "probe": prepare(
                 "SELECT period FROM chat_by_user WHERE channel_key = ? AND user_key = ? AND period IN ? "
                 "PER PARTITION LIMIT 1"
@@ -762,30 +760,47 @@ class CassandraStore:
 
     async def random_channel_event(self, channel: Named) -> ChatEvent | None:
         keys = await self.channel_keys(channel)
-        starts = [
+        buckets = [
             (key, start)
             for key in keys.keys
             async for start in self._bucket_starts(key, 0, _FAR, reverse=False)
         ]
-        for _ in range(_RANDOM_TRIES if starts else 0):  # a pick may land on a deletion, a ban: again
-            key, start = random.choice(starts)
-            at = _dt(start + random.randrange(BUCKET_MS))
-            for name in ("row_from", "row_before"):
-                for row in await self._query(name, key, _dt(start), at).all():
-                    if (event := self._event(row, keys.name)).kind in RANDOM_KINDS:
-                        return event
-        return None
+
+        async def count(bucket: tuple[str, int]) -> int:
+            rows = await self._query("bucket_count", bucket[0], _dt(bucket[1])).all()
+            return int(rows[0].n) if rows else 0
+
+        async def nth(bucket: tuple[str, int], index: int) -> ChatEvent | None:
+            return await self._nth("rows", (bucket[0], _dt(bucket[1]), _dt(0), _dt(_FAR)), index, keys.name)
+
+        return await random_pick.pick(buckets, count, nth, _picked)
 
     async def random_user_event(self, channel: Named, user: Named) -> ChatEvent | None:
         channel_keys, _, pairs, periods = await self._pairs_and_periods(channel, user)
         hits = [
             (pair, period) for period, found in (await self._probe(pairs, periods)).items() for pair in found
         ]
-        for _ in range(_RANDOM_TRIES if hits else 0):
-            (key, who), period = random.choice(hits)
-            at = _dt(period_start_ms(period) + random.randrange(USER_PERIOD_MS))
-            for name in ("user_from", "user_before"):
-                for row in await self._query(name, key, who, period, at).all():
-                    if (event := self._event(row, channel_keys.name)).kind in RANDOM_KINDS:
-                        return event
+
+        async def count(hit: tuple[Pair, int]) -> int:
+            (key, who), period = hit
+            rows = await self._query("count", key, who, [period], _dt(0), _dt(_FAR)).all()
+            return int(rows[0].n) if rows else 0
+
+        async def nth(hit: tuple[Pair, int], index: int) -> ChatEvent | None:
+            (key, who), period = hit
+            params = (key, who, [period], _dt(0), _dt(_FAR))
+            return await self._nth("user_rows", params, index, channel_keys.name)
+
+        return await random_pick.pick(hits, count, nth, _picked)
+
+    async def _nth(self, name: str, params: tuple[Any, ...], index: int, hint: str) -> ChatEvent | None:
+        """The ``index``-th row (0-based, clustering order) of statement ``name``'s answer, as an event."""
+        rows = self._query(name, *params).rows()
+        try:
+            async for row in rows:
+                if index == 0:
+                    return self._event(row, hint)
+                index -= 1
+        finally:
+            await aclose(rows)
         return None

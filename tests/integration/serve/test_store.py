@@ -338,3 +338,29 @@ def test_a_stored_line_that_does_not_parse_comes_back(sink_settings: SinkSetting
     )
     assert channel == [odd, msgspec.structs.replace(fine, ingester=None)]
     assert user == channel[::-1]
+
+
+def test_random_picks_are_spread_over_bunched_lines(sink_settings: SinkSettings, session: Any) -> None:
+    """Issue 36: a lone line, then 41 lines of one user within 4 s (another bucket): picking a bucket and
+    an instant in it gave the lone line half the time and the burst's first line nearly always."""
+    lone = says(T0 + 3_600_000, "quiet", "3003", "lone", channel="bunched")
+    burst = [says(T0 + 7_200_000 + i * 100, "burst", "3004", f"b{i}", channel="bunched") for i in range(41)]
+    write(sink_settings, [lone, *burst])
+    draws = 300
+
+    async def body(store: CassandraStore) -> tuple[Counter[str], Counter[str]]:
+        channel: Counter[str] = Counter()
+        user: Counter[str] = Counter()
+        for _ in range(draws):
+            picked = await store.random_channel_event("bunched")
+            mine = await store.random_user_event("bunched", "burst")
+            assert picked is not None and mine is not None
+            channel[picked.text or ""] += 1
+            user[mine.text or ""] += 1
+        return channel, user
+
+    channel, user = _run(session, body)
+    # uniform: each of 42 lines ~7 times in 300 draws (the lone line ~150 times before the fix)
+    assert channel["lone"] < 30 and len(channel) >= 30, channel.most_common(3)
+    assert set(user) <= {f"b{i}" for i in range(41)} and len(user) >= 30, user.most_common(3)
+    assert max(user.values()) < 30, user.most_common(3)
