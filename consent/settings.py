@@ -48,6 +48,15 @@ class ConsentSettings(KafkaSettings):
         pattern=r"^\S+$",
         description="Chat command word of self-service opt-out: `<word> optout CODE` in a logged channel.",
     )
+    optout_command_aliases: str = Field(
+        default="!justlog !rustlog",
+        max_length=200,
+        description=(
+            "Other command words accepted for the same command, space-separated (empty: none). The "
+            "default makes the opt-out panels of justlog's and rustlog's web frontends work: they tell "
+            "users to type `!justlog optout CODE` / `!rustlog optout CODE`."
+        ),
+    )
     optout_code_ttl_s: int = Field(
         default=600, ge=30, le=7 * 86400, description="Seconds a self-service opt-out code stays valid."
     )
@@ -102,6 +111,10 @@ class ConsentSettings(KafkaSettings):
         if value is not None:
             parse_admin_keys(value.get_secret_value())
         return value
+
+    def optout_aliases(self) -> tuple[str, ...]:
+        """The words of ``optout_command_aliases``."""
+        return tuple(self.optout_command_aliases.split())
 
     def admin_keys(self) -> dict[str, SecretStr]:
         """{key name: secret} of ``serve_admin_keys`` (empty when unset)."""

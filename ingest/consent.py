@@ -20,9 +20,10 @@ Which events an opt-out takes is :mod:`consent.rule`'s one rule (the sink, erasu
 call it too): moderation events that target an opted-out user are dropped as well; one that names its
 user by login only (CLEARMSG) is matched against the logins the gate saw opted-out users send with.
 
-Self-service: a PRIVMSG whose text is ``<command word> optout CODE`` (or ``... CODE channel`` from the
-channel's broadcaster) with a live code of the registry registers an opt-out of the sender's user id
-(or of the channel's room id), retires the code (single use) and is dropped. Both copies of a
+Self-service: a PRIVMSG whose text is ``<command word> optout CODE`` (the word or one of its aliases;
+or ``... CODE channel`` from the channel's broadcaster) with a live code of the registry registers an
+opt-out of the sender's user id (or of the channel's room id), retires the code (single use) and is
+dropped. Both copies of a
 redundant pair of ingesters may see the line: both write the same key (``user:<id>``), so the outcome
 is one opt-out. A line with an unknown or expired code is a normal chat line. The opt-out is enforced
 by this ingester at once (before the registry echoes it back); the writes to Kafka run on a thread of
@@ -34,7 +35,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from collections.abc import Set as AbstractSet
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
@@ -77,11 +78,13 @@ class Command:
     channel: bool
 
 
-def parse_command(text: str, word: str) -> Command | None:
-    """``<word> optout CODE`` or ``<word> optout CODE channel`` (any case, any spacing) -> the command;
-    anything else (another word, a malformed code, more words) -> None."""
+def parse_command(text: str, words: str | tuple[str, ...]) -> Command | None:
+    """``<word> optout CODE`` or ``<word> optout CODE channel`` (any case, any spacing; ``word`` one of
+    ``words``) -> the command; anything else (another word, a malformed code, more words) -> None."""
     parts = text.split()
-    if len(parts) not in (3, 4) or parts[0] != word or parts[1].lower() != "optout":
+    if isinstance(words, str):
+        words = (words,)
+    if len(parts) not in (3, 4) or parts[0] not in words or parts[1].lower() != "optout":
         return None
     if len(parts) == 4 and parts[3].lower() != "channel":
         return None
@@ -112,11 +115,14 @@ class OptOutGate:
         registry: RegistryView,
         *,
         command_word: str = "!chatlog",
+        aliases: Sequence[str] = (),
         publisher: Publisher | None = None,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.registry = registry
-        self.command_word = command_word
+        self.command_words: tuple[str, ...] = (command_word, *aliases)
+        """The command word, then the other words accepted for it (justlog's and rustlog's frontends
+        tell their users to type ``!justlog optout CODE`` / ``!rustlog optout CODE``)."""
         self._publisher = publisher
         self._clock = clock
         self._users: frozenset[str] = frozenset()
@@ -225,7 +231,7 @@ class OptOutGate:
             return True
         if event.kind == "PRIVMSG":
             text = event.text
-            if text is not None and text.startswith(self.command_word):
+            if text is not None and text.startswith(self.command_words):
                 return self._command(event)
         return False
 
@@ -244,7 +250,7 @@ class OptOutGate:
     # -- self-service ---------------------------------------------------------------------------------
     def _command(self, event: ChatEvent) -> bool:
         assert event.text is not None
-        command = parse_command(event.text, self.command_word)
+        command = parse_command(event.text, self.command_words)
         if command is None:
             return False
         code = command.code

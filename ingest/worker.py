@@ -516,6 +516,7 @@ def build_worker(settings: IngestSettings) -> Worker:
     gate = OptOutGate(
         OptOutRegistry(settings, settings.topic_optout),
         command_word=settings.optout_command,
+        aliases=settings.optout_aliases(),
         publisher=OptOutPublisher(settings),
     )
     parse = with_client_id_tags(parse_line) if settings.ingest_client_id_tags else parse_line

@@ -6,9 +6,11 @@
   A key from ``CHATLOG_SERVE_ADMIN_KEYS`` (``name:secret`` pairs) in ``Authorization: Bearer <key>`` or
   ``X-Api-Key``; compared in constant time; a missing or wrong key is a 401; without any key configured
   these routes answer 404. The audit records the key's name (``api:<name>``).
-* ``POST /optout`` (public): a short-lived single-use code; whoever types ``<command> optout <code>`` in a
-  logged channel opts out (the ingester recognises it). The code is published as ``code:<code>`` on the
-  opt-out topic and audited.
+* ``POST /optout`` (public): a short-lived single-use code, a bare JSON string as justlog and rustlog
+  answer (``?details=1``: ``{code, expires_at, command}``); whoever types ``<command> optout <code>`` in a
+  logged channel opts out (the ingester recognises it; ``!justlog`` and ``!rustlog``, what those frontends
+  tell users to type, by default too: ``CHATLOG_OPTOUT_COMMAND_ALIASES``). The code is published as
+  ``code:<code>`` on the opt-out topic and audited.
 
 The app's lifespan (:mod:`serve.api.app`) puts the registry, the settings and a publisher in
 ``app.state``: ``optout_registry``, ``consent_settings``, ``optout_publisher``.
@@ -244,8 +246,18 @@ def _code_allowed(request: Request, settings: ConsentSettings) -> None:
     rates.take(request.client.host if request.client is not None else "?")
 
 
-@router.post("/optout", summary="A short-lived code: type `<command> optout CODE` in a logged channel")
-async def self_service_code(request: Request) -> JSONResponse:
+@router.post(
+    "/optout",
+    summary="A short-lived code: type `<command> optout CODE` in a logged channel",
+    description=(
+        "The code as a bare JSON string, as justlog and rustlog answer (their web frontends show it as is). "
+        "`?details=1`: `{code, expires_at, command}` (the command to type, with this server's command word)."
+    ),
+)
+async def self_service_code(
+    request: Request,
+    details: Annotated[bool, Query(description="Answer `{code, expires_at, command}`.")] = False,
+) -> JSONResponse:
     settings, _registry, publisher = _state(request)
     _code_allowed(request, settings)
     code = await _call(
@@ -255,11 +267,10 @@ async def self_service_code(request: Request) -> JSONResponse:
     session = store.session
     if session is not None:
         await _call("writing the audit", audit.record_code, session, request.app.state.consent_keyspace, code)
+    no_store = {"Cache-Control": "no-store"}
+    if not details:
+        return JSONResponse(code.code, headers=no_store)
+    command = f"{settings.optout_command} optout {code.code}"
     return JSONResponse(
-        {
-            "code": code.code,
-            "expires_at": code.expires_at,
-            "command": f"{settings.optout_command} optout {code.code}",
-        },
-        headers={"Cache-Control": "no-store"},
+        {"code": code.code, "expires_at": code.expires_at, "command": command}, headers=no_store
     )

@@ -12,6 +12,7 @@ from confluent_kafka import Consumer
 
 from consent.records import Code, OptOut
 from consent.registry import OptOutRegistry
+from consent.settings import ConsentSettings
 from core.irc_parse import parse_line, roomstate
 from core.settings import KafkaSettings
 from core.testing import FakeClock, FakeConsumer, FakeMessage, FakeProducer, eventually, twitch_line
@@ -344,3 +345,20 @@ def test_the_command_word_is_a_setting(word: str) -> None:
     assert gate.drop(event(f"{word} optout {CODE}"))
     wait_writes(gate)
     assert registry.users() == {"42"}
+
+
+@pytest.mark.parametrize("word", ["!justlog", "!rustlog"])
+def test_the_words_justlogs_and_rustlogs_frontends_tell_users_to_type_are_accepted(word: str) -> None:
+    # their Optout.tsx: `!justlog optout <code>` / `!rustlog optout <code>`; CHATLOG_OPTOUT_COMMAND_ALIASES
+    aliases = ConsentSettings().optout_aliases()
+    assert aliases == ("!justlog", "!rustlog")
+    registry = Registry()
+    publisher = Publisher(registry)
+    gate = OptOutGate(registry, command_word="!chatlog", aliases=aliases, publisher=publisher)
+    gate.start(1.0)
+    registry.issue()
+    assert gate.drop(event(f"{word} optout {CODE}"))
+    wait_writes(gate)
+    assert registry.users() == {"42"}
+    assert ConsentSettings(optout_command_aliases="").optout_aliases() == ()
+    assert parse_command(f"{word} optout {CODE}", ("!chatlog",)) is None

@@ -28,8 +28,10 @@ class CountingPublisher:
         return Code(code=new_code(), expires_at=now_ms() + int(ttl_s * 1000), by=by)
 
 
-def _codes(consent: ConsentSettings, clients: Sequence[str | float]) -> tuple[list[httpx.Response], int]:
-    """POST /optout once from each of ``clients`` (addresses; a number: seconds to wait); the answers and
+def _codes(
+    consent: ConsentSettings, clients: Sequence[str | float], path: str = "/optout"
+) -> tuple[list[httpx.Response], int]:
+    """POST ``path`` once from each of ``clients`` (addresses; a number: seconds to wait); the answers and
     the codes issued."""
     app = create_app(load(ServeSettings), MemoryStore())
     publisher = CountingPublisher()
@@ -47,7 +49,7 @@ def _codes(consent: ConsentSettings, clients: Sequence[str | float]) -> tuple[li
                 continue
             transport = httpx.ASGITransport(app=app, client=(address, 5000))
             async with httpx.AsyncClient(transport=transport, base_url="http://test") as client:
-                answers.append(await client.post("/optout"))
+                answers.append(await client.post(path))
         return answers
 
     return asyncio.run(go()), publisher.issued
@@ -87,3 +89,19 @@ def test_a_code_refused_for_all_clients_does_not_count_against_its_address() -> 
     # 10.0.2.2's second ask is refused by the total; once that frees up, its second code is still its own
     assert [a.status_code for a in answers] == [200, 200, 200, 429, 200]
     assert issued == 4
+
+
+def test_the_code_is_a_bare_json_string_as_justlogs_and_rustlogs_frontends_read_it() -> None:
+    # their Optout.tsx: fetch(base + "/optout", {method: "POST"}).then(res => res.json()).then(setCode)
+    (answer,), _ = _codes(ConsentSettings(), ["10.0.2.1"])
+    code = answer.json()
+    assert isinstance(code, str) and len(code) == 8, answer.text
+    assert (
+        answer.headers["content-type"] == "application/json" and answer.headers["cache-control"] == "no-store"
+    )
+    (rich,), _ = _codes(ConsentSettings(), ["10.0.2.2"], "/optout?details=1")
+    body = rich.json()
+    assert (
+        set(body) == {"code", "expires_at", "command"}
+        and body["command"] == f"!chatlog optout {body['code']}"
+    )
