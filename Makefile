@@ -8,7 +8,7 @@ SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 # chromium: the browser tests (tests/browser) drive Debian's build with Playwright; no browser is downloaded
 APT_PACKAGES := inspircd maven openjdk-17-jre-headless chromium
 
-.PHONY: setup test unit integration check lint typecheck demo chaos bench up down clean
+.PHONY: setup test unit integration check lint typecheck demo chaos cluster bench up down clean
 
 setup: $(STAMPS)/apt $(STAMPS)/venv $(STAMPS)/maven ## venv, Python deps, Maven artifacts, Debian packages
 
@@ -50,13 +50,16 @@ unit: setup
 	$(BIN)/pytest tests/unit
 
 integration: setup
-	$(BIN)/pytest tests/integration
+	$(BIN)/pytest tests/integration -m "not cluster"
 
 test: check ## the whole suite: lint, types, unit and integration tests against the real local stack
-	$(BIN)/pytest tests -m "not chaos"
+	$(BIN)/pytest tests -m "not chaos and not cluster"
 
 chaos: setup ## fault injection on the whole pipeline (restarts stack services: run it alone)
 	$(BIN)/pytest tests/integration/chaos -m chaos -s
+
+cluster: setup ## the multi-node stack (3 Kafka, 3 Cassandra, Spark standalone): up, checked, down
+	$(BIN)/pytest tests/integration/cluster -m cluster -s
 
 bench: setup $(STAMPS)/bench-extra ## every benchmark on the local stack; JSON and PNG under results/
 	$(BIN)/chatlog stack up

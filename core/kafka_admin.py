@@ -64,6 +64,12 @@ def wait_until_ready(
         time.sleep(_READY_POLL_S)
 
 
+def topic_config(settings: KafkaSettings, config: Mapping[str, str]) -> dict[str, str]:
+    """A topic's configs from ``schemas/topics.toml`` plus the settings' ``min.insync.replicas``."""
+    min_isr = settings.topic_min_isr
+    return {**config, **({"min.insync.replicas": str(min_isr)} if min_isr is not None else {})}
+
+
 def ensure_topics(settings: KafkaSettings, timeout: float = 30.0) -> list[str]:
     """Create missing topics and wait until every topic is usable; returns the names that were created
     (existing ones are left alone). Kafka not reachable: :class:`~core.kafka_probe.KafkaUnreachable`."""
@@ -74,7 +80,7 @@ def ensure_topics(settings: KafkaSettings, timeout: float = 30.0) -> list[str]:
             s.name,
             num_partitions=s.partitions,
             replication_factor=settings.topic_replication_factor,
-            config=s.config,
+            config=topic_config(settings, s.config),
         )
         for s in specs
         if s.name not in existing

@@ -242,11 +242,35 @@ class KafkaSettings(_Base):
         description="Replication factor of created topics; at most 10000.",
     )
     messages_retention_ms: int = Field(default=7 * 24 * 3600 * 1000, ge=60_000, description="Replay window.")
+    topic_min_insync_replicas: int | None = Field(
+        default=None,
+        ge=1,
+        le=MAX_REPLICATION_FACTOR,
+        description="min.insync.replicas of created topics: how many replicas a write with acks=all "
+        "needs; at most the replication factor. Default: 2 when the replication factor is 3 or more (one "
+        "broker may be down), else the broker's own default (1).",
+    )
 
     @field_validator("kafka_bootstrap_servers")
     @classmethod
     def _bootstrap(cls, value: str) -> str:
         return _host_port_list(value)
+
+    @model_validator(mode="after")
+    def _min_insync_within_replicas(self) -> Self:
+        if (self.topic_min_insync_replicas or 0) > self.topic_replication_factor:
+            raise ValueError(
+                f"topic_min_insync_replicas ({self.topic_min_insync_replicas}) is more than "
+                f"topic_replication_factor ({self.topic_replication_factor}): no write could succeed"
+            )
+        return self
+
+    @property
+    def topic_min_isr(self) -> int | None:
+        """min.insync.replicas to create topics with; None: the broker's default."""
+        if self.topic_min_insync_replicas is not None:
+            return self.topic_min_insync_replicas
+        return 2 if self.topic_replication_factor >= 3 else None
 
     @model_validator(mode="after")
     def _kafka_key_has_its_certificate(self) -> Self:
@@ -451,6 +475,58 @@ class StackSettings(KafkaSettings, CassandraSettings):
     cassandra_heap: str = Field(default="1200m", description="Cassandra JVM heap.")
     irc_port: int = Field(default=6667, ge=1, le=65535, description="InspIRCd client port.")
     start_timeout_s: float = Field(default=150.0, gt=0, description="How long `up` waits for each service.")
+    cluster_state_dir: Path | None = Field(
+        default=None,
+        description="Data, logs and pid files of the multi-node stack (`chatlog stack up --nodes 3`); "
+        "default <state_dir>/cluster.",
+    )
+    cluster_kafka_port: int = Field(
+        default=19092,
+        ge=1,
+        le=65435,
+        description="Client port of the cluster's first Kafka broker; broker i listens on this + 100*(i-1) "
+        "and its KRaft controller on the port after it.",
+    )
+    cluster_kafka_heap: str = Field(default="384m", description="JVM heap of each of the cluster's brokers.")
+    cluster_cassandra_address: str = Field(
+        default="127.0.0.11",
+        description="Loopback address of the cluster's first Cassandra node (its seed); node i takes the "
+        "i-1'th address after it, each with the standard ports (CHATLOG_CASSANDRA_PORT, "
+        "CHATLOG_CASSANDRA_STORAGE_PORT).",
+    )
+    cluster_cassandra_heap: str = Field(default="768m", description="JVM heap of each Cassandra node.")
+    cluster_spark_port: int = Field(
+        default=17077, ge=1, le=65535, description="Port of the cluster's Spark standalone master."
+    )
+    cluster_spark_ui_port: int = Field(
+        default=18080,
+        ge=1,
+        le=65533,
+        description="Web UI (and JSON status) port of the Spark master; worker i's UI is on this + i.",
+    )
+    cluster_spark_workers: int = Field(default=2, ge=1, le=9, description="Spark standalone workers.")
+    cluster_spark_worker_cores: int = Field(
+        default=1, ge=1, le=64, description="Cores each Spark worker offers its executors."
+    )
+    cluster_spark_worker_memory: str = Field(
+        default="1g", description="Memory each Spark worker offers its executors."
+    )
+    cluster_spark_daemon_memory: str = Field(
+        default="256m", description="JVM heap of the Spark master and worker daemons themselves."
+    )
+
+    @field_validator("cluster_cassandra_address")
+    @classmethod
+    def _loopback(cls, value: str) -> str:
+        address = ipaddress.ip_address(value.strip())
+        if not (isinstance(address, ipaddress.IPv4Address) and address.is_loopback):
+            raise ValueError("a loopback IPv4 address such as 127.0.0.11")
+        return str(address)
+
+    @property
+    def cluster_dir(self) -> Path:
+        """Where the multi-node stack keeps its state (apart from the single stack's services)."""
+        return self.cluster_state_dir or self.state_dir / "cluster"
 
     @model_validator(mode="after")
     def _clients_follow_the_stack_port(self) -> StackSettings:

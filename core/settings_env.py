@@ -49,6 +49,12 @@ DIRECT_VARIABLES: Final[Mapping[str, DirectVariable]] = {
     "CHATLOG_TEST_KEEP_STACK": DirectVariable(
         "bool", "unset", "tests/fixtures/stack.py", "1: leave a stack the tests started running."
     ),
+    "CHATLOG_TEST_KEEP_CLUSTER": DirectVariable(
+        "bool",
+        "unset",
+        "tests/integration/cluster/conftest.py",
+        "1: leave a multi-node stack the cluster tests started running.",
+    ),
     "CHATLOG_TEST_CHROMIUM": DirectVariable(
         "path", "/usr/bin/chromium", "tests/browser/conftest.py", "The chromium the browser tests drive."
     ),

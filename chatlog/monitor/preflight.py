@@ -19,7 +19,7 @@ from confluent_kafka.admin import NewTopic
 
 from chatlog.monitor.settings import MonitorSettings
 from core.errors import ChatlogError
-from core.kafka_admin import admin_client
+from core.kafka_admin import admin_client, topic_config
 from core.kafka_probe import PROBE_TIMEOUT_S, probe
 
 CHANGELOG_SUFFIX = "-changelog"
@@ -98,7 +98,10 @@ def ensure_changelogs(settings: MonitorSettings, partitions: SourcePartitions, t
         existing = admin.list_topics(timeout=timeout).topics
         new = [
             NewTopic(
-                name, num_partitions=n, replication_factor=settings.topic_replication_factor, config=conf
+                name,
+                num_partitions=n,
+                replication_factor=settings.topic_replication_factor,
+                config=topic_config(settings, conf),
             )
             for name, (n, conf) in wanted.items()
             if name not in existing

@@ -107,6 +107,24 @@ def stop(pid: int, *, timeout: float = 30.0) -> bool:
     return True
 
 
+def stop_all(pids: list[int], *, timeout: float = 30.0) -> None:
+    """:func:`stop` for several processes at once: SIGTERM to every group, SIGKILL to those still
+    running after ``timeout``."""
+    for pid in pids:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(pid, signal.SIGTERM)
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        for pid in pids:
+            _reap(pid)
+        if not any(pid_alive(pid) for pid in pids):
+            return
+        time.sleep(0.2)
+    for pid in pids:
+        if pid_alive(pid):
+            stop(pid, timeout=0)
+
+
 def _reap(pid: int) -> None:
     with contextlib.suppress(ChildProcessError, OSError):
         os.waitpid(pid, os.WNOHANG)

@@ -1,4 +1,8 @@
-"""The three services of the local stack: how each is prepared, started and checked."""
+"""The services of the local stack: how each is prepared, started and checked.
+
+The single-node stack runs one of each (:func:`all_services`); the multi-node stack
+(``chatlog/stack/cluster.py``) runs several Kafka and Cassandra nodes, each one of these with its own
+settings, plus Spark (``chatlog/stack/spark.py``)."""
 
 from __future__ import annotations
 
@@ -12,6 +16,7 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
+from typing import Any
 
 from chatlog.stack import security
 from core import maven
@@ -108,9 +113,18 @@ class Service(ABC):
         return self.settings.state_dir / "run" / f"{self.name}.pid"
 
     @property
+    def host(self) -> str:
+        """The address the service listens on."""
+        return "127.0.0.1"
+
+    @property
     @abstractmethod
     def ports(self) -> tuple[int, ...]:
         """Ports the service listens on; the first one is the one clients use."""
+
+    def env(self) -> dict[str, str]:
+        """Environment variables the command needs besides this process's own."""
+        return {}
 
     @abstractmethod
     def prepare(self) -> None:
@@ -127,7 +141,16 @@ class Service(ABC):
 
 @dataclass
 class Kafka(Service):
+    """A broker that is also a KRaft controller: the single stack's (a quorum of one, formatted
+    ``--standalone``), or node ``node_id`` of a static quorum of ``voters`` (``1@host:port,...``) whose
+    nodes are all formatted with the cluster id kept in ``cluster_id_file``."""
+
     name: str = "kafka"
+    node_id: int = 1
+    voters: str = ""
+    cluster_id_file: Path | None = None
+    internal_replicas: int = 1  # of the offsets, transaction and share-state topics
+    broker_defaults: str = ""  # more server.properties lines (e.g. default.replication.factor)
 
     @property
     def ports(self) -> tuple[int, ...]:
@@ -148,17 +171,24 @@ class Kafka(Service):
             protocols = ",SASL_SSL:SASL_SSL"
             tls = security.ensure_tls(security.tls_dir(self.settings))
             extra = security.kafka_listener_config(self.settings, tls)
+        quorum = f"controller.quorum.bootstrap.servers=127.0.0.1:{self.settings.kafka_controller_port}"
+        if self.voters:
+            quorum = f"controller.quorum.voters={self.voters}"
         self.config_file.touch(mode=0o600)  # it holds the dev keystore and PLAIN passwords
         self.config_file.chmod(0o600)
         self.config_file.write_text(
             _template("kafka.properties").format(
                 port=self.settings.kafka_port,
                 controller_port=self.settings.kafka_controller_port,
+                node_id=self.node_id,
+                quorum=quorum,
+                internal_replicas=self.internal_replicas,
+                internal_min_isr=min(2, self.internal_replicas),
                 data_dir=data,
                 session_timeout_ms=self.settings.kafka_group_session_timeout_ms,
                 extra_listeners=listeners,
                 extra_protocols=protocols,
-                extra_config=extra,
+                extra_config=extra + self.broker_defaults,
             )
         )
         (self.home / "log4j2.properties").write_text(
@@ -166,14 +196,13 @@ class Kafka(Service):
         )
         if (data / "meta.properties").exists():
             return
-        cluster_id = new_cluster_id()
         proc = subprocess.run(
             [
                 *self._java(),
                 "kafka.tools.StorageTool",
                 "format",
-                "--standalone",
-                f"--cluster-id={cluster_id}",
+                *([] if self.voters else ["--standalone"]),
+                f"--cluster-id={self._cluster_id()}",
                 "-c",
                 str(self.config_file),
             ],
@@ -184,6 +213,15 @@ class Kafka(Service):
         if proc.returncode != 0:
             last = (proc.stderr or proc.stdout).strip().splitlines()[-1:] or ["no output"]
             raise StackError(f"formatting Kafka storage in {data} failed: {last[0]}")
+
+    def _cluster_id(self) -> str:
+        """A new id for a quorum of one; the one id every node of a static quorum is formatted with."""
+        if self.cluster_id_file is None:
+            return new_cluster_id()
+        if not self.cluster_id_file.exists():
+            self.cluster_id_file.parent.mkdir(parents=True, exist_ok=True)
+            self.cluster_id_file.write_text(new_cluster_id() + "\n")
+        return self.cluster_id_file.read_text().strip()
 
     def _java(self) -> list[str]:
         return [
@@ -228,6 +266,15 @@ class Cassandra(Service):
     password_auth: bool = False
     tls: security.TlsFiles | None = None
     jvm_flags: tuple[str, ...] = ()  # e.g. a short-lived node's faster start
+    address: str = "127.0.0.1"  # listen and rpc address (a node of a ring: its own loopback address)
+    seeds: str = ""  # default: this node alone
+    cluster_name: str = "chatlog-dev"
+    file_cache_size: str = "256MiB"
+    node_options: str = ""  # more cassandra.yaml lines (e.g. auto_bootstrap)
+
+    @property
+    def host(self) -> str:
+        return self.address
 
     @property
     def ports(self) -> tuple[int, ...]:
@@ -247,6 +294,11 @@ class Cassandra(Service):
             _template("cassandra.yaml").format(
                 port=self.settings.cassandra_port,
                 storage_port=self.settings.cassandra_storage_port,
+                cluster_name=self.cluster_name,
+                seeds=self.seeds or f"{self.address}:{self.settings.cassandra_storage_port}",
+                address=self.address,
+                file_cache_size=self.file_cache_size,
+                node_options=self.node_options,
                 data_dir=self.home,
                 authenticator="PasswordAuthenticator" if self.password_auth else "AllowAllAuthenticator",
                 client_encryption=encryption,
@@ -290,22 +342,36 @@ class Cassandra(Service):
 
     def ready(self) -> bool:
         from chatlog.stack.process import port_open
-        from core.cql import connect
 
-        if not port_open(self.settings.cassandra_port):
+        if not port_open(self.settings.cassandra_port, self.address):
             return False
 
-        try:
-            cluster, session = connect(self.settings, keyspace=None, timeout=3)
-        except Exception:
-            return False
-        try:
-            row = session.execute("SELECT release_version FROM system.local").one()
-            return row is not None
-        except Exception:
-            return False
-        finally:
-            cluster.shutdown()
+        rows = node_query(self.settings, self.address, "SELECT release_version FROM system.local")
+        return bool(rows)
+
+
+def node_query(settings: StackSettings, address: str, query: str) -> list[Any] | None:
+    """The rows of ``query`` answered by the Cassandra node at ``address`` itself (not another node of its
+    ring), or None when it does not answer."""
+    from cassandra.cluster import ExecutionProfile
+    from cassandra.policies import WhiteListRoundRobinPolicy
+
+    from core.cql import connect
+
+    try:
+        cluster, session = connect(
+            settings.model_copy(update={"cassandra_hosts": address}), keyspace=None, timeout=3
+        )
+    except Exception:
+        return None
+    try:
+        only = ExecutionProfile(load_balancing_policy=WhiteListRoundRobinPolicy([address]), request_timeout=3)
+        cluster.add_execution_profile("node", only, pool_wait_timeout=3)
+        return list(session.execute(query, execution_profile="node"))
+    except Exception:
+        return None
+    finally:
+        cluster.shutdown()
 
 
 @dataclass

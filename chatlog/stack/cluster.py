@@ -1,0 +1,268 @@
+"""The multi-node stack (``chatlog stack up --nodes 3``): a KRaft quorum of Kafka brokers, a Cassandra ring
+and a Spark standalone cluster, all on this machine, with their state in ``<state_dir>/cluster``.
+
+Each Kafka node is a broker and a controller (``kafka-1``..: client port ``cluster_kafka_port`` + 100*(i-1),
+controller port the next one, a static quorum of all of them). Each Cassandra node (``cassandra-1``..)
+has its own loopback address from ``cluster_cassandra_address`` on with the standard ports; the first one
+is the seed, the others join without streaming (a new ring has nothing to stream). Spark: a master and
+``cluster_spark_workers`` workers from the installed pyspark (``chatlog/stack/spark.py``).
+
+:func:`client_settings` is how the pipeline is pointed at it, with the replication a cluster wants
+(topics RF 3 and ``min.insync.replicas`` 2, a NetworkTopologyStrategy keyspace with RF 3)."""
+
+from __future__ import annotations
+
+import ipaddress
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from chatlog.stack.services import Cassandra, Kafka, Service, node_query
+from chatlog.stack.spark import SparkMaster, SparkWorker, master_state
+from core.errors import StackError
+from core.settings import StackSettings
+
+Report = Callable[[str], None]
+
+CLUSTER_NAME = "chatlog-cluster"
+"""The Cassandra ring's name (the single stack's node is ``chatlog-dev``: they never gossip together)."""
+DATA_CENTER = "datacenter1"
+"""The data center of every node (SimpleSnitch's)."""
+MAX_NODES = 9
+PORT_STEP = 100
+
+
+def replicas(nodes: int) -> int:
+    """The replication factor of a cluster of ``nodes``: 3, or every node of a smaller one."""
+    return min(3, nodes)
+
+
+def min_insync(nodes: int) -> int:
+    """In-sync replicas a write needs: 2 of 3 (one node may be down), 1 without a spare replica."""
+    return max(1, replicas(nodes) - 1)
+
+
+@dataclass(frozen=True)
+class Layout:
+    """Where each node of a cluster of ``nodes`` listens and keeps its files."""
+
+    settings: StackSettings
+    nodes: int
+
+    def __post_init__(self) -> None:
+        if not 2 <= self.nodes <= MAX_NODES:
+            raise StackError(
+                f"--nodes {self.nodes}: a cluster has 2 to {MAX_NODES} nodes (1: the single stack)"
+            )
+
+    @property
+    def node_settings(self) -> StackSettings:
+        """The stack settings every node of the cluster shares (its state directory, heaps, no SASL)."""
+        s = self.settings
+        return s.model_copy(
+            update={
+                "state_dir": s.cluster_dir,
+                "kafka_heap": s.cluster_kafka_heap,
+                "cassandra_heap": s.cluster_cassandra_heap,
+                "kafka_sasl_ssl_port": 0,
+            }
+        )
+
+    def kafka_port(self, node: int) -> int:
+        return self.settings.cluster_kafka_port + PORT_STEP * (node - 1)
+
+    def controller_port(self, node: int) -> int:
+        return self.kafka_port(node) + 1
+
+    def cassandra_address(self, node: int) -> str:
+        return str(ipaddress.IPv4Address(self.settings.cluster_cassandra_address) + (node - 1))
+
+    @property
+    def bootstrap_servers(self) -> str:
+        return ",".join(f"127.0.0.1:{self.kafka_port(i)}" for i in self.node_ids)
+
+    @property
+    def cassandra_hosts(self) -> str:
+        return ",".join(self.cassandra_address(i) for i in self.node_ids)
+
+    @property
+    def node_ids(self) -> range:
+        return range(1, self.nodes + 1)
+
+    @property
+    def voters(self) -> str:
+        return ",".join(f"{i}@127.0.0.1:{self.controller_port(i)}" for i in self.node_ids)
+
+    def kafka(self, node: int) -> Kafka:
+        settings = self.node_settings.model_copy(
+            update={"kafka_port": self.kafka_port(node), "kafka_controller_port": self.controller_port(node)}
+        )
+        rf = replicas(self.nodes)
+        return Kafka(
+            settings,
+            name=f"kafka-{node}",
+            node_id=node,
+            voters=self.voters,
+            cluster_id_file=self.settings.cluster_dir / "kafka-cluster.id",
+            internal_replicas=rf,
+            broker_defaults=f"default.replication.factor={rf}\nmin.insync.replicas={min_insync(self.nodes)}\n",
+        )
+
+    def cassandra(self, node: int) -> Cassandra:
+        address = self.cassandra_address(node)
+        settings = self.node_settings.model_copy(update={"cassandra_hosts": address})
+        seed = f"{self.cassandra_address(1)}:{self.settings.cassandra_storage_port}"
+        return Cassandra(
+            settings,
+            name=f"cassandra-{node}",
+            address=address,
+            seeds=seed,
+            cluster_name=CLUSTER_NAME,
+            file_cache_size="64MiB",
+            # a new ring has no data to stream: the other nodes take their tokens and serve at once
+            node_options="" if node == 1 else "auto_bootstrap: false\n",
+        )
+
+    @property
+    def spark_master(self) -> SparkMaster:
+        s = self.settings
+        return SparkMaster(
+            self.node_settings,
+            port=s.cluster_spark_port,
+            ui_port=s.cluster_spark_ui_port,
+            daemon_memory=s.cluster_spark_daemon_memory,
+        )
+
+    def spark_worker(self, index: int) -> SparkWorker:
+        s = self.settings
+        return SparkWorker(
+            self.node_settings,
+            name=f"spark-worker-{index}",
+            master=self.spark_master,
+            ui_port=s.cluster_spark_ui_port + index,
+            cores=s.cluster_spark_worker_cores,
+            memory=s.cluster_spark_worker_memory,
+            daemon_memory=s.cluster_spark_daemon_memory,
+        )
+
+    @property
+    def spark_workers(self) -> list[SparkWorker]:
+        return [self.spark_worker(i) for i in range(1, self.settings.cluster_spark_workers + 1)]
+
+    def start_groups(self) -> list[list[Service]]:
+        """Services to start together, a group once the one before answers: every Kafka node at once
+        (a quorum needs a majority), the Cassandra seed and the Spark master, then the rest."""
+        first: list[Service] = [*(self.kafka(i) for i in self.node_ids), self.cassandra(1), self.spark_master]
+        rest: list[Service] = [*(self.cassandra(i) for i in self.node_ids[1:]), *self.spark_workers]
+        return [first, rest]
+
+    def stop_groups(self) -> list[list[Service]]:
+        """Services to stop together, in this order: Spark, then Cassandra, then every Kafka node at once
+        (one by one, the last ones would wait for a quorum that has gone)."""
+        return [
+            [*self.spark_workers, self.spark_master],
+            [self.cassandra(i) for i in reversed(self.node_ids)],
+            [self.kafka(i) for i in reversed(self.node_ids)],
+        ]
+
+    def services(self) -> list[Service]:
+        return [svc for group in self.start_groups() for svc in group]
+
+    def client_settings(self, **update: Any) -> StackSettings:
+        """The stack settings pointed at this cluster, with a cluster's replication."""
+        rf = replicas(self.nodes)
+        values: dict[str, Any] = {
+            "state_dir": self.settings.cluster_dir,
+            "kafka_bootstrap_servers": self.bootstrap_servers,
+            "kafka_port": self.kafka_port(1),
+            "kafka_controller_port": self.controller_port(1),
+            "kafka_sasl_ssl_port": 0,
+            "cassandra_hosts": self.cassandra_hosts,
+            "cassandra_local_dc": DATA_CENTER,
+            "cassandra_replication": f"{{'class': 'NetworkTopologyStrategy', '{DATA_CENTER}': {rf}}}",
+            "topic_replication_factor": rf,
+        }
+        return self.settings.model_copy(update={**values, **update})
+
+    def wait_formed(self, timeout: float, report: Report) -> None:
+        """Wait until Kafka's metadata lists every broker, every Cassandra node sees the whole ring up and
+        the Spark master every worker."""
+        t0 = time.monotonic()
+        checks: list[tuple[str, Callable[[], str | None]]] = [
+            ("kafka", self._kafka_missing),
+            ("cassandra", self._ring_missing),
+            ("spark", self._workers_missing),
+        ]
+        for name, missing in checks:
+            while (why := missing()) is not None:
+                if time.monotonic() - t0 > timeout:
+                    raise StackError(f"{name}: the cluster did not form within {timeout:.0f}s: {why}")
+                time.sleep(0.5)
+            report(f"{name}: {self._formed(name)} after {time.monotonic() - t0:.1f}s")
+
+    def _formed(self, name: str) -> str:
+        if name == "kafka":
+            return f"{self.nodes} brokers in one KRaft quorum"
+        if name == "cassandra":
+            return f"ring of {self.nodes} nodes up (cluster {CLUSTER_NAME})"
+        return f"master {self.spark_master.url} with {self.settings.cluster_spark_workers} workers"
+
+    def _kafka_missing(self) -> str | None:
+        from confluent_kafka.admin import AdminClient
+
+        admin = AdminClient({"bootstrap.servers": self.bootstrap_servers, "log_level": 0})
+        try:
+            meta = admin.list_topics(timeout=3)
+        except Exception as exc:
+            return f"no metadata ({exc})"
+        have = set(meta.brokers)
+        if have != set(self.node_ids):
+            return f"brokers {sorted(have)} of {list(self.node_ids)}"
+        return None
+
+    def _ring_missing(self) -> str | None:
+        for node in self.node_ids:
+            up = ring_view(self.settings, self.cassandra_address(node))
+            if up is None:
+                return f"cassandra-{node} does not answer"
+            want = {self.cassandra_address(i) for i in self.node_ids}
+            if up != want:
+                return f"cassandra-{node} sees {sorted(up)} of {sorted(want)}"
+        return None
+
+    def _workers_missing(self) -> str | None:
+        state = master_state(self.settings.cluster_spark_ui_port)
+        if state is None:
+            return "the master does not answer"
+        alive = sum(1 for w in state.get("workers", []) if w.get("state") == "ALIVE")
+        if alive < self.settings.cluster_spark_workers:
+            return f"{alive} of {self.settings.cluster_spark_workers} workers alive"
+        return None
+
+
+def ring_view(settings: StackSettings, address: str) -> set[str] | None:
+    """The nodes that the one at ``address`` lists in its ``system.local`` and ``system.peers_v2``, or None
+    when it does not answer: a peer listed there has joined its ring."""
+    peers = node_query(settings, address, "SELECT peer FROM system.peers_v2")
+    if peers is None:
+        return None
+    return {address, *(str(p.peer) for p in peers)}
+
+
+def cluster_env(settings: StackSettings, nodes: int) -> dict[str, str]:
+    """``CHATLOG_*`` variables that point the pipeline at the cluster of ``nodes``: its brokers and Cassandra
+    nodes, a cluster's replication and write guarantees, and the sink on the standalone master with its
+    checkpoint where every executor of this machine reaches it."""
+    layout = Layout(settings, nodes)
+    clients = layout.client_settings()
+    return {
+        "CHATLOG_KAFKA_BOOTSTRAP_SERVERS": clients.kafka_bootstrap_servers,
+        "CHATLOG_TOPIC_REPLICATION_FACTOR": str(clients.topic_replication_factor),
+        "CHATLOG_TOPIC_MIN_INSYNC_REPLICAS": str(min_insync(nodes)),
+        "CHATLOG_CASSANDRA_HOSTS": clients.cassandra_hosts,
+        "CHATLOG_CASSANDRA_LOCAL_DC": clients.cassandra_local_dc,
+        "CHATLOG_CASSANDRA_REPLICATION": clients.cassandra_replication,
+        "CHATLOG_SPARK_MASTER": layout.spark_master.url,
+        "CHATLOG_SINK_CHECKPOINT": str(settings.cluster_dir / "sink" / "checkpoint"),
+    }

@@ -1,0 +1,163 @@
+"""The multi-node stack forms one cluster: a KRaft quorum of 3 brokers that replicates a topic 3 times, a
+ring of 3 Cassandra nodes that holds a keyspace with RF 3 at LOCAL_QUORUM, and a Spark standalone master
+whose workers run a job's Python tasks in their executors (``make cluster``)."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from confluent_kafka import Producer
+from confluent_kafka.admin import ConfigResource
+
+from chatlog.stack import manager
+from chatlog.stack.cluster import DATA_CENTER, Layout
+from chatlog.stack.services import node_query
+from chatlog.stack.spark import master_state
+from core.cql import connect
+from core.kafka_admin import admin_client, ensure_topics
+from core.settings import StackSettings
+
+pytestmark = [pytest.mark.integration, pytest.mark.cluster, pytest.mark.slow]
+
+
+def test_status_shows_every_node_up(cluster: Layout) -> None:
+    states = {s.name: s for s in manager.status(cluster.settings, nodes=3)}
+    assert set(states) == {
+        *(f"kafka-{i}" for i in (1, 2, 3)),
+        *(f"cassandra-{i}" for i in (1, 2, 3)),
+        "spark-master",
+        "spark-worker-1",
+        "spark-worker-2",
+    }
+    for state in states.values():
+        assert state.state == "up", state
+        assert state.pid is not None and state.rss_mib is not None
+    assert {states[f"cassandra-{i}"].host for i in (1, 2, 3)} == {"127.0.0.11", "127.0.0.12", "127.0.0.13"}
+    print(f"\ncluster RSS: {sum(s.rss_mib or 0 for s in states.values()):.0f} MiB")
+
+
+@pytest.fixture
+def replicated_topics(cluster_clients: StackSettings) -> Iterator[StackSettings]:
+    settings = cluster_clients.with_topics(
+        f"t{uuid.uuid4().hex[:10]}", channel_buckets=3, messages_partitions=6
+    )
+    ensure_topics(settings)
+    yield settings
+    admin = admin_client(settings)
+    for fut in admin.delete_topics(settings.topic_names(), operation_timeout=30).values():
+        with contextlib.suppress(Exception):
+            fut.result(timeout=60)
+
+
+def test_a_topic_has_three_replicas_all_in_sync_and_min_isr_2(replicated_topics: StackSettings) -> None:
+    topic = replicated_topics.topic_messages
+    producer = Producer(
+        {**replicated_topics.kafka_client_config(), "enable.idempotence": True, "acks": "all"}
+    )
+    for i in range(60):
+        producer.produce(topic, key=f"channel{i}".encode(), value=b"x")
+    assert producer.flush(30) == 0
+
+    admin = admin_client(replicated_topics)
+    meta = admin.list_topics(topic, timeout=10).topics[topic]
+    assert len(meta.partitions) == 6
+    for partition in meta.partitions.values():
+        assert sorted(partition.replicas) == [1, 2, 3], partition
+        assert sorted(partition.isrs) == [1, 2, 3], partition
+    assert {p.leader for p in meta.partitions.values()} == {1, 2, 3}  # leadership spread over the brokers
+    (described,) = admin.describe_configs([ConfigResource(ConfigResource.Type.TOPIC, topic)]).values()
+    assert described.result(timeout=10)["min.insync.replicas"].value == "2"
+
+
+def test_the_pipeline_topics_of_the_cluster_are_replicated_three_times(
+    cluster_clients: StackSettings,
+) -> None:
+    admin = admin_client(cluster_clients)
+    topics = admin.list_topics(timeout=10).topics
+    for name in cluster_clients.topic_names():
+        assert all(len(p.replicas) == 3 for p in topics[name].partitions.values()), name
+    offsets = topics["__consumer_offsets"].partitions.values() if "__consumer_offsets" in topics else []
+    assert all(len(p.replicas) == 3 for p in offsets)
+
+
+@pytest.fixture
+def keyspace(cluster_clients: StackSettings) -> Iterator[tuple[StackSettings, Any]]:
+    settings = cluster_clients.model_copy(update={"cassandra_keyspace": f"t{uuid.uuid4().hex[:10]}"})
+    cluster, session = connect(settings, timeout=30)
+    session.execute(
+        f"CREATE KEYSPACE {settings.cassandra_keyspace} WITH replication = {settings.cassandra_replication}",
+        timeout=60,
+    )
+    session.execute(f"CREATE TABLE {settings.cassandra_keyspace}.kv (k text PRIMARY KEY, v int)", timeout=60)
+    try:
+        yield settings, session
+    finally:
+        session.execute(f"DROP KEYSPACE IF EXISTS {settings.cassandra_keyspace}", timeout=60)
+        cluster.shutdown()
+
+
+def test_a_keyspace_with_rf_3_is_written_and_read_at_local_quorum_and_on_every_node(
+    cluster: Layout, keyspace: tuple[StackSettings, Any]
+) -> None:
+    from cassandra import ConsistencyLevel
+    from cassandra.query import SimpleStatement
+
+    settings, session = keyspace
+    ks = settings.cassandra_keyspace
+    row = session.execute(
+        "SELECT replication FROM system_schema.keyspaces WHERE keyspace_name = %s", (ks,)
+    ).one()
+    assert row.replication["class"].endswith("NetworkTopologyStrategy")
+    assert row.replication[DATA_CENTER] == "3"
+
+    write = SimpleStatement(
+        f"INSERT INTO {ks}.kv (k, v) VALUES (%s, %s)", consistency_level=ConsistencyLevel.LOCAL_QUORUM
+    )
+    for i in range(20):
+        session.execute(write, (f"key{i}", i))
+    read = SimpleStatement(f"SELECT k, v FROM {ks}.kv", consistency_level=ConsistencyLevel.LOCAL_QUORUM)
+    assert {(r.k, r.v) for r in session.execute(read)} == {(f"key{i}", i) for i in range(20)}
+    assert len(session.cluster.metadata.get_replicas(ks, b"key0")) == 3  # the driver's view of the ring
+
+    # RF 3 on 3 nodes: each node holds every row (a LOCAL_QUORUM write reached 2; the third gets it by
+    # the same write, moments later, or by read repair)
+    for node in (1, 2, 3):
+        rows = node_query(settings, cluster.cassandra_address(node), f"SELECT count(*) FROM {ks}.kv")
+        assert rows is not None
+        assert 0 < rows[0].count <= 20
+
+
+def test_a_job_runs_on_the_standalone_master_in_the_workers_executors(cluster: Layout) -> None:
+    from pyspark.sql import SparkSession
+
+    master = cluster.spark_master
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    spark = (
+        SparkSession.builder.master(master.url)
+        .appName("chatlog-cluster-check")
+        .config("spark.driver.memory", "512m")
+        .config("spark.executor.memory", "512m")
+        .config("spark.executor.cores", "1")
+        .config("spark.cores.max", "2")
+        .config("spark.ui.enabled", "false")
+        .config("spark.driver.host", "127.0.0.1")
+        .getOrCreate()
+    )
+    try:
+        state = master_state(master.ui_port)
+        assert state is not None
+        assert any(app["name"] == "chatlog-cluster-check" for app in state["activeapps"])
+        sc = spark.sparkContext
+        pairs = sc.parallelize(range(1000), 8).map(lambda x: (os.getpid(), x)).collect()
+        assert sum(x for _pid, x in pairs) == sum(range(1000))
+        assert os.getpid() not in {pid for pid, _x in pairs}  # Python workers of the executors, not ours
+        executors = sc._jsc.sc().getExecutorMemoryStatus().size() - 1  # block managers but the driver's
+        assert executors == 2
+    finally:
+        spark.stop()
