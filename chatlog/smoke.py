@@ -25,7 +25,7 @@ def run(settings: StackSettings) -> str:
     if event is None or event.message_id != message_id or event.sent_at != now or event.text != "hello":
         raise ChatlogError("smoke: the IRC parser did not read the smoke line back")
     probe(settings)  # Kafka down: one line naming the settings, not librdkafka's lines for 30 s
-    producer = Producer({**settings.kafka_client_config(), **QUIET, "enable.idempotence": True})
+    producer = Producer({**settings.kafka_client_config(), **QUIET, **settings.producer_guarantees()})
     producer.produce(settings.topic_messages, key=event.channel.encode(), value=chat_event.encode(event))
     if producer.flush(30) != 0:
         raise ChatlogError("smoke: Kafka did not acknowledge the record within 30s")

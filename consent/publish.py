@@ -37,8 +37,7 @@ class OptOutPublisher:
                 {
                     **settings.kafka_client_config(),
                     **QUIET,
-                    "enable.idempotence": True,
-                    "acks": "all",
+                    **settings.producer_guarantees(),
                     "linger.ms": 5,
                     "message.timeout.ms": int(FLUSH_S * 1000),
                 }

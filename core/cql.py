@@ -20,6 +20,7 @@ def connect(
     **cluster_kwargs: Any,
 ) -> tuple[Any, Any]:
     """A token-aware, DC-aware (cluster, session) pair for ``settings``; raise on failure."""
+    from cassandra import ConsistencyLevel
     from cassandra.auth import PlainTextAuthProvider
     from cassandra.cluster import EXEC_PROFILE_DEFAULT, Cluster, ExecutionProfile
     from cassandra.policies import DCAwareRoundRobinPolicy, TokenAwarePolicy
@@ -32,6 +33,7 @@ def connect(
     profile = ExecutionProfile(
         load_balancing_policy=TokenAwarePolicy(DCAwareRoundRobinPolicy(local_dc=settings.cassandra_local_dc)),
         request_timeout=timeout,
+        consistency_level=ConsistencyLevel.name_to_value[settings.cassandra_consistency],
     )
     cluster = Cluster(
         settings.contact_points,

@@ -73,6 +73,10 @@ PASSWORD_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
 """SASL mechanisms with a user and password: all chatlog clients (librdkafka, Spark, faust) speak them."""
 
 
+Consistency = Literal["ONE", "LOCAL_ONE", "QUORUM", "LOCAL_QUORUM", "EACH_QUORUM", "ALL"]
+"""Cassandra consistency levels chatlog reads and writes at (names of the driver's ``ConsistencyLevel``)."""
+
+
 TOPIC_ROLES = ("channels", "messages", "deadletter", "status", "coverage", "optout")
 
 
@@ -242,6 +246,17 @@ class KafkaSettings(_Base):
         description="Replication factor of created topics; at most 10000.",
     )
     messages_retention_ms: int = Field(default=7 * 24 * 3600 * 1000, ge=60_000, description="Replay window.")
+    kafka_acks: Literal["all", "1"] = Field(
+        default="all",
+        description="acks of chatlog's producers: all (the record is in every in-sync replica, at least "
+        "topic_min_insync_replicas of them, before it counts as written) or 1 (the leader only: a leader "
+        "that dies right after can lose it). 1 needs CHATLOG_KAFKA_IDEMPOTENCE=false.",
+    )
+    kafka_idempotence: bool = Field(
+        default=True,
+        description="Idempotent producers: a retried send neither duplicates nor reorders a partition's "
+        "records. Needs acks=all.",
+    )
     topic_min_insync_replicas: int | None = Field(
         default=None,
         ge=1,
@@ -264,6 +279,18 @@ class KafkaSettings(_Base):
                 f"topic_replication_factor ({self.topic_replication_factor}): no write could succeed"
             )
         return self
+
+    @model_validator(mode="after")
+    def _idempotence_needs_acks_all(self) -> Self:
+        if self.kafka_idempotence and self.kafka_acks != "all":
+            raise ValueError(
+                "kafka_idempotence (CHATLOG_KAFKA_IDEMPOTENCE) needs kafka_acks (CHATLOG_KAFKA_ACKS) = all"
+            )
+        return self
+
+    def producer_guarantees(self) -> dict[str, Any]:
+        """The librdkafka keys of what a producer's write guarantees: every chatlog producer has them."""
+        return {"acks": self.kafka_acks, "enable.idempotence": self.kafka_idempotence}
 
     @property
     def topic_min_isr(self) -> int | None:
@@ -382,6 +409,12 @@ class CassandraSettings(_Base):
         description="Keyspace replication map used when the keyspace is created: a map literal of "
         "names to names or counts whose 'class' is SimpleStrategy, NetworkTopologyStrategy or "
         "org.apache.cassandra.locator.*, e.g. {'class': 'NetworkTopologyStrategy', 'dc1': 3}.",
+    )
+    cassandra_consistency: Consistency = Field(
+        default="LOCAL_QUORUM",
+        description="Consistency level of chatlog's Cassandra reads and writes (the sink's row writes: "
+        "CHATLOG_SINK_WRITE_CONSISTENCY). LOCAL_QUORUM: with RF 3, one node may be down and a read still "
+        "sees every write that was acknowledged; with RF 1 it is the one replica.",
     )
     cassandra_username: str | None = Field(default=None, description="CQL user name.")
     cassandra_password: SecretStr | None = Field(default=None, description="CQL password (secret).")

@@ -87,8 +87,6 @@ _BRACKET_TS: Final = re.compile(
 )
 PRODUCER_CONFIG: Final[dict[str, Any]] = {
     "client.id": "chatlog-import",
-    "enable.idempotence": True,  # retries neither duplicate nor reorder records of a partition
-    "acks": "all",
     # zstd: fewer bytes on the wire than lz4 at the same produce rate (`chatlog bench ingest` compares).
     "compression.type": "zstd",
     "linger.ms": 20,
@@ -238,7 +236,13 @@ class KafkaImportSink:
         # bounded probe: Kafka down, a refused login or TLS is one line naming the setting (KafkaUnreachable,
         # exit 2), before anything is read
         existing = probe(settings).topics
-        conf = settings.kafka_client_config() | PRODUCER_CONFIG | (overrides or {})
+        # idempotent with acks=all by default: retries neither duplicate nor reorder a partition's records
+        conf = (
+            settings.kafka_client_config()
+            | PRODUCER_CONFIG
+            | settings.producer_guarantees()
+            | (overrides or {})
+        )
         self._producer = Producer(conf)
         missing = [t for t in (self._messages, self._deadletter) if t not in existing]
         if missing:

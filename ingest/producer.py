@@ -95,13 +95,13 @@ def with_client_id_tags(parse: ParseFn) -> ParseFn:
 
 
 def producer_config(settings: IngestSettings, worker_id: str) -> dict[str, Any]:
-    """librdkafka settings of the ingester's producer (idempotent, acks=all, compressed, big batches)."""
+    """librdkafka settings of the ingester's producer: the settings' write guarantees (idempotent, acks=all
+    by default), compressed, big batches."""
     return {
         **settings.kafka_client_config(),
         "logger": logging.getLogger("librdkafka.producer"),
         "client.id": f"chatlog-ingest-{worker_id}",
-        "enable.idempotence": True,
-        "acks": "all",
+        **settings.producer_guarantees(),
         "compression.type": settings.ingest_compression,
         "linger.ms": settings.ingest_linger_ms,
         "batch.size": settings.ingest_batch_bytes,

@@ -159,8 +159,7 @@ class Registry:
             {
                 **self.settings.kafka_client_config(),
                 **QUIET,
-                "enable.idempotence": True,
-                "acks": "all",
+                **self.settings.producer_guarantees(),
                 "linger.ms": 20,
                 "compression.type": "lz4",
                 "partitioner": PARTITIONER,

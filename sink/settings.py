@@ -16,7 +16,7 @@ from typing import Literal
 from pydantic import Field, field_validator
 
 from consent.settings import ConsentSettings
-from core.settings import INT32_MAX, PROJECT_ROOT, CassandraSettings
+from core.settings import INT32_MAX, PROJECT_ROOT, CassandraSettings, Consistency
 
 _UNITS_MS = {
     "ms": 1,
@@ -165,8 +165,10 @@ class SinkSettings(ConsentSettings, CassandraSettings):
         "before the query fails loudly; also the dead-letter producer's message.timeout.ms (at most "
         "2147483 s).",
     )
-    sink_write_consistency: Literal["ONE", "LOCAL_ONE", "QUORUM", "LOCAL_QUORUM", "EACH_QUORUM", "ALL"] = (
-        Field("LOCAL_QUORUM", description="Consistency level of the writes.")
+    sink_write_consistency: Consistency = Field(
+        "LOCAL_QUORUM",
+        description="Consistency level of the sink's row writes (its other reads and writes: "
+        "CHATLOG_CASSANDRA_CONSISTENCY).",
     )
     sink_cassandra_timeout_s: float = Field(10.0, gt=0, description="Timeout of one Cassandra request.")
     sink_metrics_port: int = Field(

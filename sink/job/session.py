@@ -102,8 +102,9 @@ def get_session(settings: SinkSettings) -> SparkSession:
     from pyspark.sql import SparkSession
 
     logging.getLogger("py4j").setLevel(logging.WARNING)  # one INFO line per callback otherwise
-    if settings.spark_master.startswith("local") and not under_spark_submit():
-        # pyspark takes the workers' interpreter from PYSPARK_PYTHON (default: python3 on PATH)
+    if not under_spark_submit():
+        # pyspark takes the workers' interpreter from PYSPARK_PYTHON (default: python3 on PATH), also the
+        # executors' of a standalone master on this machine (`chatlog stack up --nodes 3`)
         os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     builder = SparkSession.builder
     for key, value in session_conf(settings).items():

@@ -33,8 +33,7 @@ class DeadLetters:
         self._timeout_s = settings.sink_cassandra_retry_s
         self._config = {
             **settings.kafka_client_config(),
-            "enable.idempotence": True,
-            "acks": "all",
+            **settings.producer_guarantees(),
             "linger.ms": 20,
             "message.timeout.ms": int(self._timeout_s * 1000),
         }

@@ -9,8 +9,7 @@ import pytest
 
 from chatlog.stack.cluster import Layout, cluster_env, min_insync, replicas
 from core.errors import SettingsError, StackError
-from core.kafka_admin import topic_config
-from core.settings import KafkaSettings, StackSettings, load
+from core.settings import StackSettings, load
 
 
 def _layout(tmp_path: Path, nodes: int = 3) -> Layout:
@@ -76,14 +75,3 @@ def test_a_cluster_has_2_to_9_nodes(tmp_path: Path, nodes: int) -> None:
 def test_only_a_loopback_address_for_cassandra_nodes() -> None:
     with pytest.raises(SettingsError, match="loopback"):
         load(StackSettings, cluster_cassandra_address="10.0.0.1")
-
-
-def test_min_insync_replicas_follows_the_replication_factor_unless_set() -> None:
-    assert KafkaSettings().topic_min_isr is None
-    assert topic_config(KafkaSettings(), {"a": "1"}) == {"a": "1"}
-    three = KafkaSettings(topic_replication_factor=3)
-    assert three.topic_min_isr == 2
-    assert topic_config(three, {})["min.insync.replicas"] == "2"
-    assert KafkaSettings(topic_replication_factor=5, topic_min_insync_replicas=3).topic_min_isr == 3
-    with pytest.raises(SettingsError, match="no write could succeed"):
-        load(KafkaSettings, topic_replication_factor=2, topic_min_insync_replicas=3)
