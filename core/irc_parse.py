@@ -71,6 +71,7 @@ __all__ = [
     "prefix_nick",
     "privmsg_parts",
     "route_by_command",
+    "sender_of",
     "unescape_tag_value",
 ]
 
@@ -374,6 +375,22 @@ def parse_line(line: str, *, received_at: int, ingester: str | None = None) -> C
         ingester=ingester,
         bad_sent_ts=bad_sent_ts,
     )
+
+
+def sender_of(line: str) -> tuple[str | None, str | None]:
+    """``(user_login, user_id)`` of a line as :func:`parse_line` gives them, without parsing the rest of it
+    (counting a range's events by sender reads every line): the ``login`` tag, else the nick of a
+    ``nick!user@host`` prefix; the ``user-id`` tag. A line that is not a chat command of a ``#channel`` (no
+    event) may still get a sender here."""
+    tag_section, prefix, rest = _framed(line)
+    if not rest:
+        return None, None
+    tags = parse_tags(tag_section) if tag_section else {}
+    user_id = tags.get("user-id") or None
+    login = tags.get("login")
+    if login:
+        return login.lower(), user_id
+    return prefix_nick(prefix), user_id
 
 
 def roomstate(line: str) -> tuple[str, str] | None:

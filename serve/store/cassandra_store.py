@@ -27,7 +27,7 @@
   :attr:`channels_ttl_s`.
 * **Counts**: a user's by Cassandra (``COUNT(*)`` over :attr:`probe_batch` pointer partitions per query);
   by sender over a channel range, the stored lines scanned for their sender
-  (:func:`serve.store.row.stored_sender`).
+  (:func:`core.irc_parse.sender_of`).
 * **Random picks**: every line about equally likely (:mod:`serve.store.random_pick`): the channel's
   buckets (a user's half-days that hold anything) are counted, up to a sample of them, one is picked in
   proportion to its lines and a line of it by position.
@@ -48,6 +48,7 @@ from typing import Any, Final, TypeVar
 from cassandra.cluster import EXEC_PROFILE_DEFAULT
 from cassandra.query import tuple_factory
 
+from core.irc_parse import sender_of
 from core.logins import login_of
 from core.times import epoch_ms, naive_utc
 from schemas.chat_event import MAX_ID_CHARS, MAX_LOGIN_CHARS, ChatEvent
@@ -63,7 +64,7 @@ from serve.store import random_pick
 from serve.store.aiocql import PagedQuery
 from serve.store.names import NameSeen, user_names
 from serve.store.protocol import ById, Channel, Named
-from serve.store.row import LogLine, aclose, stored_event, stored_sender
+from serve.store.row import LogLine, aclose, stored_event, unmarked
 
 ROW_COLUMNS: Final = (
     "toUnixTimestamp(sent_at) AS sent_ms, CAST(message_id AS text) AS mid, line, "
@@ -739,7 +740,7 @@ class CassandraStore:
                 for query in queries:
                     async for page in query.pages():
                         for row in page:
-                            yield stored_sender(row.line or "")
+                            yield sender_of(unmarked(row.line or ""))
         finally:
             await units.aclose()
 

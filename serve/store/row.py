@@ -18,12 +18,11 @@ from __future__ import annotations
 import uuid
 from typing import Final
 
-from core.irc_parse import MalformedLine, command_of, parse_line, prefix_nick, privmsg_parts
-from core.irc_tags import parse_tags
+from core.irc_parse import MalformedLine, command_of, parse_line, privmsg_parts
 from schemas.chat_event import MAX_KIND_CHARS, MAX_LINE_CHARS, ChatEvent
 from schemas.stored_line import VERBATIM, restore
 
-__all__ = ["UNKNOWN_KIND", "LogLine", "stored_event", "stored_sender"]
+__all__ = ["UNKNOWN_KIND", "LogLine", "aclose", "stored_event", "unmarked"]
 
 UNKNOWN_KIND: Final = "UNKNOWN"
 """``kind`` of a stored line that has no command word."""
@@ -62,38 +61,24 @@ def stored_event(
     )
 
 
-def stored_sender(line: str) -> tuple[str | None, str | None]:
-    """``(user_login, user_id)`` of a stored line, as :func:`stored_event` would give them, without
-    restoring or parsing the whole line (counting by sender reads every line of a range): the ``login``
-    tag, else the nick of a ``nick!user@host`` prefix; the ``user-id`` tag. Lines that are not a chat
-    command of a ``#channel`` may get a sender here that their event (kind ``UNKNOWN``...) does not have;
-    the tests hold the two equal for every real Twitch line and every kind chatlog writes."""
-    if line[:1] == VERBATIM:
-        line = line[1:]
-    tags: dict[str, str] = {}
-    rest = line
-    if rest[:1] == "@":
-        space = rest.find(" ")
-        if space < 0:
-            return None, None
-        tags = parse_tags(rest[1:space])
-        rest = rest[space + 1 :].lstrip(" ")
-    user_id = tags.get("user-id") or None
-    login = tags.get("login")
-    if login:
-        return login.lower(), user_id
-    if rest[:1] != ":":
-        return None, user_id
-    end = rest.find(" ")
-    prefix = rest[1:end] if end >= 0 else rest[1:]
-    return prefix_nick(prefix), user_id
+def unmarked(stored: str) -> str:
+    """A stored line's IRC text as the row holds it (:mod:`schemas.stored_line`: its id and time may be
+    left out of the tags), what is read without restoring the line."""
+    return stored[1:] if stored[:1] == VERBATIM else stored
+
+
+Chat = tuple[str, str | None, str | None]
+"""``(channel, user_login, text)`` of a chat message (PRIVMSG), as its event has them."""
 
 
 class LogLine:
-    """One stored event as the reader gives it: the row's values, the line restored (:attr:`raw`) and
-    parsed (:attr:`event`, kept once made) only when asked, so a reader that needs less pays less (the
-    text of a chat message, :meth:`chat`, needs neither; the raw line no parse). ``sent_at`` is the row's,
-    as :attr:`event`'s is."""
+    """One stored event as the reader gives it, parsed at most once, lazily, and handed as it is to every
+    formatter and to the consent check: the row's values; the line restored (:attr:`raw`) and parsed
+    (:attr:`event`, :func:`core.irc_parse.parse_line`, kept once made) only when asked. A text answer of a
+    chat message needs only its channel, sender and text (:meth:`chat`: from :attr:`event` once that is
+    made, else read from the stored line without its tags by :func:`core.irc_parse.privmsg_parts`, not
+    kept: keeping it costs a text answer more than the rare second read saves); a raw answer no parse.
+    ``sent_at`` is the row's, as :attr:`event`'s is."""
 
     __slots__ = ("_event", "channel_hint", "message_id", "received_at", "sent_at", "stored")
 
@@ -137,16 +122,17 @@ class LogLine:
             )
         return self._event
 
-    def chat(self) -> tuple[str, str | None, str | None] | None:
-        """``(channel, user_login, text)`` of a chat message (PRIVMSG) as :attr:`event` has them, read
-        without parsing the tags (:func:`core.irc_parse.privmsg_parts`); None for every other line."""
-        if self._event is not None:
-            event = self._event
+    def chat(self) -> Chat | None:
+        """``(channel, user_login, text)`` of a chat message (PRIVMSG) as :attr:`event` has them; None for
+        every other line (then :attr:`event` tells): from the event when it is parsed, else from the
+        stored line without its tags."""
+        event = self._event
+        if event is not None:
             return (event.channel, event.user_login, event.text) if event.kind == "PRIVMSG" else None
         stored = self.stored
         if len(stored) > _RESTORED_MAX:
             return None
-        return privmsg_parts(stored[1:] if stored[:1] == VERBATIM else stored)
+        return privmsg_parts(stored[1:] if stored[:1] == VERBATIM else stored)  # unmarked(), inlined
 
 
 async def aclose(source: object) -> None:

@@ -9,11 +9,11 @@ import uuid
 import msgspec
 import pytest
 
-from core.irc_parse import parse_line
+from core.irc_parse import parse_line, sender_of
 from core.testing import chat_events, twitch_line
 from schemas.chat_event import ChatEvent
 from schemas.stored_line import strip
-from serve.store.row import UNKNOWN_KIND, LogLine, stored_event, stored_sender
+from serve.store.row import UNKNOWN_KIND, LogLine, stored_event, unmarked
 from tests.unit.serve.store.stored_lines import (
     NOW,
     PEER_LINES,
@@ -114,6 +114,11 @@ def test_a_line_that_is_no_event_comes_back_as_itself(line: str, kind: str) -> N
         None,
         None,
     )
+
+
+def stored_sender(line: str) -> tuple[str | None, str | None]:
+    """What counting by sender reads of a stored line (:meth:`CassandraStore.senders`)."""
+    return sender_of(unmarked(line))
 
 
 def test_the_sender_scan_agrees_with_the_derived_event() -> None:
