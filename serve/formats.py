@@ -18,9 +18,13 @@ Read from their sources (gempir/justlog ``api/server.go``; boring-nick/rustlog `
 * **jsonBasic**: rustlog's ``BasicMessage`` (``text``, ``displayName``, ``timestamp``, ``id``, ``tags``),
   what rustlog's web frontend asks for (``?jsonBasic``): ``text`` is the "user friendly" text below and a
   CLEARCHAT's ``displayName`` its target login.
-* **ndjson** (one per line) and the live events of ``/api/live``: rustlog's ``FullMessage`` (the basic
-  fields plus ``username``, ``channel``, ``raw``, ``type``) plus justlog's ``systemText``; chatlog's own
-  page reads them. A CLEARCHAT's ``username`` is empty there (the text format's line has no user).
+* **ndjson** (one per line): rustlog's ``FullMessage`` (the basic fields plus ``username``, ``channel``,
+  ``raw``, ``type``) plus justlog's ``systemText``. A CLEARCHAT's ``username`` is empty there (the text
+  format's line has no user).
+* **web** (one per line), chatlog's web page's own, and the live events of ``/api/live``: the ndjson
+  message plus what the page would otherwise read from ``raw`` (:func:`page_fields`): ``action`` (a
+  ``/me`` message) and ``deletedText`` (what a deleted message said); ``?web`` leaves ``raw`` out (the
+  page does not read it), ``/api/live`` keeps it.
 * ``type`` is go-twitch-irc's message type number (rustlog's ``MessageType``): PRIVMSG 1, CLEARCHAT 2,
   USERNOTICE 4, ... -1 for a command it does not know.
 * ``timestamp`` is RFC 3339 in UTC, milliseconds shown when there are any (``2024-01-02T15:04:05.123Z``).
@@ -217,6 +221,24 @@ def json_message(event: ChatEvent) -> dict[str, Any]:
     elif event.kind == "CLEARCHAT":
         target = _clearchat_target(event)
         message.update(text="", username=target, displayName=target)
+    return message
+
+
+def page_fields(event: ChatEvent) -> dict[str, Any]:
+    """What the web page shows that the justlog/rustlog messages do not hold outside ``raw``: whether a chat
+    message is a ``/me`` (``action``), and what a deleted message said (``deletedText``: a CLEARMSG's
+    ``text`` is "", rustlog's)."""
+    return {
+        "action": event.is_action and event.kind == "PRIVMSG",
+        "deletedText": (event.text or "") if event.kind == "CLEARMSG" else "",
+    }
+
+
+def page_message(event: ChatEvent) -> dict[str, Any]:
+    """The web page's message (``?web``): :func:`full_message` without ``raw``, with :func:`page_fields`."""
+    message = full_message(event)
+    del message["raw"]
+    message.update(page_fields(event))
     return message
 
 

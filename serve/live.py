@@ -40,7 +40,7 @@ from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaExcepti
 from core.errors import ChatlogError, one_line
 from core.kafka_probe import QUIET, describe, probe
 from schemas.chat_event import ChatEvent, InvalidEvent, decode
-from serve.formats import encode_json, full_message
+from serve.formats import encode_json, full_message, page_fields
 from serve.settings import LiveSettings
 
 log = logging.getLogger(__name__)
@@ -85,9 +85,11 @@ class LiveEvent:
 
 def live_message(event: ChatEvent) -> dict[str, Any]:
     """The ``?json`` format's message of ``event``, its ``id`` the event's ``message_id`` (the Twitch
-    ``id`` tag when there is one, as in ``?json``; else IRCv3 ``msgid``, else the line's hash)."""
+    ``id`` tag when there is one, as in ``?json``; else IRCv3 ``msgid``, else the line's hash), with the
+    web page's ``action`` and ``deletedText`` (:func:`serve.formats.page_fields`)."""
     message = full_message(event)
     message["id"] = event.message_id
+    message.update(page_fields(event))  # the web page's fields: this route is chatlog's own
     return message
 
 

@@ -2,7 +2,8 @@
 
 Each event is ``id: <message_id>`` and ``data: <one JSON message>``: the shape of one element of the
 ``?json`` format's ``messages`` (``text``, ``displayName``, ``timestamp``, ``id``, ``tags``, ``username``,
-``channel``, ``raw``, ``type``, ``systemText``), whose ``id`` is the event's message id. A comment every
+``channel``, ``raw``, ``type``, ``systemText``), whose ``id`` is the event's message id, with the web
+page's ``action`` and ``deletedText``. A comment every
 ``CHATLOG_SERVE_LIVE_PING_S`` (15 s) keeps the connection open through proxies. A subscriber that falls a
 whole queue behind gets ``event: dropped`` (``data: {"message": ...}``) and the stream ends (a browser's
 ``EventSource`` reconnects by itself); so does every stream when the server stops.

@@ -1,7 +1,8 @@
 """The query parameters and path dates of the log routes, parsed with a 400 that names what is wrong.
 
 Formats are flags, as in justlog and rustlog (present, whatever the value): ``raw`` > ``jsonBasic`` >
-``json`` > ``ndjson`` > text, and justlog's ``type=json|raw``. ``from``/``to`` are unix seconds (justlog)
+``json`` > ``ndjson`` > ``web`` (the web page's own, :func:`serve.formats.page_message`) > text, and
+justlog's ``type=json|raw``. ``from``/``to`` are unix seconds (justlog)
 or RFC 3339 (rustlog).
 """
 
@@ -30,6 +31,7 @@ class Format(StrEnum):
     JSON = "json"
     JSON_BASIC = "jsonBasic"
     NDJSON = "ndjson"
+    WEB = "web"
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,6 +58,8 @@ def output_format(query: QueryParams) -> Format:
         return Format.JSON
     if "ndjson" in query:
         return Format.NDJSON
+    if "web" in query:
+        return Format.WEB
     return Format.TEXT
 
 

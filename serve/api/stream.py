@@ -18,7 +18,7 @@ from fastapi.responses import StreamingResponse
 from serve.api.errors import ApiError, not_found
 from serve.api.middleware import StreamCut
 from serve.api.params import Format, LogQuery
-from serve.formats import basic_message, encode_json, full_message, json_message, log_text_line
+from serve.formats import basic_message, encode_json, full_message, json_message, log_text_line, page_message
 from serve.store.row import LogLine, aclose
 
 CHUNK_LINES: Final = 500
@@ -28,6 +28,7 @@ MEDIA_TYPES: Final = {
     Format.JSON: "application/json",
     Format.JSON_BASIC: "application/json",
     Format.NDJSON: "application/x-ndjson",
+    Format.WEB: "application/x-ndjson",
 }
 PAST_MAX_AGE_S: Final = 300
 """How long a shared cache may keep a past range: they rarely change, but do (an erasure or an opt-out
@@ -61,6 +62,8 @@ def _encoder(fmt: Format) -> Callable[[LogLine], bytes]:
         return lambda line: encode_json(basic_message(line.event))
     if fmt is Format.JSON:
         return lambda line: encode_json(json_message(line.event))
+    if fmt is Format.WEB:
+        return lambda line: encode_json(page_message(line.event)) + b"\n"
     return lambda line: encode_json(full_message(line.event)) + b"\n"
 
 

@@ -55,8 +55,9 @@ def page_html() -> str:
 
 
 def preload(query: QueryParams) -> str | None:
-    """The ndjson URL of the lines the page's script asks for first, when the query names them without
-    another request: a channel's day (or its newest day), a user's month. None otherwise."""
+    """The URL (``?web``, the page's format) of the lines the page's script asks for first, when the
+    query names them without another request: a channel's day (or its newest day), a user's month. None
+    otherwise."""
     channel, user = ((query.get(key) or "").strip().lower() for key in ("channel", "user"))
     if not _LOGIN.fullmatch(channel) or query.get("q"):
         return None
@@ -64,17 +65,17 @@ def preload(query: QueryParams) -> str | None:
         month = _MONTH.fullmatch(query.get("month") or "")
         if not _LOGIN.fullmatch(user) or month is None or not 1 <= int(month[2]) <= 12:
             return None
-        return f"/channel/{channel}/user/{user}/{int(month[1])}/{int(month[2])}?ndjson"
+        return f"/channel/{channel}/user/{user}/{int(month[1])}/{int(month[2])}?web"
     date = query.get("date")
     if not date:
-        return f"/channel/{channel}?ndjson"
+        return f"/channel/{channel}?web"
     day = _DATE.fullmatch(date)
     if day is None or not 1 <= int(day[2]) <= 12:
         return None
     y, m, d = (int(part) for part in day.groups())
     if not 1970 <= y <= 9999 or not 1 <= d <= calendar.monthrange(y, m)[1]:
         return None
-    return f"/channel/{channel}/{y}/{m}/{d}?ndjson"
+    return f"/channel/{channel}/{y}/{m}/{d}?web"
 
 
 class Assets(StaticFiles):

@@ -116,7 +116,7 @@ def test_day_deep_link_shows_its_lines_in_order_with_the_gap_where_it_falls(page
     expect(bob).to_have_attribute("href", "/?channel=alpha&user=bob")
     status = page.locator("#status").inner_text()
     assert "11 lines" in status and "1 gap in coverage" in status
-    fetched = "performance.getEntriesByType('resource').filter(e => e.name.includes('?ndjson')).length"
+    fetched = "performance.getEntriesByType('resource').filter(e => e.name.includes('?web')).length"
     assert page.evaluate(fetched) == 1  # the lines the page's Link header preloads are read once
     screenshot(page, "day")
 
@@ -342,7 +342,7 @@ def test_the_page_and_its_assets_come_from_the_server(site: Served) -> None:
         assert answer.status_code == 200 and kind in answer.headers["content-type"], asset
         assert answer.headers["cache-control"] == "public, max-age=86400"
     day = site.get("/?channel=alpha&date=2024-01-02")
-    assert day.headers["link"] == "</channel/alpha/2024/1/2?ndjson>; rel=preload; as=fetch; crossorigin"
+    assert day.headers["link"] == "</channel/alpha/2024/1/2?web>; rel=preload; as=fetch; crossorigin"
     assert "link" not in site.get("/?channel=alpha&q=x").headers
     gaps = site.get(f"/web/gaps?channel=alpha&from={jan2(0)}&to={ms(2024, 1, 3)}").json()
     assert gaps == {

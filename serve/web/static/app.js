@@ -3,8 +3,9 @@
 // Views, from the query: no channel: the channel picker; ?channel=C[&date=YYYY-MM-DD]: a UTC day of the
 // channel (its newest day without a date; today's is followed live from /api/live/C);
 // ?channel=C&user=U[&month=YYYY-MM]: a user's month (the newest without a month); ?channel=C&q=TEXT
-// [&user=U | &date=D]: search hits, highlighted. Lines come as ndjson, read while they arrive, and are
-// shown in blocks of BLOCK lines of which only those near the viewport are in the DOM.
+// [&user=U | &date=D]: search hits, highlighted. Lines come as ndjson (the API's ?web format: the fields
+// the page shows, no IRC line to parse here), read while they arrive, and are shown in blocks of BLOCK
+// lines of which only those near the viewport are in the DOM.
 "use strict";
 
 (() => {
@@ -77,18 +78,8 @@
     return `not logged ${at(g.start)} to ${at(g.end)} (${duration(g.end - g.start)}): no logger (${g.why})`;
   }
 
-  // The trailing parameter of an IRC line (after the tags, the prefix and the first " :").
-  function trailing(raw) {
-    let i = 0;
-    if (raw.startsWith("@")) i = raw.indexOf(" ") + 1;
-    while (raw[i] === " ") i++;
-    if (raw[i] === ":") i = raw.indexOf(" ", i) + 1;
-    if (i <= 0) return "";
-    const j = raw.indexOf(" :", i);
-    return j < 0 ? "" : raw.slice(j + 2);
-  }
-
-  // One message of the API's json/ndjson formats (or of /api/live) as the list keeps it.
+  // One message of the API's web format (or of /api/live) as the list keeps it: the API sends what the
+  // page shows, so no IRC line is parsed here.
   function record(m) {
     const tags = m.tags || {};
     const r = {
@@ -102,13 +93,12 @@
       text: m.text || "",
       emotes: tags.emotes || "",
       sys: m.systemText || "",
-      action: false,
+      action: m.action === true,
       target: "",
     };
-    if (r.type === TYPE.PRIVMSG) r.action = trailing(m.raw || "").startsWith("\u0001ACTION ");
-    else if (r.type === TYPE.CLEARMSG) {
+    if (r.type === TYPE.CLEARMSG) {
       r.target = tags["target-msg-id"] || "";
-      r.text = trailing(m.raw || ""); // the deleted text: the API's text of a deletion is "" (rustlog's)
+      r.text = m.deletedText || ""; // the API's text of a deletion is "" (rustlog's)
     }
     else if (r.type === TYPE.CLEARCHAT) r.target = tags["target-user-id"] || "";
     return r;
@@ -848,7 +838,7 @@
       .catch(() => []);
     if (v.date && !/^\d{4}-\d{2}-\d{2}$/.test(v.date)) throw new HttpError(400, `not a date: ${v.date} (expected YYYY-MM-DD)`);
     const dayUrl = (date) => `/channel/${enc(v.channel)}/${date.slice(0, 4)}/${Number(date.slice(5, 7))}/${Number(date.slice(8, 10))}`;
-    const url = v.date ? `${dayUrl(v.date)}?ndjson` : `/channel/${enc(v.channel)}?ndjson`;
+    const url = v.date ? `${dayUrl(v.date)}?web` : `/channel/${enc(v.channel)}?web`;
     const setDate = (date) => {
       v.date = date;
       v.title = `#${v.channel} ${date}`;
@@ -915,7 +905,7 @@
     status(`${v.title}: loading…`);
     if (v.month === ymd(Date.now()).slice(0, 7)) follow(v, (r) => ymd(r.t).startsWith(v.month), v.user);
     try {
-      await load(v, `/channel/${enc(v.channel)}/user/${enc(v.user)}/${y}/${m}?ndjson`, () => [lo, hi]);
+      await load(v, `/channel/${enc(v.channel)}/user/${enc(v.user)}/${y}/${m}?web`, () => [lo, hi]);
     } catch (err) {
       if (err.status === 404 && !months.includes(v.month)) {
         throw new HttpError(404, `Nothing of ${v.user} in #${v.channel} in ${v.month}.`);
@@ -945,7 +935,7 @@
     document.title = `${v.title} · chatlog`;
     status(`${v.title}: searching…`);
     try {
-      await load(v, `${url}&ndjson&reverse&limit=${SEARCH_LIMIT}`, null);
+      await load(v, `${url}&web&reverse&limit=${SEARCH_LIMIT}`, null);
     } catch (err) {
       if (err.status === 404 && !/is not logged|nothing stored/.test(err.message)) {
         v.loading = false;

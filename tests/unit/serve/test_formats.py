@@ -18,6 +18,8 @@ from serve.formats import (
     line_text,
     log_text_line,
     message_type,
+    page_fields,
+    page_message,
     text_line,
     timestamp,
 )
@@ -74,6 +76,23 @@ def test_full_and_basic_message_shapes() -> None:
     assert full_message(_snusbot()) == SNUSBOT_FULL
     basic = {k: SNUSBOT_FULL[k] for k in ("text", "displayName", "timestamp", "id", "tags")}
     assert basic_message(_snusbot()) == basic
+
+
+def test_the_web_pages_message_is_the_full_one_without_raw_with_what_the_page_read_from_raw() -> None:
+    page = page_message(_snusbot())
+    assert page == {k: v for k, v in SNUSBOT_FULL.items() if k != "raw"} | {
+        "action": False,
+        "deletedText": "",
+    }
+    action = _event(
+        user_login="a", text="waves", is_action=True, raw="@x :a!a@a PRIVMSG #c :\x01ACTION waves\x01"
+    )
+    assert page_fields(action) == {"action": True, "deletedText": ""}
+    deleted = _event(
+        kind="CLEARMSG", user_login="a", text="oops", raw="@login=a :tmi.twitch.tv CLEARMSG #c :oops"
+    )
+    assert page_fields(deleted) == {"action": False, "deletedText": "oops"}
+    assert "action" not in full_message(action) and "deletedText" not in full_message(deleted)  # rustlog's
 
 
 def test_text_line() -> None:

@@ -19,7 +19,7 @@ from core.kafka_probe import KafkaUnreachable
 from core.testing import FakeMessage, chat_events, eventually, twitch_event
 from schemas.chat_event import ChatEvent, encode
 from serve.api.live import live_router, login
-from serve.formats import full_message
+from serve.formats import full_message, page_fields
 from serve.live import (
     Fanout,
     LiveEvent,
@@ -80,7 +80,7 @@ def test_the_live_message_is_the_json_formats_message_with_the_message_id() -> N
     events = chat_events(200, channels=2)
     for event in events:
         message = live_message(event)
-        assert message == {**full_message(event), "id": event.message_id}
+        assert message == {**full_message(event), "id": event.message_id, **page_fields(event)}
         live = to_live(event)
         assert json.loads(live.data) == message
         assert (live.message_id, live.channel) == (event.message_id, event.channel)

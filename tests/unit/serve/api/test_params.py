@@ -16,6 +16,8 @@ def test_format_flags_and_precedence() -> None:
     assert log_query(QueryParams("json&jsonBasic")).format is Format.JSON_BASIC
     assert log_query(QueryParams("json=1&raw=0")).format is Format.RAW
     assert log_query(QueryParams("ndjson")).format is Format.NDJSON
+    assert log_query(QueryParams("web")).format is Format.WEB  # the web page's own
+    assert log_query(QueryParams("web&ndjson")).format is Format.NDJSON
     assert log_query(QueryParams("reverse")).reverse and not log_query(QueryParams("")).reverse
 
 
