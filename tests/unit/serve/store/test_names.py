@@ -1,5 +1,5 @@
 """serve/store/names.py without Cassandra: one partition read per lookup, each statement prepared once per
-session, oldest first; and ``chatlog names``' identities, found by id and by login."""
+session, oldest first."""
 
 from __future__ import annotations
 
@@ -7,7 +7,6 @@ import asyncio
 from datetime import datetime
 from typing import Any
 
-from chatlog.cli.names import identities
 from core.testing_cassandra import FakeSession, rows_by_table, table_of
 from serve.store.names import IdSeen, NameSeen, channel_ids, user_ids, user_names
 
@@ -85,20 +84,3 @@ def test_an_empty_login_is_not_sent_to_cassandra() -> None:
     session = _Session(SESSION_TABLES)
     assert run(user_ids(session, " # ", "ks")) == []
     assert _reads(session) == []
-
-
-def test_identities_by_login_give_each_id_with_its_whole_history() -> None:
-    found = run(identities(_Session(SESSION_TABLES), "ks", "oldname"))
-    assert [(i.id, [n.login for n in i.names]) for i in found] == [
-        ("42", ["oldname", "newname"]),
-        ("77", ["oldname"]),
-    ]
-
-
-def test_a_number_is_looked_up_as_an_id_and_as_a_login_and_unknown_ids_are_left_out() -> None:
-    session = _Session(SESSION_TABLES)
-    found = run(identities(session, "ks", "42"))
-    assert [i.id for i in found] == ["42"]
-    assert ("user_ids_by_login", "42") in _reads(session)
-    assert run(identities(_Session(SESSION_TABLES), "ks", "123")) == []
-    assert run(identities(_Session(SESSION_TABLES), "ks", "nobody")) == []
