@@ -12,20 +12,15 @@ and from Kafka until then. Each sample is the time from the PRIVMSG to the first
 
 from __future__ import annotations
 
-import os
 import secrets
-import shutil
 import socket
-import subprocess
-import sys
 import threading
 import time
 import urllib.request
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from chatlog.demo.supervisor import Supervisor
 from chatlog.results import write_json
 from core.settings import StackSettings
 
@@ -64,22 +59,6 @@ class Sayer:
 
     def close(self) -> None:
         self.conn.disconnect("done")
-
-
-@contextmanager
-def _child(args: list[str], env: dict[str, str], log: Path) -> Iterator[subprocess.Popen[bytes]]:
-    chatlog = shutil.which("chatlog", path=str(Path(sys.executable).parent)) or "chatlog"
-    with log.open("wb") as out:
-        proc = subprocess.Popen([chatlog, *args], env=env, stdout=out, stderr=subprocess.STDOUT)
-    try:
-        yield proc
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(60)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(10)
 
 
 def _free_port() -> int:
@@ -174,7 +153,6 @@ def run(*, samples: int = 50, poll_ms: int = 20, out: Path) -> dict[str, Any]:
     Registry(settings).add([channel])
     _commit_end(settings)
     env = {
-        **os.environ,
         "CHATLOG_KAFKA_BOOTSTRAP_SERVERS": settings.kafka_bootstrap_servers,
         **settings.topic_env(),
         "CHATLOG_CASSANDRA_KEYSPACE": settings.cassandra_keyspace,
@@ -191,10 +169,9 @@ def run(*, samples: int = 50, poll_ms: int = 20, out: Path) -> dict[str, Any]:
     port = _free_port()
     base = f"http://127.0.0.1:{port}"
     result: dict[str, Any] = {"channel": channel, "poll_ms": poll_ms}
-    with (
-        _child(["ingest", "--replica", "0", "--worker-id", "bf"], env, work / "ingest.log"),
-        _child(["serve", "--port", str(port)], env, work / "serve.log"),
-    ):
+    with Supervisor(work, env=env) as sup:
+        sup.start("ingest", ["ingest", "--replica", "0", "--worker-id", "bf"])
+        sup.start("serve", ["serve", "--port", str(port)])
         _wait_healthy(base, work / "serve.log")
         sayer = Sayer(settings.irc_port, channel)
         try:
@@ -203,14 +180,14 @@ def run(*, samples: int = 50, poll_ms: int = 20, out: Path) -> dict[str, Any]:
                 if time.monotonic() > deadline:
                     raise RuntimeError(f"no line of #{channel} came through in 120 s; see {work}/ingest.log")
             result["sink_stopped"] = _phase(sayer, base, channel, samples, poll_ms / 1000)
-            with _child(["sink"], env, work / "sink.log"):
-                deadline = time.monotonic() + 300
-                while "sink started" not in (work / "sink.log").read_text(errors="replace"):
-                    if time.monotonic() > deadline:
-                        raise RuntimeError(f"the sink did not start in 300 s; see {work}/sink.log")
-                    time.sleep(1)
-                time.sleep(10)  # its first batches (start-up) behind it
-                result["sink_running"] = _phase(sayer, base, channel, samples, poll_ms / 1000)
+            sup.start("sink", ["sink"])
+            deadline = time.monotonic() + 300
+            while "sink started" not in (work / "sink.log").read_text(errors="replace"):
+                if time.monotonic() > deadline:
+                    raise RuntimeError(f"the sink did not start in 300 s; see {work}/sink.log")
+                time.sleep(1)
+            time.sleep(10)  # its first batches (start-up) behind it
+            result["sink_running"] = _phase(sayer, base, channel, samples, poll_ms / 1000)
         finally:
             sayer.close()
     result["note"] = (
