@@ -1,9 +1,10 @@
 """The ASGI app of ``chatlog serve``: routes, CORS, path normalisation, metrics, health and docs.
 
 ``/docs`` is Swagger UI served from the ``swagger-ui-bundle`` package's files under ``/docs/assets`` (no
-CDN at run time); ``/openapi.json`` is FastAPI's; ``/`` is the web page (:mod:`serve.web`). The Cassandra
-session is opened when the app starts and closed when it stops (uvicorn stops on SIGTERM/SIGINT after the
-responses in flight end).
+CDN at run time); ``/openapi.json`` is FastAPI's (OpenAPI 3.1); ``/swagger.json`` the same document in the
+3.0 dialect (:mod:`serve.api.openapi30`), which that Swagger UI 4 reads, and justlog's web frontend loads;
+``/`` is the web page (:mod:`serve.web`). The Cassandra session is opened when the app starts and closed
+when it stops (uvicorn stops on SIGTERM/SIGINT after the responses in flight end).
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from core.errors import one_line
 from core.settings import load
-from serve.api import capabilities, live, namehistory, random, recent, stats
+from serve.api import capabilities, live, namehistory, openapi30, random, recent, stats
 from serve.api import optout as optout_api
 from serve.api.errors import (
     ApiError,
@@ -179,10 +180,14 @@ def _add_docs(app: FastAPI) -> None:
 
     app.mount("/docs/assets", StaticFiles(directory=swagger_ui_bundle.swagger_ui_path), name="docs-assets")
 
+    @app.get("/swagger.json", include_in_schema=False)
+    async def swagger_json() -> JSONResponse:
+        return JSONResponse(openapi30.downgrade(app.openapi()))
+
     @app.get("/docs", include_in_schema=False)
     async def docs() -> HTMLResponse:
         return get_swagger_ui_html(
-            openapi_url="/openapi.json",
+            openapi_url="/swagger.json",  # the 3.0 dialect: the bundled Swagger UI 4 cannot read 3.1
             title="chatlog: API",
             swagger_js_url="/docs/assets/swagger-ui-bundle.js",
             swagger_css_url="/docs/assets/swagger-ui.css",
