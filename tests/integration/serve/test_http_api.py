@@ -342,3 +342,39 @@ def test_capabilities(server: Server) -> None:
     assert {"arbitrary-range-query", "stats", "random", "recent-messages"} <= set(names)
     assert response.headers["x-rustlog-capabilities"] == ",".join(names)
     assert server.get("/channels").headers["x-rustlog-capabilities"] == ",".join(names)
+
+
+def test_what_the_justlog_and_rustlog_web_frontends_read(server: Server) -> None:
+    """Contract, from their sources: justlog's web/src (useChannels, useAvailableLogs, useLog with ?json,
+    types/log.ts RawLogMessage, Message.tsx) and rustlog's frontend (boring-nick/justlog frontend-only-new:
+    useLog with ?jsonBasic, BasicLogMessage, Message.tsx that strips ``tags["system-msg"] + " "``)."""
+    channels = server.get("/channels").json()["channels"]
+    assert all(set(c) >= {"userID", "name"} and isinstance(c["name"], str) for c in channels)
+    logs = server.get("/list?channel=alpha&user=carol").json()["availableLogs"]
+    assert {"year": "2024", "month": "1"} in logs and all(
+        isinstance(v, str) for m in logs for v in m.values()
+    )
+    justlog = server.get("/channel/alpha/user/carol/2024/1?json&reverse=1").json()["messages"]
+    types = {"text": str, "systemText": str, "username": str, "displayName": str, "channel": str,
+             "timestamp": str, "type": int, "raw": str, "id": str, "tags": dict}  # fmt: skip
+    for message in justlog:
+        assert {k: type(message[k]) for k in types} == types, message
+        assert all(isinstance(v, str) for v in message["tags"].values())
+    # Message.tsx: systemText (italics), then text with the emotes of tags.emotes at their positions
+    assert [(m["systemText"], m["text"]) for m in justlog] == [
+        ("carol subscribed at Tier 1.", "great stream"),
+        ("", "hi bob"),
+    ]
+    timeout = server.get("/channel/alpha/user/bob/2024/1?json").json()["messages"][1]
+    assert (timeout["displayName"], timeout["text"], timeout["systemText"]) == (
+        "bob", "", "bob has been timed out for 600 seconds"
+    )  # fmt: skip
+    rustlog = server.get("/channel/alpha/user/carol/2024/1?jsonBasic&reverse=1").json()["messages"]
+    basic = {"text": str, "displayName": str, "timestamp": str, "id": str, "tags": dict}
+    for message in rustlog:
+        assert {k: type(message[k]) for k in message} == basic, message
+    sub = rustlog[0]
+    shown = sub["text"].replace(sub["tags"]["system-msg"] + " ", "")  # rustlog's Message.tsx
+    assert (sub["displayName"], shown) == ("Carol", "great stream")
+    ban = server.get("/channel/alpha/user/bob/2024/1?jsonBasic").json()["messages"][1]
+    assert (ban["displayName"], ban["text"]) == ("bob", "bob has been timed out for 600 seconds")
