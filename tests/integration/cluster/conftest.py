@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import time
+import uuid
 from collections.abc import Iterator
 
 import pytest
 
 from chatlog.stack.cluster import Layout
+from core.kafka_admin import admin_client, ensure_topics
 from core.settings import StackSettings
 
 NODES = 3
@@ -39,3 +42,17 @@ def cluster() -> Iterator[Layout]:
 def cluster_clients(cluster: Layout) -> StackSettings:
     """Settings pointed at the cluster, with its replication (RF 3, min ISR 2, NetworkTopologyStrategy)."""
     return cluster.client_settings()
+
+
+@pytest.fixture
+def replicated_topics(cluster_clients: StackSettings) -> Iterator[StackSettings]:
+    """Fresh topics on the cluster (RF 3, min ISR 2), deleted afterwards."""
+    settings = cluster_clients.with_topics(
+        f"t{uuid.uuid4().hex[:10]}", channel_buckets=3, messages_partitions=6
+    )
+    ensure_topics(settings)
+    yield settings
+    admin = admin_client(settings)
+    for fut in admin.delete_topics(settings.topic_names(), operation_timeout=30).values():
+        with contextlib.suppress(Exception):
+            fut.result(timeout=60)

@@ -4,9 +4,7 @@ whose workers run a job's Python tasks in their executors (``make cluster``)."""
 
 from __future__ import annotations
 
-import contextlib
 import os
-import sys
 import uuid
 from collections.abc import Iterator
 from typing import Any
@@ -20,7 +18,7 @@ from chatlog.stack.cluster import DATA_CENTER, Layout
 from chatlog.stack.services import node_query
 from chatlog.stack.spark import master_state
 from core.cql import connect
-from core.kafka_admin import admin_client, ensure_topics
+from core.kafka_admin import admin_client
 from core.settings import StackSettings
 
 pytestmark = [pytest.mark.integration, pytest.mark.cluster, pytest.mark.slow]
@@ -40,19 +38,6 @@ def test_status_shows_every_node_up(cluster: Layout) -> None:
         assert state.pid is not None and state.rss_mib is not None
     assert {states[f"cassandra-{i}"].host for i in (1, 2, 3)} == {"127.0.0.11", "127.0.0.12", "127.0.0.13"}
     print(f"\ncluster RSS: {sum(s.rss_mib or 0 for s in states.values()):.0f} MiB")
-
-
-@pytest.fixture
-def replicated_topics(cluster_clients: StackSettings) -> Iterator[StackSettings]:
-    settings = cluster_clients.with_topics(
-        f"t{uuid.uuid4().hex[:10]}", channel_buckets=3, messages_partitions=6
-    )
-    ensure_topics(settings)
-    yield settings
-    admin = admin_client(settings)
-    for fut in admin.delete_topics(settings.topic_names(), operation_timeout=30).values():
-        with contextlib.suppress(Exception):
-            fut.result(timeout=60)
 
 
 def test_a_topic_has_three_replicas_all_in_sync_and_min_isr_2(replicated_topics: StackSettings) -> None:
@@ -134,21 +119,18 @@ def test_a_keyspace_with_rf_3_is_written_and_read_at_local_quorum_and_on_every_n
 
 
 def test_a_job_runs_on_the_standalone_master_in_the_workers_executors(cluster: Layout) -> None:
-    from pyspark.sql import SparkSession
+    from sink.job.session import get_session
+    from sink.settings import SinkSettings
 
     master = cluster.spark_master
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    spark = (
-        SparkSession.builder.master(master.url)
-        .appName("chatlog-cluster-check")
-        .config("spark.driver.memory", "512m")
-        .config("spark.executor.memory", "512m")
-        .config("spark.executor.cores", "1")
-        .config("spark.cores.max", "2")
-        .config("spark.ui.enabled", "false")
-        .config("spark.driver.host", "127.0.0.1")
-        .getOrCreate()
-    )
+    # the sink's session (the JVM this process starts keeps its jars: the Kafka source of test_sink.py)
+    check: dict[str, Any] = {
+        "spark_master": master.url,
+        "spark_app_name": "chatlog-cluster-check",
+        "spark_log_level": "ERROR",
+    }
+    settings = SinkSettings(**check)
+    spark = get_session(settings)
     try:
         state = master_state(master.ui_port)
         assert state is not None
