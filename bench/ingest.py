@@ -302,9 +302,7 @@ def _ingest_once(
     log_path = work / "ingester.log"
     env = {
         **os.environ,
-        **{
-            f"CHATLOG_{k.upper()}": str(v) for k, v in settings.model_dump().items() if k.startswith("topic_")
-        },
+        **settings.topic_env(),
         "CHATLOG_IRC_HOST": "127.0.0.1",
         "CHATLOG_IRC_FLAVOR": "ircv3",
         "CHATLOG_IRC_JOIN_RATE": "1000",

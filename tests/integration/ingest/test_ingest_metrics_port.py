@@ -20,14 +20,9 @@ pytestmark = pytest.mark.integration
 
 
 def _env(settings: StackSettings, unique: str) -> dict[str, str]:
-    topics = {
-        f"CHATLOG_{name.upper()}": str(getattr(settings, name))
-        for name in type(settings).model_fields
-        if name.startswith("topic_") and name != "topic_replication_factor"
-    }
     return {  # no CHATLOG_METRICS_PORT: the default, as in the README
         "CHATLOG_KAFKA_BOOTSTRAP_SERVERS": settings.kafka_bootstrap_servers,
-        **topics,
+        **settings.topic_env(),
         "CHATLOG_INGEST_GROUP_PREFIX": f"test-{unique}",
         "CHATLOG_INGEST_HEARTBEAT_S": "1",
         "CHATLOG_INGEST_SHUTDOWN_DRAIN_S": "0",
