@@ -30,6 +30,8 @@ CLUSTER_NAME = "chatlog-cluster"
 DATA_CENTER = "datacenter1"
 """The data center of every node (SimpleSnitch's)."""
 MAX_NODES = 9
+STOP_S = 60.0
+KAFKA_STOP_S = 20.0
 PORT_STEP = 100
 
 
@@ -157,13 +159,16 @@ class Layout:
         rest: list[Service] = [*(self.cassandra(i) for i in self.node_ids[1:]), *self.spark_workers]
         return [first, rest]
 
-    def stop_groups(self) -> list[list[Service]]:
-        """Services to stop together, in this order: Spark, then Cassandra, then every Kafka node at once
-        (one by one, the last ones would wait for a quorum that has gone)."""
+    def stop_groups(self) -> list[tuple[list[Service], float]]:
+        """Services to stop together, in this order, each group with the seconds it has before SIGKILL:
+        Spark, then Cassandra, then every Kafka node at once. A broker's controlled shutdown waits for
+        the controller quorum; the brokers that stop after the others can wait for it forever (one by
+        one, the last always would), so Kafka has ``KAFKA_STOP_S`` and then a SIGKILL (its logs are
+        recovered at the next start)."""
         return [
-            [*self.spark_workers, self.spark_master],
-            [self.cassandra(i) for i in reversed(self.node_ids)],
-            [self.kafka(i) for i in reversed(self.node_ids)],
+            ([*self.spark_workers, self.spark_master], STOP_S),
+            ([self.cassandra(i) for i in reversed(self.node_ids)], STOP_S),
+            ([self.kafka(i) for i in reversed(self.node_ids)], KAFKA_STOP_S),
         ]
 
     def services(self) -> list[Service]:

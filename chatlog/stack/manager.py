@@ -186,10 +186,10 @@ def down(settings: StackSettings, *, purge: bool = False, report: Report = print
 
 
 def _cluster_down(layout: Layout, *, purge: bool, report: Report) -> None:
-    """Each group stopped at once (SIGTERM, SIGKILL after 60 s), then the cluster's state if ``purge``."""
-    for group in layout.stop_groups():
+    """Each group stopped at once (SIGTERM, SIGKILL after its time), then the cluster's state if ``purge``."""
+    for group, timeout in layout.stop_groups():
         running = {svc.name: pid for svc in group if (pid := process.read_pid(svc.pid_file)) is not None}
-        process.stop_all(list(running.values()), timeout=60)
+        process.stop_all(list(running.values()), timeout=timeout)
         for svc in group:
             pid = running.get(svc.name)
             report(f"{svc.name}: stopped (pid {pid})" if pid else f"{svc.name}: not running")

@@ -350,9 +350,10 @@ class Cassandra(Service):
         return bool(rows)
 
 
-def node_query(settings: StackSettings, address: str, query: str) -> list[Any] | None:
-    """The rows of ``query`` answered by the Cassandra node at ``address`` itself (not another node of its
-    ring), or None when it does not answer."""
+def node_query(settings: StackSettings, address: str, query: str, timeout: float = 3.0) -> list[Any] | None:
+    """The rows of ``query`` with the Cassandra node at ``address`` as its coordinator (not another node of
+    its ring), at the settings' consistency level, or None when it does not answer within ``timeout``."""
+    from cassandra import ConsistencyLevel
     from cassandra.cluster import ExecutionProfile
     from cassandra.policies import WhiteListRoundRobinPolicy
 
@@ -360,13 +361,17 @@ def node_query(settings: StackSettings, address: str, query: str) -> list[Any] |
 
     try:
         cluster, session = connect(
-            settings.model_copy(update={"cassandra_hosts": address}), keyspace=None, timeout=3
+            settings.model_copy(update={"cassandra_hosts": address}), keyspace=None, timeout=timeout
         )
     except Exception:
         return None
     try:
-        only = ExecutionProfile(load_balancing_policy=WhiteListRoundRobinPolicy([address]), request_timeout=3)
-        cluster.add_execution_profile("node", only, pool_wait_timeout=3)
+        only = ExecutionProfile(
+            load_balancing_policy=WhiteListRoundRobinPolicy([address]),
+            request_timeout=timeout,
+            consistency_level=ConsistencyLevel.name_to_value[settings.cassandra_consistency],
+        )
+        cluster.add_execution_profile("node", only, pool_wait_timeout=timeout)
         return list(session.execute(query, execution_profile="node"))
     except Exception:
         return None

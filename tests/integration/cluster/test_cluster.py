@@ -5,6 +5,7 @@ whose workers run a job's Python tasks in their executors (``make cluster``)."""
 from __future__ import annotations
 
 import os
+import time
 import uuid
 from collections.abc import Iterator
 from typing import Any
@@ -110,12 +111,15 @@ def test_a_keyspace_with_rf_3_is_written_and_read_at_local_quorum_and_on_every_n
     assert {(r.k, r.v) for r in session.execute(read)} == {(f"key{i}", i) for i in range(20)}
     assert len(session.cluster.metadata.get_replicas(ks, b"key0")) == 3  # the driver's view of the ring
 
-    # RF 3 on 3 nodes: each node holds every row (a LOCAL_QUORUM write reached 2; the third gets it by
-    # the same write, moments later, or by read repair)
+    # every node, as the coordinator, reads all of them at LOCAL_QUORUM (once the new table's schema has
+    # reached it: the driver waits at most 10 s for the nodes to agree on it)
     for node in (1, 2, 3):
-        rows = node_query(settings, cluster.cassandra_address(node), f"SELECT count(*) FROM {ks}.kv")
-        assert rows is not None
-        assert 0 < rows[0].count <= 20
+        address = cluster.cassandra_address(node)
+        deadline = time.monotonic() + 30
+        while (rows := node_query(settings, address, f"SELECT count(*) FROM {ks}.kv", 10)) is None:
+            assert time.monotonic() < deadline, f"{address} does not answer at LOCAL_QUORUM"
+            time.sleep(1)
+        assert rows[0].count == 20, address
 
 
 def test_a_job_runs_on_the_standalone_master_in_the_workers_executors(cluster: Layout) -> None:
@@ -143,3 +147,27 @@ def test_a_job_runs_on_the_standalone_master_in_the_workers_executors(cluster: L
         assert executors == 2
     finally:
         spark.stop()
+
+
+def test_up_again_starts_only_the_nodes_that_died(cluster: Layout, replicated_topics: StackSettings) -> None:
+    """kill -9 of a broker and a Cassandra node; ``up --nodes 3`` starts those two again, the others keep
+    their pids, and the quorum, the ring and the topic's in-sync replicas are whole again."""
+    before = {s.name: s.pid for s in manager.status(cluster.settings, nodes=3)}
+    for name in ("kafka-3", "cassandra-3"):
+        manager.stop_service(cluster.settings, name, kill=True, nodes=3)
+    lines: list[str] = []
+    manager.up(cluster.settings, report=lines.append, nodes=3)
+    after = {s.name: s.pid for s in manager.status(cluster.settings, nodes=3)}
+    restarted = {name for name in before if after[name] != before[name]}
+    assert restarted == {"kafka-3", "cassandra-3"}, lines
+    assert sum("already running" in line for line in lines) == 7
+
+    topic = replicated_topics.topic_messages
+    admin = admin_client(replicated_topics)
+    deadline = time.monotonic() + 60
+    while True:  # the restarted broker catches up and rejoins every ISR
+        partitions = admin.list_topics(topic, timeout=10).topics[topic].partitions.values()
+        if all(sorted(p.isrs) == [1, 2, 3] for p in partitions) or time.monotonic() > deadline:
+            break
+        time.sleep(1)
+    assert all(sorted(p.isrs) == [1, 2, 3] for p in partitions), [p.isrs for p in partitions]
