@@ -62,6 +62,9 @@ def verdict(event: ChatEvent, users: AbstractSet[str], channels: AbstractSet[str
     channel_id = event.channel_id
     if channel_id is not None and channel_id in channels:
         return OUT
+    user_id = event.user_id
+    if user_id is not None:  # the sender's id: the common case, decided without building whose()
+        return OUT if user_id in users else IN
     user_id, login = whose(event)
     if user_id is not None:
         return OUT if user_id in users else IN
