@@ -9,15 +9,18 @@ from typing import Any
 
 from fastapi.testclient import TestClient
 
+from consent.settings import ConsentSettings
 from core.settings import load
 from serve.api.app import create_app
 from serve.api.openapi30 import downgrade
 from serve.settings import ServeSettings
 from serve.testing import MemoryStore
 
+NO_CONSENT = ConsentSettings(serve_consent=False)  # the app's lifespan without the opt-out registry: no Kafka
+
 
 def _get(path: str) -> Any:
-    with TestClient(create_app(load(ServeSettings), MemoryStore())) as client:
+    with TestClient(create_app(load(ServeSettings), MemoryStore(), consent=NO_CONSENT)) as client:
         answer = client.get(path)
         assert answer.status_code == 200, answer.text
         return answer.json()
@@ -48,7 +51,7 @@ def test_swagger_json_is_the_same_api_in_openapi_30() -> None:
 
 
 def _get_text(path: str) -> str:
-    with TestClient(create_app(load(ServeSettings), MemoryStore())) as client:
+    with TestClient(create_app(load(ServeSettings), MemoryStore(), consent=NO_CONSENT)) as client:
         text: str = client.get(path).text
         return text
 
