@@ -72,7 +72,12 @@ def test_stored_and_unwritten_lines_merge_in_order_each_once() -> None:
 def test_today_and_this_month_are_listed_when_only_kafka_has_them() -> None:
     yesterday = NOW - 86_400_000
     reader = Reader([_event(9, at=NOW)])
-    store = FreshStore(MemoryStore([_event(1, at=yesterday)]), reader, clock=lambda: NOW / 1000)  # type: ignore[arg-type]
+    store = FreshStore(
+        MemoryStore([_event(1, at=yesterday)]),
+        reader,  # type: ignore[arg-type]
+        clock=lambda: NOW / 1000,
+        share_s=60.0,
+    )
     today = datetime.fromtimestamp(NOW / 1000, UTC).date()
 
     async def main() -> None:
