@@ -72,6 +72,13 @@ def table_of(cql: str) -> str:
     return ""
 
 
+def reads(session: FakeSession) -> list[tuple[str, Any]]:
+    """The table and the first bound value (the partition key) of each statement ``session`` was sent."""
+    return [
+        (table_of(str(call.statement)), call.params[0] if call.params else None) for call in session.executed
+    ]
+
+
 _Callbacks = tuple[Callable[..., Any], tuple[Any, ...], Callable[..., Any], tuple[Any, ...]]
 """A callback, its extra arguments, an errback and its extra arguments."""
 

@@ -8,7 +8,7 @@ from datetime import datetime
 from typing import Any
 
 from chatlog.cli.names import identities
-from core.testing_cassandra import FakeSession, rows_by_table, table_of
+from core.testing_cassandra import FakeSession, reads, rows_by_table
 
 T1 = datetime(2026, 1, 1, 10, 0, 0)  # naive UTC, as the driver returns timestamps
 T2 = datetime(2026, 2, 1, 10, 0, 0)
@@ -40,11 +40,6 @@ def _Session(tables: dict[str, dict[str, list[dict[str, Any]]]]) -> FakeSession:
     return FakeSession(rows_by_table(tables))
 
 
-def _reads(session: FakeSession) -> list[tuple[str, str]]:
-    """The table and partition key of each read."""
-    return [(table_of(str(call.statement)), call.params[0]) for call in session.executed]
-
-
 def test_identities_by_login_give_each_id_with_its_whole_history() -> None:
     found = run(identities(_Session(SESSION_TABLES), "ks", "oldname"))
     assert [(i.id, [n.login for n in i.names]) for i in found] == [
@@ -57,6 +52,6 @@ def test_a_number_is_looked_up_as_an_id_and_as_a_login_and_unknown_ids_are_left_
     session = _Session(SESSION_TABLES)
     found = run(identities(session, "ks", "42"))
     assert [i.id for i in found] == ["42"]
-    assert ("user_ids_by_login", "42") in _reads(session)
+    assert ("user_ids_by_login", "42") in reads(session)
     assert run(identities(_Session(SESSION_TABLES), "ks", "123")) == []
     assert run(identities(_Session(SESSION_TABLES), "ks", "nobody")) == []

@@ -7,7 +7,7 @@ import asyncio
 from datetime import datetime
 from typing import Any
 
-from core.testing_cassandra import FakeSession, rows_by_table, table_of
+from core.testing_cassandra import FakeSession, reads, rows_by_table
 from serve.store.names import IdSeen, NameSeen, channel_ids, user_ids, user_names
 
 T1 = datetime(2026, 1, 1, 10, 0, 0)  # naive UTC, as the driver returns timestamps
@@ -42,18 +42,13 @@ def _Session(tables: dict[str, dict[str, list[dict[str, Any]]]]) -> FakeSession:
     return FakeSession(rows_by_table(tables))
 
 
-def _reads(session: FakeSession) -> list[tuple[str, str]]:
-    """The table and partition key of each read."""
-    return [(table_of(str(call.statement)), call.params[0]) for call in session.executed]
-
-
 def test_a_history_is_one_read_oldest_first_and_an_empty_display_name_is_none() -> None:
     session = _Session(SESSION_TABLES)
     assert run(user_names(session, "42", "ks")) == [
         NameSeen("oldname", None, MS1, MS1),
         NameSeen("newname", "NewName", MS2, MS2),
     ]
-    assert _reads(session) == [("user_names", "42")]
+    assert reads(session) == [("user_names", "42")]
     assert session.prepared == [
         "SELECT user_login, display_name, first_seen, last_seen FROM ks.user_names WHERE user_id = ?"
     ]
@@ -70,17 +65,17 @@ def test_each_statement_is_prepared_once_per_session_and_without_a_keyspace_the_
     assert session.prepared == [
         "SELECT user_login, display_name, first_seen, last_seen FROM user_names WHERE user_id = ?"
     ]
-    assert _reads(session) == [("user_names", "42"), ("user_names", "7"), ("user_names", "42")]
+    assert reads(session) == [("user_names", "42"), ("user_names", "7"), ("user_names", "42")]
 
 
 def test_a_login_lookup_is_normalized_and_lists_every_id_oldest_first() -> None:
     session = _Session(SESSION_TABLES)
     assert run(user_ids(session, " OldName ", "ks")) == [IdSeen("42", MS1, MS1), IdSeen("77", MS2, MS2)]
     assert run(channel_ids(session, "#Forsen", "ks")) == [IdSeen("22484632", None, MS2)]
-    assert _reads(session) == [("user_ids_by_login", "oldname"), ("channel_ids_by_login", "forsen")]
+    assert reads(session) == [("user_ids_by_login", "oldname"), ("channel_ids_by_login", "forsen")]
 
 
 def test_an_empty_login_is_not_sent_to_cassandra() -> None:
     session = _Session(SESSION_TABLES)
     assert run(user_ids(session, " # ", "ks")) == []
-    assert _reads(session) == []
+    assert reads(session) == []
