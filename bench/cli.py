@@ -112,6 +112,14 @@ def bench_sink(
     catch_up_s: Annotated[
         float, typer.Option(min=1, help="Seconds of load after the restart of the catch-up run.")
     ] = 300.0,
+    copy_share: Annotated[
+        float,
+        typer.Option(
+            min=0,
+            max=1,
+            help="Throughput run: share of the messages sent twice (1 = every one, as with R = 2 groups).",
+        ),
+    ] = 1.0,
 ) -> None:
     """Sink throughput (Kafka -> Spark -> Cassandra) next to a raw driver insert, latency, and catch-up."""
     from bench.sink import run_bench
@@ -129,6 +137,7 @@ def bench_sink(
             name=name,
             outage_s=outage_s,
             catch_up_s=catch_up_s,
+            copy_share=copy_share,
         )
     )
 

@@ -10,6 +10,11 @@ reaped. A process that exited between two snapshots counts as much as it reaped 
 (its CPU before the first snapshot taken off again); one that no counted process reaped is missed (not
 taken off: before, such a process made the raw insert's per-row run read -883 µs per event), so the
 figures are lower bounds.
+
+Only this run's processes count: this process and its descendants (the Spark JVM, its Python workers, a
+pool), and the local stack's services by their pid files. Another program's Spark, Python workers or
+Kafka and Cassandra nodes on the same machine (a test run, a second stack) are not counted, even though
+their command lines look the same.
 """
 
 from __future__ import annotations
@@ -59,6 +64,16 @@ Snapshot = dict[int, Proc]
 """pid -> the process, for every process of the pipeline and this benchmark."""
 
 
+def _stack_pids() -> set[int]:
+    """The pids of the local stack's running services (from their pid files)."""
+    from chatlog.stack import process
+    from chatlog.stack.services import all_services
+    from core.settings import StackSettings
+
+    pids = (process.read_pid(s.pid_file) for s in all_services(StackSettings()))
+    return {pid for pid in pids if pid is not None}
+
+
 def snapshot() -> Snapshot:
     """The CPU seconds so far of every counted process (this process counts as ``bench``)."""
     extras.require_cpu_accounting()
@@ -66,8 +81,10 @@ def snapshot() -> Snapshot:
 
     found: Snapshot = {}
     me = os.getpid()
+    ours = _stack_pids() | {p.pid for p in psutil.Process(me).children(recursive=True)}
     for proc in psutil.process_iter(["pid", "ppid", "cmdline", "create_time"]):
-        name = "bench" if proc.info["pid"] == me else component(proc.info["cmdline"] or ())
+        pid = proc.info["pid"]
+        name = "bench" if pid == me else component(proc.info["cmdline"] or ()) if pid in ours else None
         if name is None:
             continue
         try:

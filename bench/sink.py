@@ -77,18 +77,19 @@ def _raw_insert(settings: SinkSettings, values: list[bytes], processes: int) -> 
     }
 
 
-COPY_SHARE = 0.10
+COPY_SHARE = 1.0
+"""Share of the messages that arrive twice: 1.0, every message, as with R = 2 ingester groups."""
 COPY_DELAY_RECORDS = 500
 """A copy follows its message by up to this many records: 0.1 s at 5k events/s (copies from the replica
 groups arrive within a fraction of a second of each other: `make demo`'s copy skew, docs/benchmarks.md)."""
 
 
-def with_copies(values: list[T], rng: random.Random) -> list[T]:
-    """``values`` with a second copy of :data:`COPY_SHARE` of them, each placed up to
+def with_copies(values: list[T], rng: random.Random, share: float = COPY_SHARE) -> list[T]:
+    """``values`` with a second copy of ``share`` of them, each placed up to
     :data:`COPY_DELAY_RECORDS` records after its first copy, as a second replica's copy arrives."""
     slots: list[list[T]] = [[v] for v in values]
     for i, value in enumerate(values):
-        if rng.random() < COPY_SHARE:
+        if rng.random() < share:
             slots[min(len(values) - 1, i + rng.randint(1, COPY_DELAY_RECORDS))].append(value)
     return [v for slot in slots for v in slot]
 
@@ -130,12 +131,14 @@ def _sink_run(
     }
 
 
-def _throughput(settings: SinkSettings, events: int, work: Path, tag: str) -> dict[str, Any]:
+def _throughput(
+    settings: SinkSettings, events: int, work: Path, tag: str, copy_share: float
+) -> dict[str, Any]:
     """The sink twice in one Spark session (cold: the first query of a new JVM; warm: the next one,
     as a long-running sink is), then the raw insert of the same distinct events."""
     distinct = synthetic_events(events)
     values = [(e.channel.encode(), encode(e)) for e in distinct]
-    produced = with_copies(values, random.Random(3))
+    produced = with_copies(values, random.Random(3), copy_share)
     cold = _sink_run(settings, produced, work, f"{tag}c")
     warm = _sink_run(settings, produced, work, f"{tag}w")
     raw_values = [v for _k, v in values]
@@ -158,6 +161,7 @@ def _throughput(settings: SinkSettings, events: int, work: Path, tag: str) -> di
     best = max(r["rows_per_s"] for r in raw if r["batching"])
     return {
         "events_distinct": events,
+        "copy_share": copy_share,
         "records_produced": len(produced),
         "spark_cold": cold,
         "spark_warm": warm,
@@ -209,6 +213,7 @@ def run_bench(
     name: str = "bench_sink",
     outage_s: float = 0.0,
     catch_up_s: float = 300.0,
+    copy_share: float = COPY_SHARE,
 ) -> str:
     """Run the benchmarks (``events=0`` skips throughput, ``latency_s=0`` latency, ``outage_s=0`` the
     catch-up); write results/<name>.json and .png; return a summary."""
@@ -219,7 +224,7 @@ def run_bench(
         work = Path(tmp)
         result: dict[str, Any] = {}
         if events > 0:
-            result["throughput"] = _throughput(settings, events, work, f"{tag}t")
+            result["throughput"] = _throughput(settings, events, work, f"{tag}t", copy_share)
         if latency_s > 0:
             result["latency"] = latency(
                 settings,

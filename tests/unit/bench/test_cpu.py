@@ -88,3 +88,29 @@ def test_snapshot_counts_this_process_as_the_bench() -> None:
     assert after[os.getpid()].component == "bench"
     # the kernel counts CPU time in clock ticks (10 ms): 0.2 s of it reads as 0.19-0.21 s
     assert bench_cpu.spent(before, after)["bench"] >= 0.15
+
+
+def test_a_snapshot_counts_this_runs_processes_not_a_look_alike_elsewhere() -> None:
+    import subprocess
+    import sys
+
+    pytest.importorskip("psutil")
+    sleeper = "import sys, time; time.sleep(30)"
+    child = subprocess.Popen([sys.executable, "-c", sleeper, "pyspark.daemon"])
+    # a look-alike that is not ours: started by a shell that exits at once (it is re-parented to init)
+    spawner = subprocess.run(
+        ["sh", "-c", f'{sys.executable} -c "{sleeper}" pyspark.daemon >/dev/null 2>&1 & echo $!'],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    stranger = int(spawner.stdout.strip())
+    try:
+        found = bench_cpu.snapshot()
+        assert found[child.pid].component == "python_workers"
+        assert stranger not in found
+        assert found[os.getpid()].component == "bench"
+    finally:
+        child.kill()
+        child.wait()
+        os.kill(stranger, 9)
