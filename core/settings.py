@@ -528,6 +528,12 @@ class StackSettings(KafkaSettings, CassandraSettings):
         "CHATLOG_CASSANDRA_STORAGE_PORT).",
     )
     cluster_cassandra_heap: str = Field(default="768m", description="JVM heap of each Cassandra node.")
+    cluster_irc_port: int = Field(
+        default=16667,
+        ge=1,
+        le=65535,
+        description="Client port of the cluster's own InspIRCd (the IRC server of runs on the cluster).",
+    )
     cluster_spark_port: int = Field(
         default=17077, ge=1, le=65535, description="Port of the cluster's Spark standalone master."
     )

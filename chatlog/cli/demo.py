@@ -15,13 +15,28 @@ def register(app: typer.Typer) -> None:
         duration: Annotated[float, typer.Option(help="Seconds of simulated chat.")] = 120.0,
         channels: Annotated[int, typer.Option(min=1, max=100_000, help="Channels to register.")] = 500,
         rate: Annotated[float, typer.Option(help="Messages per second sent in total.")] = 2000.0,
+        nodes: Annotated[
+            int,
+            typer.Option(
+                min=1,
+                help="1: the local stack, the sink in local[2]. 3: the multi-node stack of `chatlog stack up "
+                "--nodes 3` (RF 3 topics and keyspace, its IRC server, the sink on its Spark master).",
+            ),
+        ] = 1,
     ) -> None:
         """The whole pipeline locally: chatters, 2x2 ingesters, the sink; a kill, a scale-out, a report."""
         from rich.console import Console
 
         from chatlog.demo.run import demo_config, execute
+        from chatlog.stack.cluster import Layout
         from core.settings import StackSettings, load
 
-        report = execute(load(StackSettings), demo_config(channels, rate, duration), Console())
+        stack = load(StackSettings)
+        if nodes == 1:
+            report = execute(stack, demo_config(channels, rate, duration), Console())
+        else:
+            layout = Layout(stack, nodes)
+            config = demo_config(channels, rate, duration, spark_master=layout.spark_master.url)
+            report = execute(layout.client_settings(), config, Console())
         if report.lost:
             raise typer.Exit(1)

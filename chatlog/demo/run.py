@@ -65,14 +65,20 @@ class RunConfig:
     sim_connections: int = 16
     sim_seed: int = 0
     e2e_probe: bool = True  # poll a sample of channels' rows: IRC send -> row readable
+    spark_master: str = "local[2]"
+    """Where the sink runs: Spark in its own JVM (``local[2]``) or a cluster's master (``spark://...``),
+    with its checkpoint under the run's directory (on the state directory every executor here reaches)."""
 
 
-def demo_config(channels: int = 500, rate: float = 2000.0, duration: float = 120.0) -> RunConfig:
+def demo_config(
+    channels: int = 500, rate: float = 2000.0, duration: float = 120.0, spark_master: str = "local[2]"
+) -> RunConfig:
     """The demo: two replica groups of two; r0b is killed at 35 % of the run, r0c starts at 65 %."""
     return RunConfig(
         channels=channels,
         rate=rate,
         duration=duration,
+        spark_master=spark_master,
         faults=[at(0.35, kill_ingester("r0b")), at(0.65, start_ingester("r0c", 0))],
     )
 
@@ -120,6 +126,8 @@ class Run:
         return {
             "CHATLOG_KAFKA_BOOTSTRAP_SERVERS": s.kafka_bootstrap_servers,
             **s.topic_env(),
+            "CHATLOG_CASSANDRA_HOSTS": s.cassandra_hosts,
+            "CHATLOG_CASSANDRA_LOCAL_DC": s.cassandra_local_dc,
             "CHATLOG_CASSANDRA_KEYSPACE": s.cassandra_keyspace,
             "CHATLOG_IRC_PORT": str(s.irc_port),
             "CHATLOG_IRC_HOST": "127.0.0.1",
@@ -129,7 +137,7 @@ class Run:
             "CHATLOG_INGEST_GROUP_PREFIX": f"{self.config.name}-{self.run_id}-ingest",
             "CHATLOG_SINK_CHECKPOINT": str(self.run_dir / "checkpoint"),
             "CHATLOG_SINK_METRICS_PORT": str(progress.SINK_METRICS_PORT),
-            "CHATLOG_SPARK_MASTER": "local[2]",
+            "CHATLOG_SPARK_MASTER": self.config.spark_master,
         }
 
     # --- phases ---------------------------------------------------------------------------------

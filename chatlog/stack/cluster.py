@@ -5,7 +5,8 @@ Each Kafka node is a broker and a controller (``kafka-1``..: client port ``clust
 controller port the next one, a static quorum of all of them). Each Cassandra node (``cassandra-1``..)
 has its own loopback address from ``cluster_cassandra_address`` on with the standard ports; the first one
 is the seed, the others join without streaming (a new ring has nothing to stream). Spark: a master and
-``cluster_spark_workers`` workers from the installed pyspark (``chatlog/stack/spark.py``).
+``cluster_spark_workers`` workers from the installed pyspark (``chatlog/stack/spark.py``). An InspIRCd of its
+own (``cluster_irc_port``) is the IRC server of runs on the cluster (the demo, the cluster's fault tests).
 
 :func:`client_settings` is how the pipeline is pointed at it, with the replication a cluster wants
 (topics RF 3 and ``min.insync.replicas`` 2, a NetworkTopologyStrategy keyspace with RF 3)."""
@@ -18,7 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from chatlog.stack.services import Cassandra, Kafka, Service, node_query
+from chatlog.stack.services import Cassandra, InspIRCd, Kafka, Service, node_query
 from chatlog.stack.spark import SparkMaster, SparkWorker, master_state
 from core.errors import StackError
 from core.settings import StackSettings
@@ -136,6 +137,10 @@ class Layout:
             daemon_memory=s.cluster_spark_daemon_memory,
         )
 
+    @property
+    def irc(self) -> InspIRCd:
+        return InspIRCd(self.node_settings.model_copy(update={"irc_port": self.settings.cluster_irc_port}))
+
     def spark_worker(self, index: int) -> SparkWorker:
         s = self.settings
         return SparkWorker(
@@ -155,18 +160,23 @@ class Layout:
     def start_groups(self) -> list[list[Service]]:
         """Services to start together, a group once the one before answers: every Kafka node at once
         (a quorum needs a majority), the Cassandra seed and the Spark master, then the rest."""
-        first: list[Service] = [*(self.kafka(i) for i in self.node_ids), self.cassandra(1), self.spark_master]
+        first: list[Service] = [
+            *(self.kafka(i) for i in self.node_ids),
+            self.cassandra(1),
+            self.spark_master,
+            self.irc,
+        ]
         rest: list[Service] = [*(self.cassandra(i) for i in self.node_ids[1:]), *self.spark_workers]
         return [first, rest]
 
     def stop_groups(self) -> list[tuple[list[Service], float]]:
         """Services to stop together, in this order, each group with the seconds it has before SIGKILL:
-        Spark, then Cassandra, then every Kafka node at once. A broker's controlled shutdown waits for
-        the controller quorum; the brokers that stop after the others can wait for it forever (one by
-        one, the last always would), so Kafka has ``KAFKA_STOP_S`` and then a SIGKILL (its logs are
-        recovered at the next start)."""
+        the IRC server and Spark, then Cassandra, then every Kafka node at once. A broker's controlled
+        shutdown waits for the controller quorum; the brokers that stop after the others can wait for it
+        forever (one by one, the last always would), so Kafka has ``KAFKA_STOP_S`` and then a SIGKILL (its
+        logs are recovered at the next start)."""
         return [
-            ([*self.spark_workers, self.spark_master], STOP_S),
+            ([self.irc, *self.spark_workers, self.spark_master], STOP_S),
             ([self.cassandra(i) for i in reversed(self.node_ids)], STOP_S),
             ([self.kafka(i) for i in reversed(self.node_ids)], KAFKA_STOP_S),
         ]
@@ -187,6 +197,7 @@ class Layout:
             "cassandra_local_dc": DATA_CENTER,
             "cassandra_replication": f"{{'class': 'NetworkTopologyStrategy', '{DATA_CENTER}': {rf}}}",
             "topic_replication_factor": rf,
+            "irc_port": self.settings.cluster_irc_port,
         }
         return self.settings.model_copy(update={**values, **update})
 

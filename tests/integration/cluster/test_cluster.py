@@ -33,6 +33,7 @@ def test_status_shows_every_node_up(cluster: Layout) -> None:
         "spark-master",
         "spark-worker-1",
         "spark-worker-2",
+        "inspircd",
     }
     for state in states.values():
         assert state.state == "up", state
@@ -160,7 +161,7 @@ def test_up_again_starts_only_the_nodes_that_died(cluster: Layout, replicated_to
     after = {s.name: s.pid for s in manager.status(cluster.settings, nodes=3)}
     restarted = {name for name in before if after[name] != before[name]}
     assert restarted == {"kafka-3", "cassandra-3"}, lines
-    assert sum("already running" in line for line in lines) == 7
+    assert sum("already running" in line for line in lines) == 8
 
     topic = replicated_topics.topic_messages
     admin = admin_client(replicated_topics)

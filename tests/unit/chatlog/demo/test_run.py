@@ -26,3 +26,17 @@ def test_a_run_that_plots_needs_matplotlib_before_it_starts(
     with pytest.raises(MissingExtra, match=r"plotting needs the bench extra .*pip install -e '\.\[bench\]'"):
         demo_run.execute(StackSettings(state_dir=tmp_path), config, console=None)
     assert list(tmp_path.iterdir()) == []
+
+
+def test_the_sink_of_a_run_goes_to_the_configured_spark_master_and_cassandra(tmp_path: Path) -> None:
+    from chatlog.stack.cluster import Layout
+
+    layout = Layout(StackSettings(state_dir=tmp_path), 3)
+    config = demo_run.demo_config(channels=2, spark_master=layout.spark_master.url)
+    env = demo_run.Run(layout.client_settings(), config, console=None).env()
+    assert env["CHATLOG_SPARK_MASTER"] == "spark://127.0.0.1:17077"
+    assert env["CHATLOG_CASSANDRA_HOSTS"] == "127.0.0.11,127.0.0.12,127.0.0.13"
+    assert env["CHATLOG_IRC_PORT"] == "16667"
+    assert env["CHATLOG_SINK_CHECKPOINT"].startswith(str(tmp_path / "cluster" / "runs"))
+    local = demo_run.Run(StackSettings(state_dir=tmp_path), demo_run.demo_config(channels=2), console=None)
+    assert local.env()["CHATLOG_SPARK_MASTER"] == "local[2]"

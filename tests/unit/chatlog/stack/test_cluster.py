@@ -28,9 +28,10 @@ def test_nodes_have_their_own_ports_addresses_and_state_apart_from_the_single_st
     assert {c.seeds for c in cassandra} == {"127.0.0.11:7000"}
     assert all(c.ports == (9042, 7000) for c in cassandra)
     services = layout.services()
-    assert len({s.name for s in services}) == len(services) == 9
+    assert len({s.name for s in services}) == len(services) == 10
     assert all(s.home.parent == tmp_path / "cluster" for s in services)
     assert not {p for s in services if s.host == "127.0.0.1" for p in s.ports} & {9092, 9093, 9095, 6667}
+    assert layout.irc.ports == (16667,) and layout.client_settings().irc_port == 16667
 
 
 def test_kafka_nodes_form_a_static_quorum_with_replicated_internal_topics(tmp_path: Path) -> None:
@@ -43,7 +44,7 @@ def test_kafka_nodes_form_a_static_quorum_with_replicated_internal_topics(tmp_pa
 def test_the_seed_starts_first_and_kafka_stops_all_at_once(tmp_path: Path) -> None:
     layout = _layout(tmp_path)
     first, rest = ([s.name for s in group] for group in layout.start_groups())
-    assert first == ["kafka-1", "kafka-2", "kafka-3", "cassandra-1", "spark-master"]
+    assert first == ["kafka-1", "kafka-2", "kafka-3", "cassandra-1", "spark-master", "inspircd"]
     assert rest == ["cassandra-2", "cassandra-3", "spark-worker-1", "spark-worker-2"]
     kafka, timeout = layout.stop_groups()[-1]
     assert [s.name for s in kafka] == ["kafka-3", "kafka-2", "kafka-1"] and timeout < 60
