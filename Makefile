@@ -76,6 +76,7 @@ bench: setup $(STAMPS)/bench-extra ## every benchmark on the local stack; JSON a
 	$(BIN)/chatlog bench fresh
 	$(BIN)/chatlog bench read
 	$(BIN)/chatlog bench placement
+	@if [ -n "$(JUSTLOG)" ]; then $(BIN)/chatlog bench vs-justlog "$(JUSTLOG)"; else echo "chatlog bench vs-justlog: skipped (give a justlog binary: make bench JUSTLOG=PATH)"; fi
 
 demo: setup $(STAMPS)/bench-extra ## the main job
 	$(BIN)/chatlog stack up

@@ -344,3 +344,61 @@ def bench_read(
     result = b.run(load(SinkSettings), stack.state_dir / "cassandra" / "data", pid, params, out)
     typer.echo(b.summary(result))
     typer.echo(f"wrote {out} and {out.with_suffix('.png')}")
+
+
+@app.command("vs-justlog")
+def bench_vs_justlog(
+    justlog: Annotated[
+        Path,
+        typer.Argument(
+            help="The justlog binary (built from its repository, outside this one).", show_default=False
+        ),
+    ],
+    days: Annotated[int, typer.Option(min=1, max=30, help="Days of the channel's month.")] = 10,
+    lines_per_day: Annotated[int, typer.Option(min=1000, help="Lines of each day.")] = 20_000,
+    users: Annotated[int, typer.Option(min=100, help="Chatters of the channel.")] = 2_000,
+    user_month_lines: Annotated[
+        int, typer.Option(min=10, help="About how many lines each user whose month is read has.")
+    ] = 300,
+    user_clients: Annotated[
+        str, typer.Option(help="Comma-separated clients of the user-month reads.")
+    ] = "1,32",
+    day_clients: Annotated[
+        str, typer.Option(help="Comma-separated clients of the channel-day reads.")
+    ] = "1,8",
+    seconds: Annotated[
+        float, typer.Option(min=0.5, help="A cell ends after this long, or when its URL list is used up.")
+    ] = 5.0,
+    work: Annotated[
+        Path | None, typer.Option(help="Keep the tree and the scratch files here (default: a temporary dir).")
+    ] = None,
+    out: Annotated[Path, typer.Option(help="Result JSON.")] = Path("results/bench_vs_justlog.json"),
+) -> None:
+    """chatlog serve side by side with justlog: the same lines, URL lists and load; the ratio per read."""
+    from bench import vs_justlog as b
+    from core.settings import load
+    from sink.settings import SinkSettings
+
+    params = b.Params(
+        days=days,
+        lines_per_day=lines_per_day,
+        users=users,
+        user_month_lines=user_month_lines,
+        user_clients=_counts(user_clients, "--user-clients"),
+        day_clients=_counts(day_clients, "--day-clients"),
+        seconds=seconds,
+    )
+    result = b.run(load(SinkSettings), justlog.resolve(), params, out, work)
+    typer.echo(b.summary(result))
+    typer.echo(f"wrote {out} and {out.with_suffix('.png')}")
+
+
+def _counts(text: str, hint: str) -> tuple[int, ...]:
+    """A comma-separated list of positive counts of clients."""
+    try:
+        counts = tuple(int(c) for c in text.split(",") if c.strip())
+    except ValueError:
+        raise typer.BadParameter(f"not a list of numbers: {text!r}", param_hint=hint) from None
+    if not counts or min(counts) < 1:
+        raise typer.BadParameter("give at least one count of clients, each at least 1", param_hint=hint)
+    return counts

@@ -103,14 +103,14 @@ def load_average() -> float:
 # -- the server ----------------------------------------------------------------------------------------
 
 
-def _free_port() -> int:
+def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         port: int = sock.getsockname()[1]
         return port
 
 
-def _chatlog_command() -> str:
+def chatlog_command() -> str:
     beside = Path(sys.executable).with_name("chatlog")
     if beside.exists():
         return str(beside)
@@ -133,11 +133,11 @@ def serving(keyspace: str, *, start_timeout_s: float = 60.0) -> Iterator[Server]
     """``chatlog serve --port <free> --keyspace <keyspace>`` as a subprocess, once ``/health`` answers 200;
     stopped with SIGTERM (then SIGKILL) on the way out. Its output goes to a temporary log, shown when it
     fails to start."""
-    port = _free_port()
+    port = free_port()
     env = {**os.environ, "CHATLOG_SERVE_LOG_LEVEL": "warning"}
     with tempfile.NamedTemporaryFile("w+b", prefix="bench-serve-", suffix=".log") as log:
         proc = subprocess.Popen(
-            [_chatlog_command(), "serve", "--host", "127.0.0.1", "--port", str(port), "--keyspace", keyspace],
+            [chatlog_command(), "serve", "--host", "127.0.0.1", "--port", str(port), "--keyspace", keyspace],
             stdout=log,
             stderr=subprocess.STDOUT,
             env=env,

@@ -114,7 +114,9 @@ _SYLLABLES: Final = (
 
 
 @dataclass(frozen=True)
-class _User:
+class Chatter:
+    """A chatter of the corpus: the same name, id, colour and badges on every line they say."""
+
     login: str
     user_id: str
     display: str
@@ -132,12 +134,13 @@ def _login(rng: random.Random) -> str:
     return login[:25]
 
 
-def _user(rng: random.Random) -> _User:
+def chatter(rng: random.Random) -> Chatter:
+    """A new chatter drawn from ``rng``."""
     login = _login(rng)
     info, badges = rng.choices(_BADGE_SETS, weights=_BADGE_WEIGHTS)[0]
     months = rng.randint(1, 80)
     tier = 3000 + months if rng.random() < 0.1 else months
-    return _User(
+    return Chatter(
         login=login,
         user_id=str(rng.randint(10_000_000, 999_999_999)),
         display=login.capitalize() if rng.random() < 0.7 else login,
@@ -171,7 +174,11 @@ def _escape(value: str) -> str:
     return value.replace("\\", "\\\\").replace(";", "\\:").replace(" ", "\\s")
 
 
-def _privmsg(rng: random.Random, user: _User, channel: str, room_id: str, ts: int, parent: str | None) -> str:
+def privmsg(
+    rng: random.Random, user: Chatter, channel: str, room_id: str, ts: int, parent: str | None
+) -> str:
+    """One PRIVMSG line of ``user`` in ``channel`` at ``ts`` with Twitch's full tags; a reply to
+    ``parent`` (``login<TAB>user id<TAB>body``) when given."""
     text, emotes = _text(rng)
     reply = ""
     if parent is not None:  # a reply: Twitch adds the parent's body, id and author
@@ -215,12 +222,12 @@ def corpus(messages: int, *, days: float = 1.0, seed: int = SEED) -> list[str]:
     shares = [1 / (rank + 1) for rank in range(n_channels)]
     channel_cum = list(itertools.accumulate(shares))
     channels = [(f"{_login(rng)}tv", str(rng.randint(10_000_000, 999_999_999))) for _ in range(n_channels)]
-    pools: list[tuple[list[_User], list[float]]] = []
+    pools: list[tuple[list[Chatter], list[float]]] = []
     expected = [messages * s / sum(shares) for s in shares]
     for count in expected:
         size = max(5, int(count / 5))
         cum = list(itertools.accumulate(1 / (r + 1) ** 0.9 for r in range(size)))
-        pools.append(([_user(rng) for _ in range(size)], cum))
+        pools.append(([chatter(rng) for _ in range(size)], cum))
     span_ms = days * 86_400_000
     last: dict[int, str] = {}
     lines = []
@@ -231,7 +238,7 @@ def corpus(messages: int, *, days: float = 1.0, seed: int = SEED) -> list[str]:
         ts = T0_MS + int(i * span_ms / messages) + rng.randint(0, 999)
         channel, room_id = channels[c]
         parent = last.get(c) if rng.random() < 0.1 else None
-        line = _privmsg(rng, user, channel, room_id, ts, parent)
+        line = privmsg(rng, user, channel, room_id, ts, parent)
         last[c] = f"{user.login}\t{user.user_id}\t{line.split(' :', 2)[-1][:120]}"
         lines.append(line)
     return lines
