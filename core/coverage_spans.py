@@ -4,12 +4,15 @@ A span is one run of one worker covering the channel: from its ``joined`` to its
 no ``left`` ends at the worker's last sign of life when the worker has gone quiet (a kill -9 says
 nothing), and is still open otherwise. A gap is a time when no span of any replica group covered the
 channel, from the channel's first known coverage on: before its first JOIN a channel is not in a gap.
+A fill is a time of a gap whose lines were imported from a peer (``chatlog fill``): the gap stays a gap
+(no logger of ours was there), and says which peers filled it.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from itertools import pairwise
 
 from schemas.coverage import ALIVE, JOINED, CoverageEvent
 
@@ -33,10 +36,26 @@ class Gap:
     end: int
     why: str
     """What ended the coverage just before the gap, e.g. ``r0 worker-a: silent``."""
+    filled_from: tuple[str, ...] = ()
+    """The peers whose lines of this time were imported (``chatlog fill``), in name order; none: unfilled."""
 
     @property
     def seconds(self) -> float:
         return (self.end - self.start) / 1000
+
+
+@dataclass(frozen=True)
+class Fill:
+    """Lines of ``[start, end)`` imported from ``peer`` at ``filled_at`` (``chatlog fill``)."""
+
+    start: int
+    end: int
+    peer: str
+    filled_at: int
+    lines: int
+    """The lines the peer gave for the time and the import took."""
+    dropped: int
+    """The lines of its answer that were left out: another channel, outside the time asked, not IRC."""
 
 
 def spans(
@@ -92,6 +111,32 @@ def gaps(found: list[Span], *, since_ms: int, until_ms: int, covered_from: int |
     return out
 
 
+def with_fills(found: list[Gap], fills: Iterable[Fill]) -> list[Gap]:
+    """``found`` with each gap cut where the fills begin and end, every piece naming the peers that
+    filled it (none for a piece no fill covers); adjacent pieces filled by the same peers stay one."""
+    ordered = sorted(fills, key=lambda f: (f.start, f.end))
+    out: list[Gap] = []
+    for gap in found:
+        inside = [f for f in ordered if f.start < gap.end and f.end > gap.start]
+        cuts = sorted(
+            {gap.start, gap.end} | {t for f in inside for t in (f.start, f.end) if gap.start < t < gap.end}
+        )
+        pieces: list[Gap] = []
+        for lo, hi in pairwise(cuts):
+            peers = tuple(sorted({f.peer for f in inside if f.start < hi and f.end > lo}))
+            if pieces and pieces[-1].filled_from == peers:
+                pieces[-1] = Gap(pieces[-1].start, hi, gap.why, peers)
+            else:
+                pieces.append(Gap(lo, hi, gap.why, peers))
+        out.extend(pieces)
+    return out
+
+
+def filled_note(gap: Gap) -> str:
+    """What a gap's mark says of its fills: ``; filled from http://peer`` (nothing when unfilled)."""
+    return f"; filled from {', '.join(gap.filled_from)}" if gap.filled_from else ""
+
+
 def gap_line(gap: Gap) -> str:
     """The mark a text log shows where a gap falls: ``-- not logged 15:04:05-15:05:10: ... --``."""
     from datetime import UTC, datetime
@@ -99,7 +144,10 @@ def gap_line(gap: Gap) -> str:
     def hms(ms: int) -> str:
         return datetime.fromtimestamp(ms / 1000, UTC).strftime("%H:%M:%S")
 
-    return f"-- not logged {hms(gap.start)}-{hms(gap.end)} ({gap.seconds:.0f} s): no logger ({gap.why}) --"
+    return (
+        f"-- not logged {hms(gap.start)}-{hms(gap.end)} ({gap.seconds:.0f} s): no logger ({gap.why})"
+        f"{filled_note(gap)} --"
+    )
 
 
 def interleave(lines: Iterable[tuple[int, str]], found: list[Gap]) -> Iterable[str]:

@@ -1,6 +1,7 @@
 """Reading the coverage ledger: a channel's spans and gaps over a time range (``chatlog coverage``, the
 gap marks of ``chatlog logs``). The sink writes the ledger (:mod:`sink.side.ledger`); the spans and
-gaps are computed by :mod:`core.coverage_spans`.
+gaps are computed by :mod:`core.coverage_spans`. The gaps' times whose lines were imported from a peer
+(``chatlog fill``, which writes ``coverage_fills``) say so.
 """
 
 from __future__ import annotations
@@ -8,10 +9,10 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Collection
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final
 
-from core.coverage_spans import Gap, SessionKey, Span, gaps, spans
+from core.coverage_spans import Fill, Gap, SessionKey, Span, gaps, spans, with_fills
 from core.times import epoch_ms
 from schemas.coverage import DAY_MS, CoverageEvent
 
@@ -36,11 +37,17 @@ class Coverage:
     until_ms: int
     spans: list[Span]
     gaps: list[Gap]
+    fills: list[Fill] = field(default_factory=list)
+    """The fills from peers (``chatlog fill``) of times in the range, by start."""
 
 
 EVENTS_CQL = (
     "SELECT at, replica, worker, session, state, reason FROM {ks}.coverage_by_channel "
     "WHERE channel = ? AND day = ? AND at >= ? AND at < ?"
+)
+FILLS_CQL = (
+    "SELECT start_at, end_at, peer, filled_at, lines, dropped FROM {ks}.coverage_fills "
+    "WHERE channel = ? AND day = ?"
 )
 _SEEN_CQL = "SELECT last_seen FROM {ks}.coverage_sessions WHERE replica = ? AND worker = ? AND session = ?"
 
@@ -61,7 +68,37 @@ def read_coverage(
     last_seen = read_last_seen(session, keyspace, {(e.replica, e.worker, e.session) for e in events})
     known = spans(events, last_seen, now_ms=now, silent_after_ms=SILENT_AFTER_MS)
     found = [s for s in known if s.end > since_ms and s.start < until]
-    return Coverage(channel, since_ms, until, found, gaps(known, since_ms=since_ms, until_ms=until))
+    fills = read_fills(session, keyspace, channel, since_ms, until)
+    holes = with_fills(gaps(known, since_ms=since_ms, until_ms=until), fills)
+    return Coverage(channel, since_ms, until, found, holes, fills)
+
+
+def read_fills(session: Any, keyspace: str, channel: str, since_ms: int, until_ms: int) -> list[Fill]:
+    """The fills of ``channel`` that overlap ``[since_ms, until_ms)`` (a fill lies within one UTC day, in
+    that day's partition); none in a keyspace made before ``chatlog fill`` existed (`chatlog init` adds
+    the table)."""
+    from cassandra import InvalidRequest
+
+    if until_ms <= since_ms:
+        return []
+    try:
+        query = session.prepare(FILLS_CQL.format(ks=keyspace))
+    except InvalidRequest:
+        return []
+    out: list[Fill] = []
+    for day in range(since_ms // DAY_MS, (until_ms - 1) // DAY_MS + 1):
+        for row in session.execute(query, (channel, day)):
+            fill = Fill(
+                start=epoch_ms(row.start_at),
+                end=epoch_ms(row.end_at),
+                peer=row.peer,
+                filled_at=epoch_ms(row.filled_at),
+                lines=row.lines or 0,
+                dropped=row.dropped or 0,
+            )
+            if fill.start < until_ms and fill.end > since_ms:
+                out.append(fill)
+    return sorted(out, key=lambda f: (f.start, f.peer))
 
 
 def days_to_read(since_ms: int, until_ms: int) -> range:

@@ -8,6 +8,7 @@ from typing import Annotated
 
 import typer
 
+from core.coverage_spans import filled_note
 from core.errors import one_line
 from core.logins import login_of
 from core.times import format_time
@@ -73,7 +74,17 @@ def as_text(cov: Coverage) -> str:
         lines.append(f"  r{s.replica} {s.worker}: {format_time(s.start)} .. {end}")
     lines.append(f"gaps: {len(cov.gaps)}" + (", none" if not cov.gaps else ""))
     for g in cov.gaps:
-        lines.append(f"  {format_time(g.start)} .. {format_time(g.end)} ({g.seconds:.1f} s): {g.why}")
+        lines.append(
+            f"  {format_time(g.start)} .. {format_time(g.end)} ({g.seconds:.1f} s): {g.why}{filled_note(g)}"
+        )
+    if cov.fills:
+        lines.append(f"filled from peers: {len(cov.fills)}")
+    for f in cov.fills:
+        left_out = f", {f.dropped} left out" if f.dropped else ""
+        lines.append(
+            f"  {format_time(f.start)} .. {format_time(f.end)} from {f.peer}: {f.lines} lines{left_out} "
+            f"(filled {format_time(f.filled_at)})"
+        )
     return "\n".join(lines)
 
 
@@ -93,6 +104,26 @@ def as_json(cov: Coverage) -> str:
                 }
                 for s in cov.spans
             ],
-            "gaps": [{"start": g.start, "end": g.end, "seconds": g.seconds, "why": g.why} for g in cov.gaps],
+            "gaps": [
+                {
+                    "start": g.start,
+                    "end": g.end,
+                    "seconds": g.seconds,
+                    "why": g.why,
+                    "filled_from": list(g.filled_from),
+                }
+                for g in cov.gaps
+            ],
+            "fills": [
+                {
+                    "start": f.start,
+                    "end": f.end,
+                    "peer": f.peer,
+                    "filled_at": f.filled_at,
+                    "lines": f.lines,
+                    "dropped": f.dropped,
+                }
+                for f in cov.fills
+            ],
         }
     )

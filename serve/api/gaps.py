@@ -2,8 +2,9 @@
 they fall.
 
 The coverage ledger (read through :mod:`serve.coverage` over the store's Cassandra session) in
-``[from, to)`` (epoch ms): ``{"channel", "gaps": [{"start", "end", "why"}]}``; no gaps when the store has
-no session or the keyspace no ledger; a 503 when Cassandra does not answer.
+``[from, to)`` (epoch ms): ``{"channel", "gaps": [{"start", "end", "why", "filled_from"}]}``, where
+``filled_from`` lists the peers whose lines of that time were imported (``chatlog fill``; empty: none);
+no gaps when the store has no session or the keyspace no ledger; a 503 when Cassandra does not answer.
 """
 
 from __future__ import annotations
@@ -71,4 +72,7 @@ async def _read_gaps(store: LogStore, keyspace: str, channel: str, lo: int, hi: 
             return []
         log.warning("reading the coverage of #%s failed: %s: %s", channel[:200], type(exc).__name__, exc)
         raise ApiError(503, "the coverage ledger did not answer; try again") from None
-    return [{"start": g.start, "end": g.end, "why": g.why} for g in coverage.gaps]
+    return [
+        {"start": g.start, "end": g.end, "why": g.why, "filled_from": list(g.filled_from)}
+        for g in coverage.gaps
+    ]

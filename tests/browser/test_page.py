@@ -347,7 +347,7 @@ def test_the_page_and_its_assets_come_from_the_server(site: Served) -> None:
     gaps = site.get(f"/web/gaps?channel=alpha&from={jan2(0)}&to={ms(2024, 1, 3)}").json()
     assert gaps == {
         "channel": "alpha",
-        "gaps": [{"start": jan2(10), "end": jan2(10, 30), "why": "r0 w1: lost"}],
+        "gaps": [{"start": jan2(10), "end": jan2(10, 30), "why": "r0 w1: lost", "filled_from": []}],
     }
     assert site.get("/web/gaps?channel=alpha&from=x&to=1").status_code == 400
     assert site.get("/channel/alpha/2024/1/2").status_code == 200  # the API's routes still answer

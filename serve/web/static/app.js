@@ -56,10 +56,16 @@
     return escapeControls(r.login ? `${head} ${r.login}: ${r.text}` : `${head} ${r.text}`);
   }
 
+  // What a gap says of the peers its lines were filled from (`chatlog fill`): `; filled from https://peer`.
+  function filledNote(g) {
+    const peers = g.filled_from || [];
+    return peers.length ? `; filled from ${peers.join(", ")}` : "";
+  }
+
   // A gap as `chatlog logs` marks it (the downloaded text): `-- not logged 10:00:00-10:30:00 (1800 s): ...`.
   function gapText(g, dated) {
     const at = (ms) => (dated ? `${ymd(ms)} ${hms(ms)}` : hms(ms));
-    return `-- not logged ${at(g.start)}-${at(g.end)} (${Math.round((g.end - g.start) / 1000)} s): no logger (${g.why}) --`;
+    return `-- not logged ${at(g.start)}-${at(g.end)} (${Math.round((g.end - g.start) / 1000)} s): no logger (${g.why})${filledNote(g)} --`;
   }
 
   function duration(ms) {
@@ -75,7 +81,7 @@
   // A gap as the page shows it.
   function gapShown(g, dated) {
     const at = (ms) => (dated ? `${ymd(ms)} ${hms(ms)}` : hms(ms));
-    return `not logged ${at(g.start)} to ${at(g.end)} (${duration(g.end - g.start)}): no logger (${g.why})`;
+    return `not logged ${at(g.start)} to ${at(g.end)} (${duration(g.end - g.start)}): no logger (${g.why})${filledNote(g)}`;
   }
 
   // One message of the API's web format (or of /api/live) as the list keeps it: the API sends what the
@@ -247,7 +253,11 @@
 
   function gapNode(g) {
     const node = el("div", "line gap", gapShown(g, view.dated));
-    node.title = "No logger was in the channel then: lines of this time are missing";
+    const filled = (g.filled_from || []).length > 0;
+    if (filled) node.classList.add("filled");
+    node.title = filled
+      ? "No logger of ours was in the channel then: the lines of this time were imported from the peer named"
+      : "No logger was in the channel then: lines of this time are missing";
     return node;
   }
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from core.coverage_spans import Gap, Span, gaps, spans
+from core.coverage_spans import Fill, Gap, Span, gap_line, gaps, spans, with_fills
 from schemas.coverage import CoverageEvent, State
 
 
@@ -94,3 +94,40 @@ def test_a_groups_gaps_count_from_the_channels_first_coverage_by_any_group() -> 
     assert gaps(r1, since_ms=0, until_ms=1000, covered_from=100) == [Gap(100, 300, "no logger")]
     assert gaps([], since_ms=0, until_ms=1000, covered_from=100) == [Gap(100, 1000, "no logger")]
     assert gaps([], since_ms=0, until_ms=1000) == []
+
+
+def test_a_fill_cuts_a_gap_into_the_pieces_it_filled_and_those_it_did_not() -> None:
+    gap = Gap(1_000, 10_000, "r0 a: lost")
+    fills = [Fill(3_000, 5_000, "https://p", 0, 7, 0), Fill(4_000, 6_000, "https://q", 0, 2, 0)]
+
+    assert with_fills([gap], fills) == [
+        Gap(1_000, 3_000, "r0 a: lost"),
+        Gap(3_000, 4_000, "r0 a: lost", ("https://p",)),
+        Gap(4_000, 5_000, "r0 a: lost", ("https://p", "https://q")),
+        Gap(5_000, 6_000, "r0 a: lost", ("https://q",)),
+        Gap(6_000, 10_000, "r0 a: lost"),
+    ]
+
+
+def test_fills_of_one_peer_side_by_side_fill_the_gap_as_one_and_fills_elsewhere_change_nothing() -> None:
+    gap = Gap(1_000, 10_000, "no logger")
+    fills = [
+        Fill(0, 4_000, "https://p", 0, 1, 0),
+        Fill(4_000, 10_000, "https://p", 0, 1, 0),
+        Fill(20_000, 30_000, "https://q", 0, 1, 0),
+    ]
+
+    assert with_fills([gap], fills) == [Gap(1_000, 10_000, "no logger", ("https://p",))]
+    assert with_fills([gap], []) == [gap]
+
+
+def test_a_gap_mark_says_which_peers_filled_it() -> None:
+    filled = Gap(3_600_000, 3_660_000, "r0 a: lost", ("https://a", "https://b"))
+
+    assert gap_line(filled) == (
+        "-- not logged 01:00:00-01:01:00 (60 s): no logger (r0 a: lost); filled from https://a, https://b --"
+    )
+    assert (
+        gap_line(Gap(0, 1_000, "no logger"))
+        == "-- not logged 00:00:00-00:00:01 (1 s): no logger (no logger) --"
+    )
