@@ -14,7 +14,7 @@ def register(app: typer.Typer) -> None:
     def demo(
         duration: Annotated[float, typer.Option(help="Seconds of simulated chat.")] = 120.0,
         channels: Annotated[int, typer.Option(min=1, max=100_000, help="Channels to register.")] = 500,
-        rate: Annotated[float, typer.Option(help="Messages per second sent in total.")] = 2000.0,
+        rate: Annotated[float, typer.Option(help="Messages per second sent in total.")] = 1000.0,
         nodes: Annotated[
             int,
             typer.Option(

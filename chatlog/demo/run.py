@@ -55,7 +55,7 @@ from core.settings import StackSettings
 class RunConfig:
     name: str = "demo"
     channels: int = 500
-    rate: float = 2000.0
+    rate: float = 1000.0
     duration: float = 120.0
     workers: dict[str, int] = field(default_factory=lambda: {"r0a": 0, "r0b": 0, "r1a": 1, "r1b": 1})
     faults: list[Fault] = field(default_factory=list)
@@ -70,8 +70,12 @@ class RunConfig:
     with its checkpoint under the run's directory (on the state directory every executor here reaches)."""
 
 
+WARM_UP_ROUNDS = (1, 200, 1000, 2000, 2000)
+"""Events per round of the sink's warm-up (:meth:`Run.warm_up_sink`)."""
+
+
 def demo_config(
-    channels: int = 500, rate: float = 2000.0, duration: float = 120.0, spark_master: str = "local[2]"
+    channels: int = 500, rate: float = 1000.0, duration: float = 120.0, spark_master: str = "local[2]"
 ) -> RunConfig:
     """The demo: two replica groups of two; r0b is killed at 35 % of the run, r0c starts at 65 %."""
     return RunConfig(
@@ -325,37 +329,44 @@ class Run:
         return self.report(sent_file, sup.children["sink"].log, sink_restarted=sup.starts["sink"] > 1)
 
     def warm_up_sink(self, timeout: float = 180.0) -> None:
-        """One event through the sink before traffic: its first batch pays for Python workers and
-        Cassandra sessions (seconds to tens of seconds: the first batch line of the sink's log says how
-        long), which is start-up, not the latency being measured."""
+        """Events through the sink before traffic, in rounds of :data:`WARM_UP_ROUNDS` (each sent twice,
+        as two replica groups send it), each round waited for: the first batch pays for Python workers
+        and Cassandra sessions (seconds to tens of seconds: the first batch line of the sink's log says
+        how long), the next few for the JVM's compilation of the read and write path (a second batch of
+        100 records took 3.8 s in a demo warmed with one event). That is start-up, not the latency being
+        measured."""
         from confluent_kafka import Producer
 
         from schemas import chat_event
 
-        now = int(time.time() * 1000)
-        event = chat_event.ChatEvent(
-            message_id=f"warmup-{self.run_id}",
-            kind="PRIVMSG",
-            channel=self.channels[0],
-            text="warmup",
-            sent_at=now,
-            received_at=now,
-            raw="PRIVMSG :warmup",
-        )
         producer = Producer(self.settings.kafka_client_config())
-        producer.produce(
-            self.settings.topic_messages, key=event.channel.encode(), value=chat_event.encode(event)
-        )
-        producer.flush(30)
         deadline = time.time() + timeout
-        while time.time() < deadline:
-            written = progress.pick(progress.sink_metrics(), progress.ROWS) or 0.0
-            if written >= 1:
-                return
-            time.sleep(0.5)
-        raise ChatlogError(
-            f"the sink wrote nothing within {timeout:.0f} s; see {self.run_dir / 'logs' / 'sink.log'}"
-        )
+        sent = 0
+        for round_no, events in enumerate(WARM_UP_ROUNDS):
+            now = int(time.time() * 1000)
+            for i in range(events):
+                event = chat_event.ChatEvent(
+                    message_id=f"warmup-{self.run_id}-{round_no}-{i}",
+                    kind="PRIVMSG",
+                    channel=self.channels[i % len(self.channels)],
+                    text="warmup",
+                    sent_at=now,
+                    received_at=now,
+                    raw="PRIVMSG :warmup",
+                )
+                value = chat_event.encode(event)
+                for _copy in range(2):
+                    producer.produce(self.settings.topic_messages, key=event.channel.encode(), value=value)
+                    producer.poll(0)
+            producer.flush(30)
+            sent += events
+            while (progress.pick(progress.sink_metrics(), progress.ROWS) or 0.0) < sent:
+                if time.time() > deadline:
+                    raise ChatlogError(
+                        f"the sink wrote {sent} warm-up events not within {timeout:.0f} s; "
+                        f"see {self.run_dir / 'logs' / 'sink.log'}"
+                    )
+                time.sleep(0.2)
 
     def _check_alive(self, sup: Supervisor) -> None:
         for name in ("sink", *self.workers):
