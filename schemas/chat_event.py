@@ -139,25 +139,9 @@ _encoder = msgspec.json.Encoder()
 _decoder = msgspec.json.Decoder(ChatEvent)
 
 
-class _Identity(msgspec.Struct):
-    message_id: str
-
-
-_peeker = msgspec.json.Decoder(_Identity)
-
-
 def encode(event: ChatEvent) -> bytes:
     """The event as compact JSON bytes (the value written to ``chatlog.messages``)."""
     return _encoder.encode(event)
-
-
-def peek_message_id(data: bytes) -> str | None:
-    """The ``message_id`` of a record, the rest of it unchecked (a sixth of :func:`decode`'s cost);
-    None when it is not a JSON object with a string ``message_id``."""
-    try:
-        return _peeker.decode(data).message_id
-    except (msgspec.ValidationError, msgspec.DecodeError):
-        return None
 
 
 def decode(data: bytes | str) -> ChatEvent:

@@ -156,15 +156,6 @@ def message_uuid(message_id: str) -> uuid.UUID:
     return uuid.uuid5(MESSAGE_ID_NAMESPACE, message_id)
 
 
-def message_uuid_bytes(message_id: str) -> bytes:
-    """``message_uuid(message_id).bytes`` without building the ``UUID`` (a canonical id is its own 16
-    bytes in hex): a quarter of the cost, paid twice per event by the sink (its dedup id and its
-    ``message_id`` cell)."""
-    if _CANONICAL_UUID.fullmatch(message_id) is not None:
-        return bytes.fromhex(message_id.replace("-", ""))
-    return uuid.uuid5(MESSAGE_ID_NAMESPACE, message_id).bytes
-
-
 def user_period(sent_at_ms: int) -> int:
     """The user table's period of a time: the half UTC day it falls in, ``sent_at_ms // USER_PERIOD_MS``."""
     return sent_at_ms // USER_PERIOD_MS

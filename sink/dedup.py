@@ -12,10 +12,6 @@ overlap); the same message has the same id on every copy. ``sink_dedup`` picks w
   keeps those (:class:`RecentIds`) and hands each batch all of them as one blob of :data:`ID_BYTES`-byte
   ids (no Python object per id on the driver). An id is the 16 bytes of the message's uuid, the
   ``message_id`` column of every table (:func:`schemas.cql.message_uuid`).
-  The writer looks a record's id up before it decodes the rest of it
-  (:func:`schemas.chat_event.peek_message_id`): with R = 2 groups every other record is a copy, and a
-  copy costs a sixth of a full decode. A record whose id was written is a copy whatever its other
-  fields hold: the id is the message's identity, and its row is there.
 
 Which mode a streaming query runs is the one its checkpoint started with. Spark refuses to restart a
 checkpoint whose stateful operators changed (``STREAMING_STATEFUL_OPERATOR_NOT_MATCH_IN_STATE_METADATA``),
@@ -34,7 +30,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
-from schemas.cql import message_uuid_bytes
+from schemas.cql import message_uuid
 from sink.settings import local_checkpoint
 
 if TYPE_CHECKING:
@@ -49,7 +45,7 @@ ID_BYTES = 16
 
 def id_of(message_id: str) -> bytes:
     """The dedup id of a message id: its row uuid's bytes."""
-    return message_uuid_bytes(message_id)
+    return message_uuid(message_id).bytes
 
 
 def id_set(ids: bytes) -> set[bytes]:

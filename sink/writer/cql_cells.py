@@ -50,8 +50,6 @@ def _text_map(value: Any) -> bytes:
 
 
 def _uuid(value: Any) -> bytes:
-    if type(value) is bytes and len(value) == 16:  # a uuid's bytes (schemas.cql.message_uuid_bytes)
-        return value
     encoded: bytes = value.bytes
     return encoded
 

@@ -16,11 +16,10 @@ did. Nothing is acknowledged before every write of the partition succeeded or wa
 failure fails the batch, and the batch is re-run.
 
 The steps, each a function below, in the order :func:`write_partition` takes them: per record,
-:func:`_is_written_copy` (a copy of a written message, known by its id alone), :func:`_decoded`
-(validate, or dead-letter), :func:`_opted_out` (drop the events of opt-outs), :func:`_is_copy` (drop
-the copies, when the writer deduplicates), :func:`_queue_event` (the event's table rows and name
-history, or a dead letter when a value cannot be written), :func:`_submit_full_chunk`; then for the
-partition, :func:`_finish_writes` (wait, retry, dead-letter what Cassandra rejected) and
+:func:`_decoded` (validate, or dead-letter), :func:`_opted_out` (drop the events of opt-outs),
+:func:`_is_copy` (drop the copies, when the writer deduplicates), :func:`_queue_event` (the event's table
+rows and name history, or a dead letter when a value cannot be written), :func:`_submit_full_chunk`;
+then for the partition, :func:`_finish_writes` (wait, retry, dead-letter what Cassandra rejected) and
 :func:`_remember_written` (the caches and the written ids).
 """
 
@@ -32,7 +31,7 @@ from collections.abc import Hashable, Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 from core.errors import one_line
-from schemas.chat_event import InvalidEvent, decode, peek_message_id
+from schemas.chat_event import InvalidEvent, decode
 from sink.dedup import id_of, id_set
 from sink.writer.caches import INDEX_CACHE, NAME_CACHE, HourSpan, IndexCache, NameCache
 from sink.writer.cassandra import Item
@@ -78,8 +77,6 @@ def write_partition(
     """
     task = _Task(settings, collaborators, index_cache, name_cache, optouts, recent)
     for record in records:
-        if _is_written_copy(task, record):
-            continue
         event = _decoded(task, record)
         if event is None or _opted_out(task, event) or _is_copy(task, event):
             continue
@@ -173,26 +170,6 @@ def _decoded(task: _Task, record: Any) -> ChatEvent | None:
     except InvalidEvent as exc:
         _dead_letter(task, value, partition, offset, str(exc))
         return None
-
-
-def _is_written_copy(task: _Task, record: Any) -> bool:
-    """Whether the writer deduplicates and has seen the record's id, looked up before the record is
-    decoded (:mod:`sink.dedup`): a copy of a written message, counted and dropped unread."""
-    seen = task.seen
-    value = record[0]
-    if seen is None or value is None:
-        return False
-    message_id = peek_message_id(value)
-    if message_id is None:
-        return False
-    try:
-        dedup_id = id_of(message_id)
-    except ValueError:  # an id with no uuid (a lone surrogate)
-        return False
-    if dedup_id not in seen:
-        return False
-    task.stats.duplicates += 1
-    return True
 
 
 def _opted_out(task: _Task, event: ChatEvent) -> bool:

@@ -16,15 +16,7 @@ from typing import Any, cast
 
 from consent.rule import whose
 from schemas.chat_event import FIELD_NAMES, MAX_LOGIN_CHARS, ChatEvent
-from schemas.cql import (
-    bucket_of,
-    channel_key,
-    is_canonical_uuid,
-    message_uuid,
-    message_uuid_bytes,
-    user_key,
-    user_period,
-)
+from schemas.cql import bucket_of, channel_key, is_canonical_uuid, message_uuid, user_key, user_period
 from schemas.stored_line import strip
 
 HOUR_MS = 3_600_000
@@ -56,13 +48,13 @@ def _has_user(event: ChatEvent) -> bool:
 DERIVED: dict[str, Callable[[ChatEvent], Any]] = {
     "channel_key": lambda e: channel_key(e.channel_id, e.channel),
     "bucket": lambda e: bucket_of(e.sent_at),
-    "message_id": lambda e: message_uuid_bytes(e.message_id),
+    "message_id": lambda e: message_uuid(e.message_id),
     "line": _stored_line,
     "user_key": _event_user_key,
     "period": lambda e: user_period(e.sent_at),
 }
 """Columns computed from the event rather than copied from a field of the same name (a derived column
-takes precedence over a field of its name: ``message_id`` is stored as its uuid, given as its 16 bytes)."""
+takes precedence over a field of its name: ``message_id`` is stored as its uuid)."""
 
 
 TABLES: dict[str, tuple[Callable[[ChatEvent], bool], bool]] = {

@@ -10,7 +10,7 @@ import msgspec
 import pytest
 
 from schemas import chat_event
-from schemas.chat_event import ChatEvent, InvalidEvent, decode, encode, peek_message_id
+from schemas.chat_event import ChatEvent, InvalidEvent, decode, encode
 
 SCHEMA_FILE = Path(chat_event.__file__).with_name("chat_event.schema.json")
 
@@ -178,19 +178,3 @@ def test_the_latest_time_is_one_the_driver_reads_back() -> None:
     assert last == datetime(9999, 12, 31, 23, 59, 59, 999000, tzinfo=UTC)
     with pytest.raises(OverflowError):
         last + timedelta(milliseconds=1)
-
-
-@pytest.mark.parametrize(
-    ("data", "expected"),
-    [
-        (b'{"message_id":"abc","kind":"PRIVMSG"}', "abc"),
-        (b'{"kind":"PRIVMSG","message_id":"x","sent_at":-1}', "x"),  # the rest is not checked
-        (b'{"kind":"PRIVMSG"}', None),
-        (b'{"message_id":7}', None),
-        (b"[1, 2]", None),
-        (b"not json", None),
-        (b"", None),
-    ],
-)
-def test_a_records_id_is_peeked_without_the_rest(data: bytes, expected: str | None) -> None:
-    assert peek_message_id(data) == expected

@@ -27,7 +27,6 @@ from schemas.cql import (
     USER_PERIOD_MS,
     channel_key,
     message_uuid,
-    message_uuid_bytes,
     normalize_replication,
     period_start_ms,
     replication_map,
@@ -159,23 +158,6 @@ def test_a_twitch_uuid_is_its_own_key_and_any_other_id_a_fixed_uuid5() -> None:
     # pinned: changing the namespace would store every already-stored id-less event a second time
     assert uuid.uuid5(uuid.NAMESPACE_URL, "chatlog:message-id") == MESSAGE_ID_NAMESPACE
     assert str(message_uuid("abc")) == "7a64279c-6bba-5c98-a830-d53575e878ee"
-
-
-@pytest.mark.parametrize(
-    "message_id",
-    [
-        "b34ccfc7-4977-403a-8a94-33c6bac34fb8",
-        "B34CCFC7-4977-403A-8A94-33C6BAC34FB8",
-        "0f1e2d3c4b5a69788796a5b4c3d2e1f0",
-        "{b34ccfc7-4977-403a-8a94-33c6bac34fb8}",
-        "b34ccfc7-4977-403a-8a94-33c6bac34fb",
-        "abc",
-        "",
-        "\u00e9t\u00e9",
-    ],
-)
-def test_the_bytes_of_a_message_uuid_are_those_of_the_uuid(message_id: str) -> None:
-    assert message_uuid_bytes(message_id) == message_uuid(message_id).bytes
 
 
 def test_user_periods_are_half_utc_days() -> None:

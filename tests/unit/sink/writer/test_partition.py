@@ -290,33 +290,3 @@ def test_written_ids_travel_with_the_stats_and_add_up() -> None:
 def test_a_blob_of_ids_must_hold_whole_ids() -> None:
     with pytest.raises(ValueError, match="multiple of 16 bytes"):
         id_set(b"\x00" * 17)
-
-
-def test_a_copy_of_a_written_message_is_dropped_by_its_id_before_it_is_decoded() -> None:
-    cassandra, letters = CassandraDouble(), DeadLettersDouble()
-    copy_with_garbage = b'{"message_id":"m1","kind":7}'  # the id of a written message, the rest invalid
-    records = [(copy_with_garbage, 0, 0), (b'{"message_id":"m9","kind":7}', 0, 1), (b"not json", 0, 2)]
-    stats = write_partition(
-        records, SETTINGS, Collaborators(cassandra, letters), index_cache=IndexCache(), recent=id_of("m1")
-    )
-    assert (stats.duplicates, stats.events, stats.deadletters) == (1, 0, 2)
-    assert [position for _value, _reason, position in letters.sent] == [
-        "chat.messages/0/1",
-        "chat.messages/0/2",
-    ]
-
-
-def test_an_opted_out_first_copy_does_not_make_its_copy_a_duplicate() -> None:
-    from consent.rule import OptOutSet
-
-    cassandra = CassandraDouble()
-    records = [(encode(_event(1, user_id="5")), 0, 0), (encode(_event(1, user_id="5")), 0, 1)]
-    stats = write_partition(
-        records,
-        SETTINGS,
-        Collaborators(cassandra, None),
-        index_cache=IndexCache(),
-        optouts=OptOutSet(users=frozenset({"5"})),
-        recent=b"",
-    )
-    assert (stats.optout_dropped, stats.duplicates, stats.events) == (2, 0, 0)
