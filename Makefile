@@ -8,7 +8,7 @@ SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 # chromium: the browser tests (tests/browser) drive Debian's build with Playwright; no browser is downloaded
 APT_PACKAGES := inspircd maven openjdk-17-jre-headless chromium
 
-.PHONY: setup test unit integration check lint typecheck demo chaos cluster bench up down clean
+.PHONY: setup test unit integration check lint typecheck demo chaos chaos-cluster cluster bench up down clean
 
 setup: $(STAMPS)/apt $(STAMPS)/venv $(STAMPS)/maven ## venv, Python deps, Maven artifacts, Debian packages
 
@@ -59,7 +59,12 @@ chaos: setup ## fault injection on the whole pipeline (restarts stack services: 
 	$(BIN)/pytest tests/integration/chaos -m chaos -s
 
 cluster: setup ## the multi-node stack (3 Kafka, 3 Cassandra, Spark standalone): up, checked, down
-	$(BIN)/pytest tests/integration/cluster -m cluster -s
+	$(BIN)/pytest tests/integration/cluster -m "cluster and not chaos" -s
+
+chaos-cluster: setup ## node faults, backfill and scale-out on the multi-node stack: up, the tests, down
+	$(BIN)/chatlog stack up --nodes 3
+	$(BIN)/pytest tests/integration/cluster -m "cluster and chaos" -s; status=$$?; \
+	$(BIN)/chatlog stack down --nodes 3; exit $$status
 
 bench: setup $(STAMPS)/bench-extra ## every benchmark on the local stack; JSON and PNG under results/
 	$(BIN)/chatlog stack up

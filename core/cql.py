@@ -63,6 +63,24 @@ def connect(
     return cluster, session
 
 
+def pin_to_node(cluster: Any, address: str, consistency: str, timeout: float = 10.0) -> str:
+    """Add to ``cluster`` (from :func:`connect`) an execution profile whose requests have the node at
+    ``address`` as their only coordinator, at ``consistency``; returns the profile's name. With ONE, a
+    read answers with what that node itself holds (e.g. the rows it missed while down, once handed off)."""
+    from cassandra import ConsistencyLevel
+    from cassandra.cluster import ExecutionProfile
+    from cassandra.policies import WhiteListRoundRobinPolicy
+
+    name = f"node-{address}-{consistency}"
+    profile = ExecutionProfile(
+        load_balancing_policy=WhiteListRoundRobinPolicy([address]),
+        request_timeout=timeout,
+        consistency_level=ConsistencyLevel.name_to_value[consistency],
+    )
+    cluster.add_execution_profile(name, profile, pool_wait_timeout=timeout)
+    return name
+
+
 def _no_local_host(cluster: Any, settings: CassandraSettings) -> str | None:
     """One line when the cluster answered but none of its hosts is in the local data center (the driver
     then has no host to send a query to, and says only "no host available"), else None."""

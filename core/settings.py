@@ -534,6 +534,13 @@ class StackSettings(KafkaSettings, CassandraSettings):
         le=65535,
         description="Client port of the cluster's own InspIRCd (the IRC server of runs on the cluster).",
     )
+    cluster_sink_metrics_port: int = Field(
+        default=19181,
+        ge=1,
+        le=65535,
+        description="Prometheus port of the sink of a run on the cluster (`chatlog demo --nodes 3`, its "
+        "fault tests), apart from the single stack's runs.",
+    )
     cluster_spark_port: int = Field(
         default=17077, ge=1, le=65535, description="Port of the cluster's Spark standalone master."
     )

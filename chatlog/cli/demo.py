@@ -27,7 +27,7 @@ def register(app: typer.Typer) -> None:
         """The whole pipeline locally: chatters, 2x2 ingesters, the sink; a kill, a scale-out, a report."""
         from rich.console import Console
 
-        from chatlog.demo.run import demo_config, execute
+        from chatlog.demo.run import demo_config, execute, on_cluster
         from chatlog.stack.cluster import Layout
         from core.settings import StackSettings, load
 
@@ -36,7 +36,7 @@ def register(app: typer.Typer) -> None:
             report = execute(stack, demo_config(channels, rate, duration), Console())
         else:
             layout = Layout(stack, nodes)
-            config = demo_config(channels, rate, duration, spark_master=layout.spark_master.url)
+            config = on_cluster(demo_config(channels, rate, duration), layout)
             report = execute(layout.client_settings(), config, Console())
         if report.lost:
             raise typer.Exit(1)

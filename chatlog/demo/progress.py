@@ -66,11 +66,12 @@ def pick(metrics: dict[str, float], name: str) -> float | None:
     return None
 
 
-def poll(prev: Stats, sim_log: Path, produced: int) -> Stats:
-    """New numbers; ``produced`` is the number of records in the messages topic now."""
+def poll(prev: Stats, sim_log: Path, produced: int, port: int = SINK_METRICS_PORT) -> Stats:
+    """New numbers; ``produced`` is the number of records in the messages topic now, ``port`` the sink's
+    metrics port."""
     now = time.time()
     sent, done = _simulator(sim_log)
-    m = sink_metrics()
+    m = sink_metrics(port)
     rows = int(pick(m, ROWS) or prev.rows)
     dt = max(1e-3, now - prev.at) if prev.at else 1.0
     return replace(

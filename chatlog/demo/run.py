@@ -13,7 +13,7 @@ import contextlib
 import secrets
 import time
 from collections import Counter
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -25,7 +25,8 @@ from rich.table import Table
 from chatlog import extras
 from chatlog.demo import progress
 from chatlog.demo.e2e import ProbeStats, ReadProbe, sample_channels
-from chatlog.demo.faults import Fault, at, kill_ingester, start_ingester
+from chatlog.demo.faults import Fault, Outage, at, kill_ingester, start_ingester
+from chatlog.demo.impact import fault_impact
 from chatlog.demo.look import busiest, look_lines, program_name, serve_address
 from chatlog.demo.machine import busy_s, cpu_us_per_msg
 from chatlog.demo.observer import NamesObserver, worker_of
@@ -44,9 +45,10 @@ from chatlog.demo.report import (
     sink_log_totals,
 )
 from chatlog.demo.supervisor import Supervisor
-from chatlog.demo.verify import TopicSize, scan_topic, stored_tokens
+from chatlog.demo.verify import TopicSize, scan_topic, sink_wrote_all, stored_tokens
 from chatlog.results import RESULTS_DIR, write_json
 from chatlog.simulator import SentMessage, read_sent
+from chatlog.stack.cluster import Layout
 from core.errors import ChatlogError
 from core.settings import StackSettings
 
@@ -65,6 +67,9 @@ class RunConfig:
     sim_connections: int = 16
     sim_seed: int = 0
     e2e_probe: bool = True  # poll a sample of channels' rows: IRC send -> row readable
+    sink_metrics_port: int = progress.SINK_METRICS_PORT
+    """Where the run reads the sink's counters (the cluster's runs have their own: a sink of the single
+    stack's runs may hold the default one)."""
     spark_master: str = "local[2]"
     """Where the sink runs: Spark in its own JVM (``local[2]``) or a cluster's master (``spark://...``),
     with its checkpoint under the run's directory (on the state directory every executor here reaches)."""
@@ -74,17 +79,39 @@ WARM_UP_ROUNDS = (1, 200, 1000, 2000, 2000)
 """Events per round of the sink's warm-up (:meth:`Run.warm_up_sink`)."""
 
 
-def demo_config(
-    channels: int = 500, rate: float = 1000.0, duration: float = 120.0, spark_master: str = "local[2]"
-) -> RunConfig:
+def demo_config(channels: int = 500, rate: float = 1000.0, duration: float = 120.0) -> RunConfig:
     """The demo: two replica groups of two; r0b is killed at 35 % of the run, r0c starts at 65 %."""
     return RunConfig(
         channels=channels,
         rate=rate,
         duration=duration,
-        spark_master=spark_master,
         faults=[at(0.35, kill_ingester("r0b")), at(0.65, start_ingester("r0c", 0))],
     )
+
+
+def on_cluster(config: RunConfig, layout: Layout) -> RunConfig:
+    """``config`` for a run on the multi-node stack of ``layout`` (with ``layout.client_settings()``): the
+    sink on its Spark master, its counters on the cluster's own metrics port."""
+    return replace(
+        config,
+        spark_master=layout.spark_master.url,
+        sink_metrics_port=layout.settings.cluster_sink_metrics_port,
+    )
+
+
+def run_settings(settings: StackSettings, name: str, run_id: str) -> StackSettings:
+    """The settings of run ``run_id`` named ``name``: its own topics and its keyspace."""
+    return settings.with_topics(
+        f"{name}.{run_id}",
+        cassandra_keyspace=f"chatlog_{name}".replace("-", "_"),
+        channel_buckets=16,
+        messages_partitions=4,
+    )
+
+
+def run_channels(run_id: str, count: int) -> list[str]:
+    """The channels run ``run_id`` registers."""
+    return [f"d{run_id}_{i}" for i in range(count)]
 
 
 @dataclass
@@ -105,19 +132,16 @@ class Run:
         self.config, self.console = config, console
         self.run_id = secrets.token_hex(3)
         self.run_dir = settings.state_dir / "runs" / f"{config.name}-{self.run_id}"
-        ns = f"{config.name}.{self.run_id}"
-        self.settings = settings.with_topics(
-            ns,
-            cassandra_keyspace=f"chatlog_{config.name}".replace("-", "_"),
-            channel_buckets=16,
-            messages_partitions=4,
-        )
-        self.channels = [f"d{self.run_id}_{i}" for i in range(config.channels)]
+        self.settings = run_settings(settings, config.name, self.run_id)
+        self.channels = run_channels(self.run_id, config.channels)
         self.workers = dict(config.workers)
         self.replicas = sorted(set(self.workers.values()))
         self.timeline = Timeline(coverage={r: [] for r in self.replicas})
         self.events: dict[str, float] = {}
         self.killed: list[tuple[str, int, float]] = []
+        self.outages: list[Outage] = []
+        self.e2e_points: list[tuple[float, float]] = []
+        """(send time s since t0, IRC send -> row readable s) of the probe's sample channels."""
         self.probe: ReadProbe | None = None
         self.batches: list[tuple[float, float, int]] = []
         """The sink's micro-batches: (start s since t0, duration s, records), for the plot."""
@@ -140,7 +164,7 @@ class Run:
             "CHATLOG_METRICS_PORT": "0",
             "CHATLOG_INGEST_GROUP_PREFIX": f"{self.config.name}-{self.run_id}-ingest",
             "CHATLOG_SINK_CHECKPOINT": str(self.run_dir / "checkpoint"),
-            "CHATLOG_SINK_METRICS_PORT": str(progress.SINK_METRICS_PORT),
+            "CHATLOG_SINK_METRICS_PORT": str(self.config.sink_metrics_port),
             "CHATLOG_SPARK_MASTER": self.config.spark_master,
         }
 
@@ -300,7 +324,7 @@ class Run:
             running: list[asyncio.Task[None]] = []
             while sim.alive or time.time() - start < 2:
                 await asyncio.sleep(1.0)
-                stats = progress.poll(stats, sim.log, topic_size())
+                stats = progress.poll(stats, sim.log, topic_size(), cfg.sink_metrics_port)
                 sample = await self.observe(observer)
                 self.record(sample, stats.sent_rate, stats.rows_rate)
                 show("sending", sample)
@@ -313,11 +337,20 @@ class Run:
             drain_deadline = time.time() + cfg.drain_timeout_s
             while time.time() < drain_deadline:
                 await asyncio.sleep(1.0)
-                stats = progress.poll(stats, sim.log, topic_size())
+                stats = progress.poll(stats, sim.log, topic_size(), cfg.sink_metrics_port)
                 sample = await self.observe(observer)
                 self.record(sample, 0.0, stats.rows_rate)
                 show("draining", sample)
-                if stats.drained():
+                if stats.drained() or (
+                    sup.starts["sink"] > 1  # a restarted sink's counters cover its last run only
+                    and stats.sim_done
+                    and await asyncio.to_thread(
+                        sink_wrote_all,
+                        self.settings,
+                        self.settings.topic_messages,
+                        self.settings.cassandra_keyspace,
+                    )
+                ):
                     break
         finally:
             if self.probe is not None:
@@ -360,7 +393,9 @@ class Run:
                     producer.poll(0)
             producer.flush(30)
             sent += events
-            while (progress.pick(progress.sink_metrics(), progress.ROWS) or 0.0) < sent:
+            while (
+                progress.pick(progress.sink_metrics(self.config.sink_metrics_port), progress.ROWS) or 0.0
+            ) < sent:
                 if time.time() > deadline:
                     raise ChatlogError(
                         f"the sink wrote {sent} warm-up events not within {timeout:.0f} s; "
@@ -381,7 +416,7 @@ class Run:
         until = max((m.sent_at_ms for m in sent), default=int(time.time() * 1000)) + 60_000
         # The sink's own counters, read now that it has drained (its Prometheus endpoint; this run's sink
         # is the only one on the demo's metrics port). Its log's per-batch lines give the same numbers.
-        metrics = progress.sink_metrics()
+        metrics = progress.sink_metrics(self.config.sink_metrics_port)
         written_at: dict[str, int] = {}
         prefix = sent[0].token.split("-")[0] if sent else "sim"
         stored = stored_tokens(self.settings, self.channels, since, until, written_at)
@@ -411,6 +446,7 @@ class Run:
         )
 
         e2e, e2e_details = self._e2e(sent, stored)
+        impacts = self._impacts(sent, written_at)
         self.sample_cpu()
         stored_count = sum(1 for m in sent if m.token in stored)
         last_row = max((written_at[m.token] for m in sent if m.token in written_at), default=0) / 1000
@@ -437,6 +473,9 @@ class Run:
                 "rate": self.config.rate,
                 "duration_s": self.config.duration,
                 "events": self.events,
+                "keyspace": self.settings.cassandra_keyspace,
+                "outages": [asdict(o) for o in self.outages],
+                "fault_impact": impacts,
                 "workers": self.workers,
                 "kafka_records_with_tokens": sum(in_topic.values()),
                 "rows_doubled": sum(1 for c in stored.values() if c > 1),
@@ -516,6 +555,7 @@ class Run:
                 points.append((m.sent_at_ms / 1000 - self.t0, (seen - m.sent_at_ms) / 1000))
             elif m.token in stored:
                 unseen += 1
+        self.e2e_points = points
         spread = Spread.of(v for _t, v in points)
         mids, qs = binned_quantiles(points, 5.0, (0.5, 0.99))
         tl = self.timeline
@@ -538,6 +578,23 @@ class Run:
             "age while rows lag, at most 2 s), so each value errs late by up to one interval plus one "
             "query, never early",
         }
+
+    def _impacts(self, sent: list[SentMessage], written_at: dict[str, int]) -> list[dict[str, Any]]:
+        """Each fault's impact (:mod:`chatlog.demo.impact`): stored-rate recovery, e2e and write p99
+        before and after it."""
+        sent_s = [m.sent_at_ms / 1000 - self.t0 for m in sent]
+        stored_s = [written_at[m.token] / 1000 - self.t0 for m in sent if m.token in written_at]
+        writes = [
+            (m.sent_at_ms / 1000 - self.t0, (written_at[m.token] - m.sent_at_ms) / 1000)
+            for m in sent
+            if m.token in written_at
+        ]
+        labels = {f.label for f in self.config.faults}
+        return [
+            asdict(fault_impact(label, t, sent=sent_s, stored=stored_s, e2e=self.e2e_points, writes=writes))
+            for label, t in self.events.items()
+            if label in labels
+        ]
 
     def write(self, rep: RunReport) -> tuple[Path, Path] | None:
         out = self.config.results_dir

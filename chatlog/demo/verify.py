@@ -19,13 +19,14 @@ from confluent_kafka import (
 
 from chatlog.demo.report import CopyTimes
 from core.compacted import TopicReader, reader_config
-from core.cql import connect
+from core.cql import connect, pin_to_node
 from core.irc_parse import MalformedLine, parse_line
 from core.logins import login_of
 from core.settings import CassandraSettings, KafkaSettings
 from schemas import chat_event
 from schemas.cql import BUCKET_MS, bucket_of, channel_key
 from schemas.stored_line import VERBATIM
+from schemas.topics import sink_written_group
 
 
 def token_of(text: str | None) -> str | None:
@@ -84,6 +85,28 @@ class TopicSize:
         self._consumer.close()
 
 
+def sink_wrote_all(settings: KafkaSettings, topic: str, keyspace: str) -> bool:
+    """True when the sink writing ``topic`` into ``keyspace`` has committed, in its written-offsets group,
+    every partition's end: it has read and written all the topic holds. Unlike its counters, this survives
+    a restart of the sink (they start again from 0, its checkpoint and this group do not)."""
+    consumer = Consumer(
+        {
+            **settings.kafka_client_config(),
+            "group.id": sink_written_group(keyspace),
+            "enable.auto.commit": False,
+            "log_level": 0,
+        }
+    )
+    try:
+        meta = consumer.list_topics(topic, timeout=5).topics[topic]
+        parts = consumer.committed([TopicPartition(topic, p) for p in meta.partitions], timeout=5)
+        return all(tp.offset >= consumer.get_watermark_offsets(tp, timeout=5)[1] for tp in parts)
+    except KafkaException:
+        return False
+    finally:
+        consumer.close()
+
+
 @dataclass
 class TopicScan:
     """What the messages topic holds: simulator tokens (with their copies), every message id's copies
@@ -138,18 +161,23 @@ def stored_tokens(
     since_ms: int,
     until_ms: int,
     written_at: dict[str, int] | None = None,
+    *,
+    only_node: str | None = None,
 ) -> Counter[str]:
     """How many rows per simulator token are in ``chat_by_channel`` for ``channels`` (logins; their rows
     are keyed :func:`stored_key`) in the window; the token is the first word of the stored line's text.
 
     With ``written_at``, also fills in each token's Cassandra write time (epoch ms, the sink's clock:
-    ``writetime(line)``).
+    ``writetime(line)``). With ``only_node`` (an address), what that node alone holds: read at ONE with it
+    as the only coordinator.
     """
+    from cassandra.cluster import EXEC_PROFILE_DEFAULT
     from cassandra.concurrent import execute_concurrent_with_args
 
     logging.getLogger("cassandra.protocol").setLevel(logging.ERROR)  # server warnings per query
     cluster, session = connect(settings, timeout=60)
     try:
+        profile = EXEC_PROFILE_DEFAULT if only_node is None else pin_to_node(cluster, only_node, "ONE", 60)
         stmt = session.prepare(
             f"SELECT line, writetime(line) AS wt FROM {settings.cassandra_keyspace}.chat_by_channel "
             "WHERE channel_key = ? AND bucket = ?"
@@ -159,7 +187,7 @@ def stored_tokens(
         args = [(stored_key(c), b) for c in channels for b in buckets]
         counts: Counter[str] = Counter()
         for ok, rows in execute_concurrent_with_args(
-            session, stmt, args, concurrency=64, results_generator=True
+            session, stmt, args, concurrency=64, results_generator=True, execution_profile=profile
         ):
             if not ok:
                 raise RuntimeError(f"reading rows back from Cassandra failed: {rows}")

@@ -353,11 +353,7 @@ class Cassandra(Service):
 def node_query(settings: StackSettings, address: str, query: str, timeout: float = 3.0) -> list[Any] | None:
     """The rows of ``query`` with the Cassandra node at ``address`` as its coordinator (not another node of
     its ring), at the settings' consistency level, or None when it does not answer within ``timeout``."""
-    from cassandra import ConsistencyLevel
-    from cassandra.cluster import ExecutionProfile
-    from cassandra.policies import WhiteListRoundRobinPolicy
-
-    from core.cql import connect
+    from core.cql import connect, pin_to_node
 
     try:
         cluster, session = connect(
@@ -366,13 +362,8 @@ def node_query(settings: StackSettings, address: str, query: str, timeout: float
     except Exception:
         return None
     try:
-        only = ExecutionProfile(
-            load_balancing_policy=WhiteListRoundRobinPolicy([address]),
-            request_timeout=timeout,
-            consistency_level=ConsistencyLevel.name_to_value[settings.cassandra_consistency],
-        )
-        cluster.add_execution_profile("node", only, pool_wait_timeout=timeout)
-        return list(session.execute(query, execution_profile="node"))
+        node = pin_to_node(cluster, address, settings.cassandra_consistency, timeout)
+        return list(session.execute(query, execution_profile=node))
     except Exception:
         return None
     finally:

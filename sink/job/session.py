@@ -160,6 +160,7 @@ def kafka_options(settings: SinkSettings) -> dict[str, str]:
         "kafka.bootstrap.servers": settings.kafka_bootstrap_servers,
         "kafka.security.protocol": settings.kafka_security_protocol,
         "kafka.fetch.max.wait.ms": str(settings.sink_kafka_fetch_max_wait_ms),
+        "kafka.request.timeout.ms": str(settings.sink_kafka_request_timeout_ms),
     }
     if settings.kafka_uses_tls:
         opts.update(_tls_options(settings))

@@ -9,14 +9,12 @@ other tests.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterator
 
 import pytest
 
-from chatlog.demo.faults import Fault, at, kill_ingester, start_ingester
+from chatlog.demo.faults import at, kill_ingester, kill_sink, restart_service, start_ingester
 from chatlog.demo.run import RunConfig, execute
-from chatlog.demo.supervisor import Supervisor
 from chatlog.stack import manager
 from core.settings import StackSettings
 
@@ -32,24 +30,6 @@ def run(stack: StackSettings, name: str, **kw: object) -> dict[str, object]:
     assert rep.sent > 0.8 * config.rate * config.duration, "the simulator could not send"
     assert rep.details["rows_doubled"] == 0, "a message became two rows"
     return {"lost": rep.lost, **rep.details, "max_gap_s": rep.max_gap_s, "recovery_s": rep.recovery_s}
-
-
-def restart_service(name: str, stack: StackSettings, down_s: float, *, kill: bool = False) -> Fault:
-    def act(_run: object, _sup: Supervisor) -> None:
-        manager.stop_service(stack, name, kill=kill)
-        time.sleep(down_s)
-        manager.up(stack, report=lambda _m: None)
-
-    return Fault(0.0, f"{'kill -9' if kill else 'stop'} {name} {down_s:.0f}s", act)
-
-
-def kill_sink() -> Fault:
-    def act(run: object, sup: Supervisor) -> None:
-        sup.kill9("sink")
-        time.sleep(3)
-        sup.start("sink", ["sink"])
-
-    return Fault(0.0, "kill -9 sink, restart", act)
 
 
 @pytest.fixture(autouse=True)

@@ -77,6 +77,7 @@ def test_spark_kafka_consumers_do_not_wait_half_a_second_at_the_end_of_the_log(
     from sink.job.session import kafka_options
 
     assert kafka_options(SinkSettings())["kafka.fetch.max.wait.ms"] == "10"  # type: ignore[call-arg]
+    assert kafka_options(SinkSettings())["kafka.request.timeout.ms"] == "10000"  # type: ignore[call-arg]
     monkeypatch.setenv("CHATLOG_SINK_KAFKA_FETCH_MAX_WAIT_MS", "250")
     assert kafka_options(SinkSettings())["kafka.fetch.max.wait.ms"] == "250"  # type: ignore[call-arg]
 

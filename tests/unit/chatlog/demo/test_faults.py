@@ -3,20 +3,25 @@
 from __future__ import annotations
 
 import ast
+import subprocess
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import chatlog.demo.faults
-from chatlog.demo.faults import FaultTarget, at, kill_ingester, start_ingester
+from chatlog.demo.faults import FaultTarget, Outage, at, kill_ingester, kill_sink, start_ingester
 from chatlog.demo.run import Run
-from chatlog.demo.supervisor import Supervisor
+from chatlog.demo.supervisor import Child, Supervisor
+from core.settings import StackSettings
 
 
 @dataclass
 class Target:
+    settings: StackSettings = field(default_factory=StackSettings)
     workers: dict[str, int] = field(default_factory=lambda: {"r0a": 0, "r0b": 0, "r1a": 1})
     killed: list[tuple[str, int, float]] = field(default_factory=list)
     started: list[tuple[str, int]] = field(default_factory=list)
+    outages: list[Outage] = field(default_factory=list)
 
     def start_ingester(self, sup: Supervisor, worker: str, replica: int) -> None:
         self.workers[worker] = replica
@@ -26,9 +31,14 @@ class Target:
 @dataclass
 class Sup(Supervisor):
     kills: list[str] = field(default_factory=list)
+    restarts: list[tuple[str, list[str]]] = field(default_factory=list)
 
     def kill9(self, name: str) -> None:
         self.kills.append(name)
+
+    def start(self, name: str, args: Sequence[str], *, env: dict[str, str] | None = None) -> Child:
+        self.restarts.append((name, list(args)))
+        return Child(name, subprocess.Popen(["true"]), self.log_dir / f"{name}.log")
 
 
 def as_target(run: Run) -> FaultTarget:
@@ -52,6 +62,15 @@ def test_start_ingester_starts_it_in_its_replica(tmp_path: Path) -> None:
     assert fault.label == "start r0c"
     assert target.started == [("r0c", 0)]
     assert target.workers["r0c"] == 0
+
+
+def test_kill_sink_kills_the_driver_and_starts_it_again_recording_the_outage(tmp_path: Path) -> None:
+    target, sup = Target(), Sup(tmp_path)
+    kill_sink(down_s=0.0).action(target, sup)
+    assert sup.kills == ["sink"]
+    assert sup.restarts == [("sink", ["sink"])]
+    (outage,) = target.outages
+    assert outage.name == "sink" and outage.down_at <= outage.up_at
 
 
 def test_faults_do_not_import_the_run() -> None:

@@ -32,11 +32,13 @@ def test_the_sink_of_a_run_goes_to_the_configured_spark_master_and_cassandra(tmp
     from chatlog.stack.cluster import Layout
 
     layout = Layout(StackSettings(state_dir=tmp_path), 3)
-    config = demo_run.demo_config(channels=2, spark_master=layout.spark_master.url)
+    config = demo_run.on_cluster(demo_run.demo_config(channels=2), layout)
     env = demo_run.Run(layout.client_settings(), config, console=None).env()
     assert env["CHATLOG_SPARK_MASTER"] == "spark://127.0.0.1:17077"
+    assert env["CHATLOG_SINK_METRICS_PORT"] == "19181"
     assert env["CHATLOG_CASSANDRA_HOSTS"] == "127.0.0.11,127.0.0.12,127.0.0.13"
     assert env["CHATLOG_IRC_PORT"] == "16667"
     assert env["CHATLOG_SINK_CHECKPOINT"].startswith(str(tmp_path / "cluster" / "runs"))
     local = demo_run.Run(StackSettings(state_dir=tmp_path), demo_run.demo_config(channels=2), console=None)
     assert local.env()["CHATLOG_SPARK_MASTER"] == "local[2]"
+    assert local.env()["CHATLOG_SINK_METRICS_PORT"] == "9181"
