@@ -9,7 +9,7 @@ a sink that has run for a while is. The same distinct events are then inserted w
 writer code in 1 and 2 processes (the sink has 2 Python workers), and per row without batching, into
 other fresh keyspaces.
 The CPU time of each part (the Spark JVM, the Python workers, Cassandra, Kafka) is reported per
-event for the warm run and the raw inserts (:mod:`bench.cpu`).
+event for the warm run and the raw inserts (:mod:`chatlog.demo.process_cpu`).
 Latency: events produced at a steady rate (by another process, as the ingesters are) with ``sent_at`` =
 produce time while the sink streams; latency = Cassandra write time of the row (``WRITETIME``, set by
 the driver when it sends the write) minus ``sent_at``. Results: ``results/bench_sink.json`` and
@@ -26,13 +26,13 @@ import uuid
 from pathlib import Path
 from typing import Any, TypeVar
 
-from bench import cpu as bench_cpu
 from bench.scratch import scratch_keyspaces
 from bench.sink_catchup import catch_up
 from bench.sink_catchup import summary as catch_up_summary
 from bench.sink_data import fresh, produce, synthetic_events
 from bench.sink_latency import latency
 from chatlog import extras
+from chatlog.demo import process_cpu
 from chatlog.results import RESULTS_DIR, figure, write_json
 from schemas.chat_event import encode
 from sink.settings import SinkSettings
@@ -57,11 +57,11 @@ def _raw_insert(settings: SinkSettings, values: list[bytes], processes: int) -> 
     ctx = multiprocessing.get_context("spawn")
     with ctx.Pool(processes) as pool:
         pool.map(_raw_worker, [(settings, parts[i][:50]) for i in range(processes)])  # connect, prepare
-        cpu_before = bench_cpu.snapshot()
+        cpu_before = process_cpu.snapshot()
         start = time.perf_counter()
         results = pool.map(_raw_worker, [(settings, part) for part in parts])
         seconds = time.perf_counter() - start
-        cpu_after = bench_cpu.snapshot()
+        cpu_after = process_cpu.snapshot()
     total = WriteStats()
     for r in results:
         total.add(WriteStats.from_dict(r))
@@ -73,7 +73,7 @@ def _raw_insert(settings: SinkSettings, values: list[bytes], processes: int) -> 
         "seconds": round(seconds, 2),
         "events_per_s": round(total.events / seconds),
         "rows_per_s": round(total.rows_total / seconds),
-        "cpu_us_per_event": bench_cpu.per_event(cpu_before, cpu_after, total.events),
+        "cpu_us_per_event": process_cpu.per_event(cpu_before, cpu_after, total.events),
     }
 
 
@@ -104,11 +104,11 @@ def _sink_run(
     with fresh(settings, tag, work) as s:
         produce_s = produce(s, values)
         get_session(s)
-        cpu_before = bench_cpu.snapshot()
+        cpu_before = process_cpu.snapshot()
         start = time.perf_counter()
         totals = stream.run(s.model_copy(update={"sink_max_offsets_per_trigger": 50_000}), available_now=True)
         seconds = time.perf_counter() - start
-        cpu_after = bench_cpu.snapshot()
+        cpu_after = process_cpu.snapshot()
     steady = [r for r in totals.reports[1:] if r.written.events]
     steady_s = sum(r.duration_s for r in steady)
     steady_events = sum(r.written.events for r in steady)
@@ -127,7 +127,7 @@ def _sink_run(
         "events_per_s": round(totals.written.events / seconds),
         "records_in_per_s": round(totals.events_in / seconds),
         "rows_per_s": round(totals.written.rows_total / seconds),
-        "cpu_us_per_event": bench_cpu.per_event(cpu_before, cpu_after, totals.written.events),
+        "cpu_us_per_event": process_cpu.per_event(cpu_before, cpu_after, totals.written.events),
     }
 
 
@@ -272,9 +272,9 @@ def _throughput_lines(thr: dict[str, Any]) -> list[str]:
         f"sink, cold (first query of a new JVM): {sink(thr['spark_cold'])}",
         f"sink, warm (next query, same JVM): {sink(thr['spark_warm'])}",
         *[f"{raw(r)}: {r['events_per_s']} events/s = {r['rows_per_s']} rows/s" for r in thr["raw"]],
-        bench_cpu.line("sink, warm:", thr["spark_warm"]["cpu_us_per_event"]),
+        process_cpu.line("sink, warm:", thr["spark_warm"]["cpu_us_per_event"]),
         *[
-            bench_cpu.line(f"{raw(r)}:", r["cpu_us_per_event"], ("python_workers", "cassandra", "bench"))
+            process_cpu.line(f"{raw(r)}:", r["cpu_us_per_event"], ("python_workers", "cassandra", "bench"))
             for r in thr["raw"]
         ],
         f"sink / best raw (batched): {thr['warm_vs_best_raw']}x warm, {thr['cold_vs_best_raw']}x cold",

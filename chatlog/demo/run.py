@@ -23,7 +23,7 @@ from rich.live import Live
 from rich.table import Table
 
 from chatlog import extras
-from chatlog.demo import progress
+from chatlog.demo import process_cpu, progress
 from chatlog.demo.e2e import ProbeStats, ReadProbe, sample_channels
 from chatlog.demo.faults import Fault, Outage, at, kill_ingester, start_ingester
 from chatlog.demo.impact import fault_impact
@@ -143,6 +143,7 @@ class Run:
         self.e2e_points: list[tuple[float, float]] = []
         """(send time s since t0, IRC send -> row readable s) of the probe's sample channels."""
         self.probe: ReadProbe | None = None
+        self.processes_at_start: tuple[float, process_cpu.Snapshot] | None = None
         self.batches: list[tuple[float, float, int]] = []
         """The sink's micro-batches: (start s since t0, duration s, records), for the plot."""
         self.t0 = time.time()
@@ -219,6 +220,33 @@ class Run:
         if extras.has("psutil"):
             self.timeline.cpu.append((time.time(), busy_s()))
 
+    def process_snapshot(self) -> tuple[float, process_cpu.Snapshot] | None:
+        """The machine's busy CPU seconds and every pipeline process's CPU time now (None without
+        psutil, the bench extra)."""
+        if not extras.has("psutil"):
+            return None
+        return busy_s(), process_cpu.snapshot(me_as="demo")
+
+    def cpu_by_process(self, stored: int) -> dict[str, Any] | None:
+        """CPU µs per stored message of each part of the pipeline (:data:`process_cpu.PIPELINE`) from
+        traffic start until now (the drain is over), and ``other``: the rest of the machine's busy time
+        (processes not of this run: another program's load)."""
+        end = self.process_snapshot()
+        if self.processes_at_start is None or end is None or stored <= 0:
+            return None
+        (busy0, before), (busy1, after) = self.processes_at_start, end
+        per_msg = process_cpu.per_event(before, after, stored, process_cpu.PIPELINE)
+        machine = (busy1 - busy0) * 1e6 / stored
+        return {
+            "us_per_msg": per_msg,
+            "other_us_per_msg": round(machine - sum(per_msg.values()), 1),
+            "machine_us_per_msg": round(machine, 1),
+            "note": "from traffic start to the end of the drain, per message stored: CPU time of this "
+            "run's processes (the demo's descendants and the stack's services) by part; a process that "
+            "exited (the killed ingester) counts in its parent's part (the demo's); other = the whole "
+            "machine's busy time minus them",
+        }
+
     def mark(self, label: str) -> None:
         self.events[label] = time.time() - self.t0
 
@@ -293,6 +321,7 @@ class Run:
                 await asyncio.to_thread(self.probe.start)
             self.mark("traffic starts")
             self.sample_cpu()
+            self.processes_at_start = self.process_snapshot()
             sim_args = [
                 "simulate",
                 "--file",
@@ -519,6 +548,7 @@ class Run:
                     "ingesters, Kafka, Spark, Cassandra; /proc/stat through psutil, interpolated between "
                     "1 s samples) from traffic start to the last row's write time, per message stored",
                 },
+                "cpu_by_process": self.cpu_by_process(stored_count),
                 "sink_batches": batch_summary(batches, self.t0),
                 "lost_sample": sorted(m.token for m in lost)[:20],
                 "logs": str(self.run_dir / "logs"),

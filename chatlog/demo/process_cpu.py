@@ -1,8 +1,8 @@
-"""CPU time of each part of the local pipeline during a benchmark run, per event.
+"""CPU time of each part of the local pipeline during a run (a benchmark, the demo), per event.
 
 On one machine the sink, Cassandra and Kafka share the cores, so a rate alone does not say where the
 time goes. :func:`snapshot` reads the CPU time (user + system) of every process of the local stack and
-of this benchmark, grouped by what it is; :func:`per_event` turns two snapshots into µs per event.
+of this run, grouped by what it is; :func:`per_event` turns two snapshots into µs per event.
 
 Processes come and go during a run (pyspark's daemon forks its workers and reaps them; a pool is
 made per run). Each snapshot holds every counted process's own time plus the time of the children it
@@ -26,7 +26,20 @@ from dataclasses import dataclass
 from chatlog import extras
 
 COMPONENTS = ("spark_jvm", "python_workers", "cassandra", "kafka", "bench")
-"""What a snapshot reports, in this order."""
+"""What a benchmark of the sink reports, in this order."""
+PIPELINE = (
+    "simulator",
+    "irc_server",
+    "ingesters",
+    "kafka",
+    "sink_driver",
+    "spark_jvm",
+    "python_workers",
+    "cassandra",
+    "demo",
+)
+"""What the demo reports, in this order (``demo``: the demo's own process, its read probe and observer)."""
+_ALL = (*dict.fromkeys((*PIPELINE, *COMPONENTS)),)
 
 _MARKERS: tuple[tuple[str, str], ...] = (
     ("org.apache.cassandra.service.CassandraDaemon", "cassandra"),
@@ -35,6 +48,10 @@ _MARKERS: tuple[tuple[str, str], ...] = (
     ("pyspark.daemon", "python_workers"),
     ("pyspark.worker", "python_workers"),
     ("multiprocessing.spawn", "python_workers"),  # the raw insert's pool
+    ("chatlog ingest", "ingesters"),
+    ("chatlog simulate", "simulator"),
+    ("chatlog sink", "sink_driver"),
+    ("inspircd", "irc_server"),
 )
 """A command-line fragment -> the component of the process (the first match wins)."""
 
@@ -74,8 +91,8 @@ def _stack_pids() -> set[int]:
     return {pid for pid in pids if pid is not None}
 
 
-def snapshot() -> Snapshot:
-    """The CPU seconds so far of every counted process (this process counts as ``bench``)."""
+def snapshot(me_as: str = "bench") -> Snapshot:
+    """The CPU seconds so far of every counted process (this process counts as ``me_as``)."""
     extras.require_cpu_accounting()
     import psutil
 
@@ -84,7 +101,7 @@ def snapshot() -> Snapshot:
     ours = _stack_pids() | {p.pid for p in psutil.Process(me).children(recursive=True)}
     for proc in psutil.process_iter(["pid", "ppid", "cmdline", "create_time"]):
         pid = proc.info["pid"]
-        name = "bench" if pid == me else component(proc.info["cmdline"] or ()) if pid in ours else None
+        name = me_as if pid == me else component(proc.info["cmdline"] or ()) if pid in ours else None
         if name is None:
             continue
         try:
@@ -102,7 +119,7 @@ def spent(before: Snapshot, after: Snapshot) -> dict[str, float]:
     def same(pid: int) -> bool:
         return pid in before and pid in after and before[pid].started == after[pid].started
 
-    totals = dict.fromkeys(COMPONENTS, 0.0)
+    totals = dict.fromkeys(_ALL, 0.0)
     for pid, proc in after.items():
         totals[proc.component] += proc.seconds - (before[pid].seconds if same(pid) else 0.0)
     for pid, proc in before.items():
@@ -112,11 +129,14 @@ def spent(before: Snapshot, after: Snapshot) -> dict[str, float]:
     return totals
 
 
-def per_event(before: Snapshot, after: Snapshot, events: int) -> dict[str, float]:
-    """µs of CPU per event of each component between two snapshots."""
+def per_event(
+    before: Snapshot, after: Snapshot, events: int, names: Sequence[str] = COMPONENTS
+) -> dict[str, float]:
+    """µs of CPU per event of each of ``names`` between two snapshots."""
     if events <= 0:
         raise ValueError(f"per_event needs a positive number of events, got {events}")
-    return {k: round(v / events * 1e6, 1) for k, v in spent(before, after).items()}
+    totals = spent(before, after)
+    return {k: round(totals[k] / events * 1e6, 1) for k in names}
 
 
 def line(label: str, cpu: dict[str, float], names: Iterable[str] = COMPONENTS) -> str:
