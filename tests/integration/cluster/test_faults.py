@@ -134,8 +134,9 @@ def test_kill_a_spark_worker_while_batches_run(cluster: Layout) -> None:
 
 def test_kill_the_spark_driver_and_restart_it_on_its_checkpoint(cluster: Layout) -> None:
     """The restarted driver pays the sink's whole start on the standalone master (a JVM, the session, the
-    checkpoint's state, new executors and their Python workers: 70-90 s here, with the traffic on the same
-    2 cores), so the goal of 60 s is missed on this machine; the test asserts the stored rate came back."""
+    checkpoint's state, new executors and their Python workers: 52-85 s here, with the traffic on the same
+    2 cores), so the goal of 60 s is not always met on this machine; the test asserts the stored rate came
+    back and prints the time."""
     res = run(cluster, "kill-driver", [at(0.2, kill_sink())], duration=60.0)
     back = recovery(res)
     print(f"kill-driver: stored rate back in {back:.0f}s (goal {DRIVER_S:.0f}s)")
