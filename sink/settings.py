@@ -141,6 +141,16 @@ class SinkSettings(ConsentSettings, CassandraSettings):
         "executors' fetches). A lookup sent while a partition's leader is gone waits this long before it "
         "is retried on the new leader: with Kafka's 30 s default a broker's kill -9 stopped the sink ~35 s.",
     )
+    sink_kafka_api_timeout_ms: int | None = Field(
+        None,
+        ge=1000,
+        le=INT32_MAX,
+        description="kafka.default.api.timeout.ms of Spark's Kafka source: how long the driver's offset "
+        "lookup of a micro-batch may take before Spark retries it (3 times, then the query fails). A lookup "
+        "sent to a leader that died is retried on that broker until then: 10000 bounds a broker's kill -9 "
+        "to about that, but a whole Kafka outage longer than ~35 s then stops the sink. Unset: Kafka's "
+        "60 s.",
+    )
     sink_starting_offsets: Literal["earliest", "latest"] = Field(
         "earliest", description="Where a new checkpoint starts reading (a restart resumes its checkpoint)."
     )

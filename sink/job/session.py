@@ -162,6 +162,8 @@ def kafka_options(settings: SinkSettings) -> dict[str, str]:
         "kafka.fetch.max.wait.ms": str(settings.sink_kafka_fetch_max_wait_ms),
         "kafka.request.timeout.ms": str(settings.sink_kafka_request_timeout_ms),
     }
+    if settings.sink_kafka_api_timeout_ms is not None:
+        opts["kafka.default.api.timeout.ms"] = str(settings.sink_kafka_api_timeout_ms)
     if settings.kafka_uses_tls:
         opts.update(_tls_options(settings))
     credentials = settings.kafka_sasl_credentials()

@@ -78,6 +78,9 @@ def test_spark_kafka_consumers_do_not_wait_half_a_second_at_the_end_of_the_log(
 
     assert kafka_options(SinkSettings())["kafka.fetch.max.wait.ms"] == "10"  # type: ignore[call-arg]
     assert kafka_options(SinkSettings())["kafka.request.timeout.ms"] == "10000"  # type: ignore[call-arg]
+    assert "kafka.default.api.timeout.ms" not in kafka_options(SinkSettings())  # type: ignore[call-arg]
+    monkeypatch.setenv("CHATLOG_SINK_KAFKA_API_TIMEOUT_MS", "10000")
+    assert kafka_options(SinkSettings())["kafka.default.api.timeout.ms"] == "10000"  # type: ignore[call-arg]
     monkeypatch.setenv("CHATLOG_SINK_KAFKA_FETCH_MAX_WAIT_MS", "250")
     assert kafka_options(SinkSettings())["kafka.fetch.max.wait.ms"] == "250"  # type: ignore[call-arg]
 

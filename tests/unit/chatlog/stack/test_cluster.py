@@ -62,6 +62,7 @@ def test_clients_get_a_clusters_replication(tmp_path: Path) -> None:
     assert env["CHATLOG_SPARK_MASTER"] == "spark://127.0.0.1:17077"
     assert env["CHATLOG_SINK_CHECKPOINT"] == str(tmp_path / "cluster" / "sink" / "checkpoint")
     assert env["CHATLOG_TOPIC_MIN_INSYNC_REPLICAS"] == "2"
+    assert env["CHATLOG_SINK_KAFKA_API_TIMEOUT_MS"] == "10000"
 
 
 def test_replication_of_smaller_clusters() -> None:
