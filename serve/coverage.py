@@ -73,6 +73,25 @@ def read_coverage(
     return Coverage(channel, since_ms, until, found, holes, fills)
 
 
+def read_ledger(session: Any, keyspace: str, channel: str, since_ms: int, until_ms: int) -> Coverage:
+    """:func:`read_coverage` for a command: what fails is one line (:class:`core.errors.ChatlogError`)
+    naming the keyspace, and ``chatlog init`` when the tables are missing."""
+    from cassandra import DriverException, InvalidRequest
+
+    from core.errors import ChatlogError, one_line
+
+    try:
+        return read_coverage(session, keyspace, channel, since_ms, until_ms)
+    except InvalidRequest as exc:
+        reason = str(exc).split("message=")[-1].strip('"')
+        raise ChatlogError(
+            f"reading the coverage ledger in keyspace {keyspace}: {reason} "
+            "(`chatlog init` creates its tables)"
+        ) from None
+    except DriverException as exc:
+        raise ChatlogError(f"reading the coverage ledger: {one_line(exc)}") from None
+
+
 def read_fills(session: Any, keyspace: str, channel: str, since_ms: int, until_ms: int) -> list[Fill]:
     """The fills of ``channel`` that overlap ``[since_ms, until_ms)`` (a fill lies within one UTC day, in
     that day's partition); none in a keyspace made before ``chatlog fill`` existed (`chatlog init` adds

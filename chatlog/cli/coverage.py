@@ -9,7 +9,6 @@ from typing import Annotated
 import typer
 
 from core.coverage_spans import filled_note
-from core.errors import one_line
 from core.logins import login_of
 from core.times import format_time
 from serve.coverage import Coverage
@@ -27,13 +26,12 @@ def register(app: typer.Typer) -> None:
         keyspace: Annotated[str | None, typer.Option(help="Cassandra keyspace.")] = None,
     ) -> None:
         """A channel's coverage spans (per replica group and ingester) and gaps, from the ledger."""
-        from cassandra import DriverException, InvalidRequest
 
         from core.cql import open_session, quiet_driver_logs
         from core.errors import ChatlogError
         from core.settings import KEYSPACE_OPTION, CassandraSettings, load
         from core.times import parse_time
-        from serve.coverage import read_coverage
+        from serve.coverage import read_ledger
 
         if output_format not in ("text", "json"):
             raise ChatlogError(f"--format must be text or json, not {output_format[:40]!r}")
@@ -49,15 +47,7 @@ def register(app: typer.Typer) -> None:
         quiet_driver_logs()
         cluster, session = open_session(settings)
         try:
-            found = read_coverage(session, settings.cassandra_keyspace, name, since_ms, until_ms)
-        except InvalidRequest as exc:
-            reason = str(exc).split("message=")[-1].strip('"')
-            raise ChatlogError(
-                f"reading the coverage ledger in keyspace {settings.cassandra_keyspace}: {reason} "
-                "(`chatlog init` creates its tables)"
-            ) from None
-        except DriverException as exc:
-            raise ChatlogError(f"reading the coverage ledger: {one_line(exc)}") from None
+            found = read_ledger(session, settings.cassandra_keyspace, name, since_ms, until_ms)
         finally:
             cluster.shutdown()
         typer.echo(as_json(found) if output_format == "json" else as_text(found))

@@ -174,20 +174,9 @@ def fill(
 
 
 def _read_gaps(session: Any, keyspace: str, channel: str, since_ms: int, until_ms: int) -> list[Any]:
-    from cassandra import DriverException, InvalidRequest
+    from serve.coverage import read_ledger
 
-    from serve.coverage import read_coverage
-
-    try:
-        return read_coverage(session, keyspace, channel, since_ms, until_ms).gaps
-    except InvalidRequest as exc:
-        reason = str(exc).split("message=")[-1].strip('"')
-        raise ChatlogError(
-            f"reading the coverage ledger in keyspace {keyspace}: {reason} "
-            "(`chatlog init` creates its tables)"
-        ) from None
-    except DriverException as exc:
-        raise ChatlogError(f"reading the coverage ledger: {one_line(exc)}") from None
+    return read_ledger(session, keyspace, channel, since_ms, until_ms).gaps
 
 
 def _record(session: Any, keyspace: str, channel: str, fills: list[Fill]) -> int:
