@@ -148,6 +148,12 @@ class _OneLine(logging.Filter):
         return True
 
 
+def refusal_reason(exc: BaseException) -> str:
+    """What Cassandra said when it refused a statement (an ``InvalidRequest``: a missing table, a bad
+    value), without the driver's wrapping (``Error from server: code=2200 [Invalid query] message="..."``)."""
+    return str(exc).split("message=")[-1].strip('"')
+
+
 def one_line_driver_logs() -> None:
     """For services (the sink's workers): the driver's warnings stay, each in one line (a Cassandra that
     went away is a reconnection attempt every few seconds, each logged with a traceback otherwise)."""

@@ -78,12 +78,13 @@ def read_ledger(session: Any, keyspace: str, channel: str, since_ms: int, until_
     naming the keyspace, and ``chatlog init`` when the tables are missing."""
     from cassandra import DriverException, InvalidRequest
 
+    from core.cql import refusal_reason
     from core.errors import ChatlogError, one_line
 
     try:
         return read_coverage(session, keyspace, channel, since_ms, until_ms)
     except InvalidRequest as exc:
-        reason = str(exc).split("message=")[-1].strip('"')
+        reason = refusal_reason(exc)
         raise ChatlogError(
             f"reading the coverage ledger in keyspace {keyspace}: {reason} "
             "(`chatlog init` creates its tables)"

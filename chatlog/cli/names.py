@@ -61,7 +61,7 @@ def register(app: typer.Typer) -> None:
 
         from cassandra import DriverException, InvalidRequest
 
-        from core.cql import open_session, quiet_driver_logs
+        from core.cql import open_session, quiet_driver_logs, refusal_reason
         from core.errors import ChatlogError
         from core.settings import KEYSPACE_OPTION, CassandraSettings, load
 
@@ -75,7 +75,7 @@ def register(app: typer.Typer) -> None:
         try:
             found = asyncio.run(identities(session, settings.cassandra_keyspace, query, channel=channel))
         except InvalidRequest as exc:
-            reason = str(exc).split("message=")[-1].strip('"')
+            reason = refusal_reason(exc)
             raise ChatlogError(
                 f"reading the name history in keyspace {settings.cassandra_keyspace}: {reason} "
                 "(`chatlog init` creates its tables)"

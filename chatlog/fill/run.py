@@ -183,11 +183,12 @@ def _record(session: Any, keyspace: str, channel: str, fills: list[Fill]) -> int
     from cassandra import DriverException, InvalidRequest
 
     from chatlog.fill.record import record_fills
+    from core.cql import refusal_reason
 
     try:
         return record_fills(session, keyspace, channel, fills)
     except InvalidRequest as exc:
-        reason = str(exc).split("message=")[-1].strip('"')
+        reason = refusal_reason(exc)
         raise ChatlogError(
             f"the lines were imported, but recording the fill in keyspace {keyspace} failed: {reason} "
             "(`chatlog init` adds the coverage_fills table; fill again to record it)"

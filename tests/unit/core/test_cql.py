@@ -94,3 +94,13 @@ def test_the_drivers_warnings_are_one_line_each_in_a_service() -> None:
         "Error attempting to reconnect to 127.0.0.1:9042: ConnectionRefusedError: "
         "[Errno 111] Tried connecting to [('127.0.0.1', 9042)]\n"
     )
+
+
+def test_a_refusal_is_what_cassandra_said_without_the_drivers_wrapping() -> None:
+    from cassandra import InvalidRequest
+
+    from core.cql import refusal_reason
+
+    exc = InvalidRequest('Error from server: code=2200 [Invalid query] message="table x.y does not exist"')
+    assert refusal_reason(exc) == "table x.y does not exist"
+    assert refusal_reason(ValueError("plain")) == "plain"
