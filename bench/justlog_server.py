@@ -21,7 +21,6 @@ import json
 import os
 import random
 import shutil
-import signal
 import ssl
 import subprocess
 import threading
@@ -36,6 +35,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
+from bench.serve_load import stop_server
 from core.errors import ChatlogError
 
 HOSTS: Final = ("id.twitch.tv", "api.twitch.tv", "irc.chat.twitch.tv")
@@ -257,13 +257,7 @@ def running_justlog(
                 _wait_answering(f"{base}/list?channelid={channel_id}", proc, work, start_timeout_s)
                 yield Justlog(base, proc.pid), standin
             finally:
-                if proc.poll() is None:
-                    proc.send_signal(signal.SIGTERM)
-                    try:
-                        proc.wait(15)
-                    except subprocess.TimeoutExpired:
-                        proc.kill()
-                        proc.wait(10)
+                stop_server(proc, 15)
 
 
 def _wait_answering(url: str, proc: subprocess.Popen[bytes], work: Path, timeout_s: float) -> None:

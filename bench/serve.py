@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import signal
 import socket
 import subprocess
 import sys
@@ -36,7 +35,15 @@ from pathlib import Path
 from typing import Any, Final
 
 from bench.serve_data import BIG_DAY, CHANNEL, MONTH, MONTH_HI, MONTH_LO, QUIET_DAY, USER, YEAR, DataSet
-from bench.serve_load import HttpClient, LoadResult, RssSampler, closed_loop, cpu_seconds, vm_rss
+from bench.serve_load import (
+    HttpClient,
+    LoadResult,
+    RssSampler,
+    closed_loop,
+    cpu_seconds,
+    stop_server,
+    vm_rss,
+)
 from core.errors import ChatlogError
 
 MB: Final = 1_000_000
@@ -147,13 +154,7 @@ def serving(keyspace: str, *, start_timeout_s: float = 60.0) -> Iterator[Server]
             _wait_healthy(base, proc, log, start_timeout_s)
             yield Server(base, proc.pid)
         finally:
-            if proc.poll() is None:
-                proc.send_signal(signal.SIGTERM)
-                try:
-                    proc.wait(30)
-                except subprocess.TimeoutExpired:
-                    proc.kill()
-                    proc.wait(10)
+            stop_server(proc, 30)
 
 
 def _wait_healthy(base: str, proc: subprocess.Popen[bytes], log: Any, timeout_s: float) -> None:

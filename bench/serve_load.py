@@ -13,6 +13,8 @@ import asyncio
 import contextlib
 import math
 import re
+import signal
+import subprocess
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
@@ -22,6 +24,18 @@ from typing import Any, Final
 from core.errors import one_line
 
 _VM_RSS: Final = re.compile(r"^VmRSS:\s+(\d+)\s+kB", re.MULTILINE)
+
+
+def stop_server(proc: subprocess.Popen[bytes], grace_s: float) -> None:
+    """Stop a server process this benchmark started: SIGTERM, ``grace_s`` to exit, then SIGKILL."""
+    if proc.poll() is not None:
+        return
+    proc.send_signal(signal.SIGTERM)
+    try:
+        proc.wait(grace_s)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait(10)
 
 
 def percentile(values: Sequence[float], pct: float) -> float:
