@@ -80,43 +80,6 @@ class RecentIds:
         return sum(len(ids) for _, ids in self._batches) // ID_BYTES
 
 
-class IdWindow:
-    """The last ``capacity`` to ``2 x capacity`` ids a task saw, in two generations of sets: a copy is
-    found while its first copy is among them. A backfill's task reads a whole Kafka partition of the
-    range (millions of records), and copies of a message lie within a fraction of a second of each other
-    in their partition (the demo's ``skew_max_s``: 0.1-0.3 s), so a window of records, not every id of the
-    task, finds them; a copy further away than the window is written onto its own row again (every
-    primary key holds message_id)."""
-
-    __slots__ = ("_capacity", "_current", "_previous")
-
-    def __init__(self, capacity: int) -> None:
-        if capacity < 1:
-            raise ValueError(f"an id window holds at least 1 id, not {capacity}")
-        self._capacity = capacity
-        self._current: set[bytes] = set()
-        self._previous: set[bytes] = set()
-
-    def __contains__(self, dedup_id: object) -> bool:
-        return dedup_id in self._current or dedup_id in self._previous
-
-    def add(self, dedup_id: bytes) -> None:
-        """``dedup_id`` was seen; the oldest generation is dropped when the newest is full."""
-        self._current.add(dedup_id)
-        if len(self._current) >= self._capacity:
-            self._previous, self._current = self._current, set()
-
-    def __len__(self) -> int:
-        """Ids held."""
-        return len(self._current) + len(self._previous)
-
-
-BACKFILL_WINDOW_IDS = 250_000
-"""The ids a backfill's writer task keeps (:class:`IdWindow`): 250k-500k ids, ~20-40 MB per task; at
-~3k records/s in a partition (a channel bucket of a 100k-channel fleet reads far fewer) that is over a
-minute of traffic, > 200x the copies' largest skew."""
-
-
 # -- which mode a streaming checkpoint runs --------------------------------------------------------------
 
 Mode = Literal["writer", "spark"]

@@ -98,8 +98,7 @@ class SinkSettings(ConsentSettings, CassandraSettings):
         "tasks, against the ids written in the last sink_dedup_window (the driver hands them to each "
         "micro-batch): no shuffle and no state store, so each batch is one Spark stage. spark: Spark's "
         "dropDuplicatesWithinWatermark over sink_watermark (a shuffle and a RocksDB state store). A "
-        "checkpoint keeps the mode it started with. A backfill follows it: writer, against a window of the "
-        "last 250k ids of each task (one Kafka partition of the range); spark, exactly over the range.",
+        "checkpoint keeps the mode it started with. A backfill always deduplicates exactly, in Spark.",
     )
     sink_dedup_window: str = Field(
         "10 seconds",

@@ -6,15 +6,11 @@ back; an opt-out that arrives while the backfill runs is erased from its keyspac
 it keeps the history, or ``sink_optout_erase`` is off).
 
 The range is by Kafka record time (when the ingester produced the event): ``--from`` inclusive,
-``--to`` exclusive (default: everything there is now). The copies of a message are dropped as the
-streaming sink drops them (``sink_dedup``): by the writer (the default: each task reads one Kafka
-partition of the range, where all copies of a message are, and keeps a window of the last ids it saw,
-:data:`sink.dedup.BACKFILL_WINDOW_IDS`: no JSON parse, shuffle or sort in Spark), or by Spark, exactly
-over the whole range (a batch ``dropDuplicates``: a shuffle of every record). Rows go to the configured
-keyspace (created if missing), so a fresh keyspace can be loaded or the tables rebuilt; writes are
-idempotent, so running a backfill over rows that exist changes nothing. Invalid records are counted; they
-were dead-lettered by the streaming sink when it first read them, and are sent again only with
-``deadletter=True``.
+``--to`` exclusive (default: everything there is now). Within the range the deduplication is exact
+(a batch ``dropDuplicates`` over the whole range). Rows go to the configured keyspace (created if
+missing), so a fresh keyspace can be loaded or the tables rebuilt; writes are idempotent, so running a
+backfill over rows that exist changes nothing. Invalid records are counted; they were dead-lettered by
+the streaming sink when it first read them, and are sent again only with ``deadletter=True``.
 """
 
 from __future__ import annotations
@@ -26,7 +22,6 @@ from typing import TYPE_CHECKING
 from core.errors import ChatlogError
 from core.times import format_time
 from sink import spark_private
-from sink.dedup import BACKFILL_WINDOW_IDS
 from sink.job import offsets, transform
 from sink.job.session import get_session, kafka_options
 from sink.job.stream import ensure_schema, failure_message
@@ -97,11 +92,7 @@ def run(
         .option("failOnDataLoss", "false")
         .load()
     )
-    in_spark = settings.sink_dedup == "spark"
-    rows = transform.sink_rows(
-        kafka, settings.watermark_ms, observation=OBSERVED if private else None, deduplicated=in_spark
-    )
-    window = None if in_spark else BACKFILL_WINDOW_IDS
+    rows = transform.sink_rows(kafka, settings.watermark_ms, observation=OBSERVED if private else None)
     optouts = follower(settings, erase=settings.sink_optout_erase, catch_up=False)
     try:
         optouts.start()
@@ -110,14 +101,12 @@ def run(
         with optouts.batch() as current:
             if private:
                 written, counts = write_dataframe_observed(
-                    rows, settings, OBSERVED, dead_letters=deadletter, optouts=current, window=window
+                    rows, settings, OBSERVED, dead_letters=deadletter, optouts=current
                 )
                 read = int(counts.get("read", 0))
             else:  # public APIs only: what the write's read observed is private, so the range is read twice
                 read = kafka.count()
-                written = write_dataframe(
-                    rows, settings, dead_letters=deadletter, optouts=current, window=window
-                )
+                written = write_dataframe(rows, settings, dead_letters=deadletter, optouts=current)
     except ChatlogError:
         raise
     except Exception as exc:

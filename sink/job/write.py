@@ -26,14 +26,12 @@ def write_dataframe(
     dead_letters: bool = True,
     optouts: OptOutSet | None = None,
     recent: bytes | None = None,
-    window: int | None = None,
 ) -> WriteStats:
     """Run the partition task over every partition of ``rows`` (columns value, partition, offset),
     handed over as bytes (:mod:`sink.framing`); the events of ``optouts`` are not written;
-    ``recent``: the writer deduplicates, against these ids; ``window``: within a window of that many
-    ids of each task (:mod:`sink.dedup`)."""
+    ``recent``: the writer deduplicates, against these ids (:mod:`sink.dedup`)."""
     return write_dataframe_observed(
-        rows, settings, dead_letters=dead_letters, optouts=optouts, recent=recent, window=window
+        rows, settings, dead_letters=dead_letters, optouts=optouts, recent=recent
     )[0]
 
 
@@ -45,7 +43,6 @@ def write_dataframe_observed(
     dead_letters: bool = True,
     optouts: OptOutSet | None = None,
     recent: bytes | None = None,
-    window: int | None = None,
 ) -> tuple[WriteStats, dict[str, Any]]:
     """:func:`write_dataframe`, plus the metrics ``rows`` observed under ``observation`` (a bounded
     read: ``DataFrame.observe``). The write runs as an RDD action, which Spark's ``Observation``
@@ -58,9 +55,7 @@ def write_dataframe_observed(
         raise ValueError("the metrics observed by an RDD run are read through a private Spark API")
     framed, dataset = records(rows, private=private)
     total = WriteStats()
-    for part in framed.mapPartitions(
-        partition_task(settings, dead_letters, optouts, recent, window)
-    ).collect():
+    for part in framed.mapPartitions(partition_task(settings, dead_letters, optouts, recent)).collect():
         total.add(WriteStats.from_dict(part))
     return total, (observed(dataset, observation) if observation is not None else {})
 

@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any
 
 from core.errors import one_line
 from schemas.chat_event import InvalidEvent, decode
-from sink.dedup import IdWindow, id_of, id_set
+from sink.dedup import id_of, id_set
 from sink.writer.caches import INDEX_CACHE, NAME_CACHE, HourSpan, IndexCache, NameCache
 from sink.writer.cassandra import Item
 from sink.writer.collaborators import production
@@ -63,7 +63,6 @@ def write_partition(
     name_cache: NameCache = NAME_CACHE,
     optouts: OptOutSet | None = None,
     recent: bytes | None = None,
-    window: int | None = None,
 ) -> WriteStats:
     """Write ``records`` (value, Kafka partition, offset) and return what was done; raise if it could not.
 
@@ -73,11 +72,10 @@ def write_partition(
     ``optouts``: the events of these opted-out users and channels are counted in ``optout_dropped`` and
     not written (no row of any table, the name history included). ``recent``: the writer deduplicates
     (:mod:`sink.dedup`): an event whose id is in ``recent`` or earlier in ``records`` is counted in
-    ``duplicates``, not written, and the ids written are returned in ``written_ids``; ``window`` (a
-    backfill, instead of ``recent``): the writer deduplicates against the last ``window`` ids of
-    ``records`` (:class:`sink.dedup.IdWindow`) and returns no ids; neither: every event is written.
+    ``duplicates``, not written, and the ids written are returned in ``written_ids``; None: every event
+    is written.
     """
-    task = _Task(settings, collaborators, index_cache, name_cache, optouts, recent, window)
+    task = _Task(settings, collaborators, index_cache, name_cache, optouts, recent)
     for record in records:
         event = _decoded(task, record)
         if event is None or _opted_out(task, event) or _is_copy(task, event):
@@ -100,7 +98,6 @@ class _Task:
         "index_cache",
         "index_ttl",
         "items",
-        "keep_written",
         "letters",
         "name_cache",
         "names_ttl",
@@ -124,7 +121,6 @@ class _Task:
         name_cache: NameCache,
         optouts: OptOutSet | None,
         recent: bytes | None,
-        window: int | None = None,
     ) -> None:
         wiring = collaborators if collaborators is not None else production(settings)
         cassandra = wiring.cassandra
@@ -134,15 +130,8 @@ class _Task:
         self.index_cache = index_cache
         self.name_cache = name_cache
         self.optouts = optouts
-        if recent is not None and window is not None:
-            raise ValueError("a writer task deduplicates against the ids given or a window, not both")
-        self.seen: set[bytes] | IdWindow | None = (
-            id_set(recent) if recent is not None else IdWindow(window) if window is not None else None
-        )
-        """The dedup ids seen (given and written so far, or the window's); None: the writer does not
-        deduplicate."""
-        self.keep_written = recent is not None
-        """Whether the ids written are returned (for the next batches: ``recent``)."""
+        self.seen = id_set(recent) if recent is not None else None
+        """The dedup ids seen (given and written so far); None: the writer does not deduplicate."""
         self.dedup_id: bytes | None = None
         """The dedup id of the event being written (when the writer deduplicates and it has one)."""
         self.written_ids = bytearray()
@@ -314,7 +303,7 @@ def _queue_name(
 def _count_written(task: _Task) -> None:
     """The event is queued: one more event, and its dedup id among the written ones."""
     task.stats.events += 1
-    if task.dedup_id is not None and task.keep_written:
+    if task.dedup_id is not None:
         task.written_ids += task.dedup_id
 
 
@@ -358,18 +347,13 @@ def _remember_written(task: _Task) -> None:
 
 
 def partition_task(
-    settings: SinkSettings,
-    dead_letters: bool,
-    optouts: OptOutSet | None = None,
-    recent: bytes | None = None,
-    window: int | None = None,
+    settings: SinkSettings, dead_letters: bool, optouts: OptOutSet | None = None, recent: bytes | None = None
 ) -> Any:
     """The function Spark runs on each partition of framed records (:mod:`sink.framing`): the writer's
     one entry point, called on the driver to build it, and where the production collaborators are
     wired (:func:`sink.writer.collaborators.production`). ``optouts``: the driver's opt-outs at the start
     of the batch, shipped with the task; ``recent``: the ids the last batches wrote (the writer
-    deduplicates), shipped with the task; ``window``: the writer deduplicates within a window of ids (a
-    backfill)."""
+    deduplicates), shipped with the task."""
     private = settings.sink_spark_private_api
 
     def task(records: Iterator[bytes]) -> Iterator[dict[str, Any]]:
@@ -379,7 +363,7 @@ def partition_task(
         prepare(private)
         wiring = production(settings, dead_letters=dead_letters)
         yield write_partition(
-            map(unframe, records), settings, wiring, optouts=optouts, recent=recent, window=window
+            map(unframe, records), settings, wiring, optouts=optouts, recent=recent
         ).to_dict()
 
     return task

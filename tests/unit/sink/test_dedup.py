@@ -9,7 +9,6 @@ import pytest
 
 from sink.dedup import (
     MISMATCH,
-    IdWindow,
     Mode,
     RecentIds,
     checkpoint_mode,
@@ -86,14 +85,3 @@ def test_the_latest_batch_is_kept_however_old() -> None:
     recent.add(id_of("b"))
     clock.now += 3600  # an idle sink
     assert id_set(recent.blob()) == {id_of("b")}
-
-
-def test_an_id_window_holds_the_last_capacity_to_twice_capacity_ids() -> None:
-    window = IdWindow(3)
-    for n in range(7):
-        window.add(bytes([n]))
-    # generations {0,1,2} -> {3,4,5} and {6}: the oldest generation is gone
-    assert [bytes([n]) in window for n in range(7)] == [False, False, False, True, True, True, True]
-    assert len(window) == 4
-    with pytest.raises(ValueError, match="at least 1"):
-        IdWindow(0)

@@ -278,26 +278,6 @@ def test_without_recent_ids_every_copy_is_written_and_no_id_is_kept() -> None:
     assert (stats.events, stats.duplicates, stats.written_ids) == (2, 0, b"")
 
 
-def test_a_backfill_window_drops_near_copies_keeps_no_ids_and_forgets_far_ones() -> None:
-    cassandra = CassandraDouble()
-    # a window of 2 holds the last 2-4 ids: m1's copy right after it is dropped; m1 again after m2..m5
-    # (4 other ids later) has left the window and is written onto its own row again
-    order = (1, 1, 2, 3, 2, 4, 5, 1)
-    records = [(encode(_event(n)), 0, i) for i, n in enumerate(order)]
-
-    stats = write_partition(
-        records, SETTINGS, Collaborators(cassandra, None), index_cache=IndexCache(), window=2
-    )
-
-    assert _written_ids(cassandra) == ["m1", "m2", "m3", "m4", "m5", "m1"]
-    assert (stats.events, stats.duplicates, stats.written_ids) == (6, 2, b"")
-
-
-def test_a_writer_task_takes_recent_ids_or_a_window_not_both() -> None:
-    with pytest.raises(ValueError, match="not both"):
-        write_partition([], SETTINGS, Collaborators(CassandraDouble(), None), recent=b"", window=10)
-
-
 def test_written_ids_travel_with_the_stats_and_add_up() -> None:
     one, two = (
         WriteStats(duplicates=1, written_ids=id_of("a")),
