@@ -257,6 +257,27 @@ class KafkaSettings(_Base):
         description="Idempotent producers: a retried send neither duplicates nor reorders a partition's "
         "records. Needs acks=all.",
     )
+    kafka_producer_request_timeout_ms: int | None = Field(
+        default=None,
+        ge=1000,
+        le=INT32_MAX,
+        description="request.timeout.ms of chatlog's producers: how long a produce request waits for its "
+        "broker (with acks=all, for the in-sync replicas too) before it is sent again, to the new leader "
+        "once there is one. A broker that hangs (SIGSTOP, a stuck disk) keeps its connections open, so "
+        "every partition it leads stands still until then. Unset: librdkafka's 30 s (`chatlog stack env "
+        "--nodes 3` sets 5000: a cluster has another replica to turn to).",
+    )
+    kafka_producer_metadata_refresh_ms: int | None = Field(
+        default=None,
+        ge=1000,
+        le=INT32_MAX,
+        description="topic.metadata.refresh.interval.ms of chatlog's producers: how often they ask for the "
+        "partitions' leaders, at least. A produce request that timed out on a hung leader is sent to the "
+        "same broker again until a refresh names the new leader (a request timeout is no leader error): "
+        "with librdkafka's 5 min the partitions of a broker that hung 30 s waited for it to resume, though "
+        "the controller had fenced it after 5 s. Unset: librdkafka's 5 min (`chatlog stack env --nodes 3` "
+        "sets 5000).",
+    )
     topic_min_insync_replicas: int | None = Field(
         default=None,
         ge=1,
@@ -289,8 +310,15 @@ class KafkaSettings(_Base):
         return self
 
     def producer_guarantees(self) -> dict[str, Any]:
-        """The librdkafka keys of what a producer's write guarantees: every chatlog producer has them."""
-        return {"acks": self.kafka_acks, "enable.idempotence": self.kafka_idempotence}
+        """The librdkafka keys of what a producer's write guarantees, and how soon it turns from a broker
+        that does not answer to the partition's new leader (:attr:`kafka_producer_request_timeout_ms`,
+        :attr:`kafka_producer_metadata_refresh_ms`): every chatlog producer has them."""
+        keys: dict[str, Any] = {"acks": self.kafka_acks, "enable.idempotence": self.kafka_idempotence}
+        if self.kafka_producer_request_timeout_ms is not None:
+            keys["request.timeout.ms"] = self.kafka_producer_request_timeout_ms
+        if self.kafka_producer_metadata_refresh_ms is not None:
+            keys["topic.metadata.refresh.interval.ms"] = self.kafka_producer_metadata_refresh_ms
+        return keys
 
     @property
     def topic_min_isr(self) -> int | None:

@@ -151,13 +151,37 @@ class SinkSettings(ConsentSettings, CassandraSettings):
         "to about that, but a whole Kafka outage longer than ~35 s then stops the sink. Unset: Kafka's "
         "60 s.",
     )
+    sink_kafka_metadata_max_age_ms: int | None = Field(
+        None,
+        ge=1000,
+        le=INT32_MAX,
+        description="kafka.metadata.max.age.ms of Spark's Kafka source: how often the driver's and the "
+        "executors' clients refresh the brokers they know, at least. A broker the controller fenced (it "
+        "hung) stays in a client's list until then, and the driver's offset lookups may be sent to it: "
+        "with Kafka's 5 min a micro-batch waited 10 s for a broker fenced 9 s before. Unset: Kafka's 5 min "
+        "(`chatlog stack env --nodes 3` sets 5000).",
+    )
+    sink_kafka_reconnect_backoff_ms: int | None = Field(
+        None,
+        ge=50,
+        le=INT32_MAX,
+        description="kafka.reconnect.backoff.ms (and .max.ms) of Spark's Kafka source: how long its clients "
+        "wait before they connect again to a broker whose request timed out. A hung broker still accepts "
+        "connections, and a client asks the broker it is connecting to for metadata before any other, so "
+        "with Kafka's 50 ms-1 s an executor kept asking the hung leader, every request timeout, until it "
+        "resumed; after a pause of this length it asks another broker, which names the new leader. Unset: "
+        "Kafka's (`chatlog stack env --nodes 3` sets 5000).",
+    )
     sink_starting_offsets: Literal["earliest", "latest"] = Field(
         "earliest", description="Where a new checkpoint starts reading (a restart resumes its checkpoint)."
     )
     sink_fail_on_data_loss: bool = Field(
         False,
         description="Stop when Kafka deleted records before the sink read them (retention); "
-        "false logs it and goes on.",
+        "false logs it and goes on. `chatlog stack env --nodes 3` sets true: a broker that resumes after a "
+        "hang answers a moment as if it still led, from its shorter log, and a read past its end looks "
+        "like records deleted (skipped with false: a run lost 100 messages so); true fails the task, "
+        "which Spark retries on the real leader.",
     )
     sink_write_concurrency: int = Field(
         32, ge=1, le=2048, description="Cassandra requests in flight per Python worker."

@@ -48,7 +48,7 @@ from chatlog.demo.supervisor import Supervisor
 from chatlog.demo.verify import TopicSize, scan_topic, sink_wrote_all, stored_tokens
 from chatlog.results import RESULTS_DIR, write_json
 from chatlog.simulator import SentMessage, read_sent
-from chatlog.stack.cluster import SINK_KAFKA_API_TIMEOUT_MS, Layout
+from chatlog.stack.cluster import Layout, failover_env
 from core.errors import ChatlogError
 from core.settings import StackSettings
 
@@ -70,8 +70,9 @@ class RunConfig:
     sink_metrics_port: int = progress.SINK_METRICS_PORT
     """Where the run reads the sink's counters (the cluster's runs have their own: a sink of the single
     stack's runs may hold the default one)."""
-    sink_env: dict[str, str] = field(default_factory=dict)
-    """More ``CHATLOG_*`` variables of the sink (a cluster's: :func:`on_cluster`)."""
+    client_env: dict[str, str] = field(default_factory=dict)
+    """More ``CHATLOG_*`` variables of the run's processes, the ingesters and the sink (a cluster's:
+    :func:`on_cluster`)."""
     spark_master: str = "local[2]"
     """Where the sink runs: Spark in its own JVM (``local[2]``) or a cluster's master (``spark://...``),
     with its checkpoint under the run's directory (on the state directory every executor here reaches)."""
@@ -93,13 +94,14 @@ def demo_config(channels: int = 500, rate: float = 1000.0, duration: float = 120
 
 def on_cluster(config: RunConfig, layout: Layout) -> RunConfig:
     """``config`` for a run on the multi-node stack of ``layout`` (with ``layout.client_settings()``): the
-    sink on its Spark master, its counters on the cluster's own metrics port, its offset lookups giving up
-    on a dead leader after :data:`SINK_KAFKA_API_TIMEOUT_MS`."""
+    sink on its Spark master, its counters on the cluster's own metrics port, the ingesters' and the sink's
+    Kafka clients turning from a dead or hung leader to the new one within seconds (the cluster's
+    :func:`~chatlog.stack.cluster.failover_env`)."""
     return replace(
         config,
         spark_master=layout.spark_master.url,
         sink_metrics_port=layout.settings.cluster_sink_metrics_port,
-        sink_env={**config.sink_env, "CHATLOG_SINK_KAFKA_API_TIMEOUT_MS": str(SINK_KAFKA_API_TIMEOUT_MS)},
+        client_env={**config.client_env, **failover_env()},
     )
 
 
@@ -171,7 +173,7 @@ class Run:
             "CHATLOG_SINK_CHECKPOINT": str(self.run_dir / "checkpoint"),
             "CHATLOG_SINK_METRICS_PORT": str(self.config.sink_metrics_port),
             "CHATLOG_SPARK_MASTER": self.config.spark_master,
-            **self.config.sink_env,
+            **self.config.client_env,
         }
 
     # --- phases ---------------------------------------------------------------------------------

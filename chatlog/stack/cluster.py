@@ -40,6 +40,58 @@ SINK_KAFKA_API_TIMEOUT_MS = 10_000
 """The sink's ``CHATLOG_SINK_KAFKA_API_TIMEOUT_MS`` on a cluster: a micro-batch's offset lookup sent to a
 leader that died gives up after this and Spark retries it on the new leader (with Kafka's 60 s the sink
 stood still until the dead broker was back: 12-37 s after a kill -9 here; 8 s in a run with this)."""
+SINK_KAFKA_REQUEST_TIMEOUT_MS = 5_000
+"""The sink's ``CHATLOG_SINK_KAFKA_REQUEST_TIMEOUT_MS`` on a cluster (10 s elsewhere): how long a fetch or an
+offset lookup waits for a broker that hangs (its connections stay open) before the client asks for the
+partition's leader again. With 10 s a batch waited for a hung leader twice over: until it resumed, 30 s."""
+PRODUCER_REQUEST_TIMEOUT_MS = 5_000
+"""Every producer's ``CHATLOG_KAFKA_PRODUCER_REQUEST_TIMEOUT_MS`` on a cluster (librdkafka's 30 s
+elsewhere): a produce request to a hung leader is given up after this, and sent to the new leader once the
+controller has fenced the hung one."""
+PRODUCER_METADATA_REFRESH_MS = 5_000
+"""Every producer's ``CHATLOG_KAFKA_PRODUCER_METADATA_REFRESH_MS`` on a cluster (librdkafka's 5 min
+elsewhere): a request that timed out on a hung leader goes to it again until a metadata refresh names the
+new leader, so this bounds how long the partitions of a fenced broker wait."""
+SINK_KAFKA_METADATA_MAX_AGE_MS = 5_000
+"""The sink's ``CHATLOG_SINK_KAFKA_METADATA_MAX_AGE_MS`` on a cluster (Kafka's 5 min elsewhere): a broker the
+controller fenced leaves the sink's clients' list of brokers within this, so the driver stops sending its
+offset lookups there (a batch waited 10 s for a broker fenced 9 s before)."""
+SINK_KAFKA_RECONNECT_BACKOFF_MS = 5_000
+"""The sink's ``CHATLOG_SINK_KAFKA_RECONNECT_BACKOFF_MS`` on a cluster (Kafka's 50 ms-1 s elsewhere): a hung
+broker accepts connections, and a Java client sends its metadata requests to the broker it is connecting to
+first, so an executor reading a hung leader's partition asked that leader again after every request timeout
+until it resumed (30 s); kept away from it this long, the client asks another broker, which names the new
+leader."""
+BROKER_SESSION_TIMEOUT_MS = 5_000
+"""``broker.session.timeout.ms`` of the cluster's brokers (Kafka's default 9 s): the controller fences a
+broker whose heartbeats (every ``BROKER_HEARTBEAT_MS``) stopped this long ago; fencing moves the leadership
+of its partitions and drops it from every in-sync set. Until then a hung leader's partitions stand still."""
+BROKER_HEARTBEAT_MS = 1_000
+"""``broker.heartbeat.interval.ms`` of the cluster's brokers (Kafka's default 2 s): five heartbeats per
+session timeout, so a busy machine's late one does not fence a healthy broker."""
+REPLICA_LAG_MAX_MS = 10_000
+"""``replica.lag.time.max.ms`` of the cluster's brokers (Kafka's default 30 s): a follower that has not
+caught up for this long leaves the partition's in-sync replicas, so writes with acks=all stop waiting for it.
+A broker that hangs entirely is fenced sooner (``BROKER_SESSION_TIMEOUT_MS``), which drops it from every
+in-sync set; this bounds a follower that still heartbeats but does not fetch."""
+
+
+def failover_env() -> dict[str, str]:
+    """``CHATLOG_*`` variables with which the pipeline's Kafka clients give up on a broker that died or hangs
+    within seconds, and turn to the partition's new leader: on a cluster there is one (on one broker there is
+    none, and waiting longer is better: the single stack keeps the clients' defaults)."""
+    return {
+        "CHATLOG_KAFKA_PRODUCER_REQUEST_TIMEOUT_MS": str(PRODUCER_REQUEST_TIMEOUT_MS),
+        "CHATLOG_KAFKA_PRODUCER_METADATA_REFRESH_MS": str(PRODUCER_METADATA_REFRESH_MS),
+        "CHATLOG_SINK_KAFKA_REQUEST_TIMEOUT_MS": str(SINK_KAFKA_REQUEST_TIMEOUT_MS),
+        "CHATLOG_SINK_KAFKA_API_TIMEOUT_MS": str(SINK_KAFKA_API_TIMEOUT_MS),
+        "CHATLOG_SINK_KAFKA_METADATA_MAX_AGE_MS": str(SINK_KAFKA_METADATA_MAX_AGE_MS),
+        "CHATLOG_SINK_KAFKA_RECONNECT_BACKOFF_MS": str(SINK_KAFKA_RECONNECT_BACKOFF_MS),
+        # a leader that resumes after a hang answers for a moment as if it still led, from its shorter log:
+        # a read past its end is "out of range", which Spark would skip as data lost; failing the task
+        # instead retries it on the real leader (a run lost 100 messages so before this)
+        "CHATLOG_SINK_FAIL_ON_DATA_LOSS": "true",
+    }
 
 
 def replicas(nodes: int) -> int:
@@ -115,7 +167,12 @@ class Layout:
             voters=self.voters,
             cluster_id_file=self.settings.cluster_dir / "kafka-cluster.id",
             internal_replicas=rf,
-            broker_defaults=f"default.replication.factor={rf}\nmin.insync.replicas={min_insync(self.nodes)}\n",
+            broker_defaults=(
+                f"default.replication.factor={rf}\nmin.insync.replicas={min_insync(self.nodes)}\n"
+                f"replica.lag.time.max.ms={REPLICA_LAG_MAX_MS}\n"
+                f"broker.session.timeout.ms={BROKER_SESSION_TIMEOUT_MS}\n"
+                f"broker.heartbeat.interval.ms={BROKER_HEARTBEAT_MS}\n"
+            ),
         )
 
     def cassandra(self, node: int) -> Cassandra:
@@ -274,8 +331,9 @@ def ring_view(settings: StackSettings, address: str) -> set[str] | None:
 
 def cluster_env(settings: StackSettings, nodes: int) -> dict[str, str]:
     """``CHATLOG_*`` variables that point the pipeline at the cluster of ``nodes``: its brokers and Cassandra
-    nodes, a cluster's replication and write guarantees, and the sink on the standalone master with its
-    checkpoint where every executor of this machine reaches it, giving up on a dead leader's offsets soon."""
+    nodes, a cluster's replication and write guarantees, the sink on the standalone master with its
+    checkpoint where every executor of this machine reaches it, and Kafka clients that turn from a dead or
+    hung leader to the new one within seconds (:func:`failover_env`)."""
     layout = Layout(settings, nodes)
     clients = layout.client_settings()
     return {
@@ -287,5 +345,5 @@ def cluster_env(settings: StackSettings, nodes: int) -> dict[str, str]:
         "CHATLOG_CASSANDRA_REPLICATION": clients.cassandra_replication,
         "CHATLOG_SPARK_MASTER": layout.spark_master.url,
         "CHATLOG_SINK_CHECKPOINT": str(settings.cluster_dir / "sink" / "checkpoint"),
-        "CHATLOG_SINK_KAFKA_API_TIMEOUT_MS": str(SINK_KAFKA_API_TIMEOUT_MS),
+        **failover_env(),
     }

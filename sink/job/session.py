@@ -164,6 +164,11 @@ def kafka_options(settings: SinkSettings) -> dict[str, str]:
     }
     if settings.sink_kafka_api_timeout_ms is not None:
         opts["kafka.default.api.timeout.ms"] = str(settings.sink_kafka_api_timeout_ms)
+    if settings.sink_kafka_metadata_max_age_ms is not None:
+        opts["kafka.metadata.max.age.ms"] = str(settings.sink_kafka_metadata_max_age_ms)
+    if settings.sink_kafka_reconnect_backoff_ms is not None:
+        backoff = str(settings.sink_kafka_reconnect_backoff_ms)
+        opts["kafka.reconnect.backoff.ms"] = opts["kafka.reconnect.backoff.max.ms"] = backoff
     if settings.kafka_uses_tls:
         opts.update(_tls_options(settings))
     credentials = settings.kafka_sasl_credentials()

@@ -32,6 +32,17 @@ def test_every_producer_writes_with_acks_all_and_idempotence_unless_set_otherwis
         load(KafkaSettings, kafka_acks="1")
 
 
+def test_a_producers_timeouts_are_librdkafkas_unless_set(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert "request.timeout.ms" not in KafkaSettings().producer_guarantees()
+    monkeypatch.setenv("CHATLOG_KAFKA_PRODUCER_REQUEST_TIMEOUT_MS", "5000")
+    assert load(KafkaSettings).producer_guarantees()["request.timeout.ms"] == 5000
+    assert "topic.metadata.refresh.interval.ms" not in KafkaSettings().producer_guarantees()
+    monkeypatch.setenv("CHATLOG_KAFKA_PRODUCER_METADATA_REFRESH_MS", "5000")
+    assert load(KafkaSettings).producer_guarantees()["topic.metadata.refresh.interval.ms"] == 5000
+    with pytest.raises(SettingsError, match="kafka_producer_request_timeout_ms"):
+        load(KafkaSettings, kafka_producer_request_timeout_ms=10)
+
+
 @pytest.mark.parametrize("level", ["LOCAL_QUORUM", "ONE"])
 def test_sessions_read_and_write_at_the_consistency_of_the_settings(
     monkeypatch: pytest.MonkeyPatch, level: str

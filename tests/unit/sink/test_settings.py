@@ -81,6 +81,13 @@ def test_spark_kafka_consumers_do_not_wait_half_a_second_at_the_end_of_the_log(
     assert "kafka.default.api.timeout.ms" not in kafka_options(SinkSettings())  # type: ignore[call-arg]
     monkeypatch.setenv("CHATLOG_SINK_KAFKA_API_TIMEOUT_MS", "10000")
     assert kafka_options(SinkSettings())["kafka.default.api.timeout.ms"] == "10000"  # type: ignore[call-arg]
+    assert "kafka.metadata.max.age.ms" not in kafka_options(SinkSettings())  # type: ignore[call-arg]
+    monkeypatch.setenv("CHATLOG_SINK_KAFKA_METADATA_MAX_AGE_MS", "5000")
+    assert kafka_options(SinkSettings())["kafka.metadata.max.age.ms"] == "5000"  # type: ignore[call-arg]
+    assert "kafka.reconnect.backoff.ms" not in kafka_options(SinkSettings())  # type: ignore[call-arg]
+    monkeypatch.setenv("CHATLOG_SINK_KAFKA_RECONNECT_BACKOFF_MS", "5000")
+    backoff = kafka_options(SinkSettings())  # type: ignore[call-arg]
+    assert backoff["kafka.reconnect.backoff.ms"] == backoff["kafka.reconnect.backoff.max.ms"] == "5000"
     monkeypatch.setenv("CHATLOG_SINK_KAFKA_FETCH_MAX_WAIT_MS", "250")
     assert kafka_options(SinkSettings())["kafka.fetch.max.wait.ms"] == "250"  # type: ignore[call-arg]
 

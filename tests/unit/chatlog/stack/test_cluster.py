@@ -39,6 +39,9 @@ def test_kafka_nodes_form_a_static_quorum_with_replicated_internal_topics(tmp_pa
     assert node.node_id == 2 and node.internal_replicas == 3
     assert "min.insync.replicas=2" in node.broker_defaults
     assert "default.replication.factor=3" in node.broker_defaults
+    assert "replica.lag.time.max.ms=10000" in node.broker_defaults
+    assert "broker.session.timeout.ms=5000" in node.broker_defaults  # a hung broker is fenced in 5 s
+    assert "broker.heartbeat.interval.ms=1000" in node.broker_defaults
 
 
 def test_the_seed_starts_first_and_kafka_stops_all_at_once(tmp_path: Path) -> None:
@@ -63,6 +66,12 @@ def test_clients_get_a_clusters_replication(tmp_path: Path) -> None:
     assert env["CHATLOG_SINK_CHECKPOINT"] == str(tmp_path / "cluster" / "sink" / "checkpoint")
     assert env["CHATLOG_TOPIC_MIN_INSYNC_REPLICAS"] == "2"
     assert env["CHATLOG_SINK_KAFKA_API_TIMEOUT_MS"] == "10000"
+    assert env["CHATLOG_SINK_KAFKA_REQUEST_TIMEOUT_MS"] == "5000"
+    assert env["CHATLOG_KAFKA_PRODUCER_REQUEST_TIMEOUT_MS"] == "5000"
+    assert env["CHATLOG_SINK_KAFKA_METADATA_MAX_AGE_MS"] == "5000"
+    assert env["CHATLOG_KAFKA_PRODUCER_METADATA_REFRESH_MS"] == "5000"
+    assert env["CHATLOG_SINK_KAFKA_RECONNECT_BACKOFF_MS"] == "5000"
+    assert env["CHATLOG_SINK_FAIL_ON_DATA_LOSS"] == "true"
 
 
 def test_replication_of_smaller_clusters() -> None:
