@@ -14,6 +14,7 @@ import logging
 import re
 import signal
 import threading
+import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -23,6 +24,7 @@ from sink.dedup import RecentIds, effective_mode, mismatch_message
 from sink.job import transform
 from sink.job.progress import BatchTracker, Metrics, Totals
 from sink.job.session import get_session, kafka_options
+from sink.job.warm_up import warm_executors
 from sink.job.write import write_dataframe
 from sink.job.written import WrittenOffsets
 from sink.side.ledger import LedgerWriter
@@ -179,15 +181,18 @@ def run(
     it has caught up. Raises :class:`ChatlogError` with one line when the query fails."""
     from pyspark.errors import StreamingQueryException
 
+    t0 = time.monotonic()
     if settings.sink_apply_schema:
         ensure_schema(settings)
     mode = effective_mode(settings)
     if mode != settings.sink_dedup:
         settings = settings.model_copy(update={"sink_dedup": mode})
     spark = get_session(settings)
+    session_s = time.monotonic() - t0
     private = settings.sink_spark_private_api
     if private:
         spark_private.check(spark)
+    warm_executors(spark, settings)
     own_metrics = metrics is None
     if metrics is None:
         try:
@@ -208,7 +213,10 @@ def run(
     written: WrittenOffsets | None = None
     query = start_query(spark, settings, tracker, available_now=available_now, optouts=optouts)
     log.info(
-        "sink started: %s -> keyspace %s, checkpoint %s, trigger %s, dedup %s",
+        "sink started in %.1fs (its Spark session after %.1fs): %s -> keyspace %s, checkpoint %s, trigger "
+        "%s, dedup %s",
+        time.monotonic() - t0,
+        session_s,
         settings.topic_messages,
         settings.cassandra_keyspace,
         settings.checkpoint_location,

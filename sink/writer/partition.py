@@ -358,12 +358,31 @@ def partition_task(
 
     def task(records: Iterator[bytes]) -> Iterator[dict[str, Any]]:
         from sink.framing import unframe
-        from sink.writer.worker_setup import prepare
 
-        prepare(private)
-        wiring = production(settings, dead_letters=dead_letters)
+        wiring = _worker_wiring(settings, private, dead_letters)
         yield write_partition(
             map(unframe, records), settings, wiring, optouts=optouts, recent=recent
         ).to_dict()
 
     return task
+
+
+def warm_up_task(settings: SinkSettings) -> Any:
+    """A Spark task that only sets up the Python worker it runs in as :func:`partition_task` does (the
+    worker's patches, the writer's imports, the Cassandra session with its prepared statements, the
+    dead-letter producer) and yields 1: the workers Spark keeps (``spark.python.worker.reuse``) are then
+    ready for the first micro-batch (:mod:`sink.job.warm_up`)."""
+    private = settings.sink_spark_private_api
+
+    def task(_items: Iterator[Any]) -> Iterator[int]:
+        _worker_wiring(settings, private, dead_letters=True)
+        yield 1
+
+    return task
+
+
+def _worker_wiring(settings: SinkSettings, private: bool, dead_letters: bool) -> Collaborators:
+    from sink.writer.worker_setup import prepare
+
+    prepare(private)
+    return production(settings, dead_letters=dead_letters)
