@@ -2,8 +2,9 @@
 cluster's InspIRCd, R = 2 ingester groups, Kafka RF 3 with min ISR 2, the sink on the Spark standalone
 master, Cassandra RF 3 at LOCAL_QUORUM) at a steady load while one node fails. Every message sent is one
 row: lost = 0 and no doubled row. Each test prints the time the stored rate took to come back and the e2e
-p99 (IRC send -> row readable) before and after the fault (:mod:`chatlog.demo.impact`). Then the backfill
-on the standalone master and an ingester added during traffic."""
+p99 (IRC send -> row readable) before and after the fault (:mod:`chatlog.demo.impact`) and asserts the
+goal: the stored rate back within 30 s of a broker's or a Cassandra node's fault, 60 s of the Spark driver's.
+Then the backfill on the standalone master and an ingester added during traffic."""
 
 from __future__ import annotations
 
@@ -88,12 +89,12 @@ def test_kill_the_broker_leading_the_most_partitions(cluster: Layout) -> None:
 
 
 def test_a_broker_hangs_for_30s(cluster: Layout) -> None:
-    """A leader that hangs (SIGSTOP) keeps its connections open: the sink's batch that reads its partitions
-    waits for it (here until it resumes, ~30 s: the goal of 30 s is missed by the few seconds the stored
-    rate then needs), so this test asserts only that the stored rate came back before the traffic stopped."""
+    """A leader that hangs (SIGSTOP) keeps its connections open: the clients see no error, only requests
+    that never get an answer. The controller fences it (its heartbeats stop), which moves its partitions'
+    leadership and drops it from every in-sync set (after 5 s on the cluster); the cluster's clients give
+    up on it after 5 s and turn to the new leaders (``failover_env``): 15 and 24 s here, 32-38 s before."""
     res = run(cluster, "pause-broker", [at(0.2, pause_leading_broker(cluster, 30))], duration=60.0)
-    back = recovery(res)
-    print(f"pause-broker: stored rate back in {back:.0f}s (goal {BROKER_OR_CASSANDRA_S:.0f}s)")
+    assert recovery(res) <= BROKER_OR_CASSANDRA_S
 
 
 def test_kill_a_cassandra_node_and_read_what_it_missed_from_it_alone(cluster: Layout) -> None:
@@ -133,13 +134,13 @@ def test_kill_a_spark_worker_while_batches_run(cluster: Layout) -> None:
 
 
 def test_kill_the_spark_driver_and_restart_it_on_its_checkpoint(cluster: Layout) -> None:
-    """The restarted driver pays the sink's whole start on the standalone master (a JVM, the session, the
-    checkpoint's state, new executors and their Python workers: 52-85 s here, with the traffic on the same
-    2 cores), so the goal of 60 s is not always met on this machine; the test asserts the stored rate came
-    back and prints the time."""
-    res = run(cluster, "kill-driver", [at(0.2, kill_sink())], duration=60.0)
-    back = recovery(res)
-    print(f"kill-driver: stored rate back in {back:.0f}s (goal {DRIVER_S:.0f}s)")
+    """The restarted driver pays the sink's whole start on the standalone master: a JVM, the session, new
+    executors and their Python workers, the checkpoint's batch again, then the backlog. The driver warms
+    the executors' Python workers in a job of its own while it starts the query (``sink.job.warm_up``),
+    and it is started again 1 s after the kill, as a supervisor would: 53-59 s here with the traffic on
+    the same 2 cores (the JVMs' start is most of it)."""
+    res = run(cluster, "kill-driver", [at(0.2, kill_sink(down_s=1.0))], duration=60.0)
+    assert recovery(res) <= DRIVER_S
 
 
 def test_an_ingester_added_during_traffic_loses_nothing(cluster: Layout) -> None:
