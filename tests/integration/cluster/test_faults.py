@@ -92,7 +92,7 @@ def test_a_broker_hangs_for_30s(cluster: Layout) -> None:
     """A leader that hangs (SIGSTOP) keeps its connections open: the clients see no error, only requests
     that never get an answer. The controller fences it (its heartbeats stop), which moves its partitions'
     leadership and drops it from every in-sync set (after 5 s on the cluster); the cluster's clients give
-    up on it after 5 s and turn to the new leaders (``failover_env``): 15 and 24 s here, 32-38 s before."""
+    up on it after 5 s and turn to the new leaders (``failover_env``): 15-24 s here, 32-38 s before."""
     res = run(cluster, "pause-broker", [at(0.2, pause_leading_broker(cluster, 30))], duration=60.0)
     assert recovery(res) <= BROKER_OR_CASSANDRA_S
 
