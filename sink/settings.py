@@ -177,11 +177,11 @@ class SinkSettings(ConsentSettings, CassandraSettings):
     )
     sink_fail_on_data_loss: bool = Field(
         False,
-        description="Stop when Kafka deleted records before the sink read them (retention); "
-        "false logs it and goes on. `chatlog stack env --nodes 3` sets true: a broker that resumes after a "
-        "hang answers a moment as if it still led, from its shorter log, and a read past its end looks "
-        "like records deleted (skipped with false: a run lost 100 messages so); true fails the task, "
-        "which Spark retries on the real leader.",
+        description="Stop when Kafka deleted records before the sink (or a backfill) read them "
+        "(retention); false logs it and goes on. `chatlog stack env --nodes 3` sets true: a broker that "
+        "resumes after a hang answers a moment as if it still led, from its shorter log, and a read past "
+        "its end looks like records deleted (skipped with false: a run lost 100 messages so); true fails "
+        "the task, which Spark retries on the real leader.",
     )
     sink_write_concurrency: int = Field(
         32, ge=1, le=2048, description="Cassandra requests in flight per Python worker."

@@ -89,7 +89,7 @@ def run(
         spark.read.format("kafka")
         .options(**kafka_options(settings))
         .options(**span.spark_options())
-        .option("failOnDataLoss", "false")
+        .option("failOnDataLoss", str(settings.sink_fail_on_data_loss).lower())
         .load()
     )
     rows = transform.sink_rows(kafka, settings.watermark_ms, observation=OBSERVED if private else None)
