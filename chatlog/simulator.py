@@ -15,10 +15,11 @@ import logging
 import random
 import secrets
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from core.irc_parse import IrcMessage, parse_message
 from core.logins import login_of
 
 log = logging.getLogger(__name__)
@@ -143,36 +144,34 @@ class ChatSimulator:
         client.joined.clear()
         client.reader, client.writer = await asyncio.open_connection(self.host, self.port, limit=1 << 20)
         client.writer.write(f"NICK {client.nick}\r\nUSER {client.nick} 0 * :chatlog simulator\r\n".encode())
-        await self._read_until(client, lambda parts: len(parts) > 1 and parts[1] == "001")
+        await self._read_until(client, lambda msg: msg.command == "001")
         for i in range(0, len(client.channels), _JOIN_BATCH):
             batch = client.channels[i : i + _JOIN_BATCH]
             client.writer.write(f"JOIN {','.join('#' + c for c in batch)}\r\n".encode())
         want = set(client.channels)
 
-        def all_joined(parts: list[str]) -> bool:
-            if len(parts) > 2 and parts[1] == "JOIN" and parts[0][1:].split("!")[0] == client.nick:
-                client.joined.add(parts[2].lstrip(":#").lower())
+        def all_joined(msg: IrcMessage) -> bool:
+            if msg.command == "JOIN" and msg.params and msg.sender == client.nick.lower():
+                client.joined.add(login_of(msg.params[0]))
             return client.joined >= want
 
         await self._read_until(client, all_joined)
         client.alive = True
         client.pump = asyncio.create_task(self._pump(client))
 
-    async def _read_until(self, client: _Client, done: object) -> None:
-        assert client.reader is not None and client.writer is not None and callable(done)
+    async def _read_until(self, client: _Client, done: Callable[[IrcMessage], bool]) -> None:
+        assert client.reader is not None and client.writer is not None
         while True:
             raw = await client.reader.readline()
             if not raw:
                 raise ConnectionError(f"simulator client {client.nick}: server closed the connection")
             line = raw.decode(errors="replace").rstrip("\r\n")
-            if line.startswith("@"):
-                line = line.split(" ", 1)[1] if " " in line else ""
-            parts = line.split(" ")
-            if parts[0] == "PING":
-                client.writer.write(f"PONG {' '.join(parts[1:])}\r\n".encode())
-            elif len(parts) > 1 and parts[1] in ("432", "433", "465", "ERROR"):
+            msg = parse_message(line)
+            if msg.command == "PING":
+                client.writer.write(f"PONG :{msg.params[-1] if msg.params else ''}\r\n".encode())
+            elif msg.command in ("432", "433", "465", "ERROR"):
                 raise ConnectionError(f"simulator client {client.nick}: {line}")
-            if done(parts):
+            if done(msg):
                 return
 
     async def _pump(self, client: _Client) -> None:

@@ -73,6 +73,7 @@ __all__ = [
     "route_by_command",
     "sender_of",
     "unescape_tag_value",
+    "with_tags",
 ]
 
 MODERATION_KINDS: Final[frozenset[str]] = frozenset({"CLEARCHAT", "CLEARMSG"})
@@ -116,6 +117,18 @@ def command_of(line: str) -> str | None:
     """The command token of a raw line as written (servers send upper case); ``None`` if it has none."""
     command = _framed(line)[2].partition(" ")[0].rstrip("\r")
     return command or None
+
+
+def with_tags(line: str, extra: dict[str, str]) -> str:
+    """The IRC ``line`` with ``extra`` tags set (after its own, replacing those of the same name; values
+    as given, already escaped)."""
+    if line.startswith("@"):
+        head, _, rest = line[1:].partition(" ")
+        own = [tag for tag in head.split(";") if tag and tag.partition("=")[0] not in extra]
+    else:
+        own, rest = [], line
+    tags = own + [f"{key}={value}" for key, value in extra.items()]
+    return f"@{';'.join(tags)} {rest}"
 
 
 @dataclass(frozen=True, slots=True)

@@ -15,6 +15,8 @@ from typing import Any
 from pydantic import BaseModel, SecretBytes, SecretStr, ValidationError
 from pydantic_core import ErrorDetails
 
+from core.errors import one_line
+
 MAX_SHOWN = 60
 """Most characters of an offending value repeated in the message."""
 
@@ -54,7 +56,7 @@ def describe_error(cls: type[BaseModel], err: ErrorDetails, flags: Mapping[str, 
     """``setting F (CHATLOG_F): what is wrong (got 'value')``; no value for secrets or model errors.
     ``flags``: the command-line option of each field the command line gave (``--stale``): an error in
     one names that option, not a variable the user did not set."""
-    msg = " ".join(str(err["msg"]).split()).removeprefix("Value error, ")
+    msg = one_line(err["msg"], None).removeprefix("Value error, ")
     loc = err["loc"]
     if not loc:
         return f"settings: {msg}"

@@ -4,7 +4,7 @@ Cassandra (a ``timestamp`` column, which cassandra-driver returns as a naive UTC
 from __future__ import annotations
 
 import re
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, date, datetime, timedelta
 from typing import Final
 
 from core.errors import ChatlogError
@@ -38,6 +38,16 @@ def naive_utc(ms: int) -> datetime:
     return _EPOCH + _MS * ms
 
 
+def utc_day(ms: int) -> date:
+    """The UTC date of epoch ``ms`` (a log's day)."""
+    return (_EPOCH + _MS * ms).date()
+
+
+def day_start_ms(day: date) -> int:
+    """Epoch ms of 00:00 UTC of ``day``: the inverse of :func:`utc_day` for the first instant of a day."""
+    return (day - _EPOCH.date()).days * 86_400_000
+
+
 def parse_time(text: str, what: str = "time") -> int:
     """Epoch ms of ``text``: digits are epoch ms, anything else ISO-8601 (UTC unless it says otherwise).
 
@@ -61,6 +71,19 @@ def parse_time(text: str, what: str = "time") -> int:
             f"{what}: {_shown(text)} is out of range (1970-01-01 .. 9999-12-31, or epoch ms 0 .. {MAX_MS})"
         )
     return ms
+
+
+def time_window(
+    since: str | None, until: str | None, *, now_ms: int, default_ms: int = 86_400_000
+) -> tuple[int, int]:
+    """``(since, until)`` in epoch ms of a command's ``--since``/``--until`` (:func:`parse_time`): until
+    defaults to ``now_ms``, since to ``default_ms`` before until. Raises :class:`ChatlogError` when until
+    is not after since."""
+    until_ms = parse_time(until, "--until") if until is not None else now_ms
+    since_ms = parse_time(since, "--since") if since is not None else until_ms - default_ms
+    if until_ms <= since_ms:
+        raise ChatlogError("--until must be after --since")
+    return since_ms, until_ms
 
 
 def format_time(ms: int) -> str:

@@ -28,15 +28,16 @@
 
 from __future__ import annotations
 
-import calendar
 import os
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from datetime import date
 from pathlib import Path
 from typing import Final
 
 from core.errors import ChatlogError
+from core.times import day_start_ms
 
 STDIN: Final = "-"
 CHANNEL_FILE: Final = "channel.txt"
@@ -99,12 +100,8 @@ def channel_file_day_ms(path: Path) -> int | None:
         return None
     year, month, day = (int(p) for p in path.parts[-4:-1])
     try:
-        return (
-            calendar.timegm((year, month, day, 0, 0, 0)) * 1000
-            if day <= calendar.monthrange(year, month)[1]
-            else None
-        )
-    except ValueError:
+        return day_start_ms(date(year, month, day))
+    except ValueError:  # not a day of that month
         return None
 
 

@@ -18,11 +18,12 @@ import time
 import uuid
 from collections import deque
 from collections.abc import AsyncIterator, Callable
-from datetime import UTC, date, datetime
+from datetime import date
 from typing import TYPE_CHECKING, Any, Final
 
 from consent.rule import whose
 from core.logins import login_of
+from core.times import utc_day
 from schemas.chat_event import ChatEvent
 from schemas.cql import message_uuid
 from serve.store.protocol import ById, Channel, LogStore, Named
@@ -42,10 +43,6 @@ since a line said is visible only once a read after it starts (``chatlog bench f
 def _uuid(message_id: uuid.UUID | str) -> uuid.UUID:
     """A row's message id as its uuid column (an event read from elsewhere carries its id's text)."""
     return message_id if isinstance(message_id, uuid.UUID) else message_uuid(message_id)
-
-
-def _day(ms: int) -> date:
-    return datetime.fromtimestamp(ms / 1000, UTC).date()
 
 
 class FreshStore:
@@ -166,15 +163,15 @@ class FreshStore:
     async def channel_days(self, channel: Named) -> list[date]:
         days = await self.inner.channel_days(channel)
         newest = max((e.sent_at for e in await self.unwritten(channel)), default=None)
-        if newest is not None and (not days or _day(newest) > days[0]):
-            days.insert(0, _day(newest))
+        if newest is not None and (not days or utc_day(newest) > days[0]):
+            days.insert(0, utc_day(newest))
         return days
 
     async def latest_day(self, channel: Named) -> date | None:
         day = await self.inner.latest_day(channel)
         newest = max((e.sent_at for e in await self.unwritten(channel)), default=None)
-        if newest is not None and (day is None or _day(newest) > day):
-            return _day(newest)
+        if newest is not None and (day is None or utc_day(newest) > day):
+            return utc_day(newest)
         return day
 
     async def user_months(self, channel: Named, user: Named) -> list[tuple[int, int]]:
@@ -199,7 +196,7 @@ class FreshStore:
             newest = line.sent_at
         if newest is None:
             return None
-        day = _day(newest)
+        day = utc_day(newest)
         return day.year, day.month
 
     # --- everything else: the wrapped store's -------------------------------------------------------------

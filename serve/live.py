@@ -37,6 +37,7 @@ from typing import Any, Final, Protocol
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, TopicPartition
 
+from consent.rule import named_login
 from core.errors import ChatlogError, one_line
 from core.kafka_probe import QUIET, describe, probe
 from schemas.chat_event import ChatEvent, InvalidEvent, decode
@@ -94,16 +95,11 @@ def live_message(event: ChatEvent) -> dict[str, Any]:
 
 
 def event_users(event: ChatEvent) -> frozenset[str]:
-    """The logins whose lines ``event`` is among: its sender; for a ban, a timeout or a deleted message
-    (sent by the server) the user it targets, as a user's stored logs have them."""
-    users = set()
-    if event.user_login:
-        users.add(event.user_login.lower())
-    if event.kind == "CLEARCHAT" and event.text:
-        users.add(event.text.strip().lower())
-    elif event.kind == "CLEARMSG" and event.tags.get("login"):
-        users.add(event.tags["login"].lower())
-    return frozenset(users)
+    """The login whose lines ``event`` is among, as a user's stored logs have it: the user the event
+    concerns (:func:`consent.rule.whose`: its sender; for a ban, a timeout or a deleted message sent by
+    the server, the user it targets); none for a cleared chat or a NOTICE."""
+    login = named_login(event)
+    return frozenset((login,)) if login else frozenset()
 
 
 def to_live(event: ChatEvent) -> LiveEvent:

@@ -25,7 +25,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Final
 
-from core.irc_parse import MODERATION_KINDS
+from consent.rule import whose
+from core.irc_parse import MODERATION_KINDS, with_tags
 from schemas.chat_event import ChatEvent
 
 EXPORTED_KINDS: Final = frozenset({"PRIVMSG", "CLEARCHAT", "CLEARMSG", "USERNOTICE", "NOTICE", "ROOMSTATE"})
@@ -76,10 +77,10 @@ def _hits(event: ChatEvent, clearchat: ChatEvent) -> bool:
     """Whether a CLEARCHAT of one user targets ``event``."""
     if event.kind not in _SENT:
         return False
-    target_id = clearchat.tags.get("target-user-id")
+    target_id, target = whose(clearchat)
     if target_id and event.user_id:
         return event.user_id == target_id
-    return bool(event.user_login) and event.user_login == (clearchat.text or "").lower()
+    return bool(event.user_login) and event.user_login == (target or "").lower()
 
 
 def deleted_flags(events: list[ChatEvent]) -> list[bool]:
@@ -100,17 +101,6 @@ def deleted_flags(events: list[ChatEvent]) -> list[bool]:
         if event.kind in _SENT:
             index_by_id.setdefault(_message_id(event), []).append(i)
     return flags
-
-
-def _with_tags(line: str, extra: dict[str, str]) -> str:
-    """The IRC ``line`` with ``extra`` tags set (after its own, replacing those of the same name)."""
-    if line.startswith("@"):
-        head, _, rest = line[1:].partition(" ")
-        own = [tag for tag in head.split(";") if tag and tag.partition("=")[0] not in extra]
-    else:
-        own, rest = [], line
-    tags = own + [f"{key}={value}" for key, value in extra.items()]
-    return f"@{';'.join(tags)} {rest}"
 
 
 def _notice(event: ChatEvent) -> tuple[str, str] | None:
@@ -138,8 +128,8 @@ def export_line(event: ChatEvent, deleted: bool, options: RecentOptions) -> str 
     notice = _notice(event) if options.clearchat_to_notice and event.kind == "CLEARCHAT" else None
     if notice is not None:
         msg_id, text = notice
-        return _with_tags(f":tmi.twitch.tv NOTICE #{event.channel} :{text}", {"msg-id": msg_id, **extra})
-    return _with_tags(event.raw, extra)
+        return with_tags(f":tmi.twitch.tv NOTICE #{event.channel} :{text}", {"msg-id": msg_id, **extra})
+    return with_tags(event.raw, extra)
 
 
 def export_lines(events: Iterable[ChatEvent], options: RecentOptions) -> list[str]:

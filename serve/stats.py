@@ -14,6 +14,8 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any, Final
 
+from serve.store.row import aclose
+
 TOP_CHATTERS: Final = 5
 
 
@@ -55,7 +57,5 @@ async def tally(senders: AsyncIterator[tuple[str | None, str | None]], budget: i
                 raise TooManyEvents(f"more than {budget:,} events")
             counted.add(login, user_id)
     finally:
-        close = getattr(senders, "aclose", None)
-        if close is not None:
-            await close()
+        await aclose(senders)
     return counted

@@ -12,10 +12,12 @@ a CLEARMSG's ``login`` tag); days and months are UTC. A random pick is the first
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Iterable, Mapping
-from datetime import UTC, date, datetime
+from datetime import date
 from typing import Any, Final
 
+from consent.rule import named_login, whose
 from core.logins import login_of
+from core.times import utc_day
 from schemas.chat_event import ChatEvent
 from serve.store.names import NameSeen
 from serve.store.protocol import ById, Channel, Named
@@ -24,10 +26,6 @@ from serve.store.row import LogLine
 __all__ = ["MemoryStore"]
 
 RANDOM_KINDS: Final = frozenset({"PRIVMSG", "USERNOTICE"})
-
-
-def _day(ms: int) -> date:
-    return datetime.fromtimestamp(ms / 1000, UTC).date()
 
 
 class MemoryStore:
@@ -92,16 +90,10 @@ class MemoryStore:
         else:
             login = login_of(user)
             the_id = self._newest_id(login, channel=False)
-        if event.kind == "CLEARCHAT":
-            target_id = event.tags.get("target-user-id")
-            if target_id:
-                return target_id == the_id
-            return login is not None and bool(event.text) and (event.text or "").strip().lower() == login
-        if event.kind == "CLEARMSG":
-            return login is not None and event.tags.get("login", "").lower() == login
-        if the_id is not None and event.user_id is not None:
-            return event.user_id == the_id
-        return login is not None and event.user_login == login
+        user_id = whose(event)[0]  # the sink keys a user's rows by it (consent.rule)
+        if user_id is not None and (the_id is not None or user_id != event.user_id):
+            return user_id == the_id  # a ban's target id is compared even when the user's id is unknown
+        return login is not None and named_login(event) == login
 
     def _user_events(self, channel: Named, user: Named) -> list[ChatEvent]:
         return [e for e in self._channel_events(channel) if self._concerns(e, user)]
@@ -150,16 +142,16 @@ class MemoryStore:
 
     async def channel_days(self, channel: Named) -> list[date]:
         self._call("channel_days")
-        return sorted({_day(e.sent_at) for e in self._channel_events(channel)}, reverse=True)
+        return sorted({utc_day(e.sent_at) for e in self._channel_events(channel)}, reverse=True)
 
     async def latest_day(self, channel: Named) -> date | None:
         self._call("latest_day")
         events = self._channel_events(channel)
-        return _day(events[-1].sent_at) if events else None
+        return utc_day(events[-1].sent_at) if events else None
 
     async def user_months(self, channel: Named, user: Named) -> list[tuple[int, int]]:
         self._call("user_months")
-        days = {_day(e.sent_at) for e in self._user_events(channel, user)}
+        days = {utc_day(e.sent_at) for e in self._user_events(channel, user)}
         return sorted({(d.year, d.month) for d in days}, reverse=True)
 
     async def latest_user_month(self, channel: Named, user: Named) -> tuple[int, int] | None:
@@ -167,7 +159,7 @@ class MemoryStore:
         events = self._user_events(channel, user)
         if not events:
             return None
-        day = _day(events[-1].sent_at)
+        day = utc_day(events[-1].sent_at)
         return day.year, day.month
 
     # --- events -------------------------------------------------------------------------------------------

@@ -30,7 +30,7 @@ def register(app: typer.Typer) -> None:
         from core.cql import open_session, quiet_driver_logs
         from core.errors import ChatlogError
         from core.settings import KEYSPACE_OPTION, CassandraSettings, load
-        from core.times import parse_time
+        from core.times import time_window
         from serve.coverage import read_ledger
 
         if output_format not in ("text", "json"):
@@ -38,11 +38,7 @@ def register(app: typer.Typer) -> None:
         name = login_of(channel)
         if not name:
             raise ChatlogError("CHANNEL is empty")  # as `chatlog logs` says it
-        now = int(time.time() * 1000)
-        until_ms = parse_time(until, "--until") if until is not None else now
-        since_ms = parse_time(since, "--since") if since is not None else until_ms - 86_400_000
-        if until_ms <= since_ms:
-            raise ChatlogError("--until must be after --since")
+        since_ms, until_ms = time_window(since, until, now_ms=int(time.time() * 1000))
         settings = load(CassandraSettings, cassandra_keyspace=keyspace, options=KEYSPACE_OPTION)
         quiet_driver_logs()
         cluster, session = open_session(settings)

@@ -59,18 +59,14 @@ def register(app: typer.Typer) -> None:
         from core.errors import ChatlogError
         from core.logins import login_of
         from core.settings import KEYSPACE_OPTION, CassandraSettings, KafkaSettings, load
-        from core.times import parse_time
+        from core.times import time_window
 
         name = login_of(channel)
         if not name:
             raise ChatlogError("CHANNEL is empty")
         if not timeout > 0:
             raise ChatlogError("--timeout must be more than 0 seconds")
-        now = int(time.time() * 1000)
-        until_ms = parse_time(until, "--until") if until is not None else now
-        since_ms = parse_time(since, "--since") if since is not None else until_ms - 86_400_000
-        if until_ms <= since_ms:
-            raise ChatlogError("--until must be after --since")
+        since_ms, until_ms = time_window(since, until, now_ms=int(time.time() * 1000))
         cassandra = load(CassandraSettings, cassandra_keyspace=keyspace, options=KEYSPACE_OPTION)
         kafka = load(
             KafkaSettings,

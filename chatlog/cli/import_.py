@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 import time
@@ -143,18 +144,7 @@ def register(app: typer.Typer) -> None:
             options={"kafka_bootstrap_servers": "--bootstrap-servers"},
         )
         try:
-            if bar is not None:
-                with bar.progress:
-                    stats = import_paths(
-                        paths,
-                        dry_run=dry_run,
-                        settings=settings,
-                        out=sys.stdout.buffer,
-                        report=report,
-                        justlog=justlog,
-                        progress=bar,
-                    )
-            else:
+            with bar.progress if bar is not None else contextlib.nullcontext():
                 stats = import_paths(
                     paths,
                     dry_run=dry_run,
@@ -162,6 +152,7 @@ def register(app: typer.Typer) -> None:
                     out=sys.stdout.buffer,
                     report=report,
                     justlog=justlog,
+                    progress=bar,
                 )
         except ImportFailed as exc:
             print(f"chatlog: error: {exc}", file=sys.stderr, flush=True)

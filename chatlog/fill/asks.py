@@ -11,11 +11,11 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from urllib.parse import quote, urlsplit, urlunsplit
 
 from core.coverage_spans import Gap
 from core.errors import ChatlogError
+from core.times import utc_day
 from schemas.coverage import DAY_MS
 
 
@@ -43,7 +43,7 @@ class Ask:
 
     def path(self, channel: str, channel_id: str | None = None) -> str:
         """``/channel/<c>/<y>/<m>/<d>?raw&from=<unix>&to=<unix>`` (``/channelid/<id>/...`` given an id)."""
-        day = datetime.fromtimestamp(self.start // DAY_MS * DAY_MS / 1000, UTC)
+        day = utc_day(self.start)
         who = (
             f"channelid/{quote(channel_id, safe='')}" if channel_id else f"channel/{quote(channel, safe='')}"
         )

@@ -25,6 +25,7 @@ from collections import defaultdict
 from collections.abc import Callable, Iterable
 from collections.abc import Set as AbstractSet
 
+from core.logins import login_of
 from ingest.irc.connection import IrcConnection
 from ingest.irc.login import login_from_settings
 from ingest.irc.metrics import PoolMetrics
@@ -119,7 +120,7 @@ class IrcPool:
         self._wanted_input = frozenset(channels)
         clean = set()
         for raw in self._wanted_input:
-            ch = raw.lower().removeprefix("#")
+            ch = login_of(raw)
             if _VALID_CHANNEL.fullmatch(ch):
                 clean.add(ch)
             elif raw not in self._invalid_seen:

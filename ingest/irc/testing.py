@@ -14,6 +14,9 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from core.irc_parse import parse_message
+from core.logins import login_of
+
 
 @dataclass
 class FakeClient:
@@ -28,7 +31,7 @@ class FakeClient:
     closed_at: float | None = None
 
     def commands(self, command: str) -> list[str]:
-        return [line for _, line in self.received if line.split(" ", 1)[0].upper() == command]
+        return [line for _, line in self.received if parse_message(line).command == command]
 
 
 class FakeIrcServer:
@@ -104,15 +107,16 @@ class FakeIrcServer:
                     break
                 line = raw.decode().rstrip("\r\n")
                 client.received.append((next(self._seq), line))
-                cmd, _, rest = line.partition(" ")
-                cmd = cmd.upper()
-                if cmd == "CAP" and rest.startswith("REQ"):
+                msg = parse_message(line)
+                cmd, params = msg.command, msg.params
+                last = params[-1] if params else ""
+                if cmd == "CAP" and params[:1] == ("REQ",):
                     cap_open = True
-                    self.send(client, f":fake CAP * ACK :{rest.partition(':')[2]}")
-                elif cmd == "CAP" and rest.startswith("END"):
+                    self.send(client, f":fake CAP * ACK :{' '.join(params[1:])}")
+                elif cmd == "CAP" and params[:1] == ("END",):
                     cap_open = False
                 elif cmd == "NICK":
-                    nick = rest.lstrip(":")
+                    nick = params[0] if params else ""
                     if self.nick_taken(client, nick) or any(
                         c.nick == nick for c in self.live() if c is not client
                     ):
@@ -123,10 +127,10 @@ class FakeIrcServer:
                     user_seen = True
                 elif cmd == "PING":
                     if self.answer_ping:
-                        self.send(client, f":fake PONG fake :{rest.lstrip(':')}")
+                        self.send(client, f":fake PONG fake :{last}")
                     continue
                 elif cmd in ("JOIN", "PART") and client.registered:
-                    self._membership(client, cmd, rest)
+                    self._membership(client, cmd, params[0] if params else "")
                 elif cmd == "QUIT":
                     self.send(client, "ERROR :Closing link (quit)")
                     break
@@ -141,9 +145,9 @@ class FakeIrcServer:
             client.closed_at = client.closed_at or time.monotonic()
             writer.close()
 
-    def _membership(self, client: FakeClient, cmd: str, rest: str) -> None:
-        for name in rest.lstrip(":").split(" ")[0].split(","):
-            ch = name.lstrip("#").lower()
+    def _membership(self, client: FakeClient, cmd: str, names: str) -> None:
+        for name in names.split(","):
+            ch = login_of(name)
             if cmd == "JOIN":
                 if self.silent_join(client.index, ch):
                     continue

@@ -17,7 +17,7 @@ from typing import Final
 
 from starlette.datastructures import QueryParams
 
-from core.times import epoch_ms
+from core.times import day_start_ms, epoch_ms
 from serve.api.errors import ApiError, bad_request
 
 MAX_MS: Final = 253_402_300_799_999
@@ -123,7 +123,7 @@ def day_range(year: str, month: str, day: str) -> tuple[int, int]:
     y = _number(year, "year", 1970, 9999)
     m = _number(month, "month", 1, 12)
     d = _number(day, "day", 1, calendar.monthrange(y, m)[1])
-    start = _ms(date(y, m, d))
+    start = day_start_ms(date(y, m, d))
     return start, start + 86_400_000
 
 
@@ -131,12 +131,8 @@ def month_range(year: str, month: str) -> tuple[int, int]:
     """Epoch ms of the first instant of the UTC month ``year/month`` and of the next month."""
     y = _number(year, "year", 1970, 9999)
     m = _number(month, "month", 1, 12)
-    start = _ms(date(y, m, 1))
+    start = day_start_ms(date(y, m, 1))
     return start, start + calendar.monthrange(y, m)[1] * 86_400_000
-
-
-def _ms(day: date) -> int:
-    return calendar.timegm(day.timetuple()) * 1000
 
 
 def narrowed(lo: int, hi: int, query: LogQuery) -> tuple[int, int]:

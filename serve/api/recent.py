@@ -31,6 +31,7 @@ from serve.api.named import store_of
 from serve.api.params import MAX_MS
 from serve.recent import RecentOptions, export_lines, exported
 from serve.store.protocol import LogStore
+from serve.store.row import aclose
 
 MAX_LIMIT: Final = 500
 HORIZON_MS: Final = 86_400_000
@@ -101,9 +102,7 @@ async def _newest(store: LogStore, channel: str, lo: int, hi: int, limit: int) -
                 if len(found) >= limit:
                     break
     finally:
-        close = getattr(lines, "aclose", None)
-        if close is not None:
-            await close()
+        await aclose(lines)
     found.reverse()
     return found
 

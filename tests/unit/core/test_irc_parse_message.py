@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from core.irc_parse import command_of, parse_message, route_by_command
+from core.irc_parse import command_of, parse_message, route_by_command, with_tags
 
 
 def test_parse_message_takes_a_protocol_line_apart() -> None:
@@ -45,3 +45,9 @@ def test_route_by_command_hands_over_the_commands_asked_for_and_counts_the_rest(
     assert out == [lines[0], lines[3], lines[4], lines[5]]
     assert handled == [lines[1], lines[2], lines[4]]
     assert counts == {"x": 3, "y": 1}
+
+
+def test_with_tags_sets_tags_after_the_lines_own_replacing_those_of_the_same_name() -> None:
+    assert with_tags("@a=1;b=2 :srv NOTICE #c :x", {"b": "3", "c": "4"}) == "@a=1;b=3;c=4 :srv NOTICE #c :x"
+    assert with_tags(":srv NOTICE #c :x", {"msg-id": "m"}) == "@msg-id=m :srv NOTICE #c :x"
+    assert parse_message(with_tags("@a;;b :p PING", {"c": "1"})).tag("c") == "1"

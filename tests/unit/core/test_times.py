@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta, timezone
+from datetime import UTC, date, datetime, timedelta, timezone
 
 import pytest
 
 from core.errors import ChatlogError
-from core.times import MAX_MS, epoch_ms, naive_utc, parse_time
+from core.times import MAX_MS, day_start_ms, epoch_ms, naive_utc, parse_time, time_window, utc_day
 
 
 def test_epoch_ms_and_iso_8601() -> None:
@@ -77,3 +77,22 @@ def test_every_millisecond_of_a_second_survives() -> None:
 def test_naive_utc_is_the_drivers_timestamp_and_epoch_ms_its_inverse(ms: int) -> None:
     moment = naive_utc(ms)
     assert moment.tzinfo is None and epoch_ms(moment) == ms
+
+
+@pytest.mark.parametrize("ms", [0, 1, 86_399_999, 86_400_000, 1_795_273_445_000, 1_795_305_599_999, MAX_MS])
+def test_a_days_first_ms_and_the_day_of_a_ms(ms: int) -> None:
+    day = utc_day(ms)
+    assert day == datetime.fromtimestamp(ms / 1000, UTC).date()  # what each reader computed before
+    assert day_start_ms(day) <= ms < day_start_ms(day) + 86_400_000
+    assert utc_day(day_start_ms(day)) == day and day_start_ms(date(1970, 1, 2)) == 86_400_000
+
+
+def test_a_commands_time_window_defaults_to_the_last_day_until_now() -> None:
+    now = 1_795_273_445_000
+    assert time_window(None, None, now_ms=now) == (now - 86_400_000, now)
+    assert time_window("0", None, now_ms=now) == (0, now)
+    assert time_window(None, "1000", now_ms=now, default_ms=10) == (990, 1000)
+    with pytest.raises(ChatlogError, match=r"^--until must be after --since$"):
+        time_window("5", "5", now_ms=now)
+    with pytest.raises(ChatlogError, match=r"^--since: "):
+        time_window("yesterday", None, now_ms=now)

@@ -29,7 +29,7 @@ PROGRESS = {
 
 def _stats() -> WriteStats:
     return WriteStats(
-        events=1040, rows=Counter({"messages_by_channel": 1040, "messages_by_user": 900}), deadletters=10
+        events=1040, rows=Counter({"chat_by_channel": 1040, "chat_by_user": 900}), deadletters=10
     )
 
 
@@ -62,7 +62,7 @@ def test_metrics_count_what_the_batches_did() -> None:
     value = metrics.registry.get_sample_value
     assert value("chatlog_sink_events_in_total") == 1200
     assert value("chatlog_sink_duplicates_dropped_total") == 150
-    assert value("chatlog_sink_rows_written_total", {"table": "messages_by_user"}) == 900
+    assert value("chatlog_sink_rows_written_total", {"table": "chat_by_user"}) == 900
     assert value("chatlog_sink_deadletters_total") == 10
     assert value("chatlog_sink_kafka_lag_records") == 150
     assert value("chatlog_sink_batch_duration_seconds_count") == 1

@@ -145,17 +145,17 @@ def test_a_batch_rejected_as_invalid_is_split_and_only_the_bad_row_is_rejected_w
 
 
 def test_a_single_statement_rejected_as_invalid_goes_straight_to_reject() -> None:
-    bad = Item("r", ("messages_by_channel", b"q"), 10, "bad", origin=("huge", 3, 7))
+    bad = Item("r", ("chat_by_channel", b"q"), 10, "bad", origin=("huge", 3, 7))
     rejected: list[Item] = []
     assert _write(_rejecting(), [[bad]], lambda items, _exc: rejected.extend(items)) == 0
     assert rejected == [bad]
 
 
 def test_a_rejection_of_the_schema_fails_loudly_instead_of_dead_lettering() -> None:
-    bad = Item("r", ("messages_by_channel", b"q"), 10, "bad", origin=("v", 0, 1))
-    session = _rejecting("unconfigured table messages_by_channel")
+    bad = Item("r", ("chat_by_channel", b"q"), 10, "bad", origin=("v", 0, 1))
+    session = _rejecting("unconfigured table chat_by_channel")
     with pytest.raises(
-        CassandraWriteError, match=r"rejected a write to messages_by_channel as invalid.*unconfigured"
+        CassandraWriteError, match=r"rejected a write to chat_by_channel as invalid.*unconfigured"
     ):
         _write(session, [[bad]], lambda _items, _exc: None)
 

@@ -19,6 +19,8 @@ from core.errors import ChatlogError
 from core.irc_parse import parse_line
 from core.settings import KafkaSettings
 from core.testing import twitch_line
+from core.testing_cassandra import Call, FakeSession
+from core.times import epoch_ms
 from schemas.chat_event import ChatEvent, encode
 from sink.settings import SinkSettings
 from sink.side.optout_follower import OptOutFollower
@@ -248,24 +250,19 @@ def test_logins_seen_on_an_opted_out_users_events_are_matched_until_a_lift(
         follower.close(5)
 
 
-class _AuditSession:
+def _audit_session(rows: list[dict[str, Any]]) -> FakeSession:
     """Answers the consent audit's month reads (consent.audit.read) with ``rows``, newest first."""
+    from types import SimpleNamespace
 
-    def __init__(self, rows: list[dict[str, Any]]) -> None:
-        from types import SimpleNamespace
+    from consent.audit import month_of
 
-        self.rows = sorted((SimpleNamespace(**r) for r in rows), key=lambda r: r.at, reverse=True)
-        self.months: list[int] = []
+    newest_first = sorted((SimpleNamespace(**r) for r in rows), key=lambda r: r.at, reverse=True)
 
-    def prepare(self, query: str) -> str:
-        assert "consent_audit" in query
-        return query
+    def answer(call: Call) -> list[Any]:
+        assert "consent_audit" in call.statement
+        return [r for r in newest_first if month_of(epoch_ms(r.at)) == call.params[0]]
 
-    def execute(self, _statement: str, params: tuple[int]) -> list[Any]:
-        from consent.audit import month_of
-
-        self.months.append(params[0])
-        return [r for r in self.rows if month_of(int(r.at.timestamp() * 1000)) == params[0]]
+    return FakeSession(answer)
 
 
 def test_the_erasures_owed_are_those_the_consent_audit_shows_none_for_since_the_opt_out() -> None:
@@ -278,7 +275,7 @@ def test_the_erasures_owed_are_those_the_consent_audit_shows_none_for_since_the_
         return {"at": at(ms), "action": "erase", "kind": "user", "id": user, "channel": channel,
                 "actor": "cli:x", "reason": None, "deleted": None}  # fmt: skip
 
-    session = _AuditSession(
+    session = _audit_session(
         [
             erase("1", T0 + 5),  # erased after the opt-out: nothing owed
             erase("2", T0 + 5, channel="chan"),  # only one channel's rows: still owed
@@ -294,4 +291,6 @@ def test_the_erasures_owed_are_those_the_consent_audit_shows_none_for_since_the_
     optouts = [OptOut(kind="user", id=user, by="cli:x", at=T0) for user in ("1", "2", "3", "4")]
     optouts.append(OptOut(kind="user", id="5", by="cli:x", at=T0, keep_history=True))
     assert [o.id for o in follower._not_erased(optouts)] == ["2", "3", "4"]
-    assert session.months[-1] == 202311  # read back to the month of the oldest opt-out, no further
+    assert (
+        session.executed[-1].params[0] == 202311
+    )  # read back to the month of the oldest opt-out, no further
