@@ -17,7 +17,9 @@ Read from their sources (gempir/justlog ``api/server.go``; boring-nick/rustlog `
   empty).
 * **jsonBasic**: rustlog's ``BasicMessage`` (``text``, ``displayName``, ``timestamp``, ``id``, ``tags``),
   what rustlog's web frontend asks for (``?jsonBasic``): ``text`` is the "user friendly" text below and a
-  CLEARCHAT's ``displayName`` its target login.
+  CLEARCHAT's ``displayName`` its target login. A CLEARMSG's ``text`` says whose message was deleted (as
+  ``systemText`` does): rustlog keeps a deletion in no user's log (it has no ``user-id``), chatlog keeps
+  it in the user's, and rustlog's frontend, which prints ``displayName: text``, drew it as a name alone.
 * **ndjson** (one per line): rustlog's ``FullMessage`` (the basic fields plus ``username``, ``channel``,
   ``raw``, ``type``) plus justlog's ``systemText``. A CLEARCHAT's ``username`` is empty there (the text
   format's line has no user).
@@ -183,9 +185,13 @@ def log_text_line(line: LogLine) -> str:
 
 
 def basic_message(event: ChatEvent) -> dict[str, Any]:
-    """rustlog's ``BasicMessage``."""
+    """rustlog's ``BasicMessage`` (``?jsonBasic``); a CLEARMSG's ``text`` is its :func:`system_text`."""
+    return _basic(event, system_text(event) if event.kind == "CLEARMSG" else friendly_text(event))
+
+
+def _basic(event: ChatEvent, text: str) -> dict[str, Any]:
     return {
-        "text": friendly_text(event),
+        "text": text,
         "displayName": event.display_name or event.user_login or _clearchat_target(event),
         "timestamp": timestamp(event.sent_at),
         "id": event.tags.get("id", ""),  # Twitch's message id; "" without one (rustlog)
@@ -199,8 +205,8 @@ def _clearchat_target(event: ChatEvent) -> str:
 
 
 def full_message(event: ChatEvent) -> dict[str, Any]:
-    """rustlog's ``FullMessage`` plus justlog's ``systemText``."""
-    message = basic_message(event)
+    """rustlog's ``FullMessage`` plus justlog's ``systemText`` (a CLEARMSG's ``text`` is "", rustlog's)."""
+    message = _basic(event, friendly_text(event))
     message.update(
         username=event.user_login or "",
         channel=event.channel,

@@ -269,6 +269,16 @@ def test_json_basic_clearchat_is_rustlogs_target_and_sentence() -> None:
     assert (basic["displayName"], basic["text"]) == ("alice", "alice has been banned")
 
 
+def test_json_basic_clearmsg_says_whose_message_was_deleted() -> None:
+    # rustlog's LogLine.tsx prints "displayName: text": with rustlog's empty text a deletion that chatlog
+    # keeps in the user's log (rustlog keeps it in none) was drawn as "troll:" and nothing
+    deleted = _event(kind="CLEARMSG", user_login="troll", text="spam", tags={"login": "troll"})
+    basic = basic_message(deleted)
+    assert set(basic) == RUSTLOG_BASIC_FIELDS
+    assert (basic["displayName"], basic["text"]) == ("troll", "a message of troll was deleted")
+    assert full_message(deleted)["text"] == ""  # ?ndjson and /api/live: rustlog's FullMessage, unchanged
+
+
 def test_json_is_the_full_message_for_every_other_kind() -> None:
     for event in every_event():
         if event.kind not in ("USERNOTICE", "CLEARCHAT"):
