@@ -62,6 +62,7 @@ from schemas.chat_event import (
 __all__ = [
     "CHAT_COMMANDS",
     "MODERATION_KINDS",
+    "USER_KINDS",
     "IrcMessage",
     "MalformedLine",
     "command_of",
@@ -80,7 +81,10 @@ MODERATION_KINDS: Final[frozenset[str]] = frozenset({"CLEARCHAT", "CLEARMSG"})
 """The events a moderator causes (a ban or timeout, a deleted message): the server sends them, and the user
 they concern is their target (``target-user-id``; the login in CLEARCHAT's text or CLEARMSG's ``login``
 tag), not a sender."""
-CHAT_COMMANDS: Final[frozenset[str]] = frozenset({"PRIVMSG", "USERNOTICE", "NOTICE"}) | MODERATION_KINDS
+USER_KINDS: Final[frozenset[str]] = frozenset({"PRIVMSG", "USERNOTICE"})
+"""The events a user's own action makes (a message; a sub, raid or other notice of theirs): what a user
+said, as a random line or a deleted one is picked from."""
+CHAT_COMMANDS: Final[frozenset[str]] = USER_KINDS | {"NOTICE"} | MODERATION_KINDS
 
 _HALF_LOGIN: Final = MAX_LOGIN_CHARS // 2
 

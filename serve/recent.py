@@ -26,14 +26,13 @@ from dataclasses import dataclass
 from typing import Final
 
 from consent.rule import whose
-from core.irc_parse import MODERATION_KINDS, with_tags
+from core.irc_parse import CHAT_COMMANDS, MODERATION_KINDS, USER_KINDS, with_tags
 from schemas.chat_event import ChatEvent
 
-EXPORTED_KINDS: Final = frozenset({"PRIVMSG", "CLEARCHAT", "CLEARMSG", "USERNOTICE", "NOTICE", "ROOMSTATE"})
+EXPORTED_KINDS: Final = CHAT_COMMANDS | {"ROOMSTATE"}
 IGNORED_NOTICE_IDS: Final = frozenset(
     {"no_permission", "host_on", "host_off", "host_target_went_offline", "msg_channel_suspended"}
 )
-_SENT: Final = frozenset({"PRIVMSG", "USERNOTICE"})
 _YEAR_S: Final = 31_557_600  # 365.25 days, as humantime counts a year
 _MONTH_S: Final = 2_630_016  # 30.44 days, as humantime counts a month
 
@@ -75,7 +74,7 @@ def _message_id(event: ChatEvent) -> str:
 
 def _hits(event: ChatEvent, clearchat: ChatEvent) -> bool:
     """Whether a CLEARCHAT of one user targets ``event``."""
-    if event.kind not in _SENT:
+    if event.kind not in USER_KINDS:
         return False
     target_id, target = whose(clearchat)
     if target_id and event.user_id:
@@ -98,7 +97,7 @@ def deleted_flags(events: list[ChatEvent]) -> list[bool]:
                 for j in range(i):
                     if not flags[j] and _hits(events[j], event):
                         flags[j] = True
-        if event.kind in _SENT:
+        if event.kind in USER_KINDS:
             index_by_id.setdefault(_message_id(event), []).append(i)
     return flags
 

@@ -13,9 +13,10 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Iterable, Mapping
 from datetime import date
-from typing import Any, Final
+from typing import Any
 
 from consent.rule import named_login, whose
+from core.irc_parse import USER_KINDS
 from core.logins import login_of
 from core.times import utc_day
 from schemas.chat_event import ChatEvent
@@ -24,8 +25,6 @@ from serve.store.protocol import ById, Channel, Named
 from serve.store.row import LogLine
 
 __all__ = ["MemoryStore"]
-
-RANDOM_KINDS: Final = frozenset({"PRIVMSG", "USERNOTICE"})
 
 
 class MemoryStore:
@@ -189,11 +188,11 @@ class MemoryStore:
 
     async def random_channel_event(self, channel: Named) -> ChatEvent | None:
         self._call("random_channel_event")
-        return next((e for e in self._channel_events(channel) if e.kind in RANDOM_KINDS), None)
+        return next((e for e in self._channel_events(channel) if e.kind in USER_KINDS), None)
 
     async def random_user_event(self, channel: Named, user: Named) -> ChatEvent | None:
         self._call("random_user_event")
-        return next((e for e in self._user_events(channel, user) if e.kind in RANDOM_KINDS), None)
+        return next((e for e in self._user_events(channel, user) if e.kind in USER_KINDS), None)
 
     async def user_count(self, channel: Named, user: Named, lo: int, hi: int) -> tuple[int, str | None]:
         self._call("user_count")

@@ -21,8 +21,9 @@ LOGINS: Final = "core/logins.py"
 TIMES: Final = "core/times.py"
 ERRORS: Final = "core/errors.py"
 LEFT_FOR_ISSUE_35: Final = frozenset({"serve/store/cassandra_store.py"})
-"""Its ``_day`` is :func:`core.times.utc_day` again; the file is being rewritten for issue 35 (user months),
-so the call is made there, not here."""
+"""Its ``_day`` is :func:`core.times.utc_day` again and its ``RANDOM_KINDS``
+:data:`core.irc_parse.USER_KINDS`; the file is being rewritten for issue 35 (user months), so the calls are
+made there, not here."""
 
 
 def _sources(root: Path, packages: tuple[str, ...]) -> Iterator[tuple[str, ast.Module]]:
@@ -134,9 +135,10 @@ def test_the_check_finds_a_second_whose(tmp_path: Path) -> None:
 
 
 def small_rule_copies(root: Path = REPO) -> list[str]:
-    """``file:line what`` of each copy of a small rule that core/ owns: the moderation kinds
-    (:data:`core.irc_parse.MODERATION_KINDS`), a login as stored (:func:`core.logins.login_of`), a UTC day
-    of epoch ms and back (:mod:`core.times`), a text as one line (:func:`core.errors.one_line`)."""
+    """``file:line what`` of each copy of a small rule that core/ owns: the moderation kinds and the kinds a
+    user sends (:data:`core.irc_parse.MODERATION_KINDS`, :data:`~core.irc_parse.USER_KINDS`), a login as
+    stored (:func:`core.logins.login_of`), a UTC day of epoch ms and back (:mod:`core.times`), a text as one
+    line (:func:`core.errors.one_line`)."""
     out: list[str] = []
     for name, tree in _sources(root, PRODUCT):
         for node in ast.walk(tree):
@@ -144,6 +146,8 @@ def small_rule_copies(root: Path = REPO) -> list[str]:
                 values = {e.value for e in node.elts if isinstance(e, ast.Constant)}
                 if values == {"CLEARCHAT", "CLEARMSG"}:
                     out.append(f"{name}:{node.lineno} moderation kinds")
+                elif values == {"PRIVMSG", "USERNOTICE"} and name not in LEFT_FOR_ISSUE_35:
+                    out.append(f"{name}:{node.lineno} user kinds")
         for node, method, args in _calls(tree):
             if name != LOGINS and method in ("lstrip", "removeprefix") and args[:1] == ["#"]:
                 inner = ast.unparse(node)
@@ -161,7 +165,7 @@ def small_rule_copies(root: Path = REPO) -> list[str]:
                 joiner = node.func.value
                 if isinstance(joiner, ast.Constant) and joiner.value == " " and _is_split_of_str(node.args):
                     out.append(f"{name}:{node.lineno} one_line")
-    return sorted(out, key=lambda hit: (hit.split(":")[0], int(hit.split(":")[1].split()[0])))
+    return sorted(out, key=lambda hit: (hit.split(":")[0], int(hit.split(":")[1].split()[0]), hit))
 
 
 def _called_on_result(tree: ast.AST, call: ast.Call, method: str) -> bool:
@@ -192,7 +196,7 @@ def test_the_check_finds_copies_of_the_small_rules(tmp_path: Path) -> None:
     (tmp_path / "sink" / "x.py").write_text(
         "import calendar\n"
         "from datetime import UTC, datetime\n"
-        "KINDS = frozenset({'CLEARMSG', 'CLEARCHAT'})\n"
+        "KINDS = frozenset({'CLEARMSG', 'CLEARCHAT'}), ('USERNOTICE', 'PRIVMSG')\n"
         "def login(name: str) -> str:\n"
         "    return name.strip().lstrip('#').lower()\n"
         "def day(ms: int) -> object:\n"
@@ -204,6 +208,7 @@ def test_the_check_finds_copies_of_the_small_rules(tmp_path: Path) -> None:
     )
     assert small_rule_copies(tmp_path) == [
         "sink/x.py:3 moderation kinds",
+        "sink/x.py:3 user kinds",
         "sink/x.py:5 login",
         "sink/x.py:7 ms to day",
         "sink/x.py:9 day to ms",
