@@ -5,8 +5,8 @@ The tables (``schemas/cassandra.cql``) and how each is reached:
 * ``chat_by_user``: a user's pointers, partition ``(channel_key, user_key, period)``. The user's keys are
   its Twitch id and ``login:<login>`` for every login of it in ``user_names`` (a deleted message names its
   user by login only, and lines without ids are keyed by login). Its channels: the one given, else every
-  channel key of ``chat_buckets``; its periods: those of the channel's buckets (asked 64 at a time, for
-  the non-empty ones, then those read). The pointers include the
+  channel key of ``chat_buckets``; its periods: the months and half days of the channel's buckets (asked
+  64 at a time, for the non-empty ones, then those read). The pointers include the
   bans, timeouts and deleted messages that target the user.
 * ``chat_by_channel``: the rows the pointers point to. In each 5-minute bucket that holds any, the bucket's
   keys are read and the user's rows deleted as whole runs: the whole partition when every row is the
@@ -52,7 +52,7 @@ from consent.rule import whose
 from core.errors import ChatlogError, one_line
 from core.irc_parse import MalformedLine, parse_line
 from core.times import epoch_ms
-from schemas.cql import LOGIN_KEY_PREFIX, bucket_of, user_key, user_period
+from schemas.cql import LOGIN_KEY_PREFIX, bucket_of, month_period, user_key, user_period
 from schemas.stored_line import restore
 
 TABLES: Final = (
@@ -246,7 +246,8 @@ def _erase_user(
     else:
         channels = sorted({row.channel_key for row in cql.session.execute(cql.channel_keys)})
     for channel in channels:
-        periods = sorted({user_period(epoch_ms(row.bucket)) for row in cql.rows(cql.buckets, (channel,))})
+        starts = [epoch_ms(row.bucket) for row in cql.rows(cql.buckets, (channel,))]
+        periods = sorted({f(at) for at in starts for f in (user_period, month_period)})
         probes = [
             (channel, key, periods[i : i + PROBE_PERIODS])
             for key in keys
@@ -258,7 +259,8 @@ def _erase_user(
             for row in rows
         )
         read_at = now_us()
-        for partition, pointers in zip(partitions, cql.many(cql.pointers, partitions), strict=True):
+        for partition, found in zip(partitions, cql.many(cql.pointers, partitions), strict=True):
+            pointers = [row for row in found if row.sent_at is not None]  # not a month's static flag alone
             if not pointers:
                 continue
             _delete_payload(cql, channel, pointers, report)
@@ -360,6 +362,7 @@ def _erase_channel(cql: _Cql, channel_id: str, report: ErasureReport, tell: Prog
                 key = row_user_key(row.line or "", row.message_id, sent_at)
                 if key is not None:
                     users.add((key, user_period(sent_at)))
+                    users.add((key, month_period(sent_at)))
             new = sorted(users - done)
             cql.many(cql.delete_pointers, [(read_at, channel, key, period) for key, period in new])
             done.update(new)

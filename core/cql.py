@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import ssl
+from collections.abc import Callable
 from typing import Any
 
 from core.errors import ChatlogError, one_line
@@ -203,8 +204,11 @@ def connect_failure(settings: CassandraSettings, exc: BaseException) -> str:
     return f"{where} is not reachable (CHATLOG_CASSANDRA_HOSTS, CHATLOG_CASSANDRA_PORT): {reason}"
 
 
-def apply_schema(settings: CassandraSettings, keyspace: str | None = None) -> int:
-    """Create the keyspace and tables if missing; returns how many statements ran."""
+def apply_schema(
+    settings: CassandraSettings, keyspace: str | None = None, tell: Callable[[str], None] = lambda _m: None
+) -> int:
+    """Create the keyspace and tables if missing, and migrate a user table of the half-day layout
+    (:mod:`core.user_months`, told to ``tell``); returns how many statements ran."""
     ks = keyspace or settings.cassandra_keyspace
     try:
         cluster, session = connect(settings, timeout=30)
@@ -213,9 +217,14 @@ def apply_schema(settings: CassandraSettings, keyspace: str | None = None) -> in
     except Exception as exc:
         raise ChatlogError(connect_failure(settings, exc)) from None
     try:
+        from core.user_months import mark_spilled, needs_migration
+
         stmts = cql.statements(ks, settings.cassandra_replication)
+        migrate = needs_migration(session, ks)  # before the statements: a new table is made migrated
         for stmt in stmts:
             session.execute(stmt, timeout=60)
+        if migrate:
+            mark_spilled(session, ks, tell)
         return len(stmts)
     finally:
         cluster.shutdown()

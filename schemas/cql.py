@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import ast
+import calendar
 import re
+import time
 import uuid
 from collections.abc import Mapping
 from importlib import resources
@@ -167,7 +169,80 @@ def period_start_ms(period: int) -> int:
 
 
 def user_periods(since_ms: int, until_ms: int) -> list[int]:
-    """The periods the range ``[since_ms, until_ms)`` touches, oldest first (empty when it is empty)."""
+    """The half-day periods the range ``[since_ms, until_ms)`` touches, oldest first (empty when it is
+    empty)."""
     if until_ms <= since_ms:
         return []
     return list(range(user_period(since_ms), user_period(until_ms - 1) + 1))
+
+
+# -- a user's month in one partition (issue 35, docs/storage.md "A user's month") ------------------------
+
+MONTH_PERIOD_SCALE: Final = 100
+"""A month partition's ``period`` is ``yyyymm * 100`` (202611 -> 20261100): above every half-day
+number (``sent_at // 43.2M``: 5,865,793 at the end of year 9999) and every old pointer period
+(``yyyymm * 10 + part``: at most 9,999,124)."""
+MONTH_PERIOD_MIN: Final = 100_001 * MONTH_PERIOD_SCALE
+"""The smallest month period (January of year 1000): a period at least this is a month."""
+USER_MONTH_ROWS: Final = 20_000
+"""Rows a sink process writes into one user's month partition before it spills that user-month into
+half-day partitions (the default of ``CHATLOG_SINK_USER_MONTH_ROWS``): 20,000 x 565.5 B = 10.8 MiB."""
+SPILL_WRITERS: Final = 9
+"""The partition bound holds for a month partition written by this many sink processes up to their cap
+(each restart of a Spark Python worker starts counting again; a replay writes up to the cap anew)."""
+
+
+def is_month_period(period: int) -> bool:
+    """Whether ``period`` names a month partition (else a half day)."""
+    return period >= MONTH_PERIOD_MIN
+
+
+def month_period(sent_at_ms: int) -> int:
+    """The month partition of a time: ``yyyymm * 100`` of its UTC calendar month."""
+    moment = time.gmtime(sent_at_ms // 1000)
+    return (moment.tm_year * 100 + moment.tm_mon) * MONTH_PERIOD_SCALE
+
+
+def month_start_ms(period: int) -> int:
+    """Epoch ms of the first instant of month period ``period``."""
+    yyyymm = period // MONTH_PERIOD_SCALE
+    return calendar.timegm((yyyymm // 100, yyyymm % 100, 1, 0, 0, 0)) * 1000
+
+
+def month_end_ms(period: int) -> int:
+    """Epoch ms of the first instant after month period ``period``."""
+    yyyymm = period // MONTH_PERIOD_SCALE
+    year, month = divmod(yyyymm, 100)
+    year, month = (year + 1, 1) if month == 12 else (year, month + 1)
+    return calendar.timegm((year, month, 1, 0, 0, 0)) * 1000
+
+
+def month_periods(since_ms: int, until_ms: int) -> list[int]:
+    """The month periods the range ``[since_ms, until_ms)`` touches, oldest first."""
+    if until_ms <= since_ms:
+        return []
+    out = [month_period(since_ms)]
+    last = month_period(until_ms - 1)
+    while out[-1] < last:
+        out.append(month_period(month_end_ms(out[-1])))
+    return out
+
+
+def half_days_of(month: int, since_ms: int, until_ms: int) -> list[int]:
+    """The half-day periods of month period ``month`` within ``[since_ms, until_ms)``."""
+    return user_periods(max(since_ms, month_start_ms(month)), min(until_ms, month_end_ms(month)))
+
+
+HALF_DAY_MAX: Final = 1_000_000
+"""Half-day periods are below this (the year 3338); the old pointer periods (``yyyymm * 10 + part``) between
+it and :data:`MONTH_PERIOD_MIN` are no longer read."""
+
+
+def is_half_day(period: int) -> bool:
+    """Whether ``period`` names a half-day partition."""
+    return period < HALF_DAY_MAX
+
+
+def month_of(period: int) -> int:
+    """The month period a period lies in (itself for a month period)."""
+    return period if is_month_period(period) else month_period(period_start_ms(period))

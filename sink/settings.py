@@ -17,6 +17,7 @@ from pydantic import Field, field_validator
 
 from consent.settings import ConsentSettings
 from core.settings import INT32_MAX, PROJECT_ROOT, CassandraSettings, Consistency
+from schemas.cql import USER_MONTH_ROWS
 
 _UNITS_MS = {
     "ms": 1,
@@ -217,6 +218,14 @@ class SinkSettings(ConsentSettings, CassandraSettings):
         9101, ge=0, le=65535, description="Prometheus metrics HTTP port of the sink (0 = off)."
     )
     sink_apply_schema: bool = Field(True, description="Create the keyspace and tables at start if missing.")
+    sink_user_month_rows: int = Field(
+        USER_MONTH_ROWS,
+        ge=1,
+        le=USER_MONTH_ROWS,
+        description="Rows a sink process writes into one user's month partition of chat_by_user before the "
+        "rest of that user-month goes into half-day partitions (a bot; docs/storage.md). At most the "
+        "default, which bounds the month partition.",
+    )
     sink_spark_private_api: bool = Field(
         True,
         description="Use the private Spark APIs fenced in sink/spark_private.py (raw-bytes hand-over, "

@@ -54,7 +54,9 @@ def run_init(*, topics: bool, cql: bool, wait_s: float, report: Callable[[str], 
     if cql:
         cassandra = load(CassandraSettings)
         cql_mod.quiet_driver_logs()  # a failure is one line from apply_schema, not driver tracebacks
-        count = retry_until(lambda: cql_mod.apply_schema(cassandra), wait_s=wait_s, report=report)
+        count = retry_until(
+            lambda: cql_mod.apply_schema(cassandra, tell=report), wait_s=wait_s, report=report
+        )
         report(f"cql: {count} statements applied to keyspace {cassandra.cassandra_keyspace}")
 
 

@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import asyncio
 import heapq
+import logging
 import time
 import uuid
 from collections import deque
@@ -51,14 +52,17 @@ from cassandra.query import tuple_factory
 from core.irc_parse import sender_of
 from core.logins import login_of
 from core.times import epoch_ms, naive_utc
+from core.user_months import has_flag, needs_migration
 from schemas.chat_event import MAX_ID_CHARS, MAX_LOGIN_CHARS, ChatEvent
 from schemas.cql import (
     BUCKET_MS,
     bucket_of,
     channel_key,
-    period_start_ms,
+    half_days_of,
+    month_of,
+    month_periods,
+    month_start_ms,
     user_key,
-    user_periods,
 )
 from serve.store import random_pick
 from serve.store.aiocql import PagedQuery
@@ -74,9 +78,9 @@ ROW_COLUMNS: Final = (
 by Cassandra, they cost the driver ~5 µs less per row than a ``timestamp`` (a datetime) and a ``uuid``
 (a UUID object, then its text for the line): a channel-day read is mostly this per-row cost. The rows come
 as plain tuples (another ~1 µs less than a named tuple each), indexed by the four names below."""
-_SENT, _MID, _LINE, _RECEIVED = range(4)
+_SENT, _MID, _LINE, _RECEIVED, _SPILLED = range(5)
 _TUPLE_ROWS: Final = frozenset(
-    ("rows", "rows_desc", "rows_in", "user_rows", "user_rows_desc")
+    ("rows", "rows_desc", "rows_in", "user_rows", "user_rows_desc", "user_month", "user_month_desc")
 )  # fmt: skip
 """The statements that select :data:`ROW_COLUMNS`."""
 _FAR: Final = 253_402_300_799_999
@@ -90,6 +94,7 @@ _MISS_TTL_S: Final = 5.0
 shows within it)."""
 _LONG_RANGE_MS: Final = 400 * 86_400_000
 """A user's range longer than this (their whole life in a channel) ends at the channel's latest bucket."""
+log = logging.getLogger(__name__)
 T = TypeVar("T")
 U = TypeVar("U")
 Order = tuple[int, int, int, int]
@@ -183,9 +188,24 @@ def _newest(rows: Iterable[Any], value: Callable[[Any], str]) -> list[str]:
     return list(dict.fromkeys(value(r) for r in ranked))
 
 
-def _month_of_period(period: int) -> tuple[int, int]:
-    moment = time.gmtime(period_start_ms(period) // 1000)
+def _year_month(period: int) -> tuple[int, int]:
+    """(year, month) of the month a user period lies in."""
+    moment = time.gmtime(month_start_ms(month_of(period)) // 1000)
     return moment.tm_year, moment.tm_mon
+
+
+async def _distinct(rows: AsyncIterator[Any]) -> AsyncIterator[Any]:
+    """``rows`` (sorted) without a row whose time and id repeat the one before it (a spilled user-month's
+    row written into both its month and its half day by a replay)."""
+    last: Any = None
+    try:
+        async for row in rows:
+            key = (row[_SENT], row[_MID])
+            if key != last:
+                last = key
+                yield row
+    finally:
+        await aclose(rows)
 
 
 class OutOfOrder(RuntimeError):
@@ -222,8 +242,24 @@ class CassandraStore:
         bucket_batch: int = 24,
         channels_ttl_s: float = 60.0,
         names_ttl_s: float | None = None,
+        unmarked: bool | None = None,
     ) -> None:
         self.session = session
+        flag = "spilled"
+        if unmarked is None:
+            unmarked = bool(session.keyspace) and needs_migration(session, session.keyspace)
+            if unmarked and not has_flag(session, session.keyspace):
+                flag = "(boolean)true AS spilled"  # every month may have half days
+        self.unmarked = unmarked
+        """The keyspace's half-day partitions may be unmarked (``chatlog init`` has not migrated it to month
+        partitions, :mod:`core.user_months`): every month without a month partition reads its half days too,
+        as slowly as the half-day layout did (serve logs a warning)."""
+        if unmarked:
+            log.warning(
+                "keyspace %s holds half-day user partitions not marked for month reads: `chatlog init` "
+                "migrates it (user-months read slowly until then)",
+                session.keyspace,
+            )
         self.fetch_size = fetch_size
         self.first_page = max(first_page, 1)
         self.read_ahead = max(read_ahead, 0)
@@ -240,6 +276,7 @@ class CassandraStore:
         desc = "ORDER BY sent_at DESC, message_id DESC"
         rows = f"SELECT {ROW_COLUMNS} FROM chat_by_channel WHERE channel_key = ? AND bucket = ?"
         user_rows = f"SELECT {ROW_COLUMNS} FROM chat_by_user WHERE channel_key = ? AND user_key = ?"
+        user_month = f"SELECT {ROW_COLUMNS}, {flag} FROM chat_by_user WHERE channel_key = ? AND user_key = ?"
         self._stmts: dict[str, Any] = {
             "distinct": prepare("SELECT DISTINCT channel_key FROM chat_buckets"),
             "buckets": prepare(
@@ -266,9 +303,15 @@ class CassandraStore:
             ),
             "user_rows": prepare(f"{user_rows} AND period IN ? {window}"),
             "user_rows_desc": prepare(f"{user_rows} AND period = ? {window} {desc}"),
+            "user_month": prepare(f"{user_month} AND period = ? {window}"),
+            "user_month_desc": prepare(f"{user_month} AND period = ? {window} {desc}"),
+            "spilled": prepare(
+                f"SELECT {flag} FROM chat_by_user WHERE channel_key = ? AND user_key = ? AND period = ? "
+                "LIMIT 1"
+            ),
             "probe": prepare(
-                "SELECT period FROM chat_by_user WHERE channel_key = ? AND user_key = ? AND period IN ? "
-                "PER PARTITION LIMIT 1"
+                f"SELECT period, {flag}, toUnixTimestamp(sent_at) AS sent_ms FROM chat_by_user "
+                "WHERE channel_key = ? AND user_key = ? AND period IN ? PER PARTITION LIMIT 1"
             ),
             "count": prepare(
                 "SELECT COUNT(*) AS n FROM chat_by_user WHERE channel_key = ? AND user_key = ? "
@@ -503,54 +546,107 @@ class CassandraStore:
         self._ends[(end, key)] = (now + ttl, found)
         return found
 
-    async def _pairs_and_periods(
+    async def _user_span(
         self, channel: Named, user: Named, lo: int = 0, hi: int = _FAR
-    ) -> tuple[Keys, Keys, list[Pair], list[int]]:
+    ) -> tuple[Keys, Keys, list[Pair], int, int]:
         """The channel's and user's keys, the (channel key, user key) pairs of the channel keys that hold
-        anything, and the user periods of ``[lo, hi)`` from the channel's first bucket on (to its latest
-        one when the range is longer than :data:`_LONG_RANGE_MS`: a channel's whole life)."""
+        anything, and the part of ``[lo, hi)`` from the channel's first bucket on (to its latest one when
+        the range is longer than :data:`_LONG_RANGE_MS`: a channel's whole life)."""
         channel_keys, user_keys = await asyncio.gather(self.channel_keys(channel), self.user_keys(user))
         firsts = await asyncio.gather(*(self._end_bucket("first", key) for key in channel_keys.keys))
         found = zip(channel_keys.keys, firsts, strict=True)
         having = {key: first for key, first in found if first is not None}
         if not having or not user_keys.keys:
-            return channel_keys, user_keys, [], []
+            return channel_keys, user_keys, [], lo, lo
         start, end = max(lo, min(having.values())), hi
         if end - start > _LONG_RANGE_MS:
             span = await self._span(list(having))
             end = hi if span is None else min(hi, span[1])
         pairs = [(c, u) for c in having for u in user_keys.keys]
-        return channel_keys, user_keys, pairs, user_periods(start, end)
+        return channel_keys, user_keys, pairs, start, end
 
-    async def _probe(self, pairs: Sequence[Pair], periods: Sequence[int]) -> dict[int, list[Pair]]:
-        """Which of ``periods`` hold a pointer of each pair: period -> the pairs (in ``pairs`` order)."""
+    async def _probe_rows(self, pairs: Sequence[Pair], periods: Sequence[int]) -> list[tuple[Pair, Any]]:
+        """Each pair's first row (``period``, ``spilled``, ``sent_ms``) of each of ``periods`` that holds
+        anything (a month partition holding only its ``spilled`` flag: ``sent_ms`` None)."""
         gate = asyncio.Semaphore(_CONCURRENT_LOOKUPS)
 
-        async def probe(pair: Pair, batch: Sequence[int]) -> tuple[Pair, list[int]]:
+        async def probe(pair: Pair, batch: Sequence[int]) -> list[tuple[Pair, Any]]:
             async with gate:
                 rows = await self._query("probe", *pair, list(batch)).all()
-            return pair, [row.period for row in rows]
+            return [(pair, row) for row in rows]
 
         batches = [periods[i : i + self.probe_batch] for i in range(0, len(periods), self.probe_batch)]
+        found = await asyncio.gather(*(probe(p, b) for p in pairs for b in batches))
+        return [hit for hits in found for hit in hits]
+
+    async def _probe(self, pairs: Sequence[Pair], periods: Sequence[int]) -> dict[int, list[Pair]]:
+        """Which of ``periods`` hold a row of each pair: period -> the pairs (in ``pairs`` order)."""
         found: dict[int, list[Pair]] = {}
-        for pair, hits in await asyncio.gather(*(probe(p, b) for p in pairs for b in batches)):
-            for period in hits:
-                found.setdefault(period, []).append(pair)
+        for pair, row in await self._probe_rows(pairs, periods):
+            if row.sent_ms is not None:
+                found.setdefault(row.period, []).append(pair)
         return found
 
+    async def _partitions(
+        self, pairs: Sequence[Pair], lo: int, hi: int
+    ) -> tuple[dict[int, list[Pair]], set[tuple[Pair, int]]]:
+        """Every user partition of ``pairs`` holding rows in the months of ``[lo, hi)``: the month
+        partitions, and the half days of the months whose month partition is ``spilled`` (a bot's month,
+        or a month of the half-day layout marked by its migration: a month without a month partition has
+        no half day either); period -> the pairs. Besides, the (pair, month)s read from both a month
+        partition and half days (where a row may be in both)."""
+        months = month_periods(lo, hi)
+        found: dict[int, list[Pair]] = {}
+        spilled: dict[int, list[Pair]] = {}
+        with_rows: set[tuple[Pair, int]] = set()
+        present: set[tuple[Pair, int]] = set()
+        for pair, row in await self._probe_rows(pairs, months):
+            present.add((pair, row.period))
+            if row.sent_ms is not None:
+                found.setdefault(row.period, []).append(pair)
+                with_rows.add((pair, row.period))
+            if row.spilled:
+                spilled.setdefault(row.period, []).append(pair)
+        if self.unmarked:  # a month without a month partition may have half days
+            for month in months:
+                spilled.setdefault(month, []).extend(p for p in pairs if (p, month) not in present)
+        rest = sorted((m, missing) for m, missing in spilled.items() if missing)
+        probed = await asyncio.gather(*(self._probe(missing, half_days_of(m, lo, hi)) for m, missing in rest))
+        mixed: set[tuple[Pair, int]] = set()
+        for (month, _), hits in zip(rest, probed, strict=True):
+            for period, having in hits.items():
+                found.setdefault(period, []).extend(having)
+                mixed.update((pair, month) for pair in having if (pair, month) in with_rows)
+        return found, mixed
+
     async def user_months(self, channel: Named, user: Named) -> list[tuple[int, int]]:
-        _, _, pairs, periods = await self._pairs_and_periods(channel, user)
-        hits = await self._probe(pairs, periods)
-        return sorted({_month_of_period(p) for p in hits}, reverse=True)
+        _, _, pairs, start, end = await self._user_span(channel, user)
+        found, _ = await self._partitions(pairs, start, end)
+        return sorted({_year_month(p) for p in found}, reverse=True)
 
     async def latest_user_month(self, channel: Named, user: Named) -> tuple[int, int] | None:
-        _, _, pairs, periods = await self._pairs_and_periods(channel, user)
-        newest_first = periods[::-1]
-        for i in range(0, len(newest_first), self.probe_batch):
-            hits = await self._probe(pairs, newest_first[i : i + self.probe_batch])
-            if hits:
-                return _month_of_period(max(hits))
-        return None
+        _, _, pairs, start, end = await self._user_span(channel, user)
+        months = month_periods(start, end)
+        probed = await self._probe_rows(pairs, months)
+        with_rows = {row.period for _, row in probed if row.sent_ms is not None}
+        flagged = {row.period for _, row in probed if row.spilled or self.unmarked}
+        if self.unmarked:
+            flagged.update(months)
+        pending: list[int] = []  # half days of newer spilled months without month rows, newest first
+
+        async def newest_of_pending() -> tuple[int, int] | None:
+            hits = await self._probe(pairs, pending) if pending else {}
+            pending.clear()
+            return _year_month(max(hits)) if hits else None
+
+        for month in reversed(months):
+            if month in with_rows:
+                return await newest_of_pending() or _year_month(month)
+            if month in flagged:
+                pending.extend(reversed(half_days_of(month, start, end)))
+            if len(pending) >= self.probe_batch and (found := await newest_of_pending()):
+                return found
+        return await newest_of_pending()
 
     # -- events --------------------------------------------------------------------------------------------
 
@@ -693,25 +789,75 @@ class CassandraStore:
             async for _, row in _merge([q.rows() for q in current], order):
                 yield row
 
+    async def _spilled(self, pair: Pair, month: int) -> bool:
+        """Whether the month partition's ``spilled`` is set (False when there is no such partition: a
+        keyspace of the half-day layout is marked by its migration, so no half day of the month exists)."""
+        rows = await self._query("spilled", *pair, month).all()
+        return bool(rows[0].spilled) if rows else self.unmarked
+
+    async def _pair_month(
+        self, pair: Pair, month: int, lo: int, hi: int, reverse: bool
+    ) -> AsyncIterator[Any]:
+        """The rows of one (channel key, user key) in month ``month`` within ``[lo, hi)``, in time order
+        (newest first if ``reverse``): its month partition alone unless it is spilled (one query, the usual
+        case); else merged with the month's half days (a bot's month, or a month of the half-day layout,
+        marked by its migration), an id read twice dropped."""
+        window = (_dt(lo), _dt(hi))
+        pages = self._query("user_month_desc" if reverse else "user_month", *pair, month, *window).pages()
+        try:
+            first = await anext(pages, None)
+            if not (first[0][_SPILLED] if first else await self._spilled(pair, month)):
+                for row in first or ():
+                    yield row
+                async for page in pages:
+                    for row in page:
+                        yield row
+                return
+            half_days = half_days_of(month, lo, hi)
+            halves: AsyncIterator[Any]
+            if reverse:
+                halves = self._descending(await self._probe([pair], half_days[::-1]), lo, hi)
+            else:
+                halves = self._ascending(pair, half_days, lo, hi)
+            if not first:
+                async for row in halves:
+                    yield row
+                return
+
+            async def month_rows() -> AsyncIterator[Any]:
+                for row in first:
+                    yield row
+                async for page in pages:
+                    for row in page:
+                        yield row
+
+            merged = (row async for _, row in _merge([month_rows(), halves], _row_order(reverse)))
+            async for row in _distinct(merged):
+                yield row
+        finally:
+            await aclose(pages)
+
     async def _user_lines(
         self, channel: Named, user: Named, lo: int, hi: int, reverse: bool
     ) -> AsyncIterator[LogLine]:
         if lo >= hi:
             return
-        channel_keys, _, pairs, periods = await self._pairs_and_periods(channel, user, lo, hi)
-        if not pairs or not periods:
+        channel_keys, _, pairs, start, end = await self._user_span(channel, user, lo, hi)
+        if not pairs or start >= end:
             return
-        rows: AsyncIterator[Any]
-        if reverse:
-            rows = self._descending(await self._probe(pairs, periods), lo, hi)
-        else:
-            ascending = [self._ascending(pair, periods, lo, hi) for pair in pairs]
-            rows = (row async for _, row in _merge(ascending, _row_order(False)))
-        try:
-            async for row in rows:
-                yield self._line(row, channel_keys.name)
-        finally:
-            await aclose(rows)
+        months = month_periods(start, end)
+        for month in reversed(months) if reverse else months:
+            sources = [self._pair_month(pair, month, start, end, reverse) for pair in pairs]
+            rows: AsyncIterator[Any] = (
+                sources[0]
+                if len(sources) == 1
+                else _distinct(row async for _, row in _merge(sources, _row_order(reverse)))
+            )
+            try:
+                async for row in rows:
+                    yield self._line(row, channel_keys.name)
+            finally:
+                await aclose(rows)
 
     def senders(self, channel: Named, lo: int, hi: int) -> AsyncIterator[tuple[str | None, str | None]]:
         return self._senders(channel, lo, hi)
@@ -747,16 +893,34 @@ class CassandraStore:
     # -- counts and random picks ---------------------------------------------------------------------------
 
     async def user_count(self, channel: Named, user: Named, lo: int, hi: int) -> tuple[int, str | None]:
-        _, user_keys, pairs, periods = await self._pairs_and_periods(channel, user, lo, hi)
+        _, user_keys, pairs, start, end = await self._user_span(channel, user, lo, hi)
         gate = asyncio.Semaphore(_CONCURRENT_LOOKUPS)
 
         async def count(pair: Pair, batch: Sequence[int]) -> int:
             async with gate:
-                rows = await self._query("count", *pair, list(batch), _dt(lo), _dt(hi)).all()
+                rows = await self._query("count", *pair, list(batch), _dt(start), _dt(end)).all()
             return int(rows[0].n) if rows else 0
 
-        batches = [periods[i : i + self.probe_batch] for i in range(0, len(periods), self.probe_batch)]
-        counts = await asyncio.gather(*(count(p, b) for p in pairs for b in batches))
+        found, mixed = await self._partitions(pairs, start, end) if start < end else ({}, set())
+        by_pair: dict[Pair, list[int]] = {}
+        for period, having in found.items():
+            for pair in having:
+                if (pair, month_of(period)) not in mixed:
+                    by_pair.setdefault(pair, []).append(period)
+
+        async def distinct(pair: Pair, month: int) -> int:
+            """A month read from its partition and its half days: rows counted once (a row may be in both)."""
+            rows = self._pair_month(pair, month, start, end, False)
+            return sum([1 async for _ in rows])
+
+        batches = [
+            (pair, periods[i : i + self.probe_batch])
+            for pair, periods in by_pair.items()
+            for i in range(0, len(periods), self.probe_batch)
+        ]
+        counts = await asyncio.gather(
+            *(count(p, b) for p, b in batches), *(distinct(p, m) for p, m in sorted(mixed))
+        )
         return sum(counts), user_keys.id
 
     async def random_channel_event(self, channel: Named) -> ChatEvent | None:
@@ -777,10 +941,9 @@ class CassandraStore:
         return await random_pick.pick(buckets, count, nth, _picked)
 
     async def random_user_event(self, channel: Named, user: Named) -> ChatEvent | None:
-        channel_keys, _, pairs, periods = await self._pairs_and_periods(channel, user)
-        hits = [
-            (pair, period) for period, found in (await self._probe(pairs, periods)).items() for pair in found
-        ]
+        channel_keys, _, pairs, start, end = await self._user_span(channel, user)
+        partitions, _ = await self._partitions(pairs, start, end) if start < end else ({}, set())
+        hits = [(pair, period) for period, found in partitions.items() for pair in found]
 
         async def count(hit: tuple[Pair, int]) -> int:
             (key, who), period = hit

@@ -77,3 +77,34 @@ class NameCache:
 
 
 NAME_CACHE = NameCache()
+
+
+class SpillGuard:
+    """How many rows this process wrote into each user's month partition (schemas/cassandra.cql
+    ``chat_by_user``), so that a user-month past ``CHATLOG_SINK_USER_MONTH_ROWS`` (a bot) goes on in half-day
+    partitions and the month partition stays bounded.
+
+    Keys are the serialized partition keys of the month partition. Counts grow as rows are queued (a
+    failed write counted too: the cap then comes a little early, nothing is lost). ``spilled`` remembers
+    the month partitions whose static flag this process has written. When the guard holds more than
+    ``max_entries`` user-months it starts over (a user-month may then get up to the cap more rows: the
+    bound of schemas/cassandra.cql counts such restarts among its writers).
+    """
+
+    def __init__(self, max_entries: int = 1_000_000) -> None:
+        self._max = max_entries
+        self.counts: dict[Hashable, int] = {}
+        self.spilled: set[Hashable] = set()
+
+    def count(self, key: Hashable) -> int:
+        """The rows counted for ``key`` before this one, and this one counted."""
+        counts = self.counts
+        seen = counts.get(key, 0)
+        if seen == 0 and len(counts) >= self._max:
+            counts.clear()
+            self.spilled.clear()
+        counts[key] = seen + 1
+        return seen
+
+
+SPILL_GUARD = SpillGuard()

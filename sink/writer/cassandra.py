@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any
 
 from core.cql import CassandraLoginError
 from core.errors import one_line
+from schemas.cql import user_period
 from sink.writer.cql_cells import cql_name, encoder
 from sink.writer.rows import NAME_TABLES, TABLES, EventRows, SchemaMismatch, TableRows
 
@@ -277,6 +278,7 @@ class PreparedTable:
 
 
 _INT64 = struct.Struct(">q").pack
+_INT32 = struct.Struct(">i").pack
 
 
 class PreparedNames:
@@ -326,10 +328,14 @@ class PreparedNames:
 class PreparedKeyspace:
     """The sink's inserts into one keyspace and the cell encoder of every column they bind."""
 
-    def __init__(self, rows: EventRows, tables: Sequence[PreparedTable], names: PreparedNames) -> None:
+    def __init__(
+        self, rows: EventRows, tables: Sequence[PreparedTable], names: PreparedNames, spill: Any = None
+    ) -> None:
         self.rows = rows
         self.tables = tuple(tables)
         self.names = names
+        self.spill = spill
+        """The prepared ``UPDATE chat_by_user USING TTL ? SET spilled = true WHERE <month partition>``."""
         statement = tables[0].statement
         self.consistency_level = statement.consistency_level
         self._protocol = statement.protocol_version
@@ -353,6 +359,15 @@ class PreparedKeyspace:
         from cassandra.cqltypes import Int32Type
 
         return bytes(Int32Type.serialize(seconds, self._protocol))
+
+    def spill_statement(self, key: Sequence[Any], ttl: bytes) -> Any:
+        """The bound flag of a spilled user-month (:attr:`spill`) for month partition key cells ``key``."""
+        from cassandra.query import BoundStatement
+
+        bound = BoundStatement(self.spill)
+        bound.values = [ttl, *key]
+        bound.raw_values = bound.values
+        return bound
 
 
 class WorkerSession:
@@ -409,7 +424,9 @@ class WorkerSession:
                 f"keyspace {keyspace} lacks table(s) {', '.join(missing)} (`chatlog init` creates them)"
             )
         level = ConsistencyLevel.name_to_value[consistency]
-        rows = EventRows({name: list(meta.tables[name].columns) for name in TABLES})
+        rows = EventRows(
+            {name: [c.name for c in meta.tables[name].columns.values() if not c.is_static] for name in TABLES}
+        )
         prepared = []
         for table in rows.tables:
             columns = table.columns
@@ -428,7 +445,13 @@ class WorkerSession:
                 statement.is_idempotent = True
                 statement.consistency_level = level
                 statements[name_table] = statement
-        return PreparedKeyspace(rows, prepared, PreparedNames(*names))
+        spill = self.session.prepare(
+            f"UPDATE {keyspace}.chat_by_user USING TTL ? SET spilled = true "
+            "WHERE channel_key = ? AND user_key = ? AND period = ?"
+        )
+        spill.is_idempotent = True
+        spill.consistency_level = level
+        return PreparedKeyspace(rows, prepared, PreparedNames(*names), spill)
 
     def replicas(self, keyspace: str, routing_key: bytes) -> Hashable:
         """The replicas owning the partition of ``routing_key`` (what batches are grouped by)."""
@@ -488,6 +511,14 @@ class CassandraWriter:
     def ttl(self, seconds: int) -> bytes:
         """The cell of a ``USING TTL ?`` value (0: no expiry)."""
         return self._prepared.ttl(seconds)
+
+    def half_day(self, event: ChatEvent) -> Any:
+        """The ``period`` cell of the event's half-day partition."""
+        return _INT32(user_period(event.sent_at))
+
+    def spill(self, key: Sequence[Any], ttl: bytes) -> Any:
+        """The bound flag of a spilled user-month (:meth:`PreparedKeyspace.spill_statement`)."""
+        return self._prepared.spill_statement(key, ttl)
 
     def replicas(self, routing_key: bytes) -> Hashable:
         """The replicas owning the partition of ``routing_key`` (what batches are grouped by)."""

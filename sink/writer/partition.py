@@ -33,7 +33,15 @@ from typing import TYPE_CHECKING, Any
 from core.errors import one_line
 from schemas.chat_event import InvalidEvent, decode
 from sink.dedup import id_of, id_set
-from sink.writer.caches import INDEX_CACHE, NAME_CACHE, HourSpan, IndexCache, NameCache
+from sink.writer.caches import (
+    INDEX_CACHE,
+    NAME_CACHE,
+    SPILL_GUARD,
+    HourSpan,
+    IndexCache,
+    NameCache,
+    SpillGuard,
+)
 from sink.writer.cassandra import Item
 from sink.writer.collaborators import production
 from sink.writer.rows import HOUR_MS, channel_name, channel_name_rows, user_name, user_name_rows
@@ -44,7 +52,7 @@ if TYPE_CHECKING:
     from schemas.chat_event import ChatEvent
     from sink.settings import SinkSettings
     from sink.writer.collaborators import Collaborators
-    from sink.writer.rows import NameWrite
+    from sink.writer.rows import NameWrite, TableRows
 
 CHUNK_ROWS = 4000
 """Statements planned into batches at a time (bounds the memory of a task)."""
@@ -63,6 +71,7 @@ def write_partition(
     name_cache: NameCache = NAME_CACHE,
     optouts: OptOutSet | None = None,
     recent: bytes | None = None,
+    spill_guard: SpillGuard = SPILL_GUARD,
 ) -> WriteStats:
     """Write ``records`` (value, Kafka partition, offset) and return what was done; raise if it could not.
 
@@ -75,7 +84,7 @@ def write_partition(
     ``duplicates``, not written, and the ids written are returned in ``written_ids``; None: every event
     is written.
     """
-    task = _Task(settings, collaborators, index_cache, name_cache, optouts, recent)
+    task = _Task(settings, collaborators, index_cache, name_cache, optouts, recent, spill_guard)
     for record in records:
         event = _decoded(task, record)
         if event is None or _opted_out(task, event) or _is_copy(task, event):
@@ -103,11 +112,14 @@ class _Task:
         "names_ttl",
         "new_index",
         "new_names",
+        "new_spills",
         "optouts",
         "rejected",
         "seen",
         "sent",
         "settings",
+        "spill_guard",
+        "spill_rows",
         "started",
         "stats",
         "written_ids",
@@ -121,6 +133,7 @@ class _Task:
         name_cache: NameCache,
         optouts: OptOutSet | None,
         recent: bytes | None,
+        spill_guard: SpillGuard,
     ) -> None:
         wiring = collaborators if collaborators is not None else production(settings)
         cassandra = wiring.cassandra
@@ -144,6 +157,10 @@ class _Task:
         """Whether a dead letter was sent (they are flushed at the end)."""
         self.new_index: dict[Hashable, None] = {}
         self.new_names: dict[Hashable, HourSpan] = {}
+        self.spill_guard = spill_guard
+        self.spill_rows = settings.sink_user_month_rows
+        self.new_spills: dict[Hashable, None] = {}
+        """The user-months this task flagged as spilled (remembered by the guard once written)."""
         self.items: list[Item] = []
         self.rejected: dict[int, tuple[Any, str]] = {}
         """The records whose rows Cassandra rejected as invalid, by record, with the reason."""
@@ -209,7 +226,7 @@ def _queue_event(task: _Task, event: ChatEvent, record: Any) -> bool:
     Cassandra cannot hold (past the contract's bounds: a record it did not check) unqueues the event's
     rows and dead-letters its record."""
     items = task.items
-    mark = len(items)
+    mark, spills = len(items), len(task.new_spills)
     try:
         _queue_table_rows(task, event, record)
         _queue_name_rows(task, event, record)
@@ -218,6 +235,8 @@ def _queue_event(task: _Task, event: ChatEvent, record: Any) -> bool:
         for item in items[mark:]:
             rows[item.partition[0]] -= 1
         del items[mark:]
+        for key in list(task.new_spills)[spills:]:
+            del task.new_spills[key]
         value, partition, offset = record
         reason = f"cannot be written to Cassandra: {one_line(exc, 300, typed=True)}"
         _dead_letter(task, value, partition, offset, reason)
@@ -246,11 +265,36 @@ def _queue_table_rows(task: _Task, event: ChatEvent, record: Any) -> None:
             bound = table.bind(row, task.index_ttl)
             size = INDEX_ROW_BYTES
         else:
+            if rows.month_key is not None:
+                row = _month_or_half_day(task, rows, row, event, record)
             bound = table.bind(row, task.data_ttl)
             size = size_of_data
         routing_key = bound.routing_key  # the driver packs each key part in 16 bits
         items.append(Item(replicas(routing_key), (rows.table, routing_key), size, bound, record))
         counts[rows.table] += 1
+
+
+def _month_or_half_day(
+    task: _Task, rows: TableRows, row: tuple[Any, ...], event: ChatEvent, record: Any
+) -> tuple[Any, ...]:
+    """A user row in its month partition while this process has written fewer than the cap of that
+    user-month (``CHATLOG_SINK_USER_MONTH_ROWS``), else in its half day, with the month partition's
+    ``spilled`` flag queued once (schemas/cassandra.cql, :class:`sink.writer.caches.SpillGuard`)."""
+    assert rows.month_key is not None and rows.period_at is not None
+    month = rows.month_key(row)
+    key = (task.cassandra.keyspace, month)
+    guard = task.spill_guard
+    if guard.count(key) < task.spill_rows:
+        return row
+    if key not in guard.spilled and key not in task.new_spills:
+        task.new_spills[key] = None
+        bound = task.cassandra.spill(month, task.data_ttl)
+        routing_key = bound.routing_key
+        where = task.cassandra.replicas(routing_key)
+        task.items.append(Item(where, (rows.table, routing_key), INDEX_ROW_BYTES, bound, record))
+        task.stats.rows[rows.table] += 1
+    at = rows.period_at
+    return (*row[:at], task.cassandra.half_day(event), *row[at + 1 :])
 
 
 def _queue_name_rows(task: _Task, event: ChatEvent, record: Any) -> None:
@@ -343,6 +387,7 @@ def _remember_written(task: _Task) -> None:
     caches), and the dedup ids (the driver's, through ``written_ids``)."""
     task.index_cache.add(task.new_index, task.started)
     task.name_cache.add(task.new_names)
+    task.spill_guard.spilled.update(task.new_spills)
     task.stats.written_ids = bytes(task.written_ids)
 
 

@@ -4,7 +4,11 @@ The columns of each table are read from the live schema (``schemas/cassandra.cql
 here: a column named like a :class:`~schemas.chat_event.ChatEvent` field takes that field, and the
 derived columns (the id keys, ``bucket``, ``period``, the message id as a uuid, the stored line) have a
 function in :data:`DERIVED`. A column
-with neither is a schema change the sink does not understand yet, and is reported before any write.
+with neither is a schema change the sink does not understand yet, and is reported before any write. Static
+columns (``chat_by_user.spilled``) are not part of a row: the caller leaves them out.
+
+A user row's ``period`` is its month partition; past the cap of a user-month the writer puts it into its
+half day instead (:attr:`TableRows.month_key`, :class:`sink.writer.caches.SpillGuard`).
 """
 
 from __future__ import annotations
@@ -16,7 +20,7 @@ from typing import Any, cast
 
 from consent.rule import whose
 from schemas.chat_event import FIELD_NAMES, MAX_LOGIN_CHARS, ChatEvent
-from schemas.cql import bucket_of, channel_key, is_canonical_uuid, message_uuid, user_key, user_period
+from schemas.cql import bucket_of, channel_key, is_canonical_uuid, message_uuid, month_period, user_key
 from schemas.stored_line import strip
 
 HOUR_MS = 3_600_000
@@ -51,7 +55,7 @@ DERIVED: dict[str, Callable[[ChatEvent], Any]] = {
     "message_id": lambda e: message_uuid(e.message_id),
     "line": _stored_line,
     "user_key": _event_user_key,
-    "period": lambda e: user_period(e.sent_at),
+    "period": lambda e: month_period(e.sent_at),
 }
 """Columns computed from the event rather than copied from a field of the same name (a derived column
 takes precedence over a field of its name: ``message_id`` is stored as its uuid)."""
@@ -91,6 +95,10 @@ class TableRows:
     pick: Callable[[Sequence[Any]], tuple[Any, ...]]
     """The table's values (in ``columns`` order) out of :meth:`EventRows.values` (or anything
     computed from them element-wise, such as the serialized cells)."""
+    period_at: int | None = None
+    """Where ``period`` is in the table's row (``chat_by_user``), else None."""
+    month_key: Callable[[Sequence[Any]], tuple[Any, ...]] | None = None
+    """The partition key (channel key, user key, period) of a row of the table, for ``chat_by_user``."""
 
 
 class EventRows:
@@ -134,7 +142,11 @@ class EventRows:
         else:
             pick = cast("Callable[[Sequence[Any]], tuple[Any, ...]]", operator.itemgetter(*positions))
         accepts, is_index = TABLES[name]
-        return TableRows(name, columns, accepts, is_index, pick)
+        if "period" not in columns:
+            return TableRows(name, columns, accepts, is_index, pick)
+        key = [columns.index(c) for c in ("channel_key", "user_key", "period")]
+        month_key = cast("Callable[[Sequence[Any]], tuple[Any, ...]]", operator.itemgetter(*key))
+        return TableRows(name, columns, accepts, is_index, pick, columns.index("period"), month_key)
 
     def values(self, event: ChatEvent) -> tuple[Any, ...]:
         """The event's value of every column in :attr:`columns`."""

@@ -24,9 +24,19 @@ from schemas.cql import (
     MESSAGE_ID_NAMESPACE,
     MODERATOR_MSGS_PER_S,
     PARTITION_LIMIT_BYTES,
+    SPILL_WRITERS,
+    USER_MONTH_ROWS,
     USER_PERIOD_MS,
     channel_key,
+    half_days_of,
+    is_half_day,
+    is_month_period,
     message_uuid,
+    month_end_ms,
+    month_of,
+    month_period,
+    month_periods,
+    month_start_ms,
     normalize_replication,
     period_start_ms,
     replication_map,
@@ -216,6 +226,49 @@ def test_the_partitions_stay_within_the_bound_at_the_limits() -> None:
     assert channel_rows * CHANNEL_ROW_BYTES <= PARTITION_LIMIT_BYTES  # 48.5 MiB
     # what the bound rules out: a whole day of a user at the limit in one partition
     assert 2 * user_rows * CHANNEL_ROW_BYTES > PARTITION_LIMIT_BYTES
+
+
+def test_a_month_partition_stays_within_the_bound_at_its_cap() -> None:
+    """A user-month past the cap spills into half days: the month partition holds at most the cap of each
+    of :data:`SPILL_WRITERS` sink processes; what a month at the moderator limit would hold is far more."""
+    assert SPILL_WRITERS * USER_MONTH_ROWS * CHANNEL_ROW_BYTES <= PARTITION_LIMIT_BYTES  # 97.1 MiB
+    month_at_the_limit = 31 * 86_400 * MODERATOR_MSGS_PER_S
+    assert month_at_the_limit * CHANNEL_ROW_BYTES > 40 * PARTITION_LIMIT_BYTES
+
+
+def test_month_periods_name_calendar_months_apart_from_half_days() -> None:
+    assert month_period(ms(2026, 11, 27, 8)) == 20261100
+    assert month_start_ms(20261100) == ms(2026, 11, 1) and month_end_ms(20261100) == ms(2026, 12, 1)
+    assert month_end_ms(20261200) == ms(2027, 1, 1)  # December ends in the next year
+    assert month_period(ms(2024, 2, 29, 23, 59, 59) + 999) == 20240200
+    assert month_period(ms(2024, 3, 1)) == 20240300
+    assert month_period(ms(1969, 12, 31, 23)) == 19691200
+    # never a half day nor an old pointer period (yyyymm * 10 + part), up to the end of year 9999
+    assert is_month_period(month_period(ms(1970, 1, 1))) and not is_half_day(month_period(ms(1970, 1, 1)))
+    assert is_half_day(user_period(ms(3000, 1, 1))) and not is_half_day(202411 * 10 + 1)
+    assert not is_month_period(user_period(ms(9999, 12, 31, 23))) and not is_month_period(999_912 * 10 + 3)
+    assert month_of(user_period(ms(2024, 1, 31, 13))) == 20240100 and month_of(20240100) == 20240100
+
+
+def test_month_periods_and_their_half_days_cover_exactly_the_range() -> None:
+    assert month_periods(ms(2023, 12, 31, 23), ms(2024, 2, 1)) == [20231200, 20240100]
+    assert month_periods(ms(2024, 1, 9), ms(2024, 1, 9)) == []
+    assert len(month_periods(ms(2023, 1, 1), ms(2024, 1, 1))) == 12
+    assert half_days_of(20240200, 0, ms(2100, 1, 1)) == user_periods(ms(2024, 2, 1), ms(2024, 3, 1))
+    assert len(half_days_of(20240200, 0, ms(2100, 1, 1))) == 58  # a leap February
+    assert half_days_of(20240200, ms(2024, 2, 10, 13), ms(2024, 2, 11)) == [user_period(ms(2024, 2, 10, 12))]
+    assert half_days_of(20240300, ms(2024, 2, 10), ms(2024, 2, 11)) == []
+
+
+@given(st.integers(0, ms(2200, 1, 1)), st.integers(1, 400 * 86_400_000))
+@settings(max_examples=200, deadline=None)
+def test_every_time_of_a_range_lies_in_one_of_its_months(since: int, span: int) -> None:
+    months = month_periods(since, since + span)
+    assert months == sorted(set(months))
+    for t in (since, since + span // 2, since + span - 1):
+        assert month_period(t) in months
+        assert month_start_ms(month_period(t)) <= t < month_end_ms(month_period(t))
+    assert month_start_ms(months[0]) <= since and month_end_ms(months[-1]) >= since + span
 
 
 RESULTS = Path(__file__).resolve().parents[3] / "results" / "bench_storage.json"

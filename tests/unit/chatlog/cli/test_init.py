@@ -73,7 +73,7 @@ def calls(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, Any]]:
         seen.append(("topics", settings))
         return ["chatlog.channels"]
 
-    def apply_schema(settings: Any) -> int:
+    def apply_schema(settings: Any, tell: Any = None) -> int:
         seen.append(("cql", settings))
         return 4
 

@@ -9,16 +9,18 @@ from collections.abc import Hashable, Sequence
 from typing import Any
 
 from schemas.chat_event import ChatEvent, decode
+from schemas.cql import user_period
 from sink.writer.cassandra import Item, Reject
 from sink.writer.rows import EventRows, TableRows
 from tests.unit.sink.writer.live_columns import LIVE_COLUMNS
 
 
 class Bound:
-    """A bound insert: its cells, TTL and routing key."""
+    """A bound insert: its cells (of ``columns``), TTL and routing key."""
 
-    def __init__(self, table: str, cells: Sequence[Any], ttl: bytes) -> None:
+    def __init__(self, table: str, cells: Sequence[Any], ttl: bytes, columns: Sequence[str] = ()) -> None:
         self.table = table
+        self.columns = tuple(columns)
         self.cells = tuple(cells)
         self.ttl = ttl
         self.routing_key = repr((table, self.cells[:2])).encode()
@@ -31,7 +33,7 @@ class TableDouble:
         self.rows = rows
 
     def bind(self, cells: Sequence[Any], ttl: bytes) -> Bound:
-        return Bound(self.rows.table, cells, ttl)
+        return Bound(self.rows.table, cells, ttl, self.rows.columns)
 
 
 class NameBound:
@@ -69,6 +71,12 @@ class CassandraDouble:
 
     def cells(self, event: ChatEvent) -> list[Any]:
         return list(self._rows.values(event))
+
+    def half_day(self, event: ChatEvent) -> Any:
+        return user_period(event.sent_at)
+
+    def spill(self, key: Sequence[Any], ttl: bytes) -> Bound:
+        return Bound("chat_by_user.spilled", key, ttl, ("channel_key", "user_key", "period"))
 
     def ttl(self, seconds: int) -> bytes:
         return seconds.to_bytes(4, "big")

@@ -10,9 +10,10 @@ from typing import Any
 import pytest
 
 from schemas.chat_event import ChatEvent, decode, encode
+from schemas.cql import month_period, user_period
 from sink.dedup import ID_BYTES, id_of, id_set
 from sink.settings import SinkSettings
-from sink.writer.caches import IndexCache, NameCache
+from sink.writer.caches import IndexCache, NameCache, SpillGuard
 from sink.writer.cassandra import Reject
 from sink.writer.collaborators import Collaborators
 from sink.writer.partition import write_partition
@@ -114,6 +115,76 @@ def test_a_fresh_index_row_is_not_written_again() -> None:
     write_partition([(encode(_event(2)), 0, 2)], SETTINGS, Collaborators(second, None), index_cache=cache)
     assert first.tables_written()["chat_buckets"] == 1
     assert second.tables_written()["chat_buckets"] == 0
+
+
+# -- a user's month partition and its spill ------------------------------------------------------------------
+
+
+def _user_rows(cassandra: CassandraDouble) -> list[tuple[Any, ...]]:
+    """(user key, period) of each user row sent, and the spilled flags as ("spilled", key cells)."""
+    out: list[tuple[Any, ...]] = []
+    for item in cassandra.sent:
+        statement = item.statement
+        if statement.table == "chat_by_user.spilled":
+            out.append(("spilled", *statement.cells))
+        elif statement.table == "chat_by_user":
+            row = dict(zip(statement.columns, statement.cells, strict=True))
+            out.append((row["user_key"], row["period"]))
+    return out
+
+
+def test_a_user_month_goes_into_half_days_past_the_cap_and_its_month_is_flagged_once() -> None:
+    settings = SETTINGS.model_copy(update={"sink_user_month_rows": 3})
+    guard = SpillGuard()
+    at = 1_700_000_000_000  # 2023-11-14 22:13 UTC
+    month, half = month_period(at), user_period(at)
+    alice = [_event(n, sent_at=at + n) for n in range(5)]
+    bob = _event(9, user_login="bob", sent_at=at + 9)
+    first = CassandraDouble()
+    records = [(encode(e), 0, i) for i, e in enumerate([*alice[:4], bob, alice[4]])]
+    stats = write_partition(records, settings, Collaborators(first, None), spill_guard=guard)
+    assert _user_rows(first) == [
+        *[("login:alice", month)] * 3,
+        ("spilled", "login:chan", "login:alice", month),
+        ("login:alice", half),
+        ("login:bob", month),
+        ("login:alice", half),
+    ]
+    assert stats.rows["chat_by_user"] == 7  # the flag is a row written too
+    # the next task of the process: the month is known to be flagged, the user goes on in half days
+    second = CassandraDouble()
+    write_partition(
+        [(encode(_event(7, sent_at=at + 7)), 0, 7)], settings, Collaborators(second, None), spill_guard=guard
+    )
+    assert _user_rows(second) == [("login:alice", half)]
+    # a new process (a new guard) starts counting again: the month partition takes up to the cap anew
+    third = CassandraDouble()
+    write_partition(
+        [(encode(_event(8, sent_at=at + 8)), 0, 8)],
+        settings,
+        Collaborators(third, None),
+        spill_guard=SpillGuard(),
+    )
+    assert _user_rows(third) == [("login:alice", month)]
+
+
+def test_a_flag_is_remembered_only_once_its_task_wrote_it() -> None:
+    settings = SETTINGS.model_copy(update={"sink_user_month_rows": 1})
+    guard = SpillGuard()
+    records = [(encode(_event(n)), 0, n) for n in range(2)]
+    with pytest.raises(RuntimeError, match="down"):
+        write_partition(records, settings, Collaborators(FailingCassandra(), None), spill_guard=guard)
+    assert guard.spilled == set()
+    again = CassandraDouble()
+    write_partition(records, settings, Collaborators(again, None), spill_guard=guard)
+    assert [r[0] for r in _user_rows(again)].count("spilled") == 1
+
+
+class FailingCassandra(CassandraDouble):
+    """A Cassandra whose writes all fail (the task raises)."""
+
+    def finish(self, reject: Reject) -> tuple[int, int]:
+        raise RuntimeError("Cassandra is down")
 
 
 # -- the name history ---------------------------------------------------------------------------------------

@@ -11,7 +11,7 @@ import pytest
 from core.irc_parse import parse_line
 from core.testing import twitch_line
 from schemas.chat_event import ChatEvent
-from schemas.cql import bucket_of, message_uuid, statements, user_period
+from schemas.cql import bucket_of, message_uuid, month_period, statements
 from schemas.stored_line import restore, strip
 from sink.writer.rows import TABLES, EventRows, SchemaMismatch
 from tests.unit.sink.writer.live_columns import LIVE_COLUMNS, REPLICATION
@@ -74,7 +74,7 @@ def test_a_message_becomes_a_stripped_line_in_a_channel_row_and_a_user_row_keyed
     assert rows["chat_by_user"] == {
         "channel_key": "7",
         "user_key": "42",
-        "period": user_period(SENT_AT),
+        "period": month_period(SENT_AT),
         "sent_at": SENT_AT,
         "message_id": uuid.UUID(MESSAGE_ID),
         "line": channel_row["line"],
