@@ -35,6 +35,7 @@ from chatlog.results import RESULTS_DIR, write_json
 from chatlog.scrape import Scrape, scrape
 from core.errors import ChatlogError
 from core.settings import KafkaSettings
+from core.times import now_ms
 from ingest import status
 from ingest.producer import IngestProducer
 from ingest.registry import PARTITIONER, encode_record
@@ -126,7 +127,7 @@ def _measure(
                 "queue.buffering.max.messages": 1_000_000,
             }
         )
-        added = status.now_ms()
+        added = now_ms()
         for login in logins:
             registry.produce(s.topic_channels, encode_record(login, added), login)
             registry.poll(0)
@@ -181,7 +182,7 @@ def _measure(
                     host="bench",
                     pid=w,
                     started_at=added,
-                    sent_at=status.now_ms(),
+                    sent_at=now_ms(),
                     buckets=[w % s.channel_buckets],
                     confirmed=logins[w * share : (w + 1) * share],
                     rates={"events": float(b)},

@@ -21,6 +21,7 @@ from pathlib import Path
 
 from core.irc_parse import IrcMessage, parse_message
 from core.logins import login_of
+from core.times import now_ms
 
 log = logging.getLogger(__name__)
 
@@ -223,7 +224,7 @@ class ChatSimulator:
 
     def _send_batch(self, count: int) -> None:
         picks = self._rng.choices(self._order, cum_weights=self._cum, k=count)
-        now = int(time.time() * 1000)
+        now = now_ms()
         out: dict[int, list[bytes]] = {}
         words = self._rng.choices(_WORDS, k=3)
         tail = " ".join(words)

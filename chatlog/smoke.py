@@ -12,11 +12,12 @@ from core.errors import ChatlogError
 from core.irc_parse import parse_line
 from core.kafka_probe import QUIET, probe
 from core.settings import StackSettings
+from core.times import now_ms
 from schemas import chat_event, cql, stored_line
 
 
 def run(settings: StackSettings) -> str:
-    now = int(time.time() * 1000)
+    now = now_ms()
     message_id = str(uuid.uuid4())
     # a line as Twitch sends one without a room-id (as the local IRC server's are): its row's key is
     # `login:smoke`, and the stored line leaves out the id and tmi-sent-ts values the key holds

@@ -13,7 +13,8 @@ from dataclasses import dataclass, field
 from typing import Any, Final, Literal
 
 from consent.records import Code, OptOut
-from core.times import epoch_ms
+from core import times
+from core.times import epoch_ms, now_ms
 
 Action = Literal["optout", "lift", "erase", "code"]
 ACTIONS: Final[tuple[Action, ...]] = ("optout", "lift", "erase", "code")
@@ -78,7 +79,7 @@ def record(
 ) -> AuditEntry:
     """Write one audit row (``at``: epoch ms, default now) and return it. Driver errors propagate."""
     entry = AuditEntry(
-        at=int(time.time() * 1000) if at is None else at,
+        at=now_ms() if at is None else at,
         action=action,
         kind=kind,
         id=id,
@@ -142,7 +143,7 @@ def read(
         f"SELECT at, action, kind, id, channel, actor, reason, deleted FROM {keyspace}.consent_audit "
         "WHERE month = ?"
     )
-    month = month_of(int(time.time() * 1000) if now_ms is None else now_ms)
+    month = month_of(times.now_ms() if now_ms is None else now_ms)
     first = FIRST_MONTH if since_ms is None else max(FIRST_MONTH, month_of(since_ms))
     out: list[AuditEntry] = []
     while month >= first and (limit is None or len(out) < limit):

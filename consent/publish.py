@@ -7,7 +7,6 @@ records of one user or channel stay in order.
 
 from __future__ import annotations
 
-import time
 from typing import Any, Final
 
 from confluent_kafka import KafkaException, Producer
@@ -17,13 +16,10 @@ from consent.settings import optout_topic
 from core.errors import ChatlogError
 from core.kafka_probe import QUIET
 from core.settings import KafkaSettings
+from core.times import now_ms
 
 FLUSH_S: Final = 15.0
 """How long one write waits for Kafka's acknowledgement before it is an error."""
-
-
-def now_ms() -> int:
-    return int(time.time() * 1000)
 
 
 class OptOutPublisher:

@@ -27,6 +27,7 @@ from core.compacted import TopicReader, TopicReadError, reader_config
 from core.errors import ChatlogError, one_line
 from core.kafka_probe import QUIET, describe, probe
 from core.settings import KafkaSettings
+from core.times import now_ms
 
 log = logging.getLogger(__name__)
 
@@ -143,7 +144,7 @@ class OptOutRegistry:
     def code(self, code: str) -> Code | None:
         """The code's record; None when absent, retired or expired."""
         value = self._values.get(f"code:{code}")
-        if not isinstance(value, Code) or value.expires_at <= time.time() * 1000:
+        if not isinstance(value, Code) or value.expires_at <= now_ms():
             return None
         return value
 

@@ -19,6 +19,7 @@ from typing import Any
 
 from confluent_kafka import KafkaError, TopicPartition
 
+from core import times
 from schemas.chat_event import ChatEvent
 
 DeliveryCallback = Callable[[KafkaError | None, Any], None]
@@ -319,7 +320,7 @@ def chat_events(
     each message's uuid ``id`` (the ids of two batches differ; an id that is no uuid is kept all the same)."""
     from core.irc_parse import parse_line
 
-    now = now_ms if now_ms is not None else int(time.time() * 1000)
+    now = now_ms if now_ms is not None else times.now_ms()
     out = []
     for i in range(n):
         sent_at = now - (n - i) * 37

@@ -4,6 +4,7 @@ Cassandra (a ``timestamp`` column, which cassandra-driver returns as a naive UTC
 from __future__ import annotations
 
 import re
+import time
 from datetime import UTC, date, datetime, timedelta
 from typing import Final
 
@@ -23,6 +24,11 @@ _SHOWN = 40
 
 def _shown(text: str) -> str:
     return repr(text if len(text) <= _SHOWN else text[: _SHOWN - 3] + "...")
+
+
+def now_ms() -> int:
+    """The time now as epoch ms (the wall clock: ``time.time()``)."""
+    return int(time.time() * 1000)
 
 
 def epoch_ms(value: datetime) -> int:

@@ -56,7 +56,6 @@ import os
 import re
 import stat
 import sys
-import time
 import zlib
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
@@ -67,7 +66,7 @@ from typing import IO, Any, Final, Protocol, cast
 from core.errors import ChatlogError
 from core.irc_parse import MalformedLine, command_of, line_hash, parse_line
 from core.settings import KafkaSettings
-from core.times import epoch_ms
+from core.times import epoch_ms, now_ms
 from ingest.import_tree import STDIN, ImportFile, PlanFailed, channel_file_day_ms, plan_import
 from schemas.chat_event import MAX_LINE_CHARS, MAX_TIME_MS, MIN_PLAUSIBLE_SENT_MS, ChatEvent, encode
 
@@ -356,10 +355,6 @@ def _is_command(token: str | None) -> bool:
     return (token.isalpha() and token.isupper()) or (len(token) == 3 and token.isdigit())
 
 
-def _now_ms() -> int:
-    return time.time_ns() // 1_000_000
-
-
 class _Run:
     """One import: one sink and one :class:`ImportStats` over every file it reads."""
 
@@ -367,7 +362,7 @@ class _Run:
         self,
         sink: EventSink,
         report: Callable[[str], None],
-        clock: Callable[[], int] = _now_ms,
+        clock: Callable[[], int] = now_ms,
         progress: ImportProgress | None = None,
     ) -> None:
         self.stats = ImportStats()
@@ -549,7 +544,7 @@ def import_lines(
     source: str,
     sink: EventSink,
     report: Callable[[str], None],
-    clock: Callable[[], int] = _now_ms,
+    clock: Callable[[], int] = now_ms,
 ) -> ImportStats:
     """Parse ``lines`` (raw file lines, terminator included or not) into ``sink``; count everything."""
     run = _Run(sink, report, clock)

@@ -18,7 +18,6 @@ same bucket, and an add and its later tombstone always land in the same partitio
 from __future__ import annotations
 
 import re
-import time
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, Final, Literal
@@ -29,6 +28,7 @@ from confluent_kafka import Producer
 from core.compacted import fold, read_to_end
 from core.errors import ChatlogError
 from core.settings import KafkaSettings
+from core.times import now_ms
 
 Flavor = Literal["twitch", "ircv3"]
 
@@ -135,7 +135,7 @@ class Registry:
         logins = normalize_all(names, self.flavor)
         existing = self.channels()
         new = [login for login in logins if login not in existing]
-        now = int(time.time() * 1000)
+        now = now_ms()
         self._write((login, encode_record(login, now)) for login in new)
         return Change(changed=new, unchanged=[login for login in logins if login in existing])
 

@@ -12,7 +12,6 @@ and unconfirmed channels out (what the heartbeats say; the coverage ledger is :m
 
 from __future__ import annotations
 
-import time
 from collections.abc import Collection, Iterable
 from dataclasses import dataclass, field
 from typing import Final
@@ -208,7 +207,3 @@ def _ranges(values: list[int]) -> str:
         else:
             parts.append(str(v))
     return "[" + ",".join(parts) + "]"
-
-
-def now_ms() -> int:
-    return int(time.time() * 1000)

@@ -38,6 +38,7 @@ from prometheus_client import REGISTRY, CollectorRegistry
 from core.errors import ChatlogError
 from core.irc_parse import parse_line
 from core.kafka_probe import PROBE_TIMEOUT_S, probe
+from core.times import now_ms
 from ingest import status
 from ingest.consent import OptOutGate
 from ingest.coverage import ConfirmationWatch, CoverageTracker
@@ -262,7 +263,7 @@ class Worker:
         if not pool_task.done():
             pool_task.cancel()
         await asyncio.gather(pool_task, return_exceptions=True)
-        self._coverage_events(self.coverage.stop_all(status.now_ms(), "stopped"))
+        self._coverage_events(self.coverage.stop_all(now_ms(), "stopped"))
         self.watch.close()
         if self.consent is not None:
             await asyncio.get_running_loop().run_in_executor(None, self.consent.close)
@@ -306,7 +307,7 @@ class Worker:
         seen = -1
         while True:
             await asyncio.sleep(_COVERAGE_S)
-            now = status.now_ms()
+            now = now_ms()
             if self.pool.membership_version != seen:  # confirmed can only differ after an echo
                 seen = self.pool.membership_version
                 handed_off = self.membership.take_handed_off()
@@ -357,7 +358,7 @@ class Worker:
     async def _heartbeats(self) -> None:
         while True:
             self._send_heartbeat(status.RUNNING)
-            self._coverage_events([self.coverage.alive(status.now_ms())])
+            self._coverage_events([self.coverage.alive(now_ms())])
             await asyncio.sleep(self.settings.ingest_heartbeat_s)
 
     def counts(self) -> dict[str, int]:
@@ -406,7 +407,7 @@ class Worker:
             host=self.host,
             pid=os.getpid(),
             started_at=self.started_at,
-            sent_at=status.now_ms(),
+            sent_at=now_ms(),
             state=state,
             buckets=list(snap.owned),
             overlap_buckets=list(snap.overlap),
@@ -557,7 +558,7 @@ def build_worker(settings: IngestSettings) -> Worker:
         pool=IrcPool(settings, producer.on_lines, worker_id=worker_id),
         membership=membership,
         watch=watch,
-        coverage=CoverageTracker(settings.ingest_replica, worker_id, status.now_ms()),
+        coverage=CoverageTracker(settings.ingest_replica, worker_id, now_ms()),
         nothing_assigned=GroupAssignments(settings.kafka_client_config(), settings.group_id).nothing_for,
         serve_metrics=serve_metrics,
         consent=gate,

@@ -7,11 +7,11 @@ gaps are computed by :mod:`core.coverage_spans`. The gaps' times whose lines wer
 from __future__ import annotations
 
 import logging
-import time
 from collections.abc import Collection
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final
 
+from core import times
 from core.coverage_spans import Fill, Gap, SessionKey, Span, gaps, spans, with_fills
 from core.times import epoch_ms
 from schemas.coverage import DAY_MS, CoverageEvent
@@ -58,7 +58,7 @@ def read_coverage(
     """Spans and gaps of ``channel`` in ``[since_ms, until_ms)`` from the ledger (a connected session).
 
     A span that ended before the range (within the look-back) shows no more, but the gap after it does."""
-    now = now_ms if now_ms is not None else int(time.time() * 1000)
+    now = now_ms if now_ms is not None else times.now_ms()
     until = min(until_ms, now)
     query = session.prepare(EVENTS_CQL.format(ks=keyspace))
     events: list[CoverageEvent] = []

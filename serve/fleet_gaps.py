@@ -21,6 +21,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
+from core import times
 from core.coverage_spans import Gap, SessionKey, Span, gaps, spans
 from schemas.coverage import CoverageEvent
 from serve.coverage import (
@@ -86,7 +87,7 @@ def read_fleet_gaps(
     from cassandra.concurrent import execute_concurrent_with_args
 
     started = time.monotonic()
-    now = now_ms if now_ms is not None else int(time.time() * 1000)
+    now = now_ms if now_ms is not None else times.now_ms()
     since = now - window_ms
     names = sorted(set(channels))
     query = session.prepare(EVENTS_CQL.format(ks=keyspace))

@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import json
-import time
 from typing import Annotated
 
 import typer
 
 from core.coverage_spans import filled_note
 from core.logins import login_of
-from core.times import format_time
+from core.times import format_time, now_ms
 from serve.coverage import Coverage
 
 
@@ -38,7 +37,7 @@ def register(app: typer.Typer) -> None:
         name = login_of(channel)
         if not name:
             raise ChatlogError("CHANNEL is empty")  # as `chatlog logs` says it
-        since_ms, until_ms = time_window(since, until, now_ms=int(time.time() * 1000))
+        since_ms, until_ms = time_window(since, until, now_ms=now_ms())
         settings = load(CassandraSettings, cassandra_keyspace=keyspace, options=KEYSPACE_OPTION)
         quiet_driver_logs()
         cluster, session = open_session(settings)

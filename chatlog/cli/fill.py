@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import sys
-import time
 from typing import Annotated
 
 import typer
+
+from core.times import now_ms
 
 EXIT_NOTHING_FILLED = 1
 """There were gaps to fill and the peer filled none of them (down, too slow, errors, garbage)."""
@@ -66,7 +67,7 @@ def register(app: typer.Typer) -> None:
             raise ChatlogError("CHANNEL is empty")
         if not timeout > 0:
             raise ChatlogError("--timeout must be more than 0 seconds")
-        since_ms, until_ms = time_window(since, until, now_ms=int(time.time() * 1000))
+        since_ms, until_ms = time_window(since, until, now_ms=now_ms())
         cassandra = load(CassandraSettings, cassandra_keyspace=keyspace, options=KEYSPACE_OPTION)
         kafka = load(
             KafkaSettings,

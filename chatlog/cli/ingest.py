@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from core.errors import one_line
+from core.times import now_ms
 
 if TYPE_CHECKING:
     from collections.abc import Collection
@@ -214,7 +215,7 @@ def register(app: typer.Typer) -> None:
         settings = load(StatusSettings, status_stale_s=stale, options={"status_stale_s": "--stale"})
         probe(settings)
         registered = Registry(settings, flavor=settings.irc_flavor).channels()
-        now = st.now_ms()
+        now = now_ms()
         since = now - int(settings.status_stale_s * 1000)
         beats = st.fresh(
             st.read_heartbeats(settings, since_ms=since), now_ms=now, stale_s=settings.status_stale_s

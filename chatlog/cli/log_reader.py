@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, Final, TypeVar
 
 from core.errors import ChatlogError, one_line
 from core.logins import login_of
-from core.times import format_time
+from core.times import format_time, now_ms
 from schemas.chat_event import ChatEvent
 from serve.store.protocol import ById, Named
 from serve.store.row import aclose
@@ -246,14 +246,13 @@ def text_with_gaps(
     channel login ``channel`` has a gap (from ``since_ms``, else the first event, until ``until_ms``, else
     now). ``reverse``: the events come newest first, and without ``since_ms`` the gaps of the year before
     the newest event are marked."""
-    import time
 
     from serve.coverage import channel_gaps
 
     first = next(events, None)
     if first is None:
         return
-    end = until_ms if until_ms is not None else int(time.time() * 1000)
+    end = until_ms if until_ms is not None else now_ms()
     if since_ms is not None:
         start = since_ms
     elif reverse:  # the oldest line is not known yet: the year before the newest (gaps are read for a year)

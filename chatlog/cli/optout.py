@@ -127,8 +127,9 @@ def optout_remove(
 ) -> None:
     """Lift an opt-out: new messages are logged and served again (erased ones stay gone)."""
     from consent import audit
-    from consent.publish import OptOutPublisher, now_ms
+    from consent.publish import OptOutPublisher
     from core.errors import ChatlogError
+    from core.times import now_ms
 
     kind, id_ = _target(user_id, channel_id)
     settings = _kafka()

@@ -31,6 +31,7 @@ from chatlog.demo.verify import stored_key, text_of_stored, token_of
 from chatlog.simulator import SentMessage, hotness_order
 from core.logins import login_of
 from core.settings import CassandraSettings
+from core.times import now_ms
 from schemas.cql import BUCKET_MS, bucket_of
 
 log = logging.getLogger(__name__)
@@ -178,22 +179,22 @@ class ReadProbe:
             return
         self._ready.set()
         stats, tail = self.stats, SentTail(self.sent_file)
-        watch = Watch(self.channels, int(time.time() * 1000))
+        watch = Watch(self.channels, now_ms())
         stats.seen = watch.seen
         channels_of = {stored_key(c): c for c in self.channels}
         try:
             while not self._stop.is_set():
                 began = time.monotonic()
                 watch.sent(tail.read())
-                now_ms = int(time.time() * 1000)
-                watch.expire(now_ms)
+                now = now_ms()
+                watch.expire(now)
                 args = []
                 for c in self.channels:
                     since = watch.since_ms(c)
-                    for b in range(bucket_of(since), bucket_of(now_ms) + 1, BUCKET_MS):
+                    for b in range(bucket_of(since), bucket_of(now) + 1, BUCKET_MS):
                         args.append((stored_key(c), b, since))
                 answers = execute_concurrent_with_args(session, stmt, args, concurrency=16)
-                seen_ms = int(time.time() * 1000)
+                seen_ms = now_ms()
                 for (key, _b, _s), (ok, rows) in zip(args, answers, strict=True):
                     if not ok:
                         stats.errors += 1
@@ -208,7 +209,7 @@ class ReadProbe:
                 stats.poll_s_total += took
                 stats.poll_s_max = max(stats.poll_s_max, took)
                 stats.given_up = watch.given_up
-                wait = poll_interval_s(watch.lag_ms(int(time.time() * 1000)), self.interval_s)
+                wait = poll_interval_s(watch.lag_ms(now_ms()), self.interval_s)
                 self._stop.wait(max(0.0, wait - took))
         except Exception:  # the run goes on without the rest of the sample; the report shows the count
             log.exception("e2e probe stopped")

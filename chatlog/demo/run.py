@@ -51,6 +51,7 @@ from chatlog.simulator import SentMessage, read_sent
 from chatlog.stack.cluster import Layout, failover_env
 from core.errors import ChatlogError
 from core.settings import StackSettings
+from core.times import now_ms
 
 
 @dataclass
@@ -412,7 +413,7 @@ class Run:
         deadline = time.time() + timeout
         sent = 0
         for round_no, events in enumerate(WARM_UP_ROUNDS):
-            now = int(time.time() * 1000)
+            now = now_ms()
             for i in range(events):
                 event = chat_event.ChatEvent(
                     message_id=f"warmup-{self.run_id}-{round_no}-{i}",
@@ -449,7 +450,7 @@ class Run:
         sent = read_sent(sent_file) if sent_file.exists() else []
         self.look_channel = busiest((m.channel for m in sent), self.look_channel)
         since = min((m.sent_at_ms for m in sent), default=int(self.t0 * 1000)) - 60_000
-        until = max((m.sent_at_ms for m in sent), default=int(time.time() * 1000)) + 60_000
+        until = max((m.sent_at_ms for m in sent), default=now_ms()) + 60_000
         # The sink's own counters, read now that it has drained (its Prometheus endpoint; this run's sink
         # is the only one on the demo's metrics port). Its log's per-batch lines give the same numbers.
         metrics = progress.sink_metrics(self.config.sink_metrics_port)

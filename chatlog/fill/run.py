@@ -10,7 +10,6 @@ answer holding nothing that belongs fails that request only.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -20,7 +19,7 @@ from chatlog.fill.asks import Ask, asks, peer_name
 from chatlog.fill.peer import PeerFailed, client, raw_lines
 from core.coverage_spans import Fill
 from core.errors import ChatlogError, one_line
-from core.times import format_time
+from core.times import format_time, now_ms
 
 if TYPE_CHECKING:
     from core.settings import CassandraSettings, KafkaSettings
@@ -163,7 +162,7 @@ def fill(
         sink.finish(stats)
         result.produced, result.undelivered = stats.produced, stats.failed
         if not result.undelivered:
-            now = int(time.time() * 1000)
+            now = now_ms()
             fills = [
                 Fill(a.ask.start, a.ask.end, peer, now, a.taken.lines, a.taken.dropped) for a in result.filled
             ]

@@ -31,8 +31,9 @@ from chatlog.monitor import preflight
 from chatlog.monitor.heartbeats import Channel, HeartbeatReport, SinceKey, evaluate, report_json
 from chatlog.monitor.metrics import MonitorMetrics
 from chatlog.monitor.settings import MonitorSettings
+from core.times import now_ms
 from ingest.registry import decode_record
-from ingest.status import Heartbeat, decode_heartbeat, now_ms
+from ingest.status import Heartbeat, decode_heartbeat
 
 log = logging.getLogger(__name__)
 

@@ -15,6 +15,7 @@ from typing import Protocol
 
 from core.irc_parse import IrcMessage, parse_message
 from core.logins import login_of
+from core.times import now_ms
 from ingest.irc.lines import LineSplitter, route_lines
 from ingest.irc.login import Login
 from ingest.irc.reconcile import ConnState, PendingJoin
@@ -98,7 +99,7 @@ class IrcConnection(asyncio.Protocol):
         self.write(lines)
 
     def data_received(self, data: bytes) -> None:
-        received_at_ms = time.time_ns() // 1_000_000
+        received_at_ms = now_ms()
         self.last_rx = self._clock()
         self.bytes_read += len(data)
         splitter = self._splitter

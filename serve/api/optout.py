@@ -29,11 +29,12 @@ from pydantic import BaseModel, Field
 
 from consent import audit
 from consent.erase import erase
-from consent.publish import OptOutPublisher, now_ms
+from consent.publish import OptOutPublisher
 from consent.records import ID_PATTERN, InvalidRecord, OptOut, check_id
 from consent.registry import OptOutRegistry
 from consent.settings import ConsentSettings
 from core.errors import ChatlogError
+from core.times import now_ms
 from serve.api.errors import ApiError, bad_request, not_found
 from serve.api.named import store_of
 

@@ -18,13 +18,13 @@ from __future__ import annotations
 
 import logging
 import re
-import time
 from typing import Annotated, Final
 
 from fastapi import APIRouter, Path, Query, Request
 from fastapi.responses import JSONResponse
 from starlette.datastructures import QueryParams
 
+from core.times import now_ms
 from schemas.chat_event import MAX_LOGIN_CHARS, ChatEvent
 from serve.api.errors import ApiError
 from serve.api.named import store_of
@@ -134,7 +134,7 @@ async def recent_messages(
     count = _limit(query)
     before_ms, after_ms = _millis(query, "before"), _millis(query, "after")
     hi = before_ms if before_ms is not None else MAX_MS
-    lo = after_ms + 1 if after_ms is not None else (before_ms or int(time.time() * 1000)) - HORIZON_MS
+    lo = after_ms + 1 if after_ms is not None else (before_ms or now_ms()) - HORIZON_MS
     store = store_of(request)
     try:
         if await store.latest_day(channel) is None:

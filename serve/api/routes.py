@@ -15,12 +15,12 @@
 
 from __future__ import annotations
 
-import time
 from urllib.parse import quote
 
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse, RedirectResponse, Response
 
+from core.times import now_ms
 from serve.api.errors import ApiError, bad_request, not_found
 from serve.api.named import CHANNEL_KINDS, USER_KINDS, resolve_channel, resolve_user, segment, store_of
 from serve.api.params import LogQuery, day_range, log_query, month_range, narrowed
@@ -106,7 +106,7 @@ async def channel_latest(request: Request, ct: str, c: str) -> Response:
     channel = await resolve_channel(request, ct, c)
     query = log_query(request.query_params)
     if query.since_ms is not None or query.until_ms is not None:
-        lo, hi = narrowed(0, int(time.time() * 1000) + 1, query)
+        lo, hi = narrowed(0, now_ms() + 1, query)
         return await _channel_range(request, channel, lo, hi, query)
     day = await store_of(request).latest_day(channel)
     if day is None:
@@ -141,7 +141,7 @@ async def user_latest(request: Request, ct: str, c: str, ut: str, u: str) -> Res
     user = await resolve_user(request, channel, ut, u)
     query = log_query(request.query_params)
     if query.since_ms is not None or query.until_ms is not None:
-        lo, hi = narrowed(0, int(time.time() * 1000) + 1, query)
+        lo, hi = narrowed(0, now_ms() + 1, query)
         return await _user_range(request, channel, user, lo, hi, query)
     month = await store_of(request).latest_user_month(channel, user)
     if month is None:

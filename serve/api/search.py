@@ -21,13 +21,13 @@ an empty ``q`` or one over ``serve_search_max_query_chars`` characters is a 400.
 from __future__ import annotations
 
 import hmac
-import time
 from collections.abc import AsyncIterator
 from typing import Annotated, Final
 
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import Response
 
+from core.times import now_ms
 from serve.api.errors import ApiError, bad_request, not_found
 from serve.api.named import resolve_channel, resolve_user, store_of
 from serve.api.params import LogQuery, empty_range, log_query, narrowed
@@ -55,10 +55,6 @@ def _shown(query: str) -> str:
     return repr(query if len(query) <= _SHOWN else query[: _SHOWN - 3] + "...")
 
 
-def _now_ms() -> int:
-    return int(time.time() * 1000)
-
-
 def search_router(settings: ServeSettings) -> APIRouter:
     """The search routes, bounded by ``settings``."""
     router = APIRouter()
@@ -80,7 +76,7 @@ def search_router(settings: ServeSettings) -> APIRouter:
         channel = await resolve_channel(request, ct, c)
         user = await resolve_user(request, channel, ut, u)
         query = log_query(request.query_params)
-        lo, hi = narrowed(0, _now_ms() + 1, query)
+        lo, hi = narrowed(0, now_ms() + 1, query)
         store = store_of(request)
         events = matching(store.user_lines(channel, user, lo, hi, reverse=query.reverse), wanted)
         try:
@@ -104,7 +100,7 @@ def search_router(settings: ServeSettings) -> APIRouter:
         wanted = _needle(request, settings)
         channel = await resolve_channel(request, ct, c)
         query = log_query(request.query_params)
-        lo, hi = channel_range(query, settings, _now_ms())
+        lo, hi = channel_range(query, settings, now_ms())
         events = matching(store_of(request).channel_lines(channel, lo, hi, reverse=query.reverse), wanted)
         return await _answer(request, events, query, hi, f"no line of #{channel} in that range contains")
 
@@ -124,7 +120,7 @@ def search_router(settings: ServeSettings) -> APIRouter:
         if not user:
             raise not_found("empty user name")
         query = log_query(request.query_params)
-        lo, hi = channel_range(query, settings, _now_ms())
+        lo, hi = channel_range(query, settings, now_ms())
         store = store_of(request)
         channels = [c.login for c in await store.channels()]
         if query.reverse:

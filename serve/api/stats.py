@@ -14,12 +14,12 @@ What the tables answer cheaply, and so what is served:
 from __future__ import annotations
 
 import logging
-import time
 from typing import Annotated, Final
 
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import JSONResponse
 
+from core.times import now_ms
 from serve.api.errors import ApiError, bad_request, not_found
 from serve.api.named import resolve_channel, resolve_user, store_of
 from serve.api.params import log_query, narrowed
@@ -36,7 +36,7 @@ To = Annotated[str | None, Query(description="Unix seconds or RFC 3339 (included
 
 
 def _range(request: Request, default_lo: int) -> tuple[int, int]:
-    now = int(time.time() * 1000)
+    now = now_ms()
     return narrowed(default_lo, now + 1, log_query(request.query_params))
 
 
@@ -49,9 +49,7 @@ def _unavailable(exc: Exception) -> ApiError:
 async def channel_stats(request: Request, ct: str, c: str, from_: From = None, to: To = None) -> JSONResponse:
     channel = await resolve_channel(request, ct, c)
     query = log_query(request.query_params)
-    default_lo = (
-        0 if query.since_ms is not None else int(time.time() * 1000) - DEFAULT_CHANNEL_DAYS * 86_400_000
-    )
+    default_lo = 0 if query.since_ms is not None else now_ms() - DEFAULT_CHANNEL_DAYS * 86_400_000
     lo, hi = _range(request, default_lo)
     store = store_of(request)
     try:

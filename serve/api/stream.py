@@ -8,13 +8,13 @@ ordinary error answer; after that the body is written chunk by chunk as pages ar
 from __future__ import annotations
 
 import logging
-import time
 from collections.abc import AsyncIterator, Callable
 from typing import Final
 
 from fastapi import Request
 from fastapi.responses import StreamingResponse
 
+from core.times import now_ms
 from serve.api.errors import ApiError, not_found
 from serve.api.middleware import StreamCut
 from serve.api.params import Format, LogQuery
@@ -40,7 +40,7 @@ log = logging.getLogger("chatlog.serve")
 def cache_headers(hi: int) -> dict[str, str]:
     """Past ranges (ending before ``hi``): cacheable for :data:`PAST_MAX_AGE_S`; the current one: not
     without asking."""
-    if hi + _NOW_SLACK_MS < time.time() * 1000:
+    if hi + _NOW_SLACK_MS < now_ms():
         return {"Cache-Control": f"public, max-age={PAST_MAX_AGE_S}"}
     return {"Cache-Control": "no-cache"}
 

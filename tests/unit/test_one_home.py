@@ -137,8 +137,8 @@ def test_the_check_finds_a_second_whose(tmp_path: Path) -> None:
 def small_rule_copies(root: Path = REPO) -> list[str]:
     """``file:line what`` of each copy of a small rule that core/ owns: the moderation kinds and the kinds a
     user sends (:data:`core.irc_parse.MODERATION_KINDS`, :data:`~core.irc_parse.USER_KINDS`), a login as
-    stored (:func:`core.logins.login_of`), a UTC day of epoch ms and back (:mod:`core.times`), a text as one
-    line (:func:`core.errors.one_line`)."""
+    stored (:func:`core.logins.login_of`), a UTC day of epoch ms and back and the time now as epoch ms
+    (:mod:`core.times`), a text as one line (:func:`core.errors.one_line`)."""
     out: list[str] = []
     for name, tree in _sources(root, PRODUCT):
         for node in ast.walk(tree):
@@ -148,6 +148,8 @@ def small_rule_copies(root: Path = REPO) -> list[str]:
                     out.append(f"{name}:{node.lineno} moderation kinds")
                 elif values == {"PRIVMSG", "USERNOTICE"} and name not in LEFT_FOR_ISSUE_35:
                     out.append(f"{name}:{node.lineno} user kinds")
+            if name != TIMES and isinstance(node, ast.BinOp) and _is_now_ms(node):
+                out.append(f"{name}:{node.lineno} now in ms")
         for node, method, args in _calls(tree):
             if name != LOGINS and method in ("lstrip", "removeprefix") and args[:1] == ["#"]:
                 inner = ast.unparse(node)
@@ -166,6 +168,20 @@ def small_rule_copies(root: Path = REPO) -> list[str]:
                 if isinstance(joiner, ast.Constant) and joiner.value == " " and _is_split_of_str(node.args):
                     out.append(f"{name}:{node.lineno} one_line")
     return sorted(out, key=lambda hit: (hit.split(":")[0], int(hit.split(":")[1].split()[0]), hit))
+
+
+def _is_now_ms(node: ast.BinOp) -> bool:
+    """``time.time() * 1000`` or ``time.time_ns() // 1_000_000``: the time now as epoch ms."""
+    call, factor = node.left, node.right
+    if not (
+        isinstance(call, ast.Call)
+        and isinstance(call.func, ast.Attribute)
+        and isinstance(factor, ast.Constant)
+    ):
+        return False
+    if isinstance(node.op, ast.Mult):
+        return call.func.attr == "time" and factor.value == 1000
+    return isinstance(node.op, ast.FloorDiv) and call.func.attr == "time_ns" and factor.value == 1_000_000
 
 
 def _called_on_result(tree: ast.AST, call: ast.Call, method: str) -> bool:
@@ -205,6 +221,8 @@ def test_the_check_finds_copies_of_the_small_rules(tmp_path: Path) -> None:
         "    return calendar.timegm(d.timetuple()) * 1000\n"
         "def line(e: object) -> str:\n"
         "    return ' '.join(str(e).split())\n"
+        "def now() -> int:\n"
+        "    return int(time.time() * 1000) + time.time_ns() // 1_000_000\n"
     )
     assert small_rule_copies(tmp_path) == [
         "sink/x.py:3 moderation kinds",
@@ -213,6 +231,8 @@ def test_the_check_finds_copies_of_the_small_rules(tmp_path: Path) -> None:
         "sink/x.py:7 ms to day",
         "sink/x.py:9 day to ms",
         "sink/x.py:11 one_line",
+        "sink/x.py:13 now in ms",
+        "sink/x.py:13 now in ms",
     ]
 
 

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import time
 from datetime import UTC, date, datetime, timedelta, timezone
 
 import pytest
 
 from core.errors import ChatlogError
-from core.times import MAX_MS, day_start_ms, epoch_ms, naive_utc, parse_time, time_window, utc_day
+from core.times import MAX_MS, day_start_ms, epoch_ms, naive_utc, now_ms, parse_time, time_window, utc_day
 
 
 def test_epoch_ms_and_iso_8601() -> None:
@@ -96,3 +97,9 @@ def test_a_commands_time_window_defaults_to_the_last_day_until_now() -> None:
         time_window("5", "5", now_ms=now)
     with pytest.raises(ChatlogError, match=r"^--since: "):
         time_window("yesterday", None, now_ms=now)
+
+
+def test_now_in_epoch_ms_is_the_wall_clock() -> None:
+    before = time.time_ns() // 1_000_000
+    now = now_ms()
+    assert isinstance(now, int) and before - 1 <= now <= time.time_ns() // 1_000_000 + 1

@@ -27,6 +27,7 @@ from confluent_kafka import Producer
 
 from core.kafka_admin import admin_client
 from core.settings import StackSettings
+from core.times import now_ms
 from ingest import status
 from ingest.producer import IngestProducer
 from ingest.registry import PARTITIONER, Registry, encode_record
@@ -79,14 +80,14 @@ class Beats:
             with self.lock:
                 beats = list(self.live.values())
             for hb in beats:
-                hb.sent_at = status.now_ms()
+                hb.sent_at = now_ms()
                 self.send(hb)
 
 
 def beat(
     worker: str, replica: int, confirmed: list[str], buckets: list[int], age_s: float = 0
 ) -> status.Heartbeat:
-    now = status.now_ms()
+    now = now_ms()
     return status.Heartbeat(
         worker_id=worker,
         replica=replica,
@@ -192,7 +193,7 @@ def register_long_ago(settings: StackSettings, logins: list[str]) -> None:
     producer = Producer(
         {**settings.kafka_client_config(), "partitioner": PARTITIONER, "compression.type": "lz4"}
     )
-    added_at = status.now_ms() - 3_600_000
+    added_at = now_ms() - 3_600_000
     for login in logins:
         producer.produce(settings.topic_channels, encode_record(login, added_at), login)
     assert producer.flush(30) == 0

@@ -9,11 +9,11 @@ from collections.abc import Sequence
 import httpx
 import pytest
 
-from consent.publish import now_ms
 from consent.records import Code, new_code
 from consent.settings import ConsentSettings
 from core.errors import SettingsError
 from core.settings import load
+from core.times import now_ms
 from serve.api.app import create_app
 from serve.settings import ServeSettings
 from serve.testing import MemoryStore
