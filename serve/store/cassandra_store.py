@@ -59,6 +59,7 @@ from schemas.cql import (
     bucket_of,
     channel_key,
     half_days_of,
+    month_end_ms,
     month_of,
     month_periods,
     month_start_ms,
@@ -80,7 +81,10 @@ by Cassandra, they cost the driver ~5 µs less per row than a ``timestamp`` (a d
 as plain tuples (another ~1 µs less than a named tuple each), indexed by the four names below."""
 _SENT, _MID, _LINE, _RECEIVED, _SPILLED = range(5)
 _TUPLE_ROWS: Final = frozenset(
-    ("rows", "rows_desc", "rows_in", "user_rows", "user_rows_desc", "user_month", "user_month_desc")
+    (
+        "rows", "rows_desc", "rows_in", "user_rows", "user_rows_desc", "user_month", "user_month_desc",
+        "whole_month", "whole_month_desc",
+    )
 )  # fmt: skip
 """The statements that select :data:`ROW_COLUMNS`."""
 _FAR: Final = 253_402_300_799_999
@@ -305,6 +309,8 @@ class CassandraStore:
             "user_rows_desc": prepare(f"{user_rows} AND period = ? {window} {desc}"),
             "user_month": prepare(f"{user_month} AND period = ? {window}"),
             "user_month_desc": prepare(f"{user_month} AND period = ? {window} {desc}"),
+            "whole_month": prepare(f"{user_month} AND period = ?"),
+            "whole_month_desc": prepare(f"{user_month} AND period = ? {desc}"),
             "spilled": prepare(
                 f"SELECT {flag} FROM chat_by_user WHERE channel_key = ? AND user_key = ? AND period = ? "
                 "LIMIT 1"
@@ -802,12 +808,22 @@ class CassandraStore:
         (newest first if ``reverse``): its month partition alone unless it is spilled (one query, the usual
         case); else merged with the month's half days (a bot's month, or a month of the half-day layout,
         marked by its migration), an id read twice dropped."""
-        window = (_dt(lo), _dt(hi))
-        pages = self._query("user_month_desc" if reverse else "user_month", *pair, month, *window).pages()
+        whole = lo <= month_start_ms(month) and month_end_ms(month) <= hi
+        if whole:  # no clustering bounds: a partition holding only its flag answers it (sent_ms None)
+            pages = self._query("whole_month_desc" if reverse else "whole_month", *pair, month).pages()
+        else:
+            window = (_dt(lo), _dt(hi))
+            pages = self._query("user_month_desc" if reverse else "user_month", *pair, month, *window).pages()
         try:
-            first = await anext(pages, None)
-            if not (first[0][_SPILLED] if first else await self._spilled(pair, month)):
-                for row in first or ():
+            first = await anext(pages, None) or []
+            if whole:
+                spilled = bool(first and first[0][_SPILLED])
+                if first and first[0][_SENT] is None:  # the partition holds its flag alone
+                    first = []
+            else:
+                spilled = bool(first[0][_SPILLED]) if first else await self._spilled(pair, month)
+            if not (spilled or self.unmarked):
+                for row in first:
                     yield row
                 async for page in pages:
                     for row in page:
@@ -848,10 +864,11 @@ class CassandraStore:
         months = month_periods(start, end)
         for month in reversed(months) if reverse else months:
             sources = [self._pair_month(pair, month, start, end, reverse) for pair in pairs]
+            # an event is in one user key's rows (its sender's, else its target's): no id repeats across keys
             rows: AsyncIterator[Any] = (
                 sources[0]
                 if len(sources) == 1
-                else _distinct(row async for _, row in _merge(sources, _row_order(reverse)))
+                else (row async for _, row in _merge(sources, _row_order(reverse)))
             )
             try:
                 async for row in rows:
