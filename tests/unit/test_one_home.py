@@ -40,6 +40,14 @@ def _calls(tree: ast.AST) -> Iterator[tuple[ast.Call, str, list[Any]]]:
             yield node, node.func.attr, args
 
 
+def _tree(root: Path, files: dict[str, str]) -> Path:
+    """``root`` with ``files`` (path -> text) written under it: a tree for a check to find things in."""
+    for name, text in files.items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text(text)
+    return root
+
+
 # -- the IRC line is parsed in core/irc_parse.py only ------------------------------------------------------
 
 _FRAMING: Final = {"@", ":", " :"}
@@ -75,14 +83,13 @@ def test_no_module_outside_the_parser_takes_an_irc_line_apart_by_hand() -> None:
 
 
 def test_the_check_finds_a_mini_parser(tmp_path: Path) -> None:
-    (tmp_path / "serve").mkdir()
-    (tmp_path / "serve" / "x.py").write_text(
+    sender = (
         "def sender(line: str) -> str:\n"
         "    if line.startswith('@'):\n"
         "        line = line.partition(' ')[2]\n"
         "    return line[1:] if line[:1] == ':' else line\n"
     )
-    assert hand_parsers(tmp_path) == ["serve/x.py:2", "serve/x.py:4"]
+    assert hand_parsers(_tree(tmp_path, {"serve/x.py": sender})) == ["serve/x.py:2", "serve/x.py:4"]
 
 
 # -- whose event it is: consent/rule.py ---------------------------------------------------------------------
@@ -124,11 +131,8 @@ def test_who_an_event_concerns_is_decided_in_the_consent_rule_only() -> None:
 
 
 def test_the_check_finds_a_second_whose(tmp_path: Path) -> None:
-    (tmp_path / "serve").mkdir()
-    (tmp_path / "serve" / "x.py").write_text(
-        "def target(event):\n    return event.tags.get('target-user-id') or event.tags['login']\n"
-    )
-    assert target_readers(tmp_path) == ["serve/x.py:2"]
+    target = "def target(event):\n    return event.tags.get('target-user-id') or event.tags['login']\n"
+    assert target_readers(_tree(tmp_path, {"serve/x.py": target})) == ["serve/x.py:2"]
 
 
 # -- the small shared rules of core/ ------------------------------------------------------------------------
@@ -208,8 +212,7 @@ def test_each_small_rule_lives_once_in_core() -> None:
 
 
 def test_the_check_finds_copies_of_the_small_rules(tmp_path: Path) -> None:
-    (tmp_path / "sink").mkdir()
-    (tmp_path / "sink" / "x.py").write_text(
+    copies = (
         "import calendar\n"
         "from datetime import UTC, datetime\n"
         "KINDS = frozenset({'CLEARMSG', 'CLEARCHAT'}), ('USERNOTICE', 'PRIVMSG')\n"
@@ -224,7 +227,7 @@ def test_the_check_finds_copies_of_the_small_rules(tmp_path: Path) -> None:
         "def now() -> int:\n"
         "    return int(time.time() * 1000) + time.time_ns() // 1_000_000\n"
     )
-    assert small_rule_copies(tmp_path) == [
+    assert small_rule_copies(_tree(tmp_path, {"sink/x.py": copies})) == [
         "sink/x.py:3 moderation kinds",
         "sink/x.py:3 user kinds",
         "sink/x.py:5 login",
@@ -262,11 +265,8 @@ def test_no_test_file_imports_another() -> None:
 
 
 def test_the_check_finds_an_import_of_a_test_file(tmp_path: Path) -> None:
-    (tmp_path / "tests").mkdir()
-    (tmp_path / "tests" / "test_a.py").write_text(
-        "from tests.unit.test_b import helper\nimport tests.conftest\nfrom tests.doubles import x\n"
-    )
-    assert imports_of_test_files(tmp_path) == [
+    imports = "from tests.unit.test_b import helper\nimport tests.conftest\nfrom tests.doubles import x\n"
+    assert imports_of_test_files(_tree(tmp_path, {"tests/test_a.py": imports})) == [
         "tests/test_a.py:1 tests.unit.test_b",
         "tests/test_a.py:2 tests.conftest",
     ]
@@ -298,15 +298,7 @@ def test_unit_tests_mirror_the_tree() -> None:
 
 
 def test_the_check_finds_a_test_in_the_wrong_folder(tmp_path: Path) -> None:
-    (tmp_path / "sink" / "side").mkdir(parents=True)
-    (tmp_path / "sink" / "side" / "optout_follower.py").write_text("")
-    (tmp_path / "sink" / "job").mkdir()
-    (tmp_path / "sink" / "job" / "stream.py").write_text("")
-    for test in (
-        "sink/job/test_optouts.py",
-        "sink/side/test_optout_follower.py",
-        "sink/job/test_stream_x.py",
-    ):
-        (tmp_path / "tests" / "unit" / test).parent.mkdir(parents=True, exist_ok=True)
-        (tmp_path / "tests" / "unit" / test).write_text("")
+    tests = ("sink/job/test_optouts.py", "sink/side/test_optout_follower.py", "sink/job/test_stream_x.py")
+    sources = {"sink/side/optout_follower.py": "", "sink/job/stream.py": ""}
+    _tree(tmp_path, sources | {f"tests/unit/{test}": "" for test in tests})
     assert unmirrored(tmp_path) == ["tests/unit/sink/job/test_optouts.py"]
