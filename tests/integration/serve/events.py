@@ -4,6 +4,8 @@ every field the readers give back is derived from the stored line."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from core.testing import chat_events, twitch_event
 from schemas.chat_event import ChatEvent, encode
 from sink.settings import SinkSettings
@@ -20,35 +22,10 @@ def make_events(n: int, *, channels: int = 7, now_ms: int | None = None, ids: bo
     return chat_events(n, channels=channels, now_ms=now_ms, ids=ids)
 
 
-def line_event(
-    kind: str,
-    channel: str,
-    at: int,
-    *,
-    login: str | None = None,
-    text: str | None = None,
-    user_id: str | None = None,
-    room_id: str | None = None,
-    message_id: str | None = None,
-    display_name: str | None = None,
-    extra: dict[str, str] | None = None,
-    received_after_ms: int = 3,
-) -> ChatEvent:
-    """The event an ingester makes of a Twitch line (:func:`core.testing.twitch_event`) sent at ``at``
-    and received ``received_after_ms`` later."""
-    return twitch_event(
-        kind,
-        channel,
-        sent_at=at,
-        received_after_ms=received_after_ms,
-        login=login,
-        text=text,
-        user_id=user_id,
-        room_id=room_id,
-        message_id=message_id,
-        display_name=display_name,
-        extra=extra,
-    )
+def line_event(kind: str, channel: str, at: int, **line: Any) -> ChatEvent:
+    """The event an ingester makes of a Twitch line sent at ``at`` (:func:`core.testing.twitch_event`;
+    ``line``: its keyword arguments, the line's fields and ``received_after_ms``)."""
+    return twitch_event(kind, channel, sent_at=at, **line)
 
 
 def write(settings: SinkSettings, events: list[ChatEvent]) -> WriteStats:
