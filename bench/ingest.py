@@ -51,8 +51,9 @@ from chatlog import extras
 from chatlog.results import figure, write_json
 from chatlog.scrape import scrape
 from core.errors import ChatlogError
-from core.irc_parse import parse_line
+from core.irc_parse import parse_line, parse_message
 from core.kafka_admin import ensure_topics
+from core.logins import login_of
 from core.settings import load
 from ingest.producer import producer_config
 from ingest.registry import Registry
@@ -89,20 +90,20 @@ class _FakeServer:
         nick = "x"
         with contextlib.suppress(ConnectionError, asyncio.IncompleteReadError):
             while raw := await reader.readline():
-                parts = raw.decode(errors="replace").rstrip("\r\n").split(" ")
-                cmd = parts[0].upper()
-                if cmd == "CAP" and len(parts) > 2 and parts[1].upper() == "REQ":
-                    writer.write(f":fake CAP * ACK {' '.join(parts[2:])}\r\n".encode())
-                elif cmd == "NICK":
-                    nick = parts[1]
+                msg = parse_message(raw.decode(errors="replace").rstrip("\r\n"))
+                cmd, params = msg.command, msg.params
+                if cmd == "CAP" and len(params) > 1 and params[0].upper() == "REQ":
+                    writer.write(f":fake CAP * ACK :{' '.join(params[1:])}\r\n".encode())
+                elif cmd == "NICK" and params:
+                    nick = params[0]
                 elif cmd == "USER":
                     writer.write(f":fake 001 {nick} :welcome\r\n".encode())
                 elif cmd == "PING":
-                    writer.write(f":fake PONG fake {parts[-1]}\r\n".encode())
-                elif cmd == "JOIN":
-                    for ch in parts[1].split(","):
+                    writer.write(f":fake PONG fake :{params[-1] if params else ''}\r\n".encode())
+                elif cmd == "JOIN" and params:
+                    for ch in params[0].split(","):
                         writer.write(f":{nick}!u@h JOIN {ch}\r\n".encode())
-                        joined.add(ch.lstrip("#").lower())
+                        joined.add(login_of(ch))
                     if set().union(*(j for _, j in self.conns)) >= self.channels:
                         self.all_joined.set()
                 elif cmd == "QUIT":

@@ -37,6 +37,7 @@ from typing import Any, Final
 
 from bench.serve_load import stop_server
 from core.errors import ChatlogError
+from core.irc_parse import parse_message
 
 HOSTS: Final = ("id.twitch.tv", "api.twitch.tv", "irc.chat.twitch.tv")
 HTTPS_PORT: Final = 443
@@ -167,16 +168,16 @@ class TwitchStandIn:
         nick = "justinfan"
         with contextlib.suppress(OSError, asyncio.IncompleteReadError, ValueError):
             while line := await reader.readline():
-                words = line.decode(errors="replace").strip().split(" ")
-                command = words[0].upper()
-                if command == "NICK" and len(words) > 1:
-                    nick = words[1]
+                msg = parse_message(line.decode(errors="replace").strip())
+                command, params = msg.command, msg.params
+                if command == "NICK" and params:
+                    nick = params[0]
                     writer.write(f":tmi.twitch.tv 001 {nick} :Welcome, GLHF!\r\n".encode())
                 elif command == "PING":  # as Twitch answers (go-twitch-irc wants both parameters)
-                    signature = " ".join(words[1:]).removeprefix(":")
+                    signature = " ".join(params)
                     writer.write(f":tmi.twitch.tv PONG tmi.twitch.tv :{signature}\r\n".encode())
-                elif command == "JOIN" and len(words) > 1:
-                    for channel in words[1].split(","):
+                elif command == "JOIN" and params:
+                    for channel in params[0].split(","):
                         writer.write(f":{nick}!{nick}@{nick}.tmi.twitch.tv JOIN {channel}\r\n".encode())
                 await writer.drain()
         writer.close()
