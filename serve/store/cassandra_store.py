@@ -43,15 +43,15 @@ import uuid
 from collections import deque
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterable, Sequence
 from dataclasses import dataclass
-from datetime import UTC, date, datetime
+from datetime import date, datetime
 from typing import Any, Final, TypeVar
 
 from cassandra.cluster import EXEC_PROFILE_DEFAULT
 from cassandra.query import tuple_factory
 
-from core.irc_parse import sender_of
+from core.irc_parse import USER_KINDS, sender_of
 from core.logins import login_of
-from core.times import epoch_ms, naive_utc
+from core.times import epoch_ms, naive_utc, utc_day
 from core.user_months import has_flag, needs_migration
 from schemas.chat_event import MAX_ID_CHARS, MAX_LOGIN_CHARS, ChatEvent
 from schemas.cql import (
@@ -89,8 +89,6 @@ _TUPLE_ROWS: Final = frozenset(
 """The statements that select :data:`ROW_COLUMNS`."""
 _FAR: Final = 253_402_300_799_999
 _CONCURRENT_LOOKUPS: Final = 16
-RANDOM_KINDS: Final = frozenset({"PRIVMSG", "USERNOTICE"})
-"""What ``/random`` picks: something a user said, never a deletion, a ban or a notice."""
 _CACHE_MAX: Final = 10_000
 _LOW64: Final = (1 << 64) - 1
 _MISS_TTL_S: Final = 5.0
@@ -110,17 +108,14 @@ big, up to the store's ``fetch_size`` (:meth:`CassandraStore._ramp`)."""
 
 
 def _picked(event: ChatEvent) -> bool:
-    """What ``/random`` returns: :data:`RANDOM_KINDS`."""
-    return event.kind in RANDOM_KINDS
+    """What ``/random`` returns: something a user said (:data:`core.irc_parse.USER_KINDS`), never a
+    deletion, a ban or a notice."""
+    return event.kind in USER_KINDS
 
 
 def _dt(ms: int) -> datetime:
     """A naive UTC datetime (what the driver binds as a ``timestamp``) for epoch ms, clamped to its range."""
     return naive_utc(min(max(ms, 0), _FAR))
-
-
-def _day(ms: int) -> date:
-    return datetime.fromtimestamp(ms / 1000, UTC).date()
 
 
 def _order(sent_at_ms: int, message_id: uuid.UUID) -> Order:
@@ -524,7 +519,7 @@ class CassandraStore:
         keys = await self.channel_keys(channel)
         days: list[date] = []
         async for start, _ in self._bucket_groups(keys.keys, 0, _FAR, reverse=True):
-            day = _day(start)
+            day = utc_day(start)
             if not days or days[-1] != day:
                 days.append(day)
         return days
@@ -533,7 +528,7 @@ class CassandraStore:
         keys = await self.channel_keys(channel)
         found = await asyncio.gather(*(self._end_bucket("latest", key) for key in keys.keys))
         starts = [start for start in found if start is not None]
-        return _day(max(starts)) if starts else None
+        return utc_day(max(starts)) if starts else None
 
     async def _end_bucket(self, end: str, key: str) -> int | None:
         """The ``first`` or ``latest`` bucket of a channel key (None: nothing stored under it), cached: a
@@ -801,19 +796,23 @@ class CassandraStore:
         rows = await self._query("spilled", *pair, month).all()
         return bool(rows[0].spilled) if rows else self.unmarked
 
+    def _month_query(self, pair: Pair, month: int, lo: int, hi: int, reverse: bool) -> PagedQuery:
+        """The query of one (channel key, user key)'s month partition within ``[lo, hi)``, started: a whole
+        month without clustering bounds, so a partition holding only its flag answers it (sent_ms None)."""
+        if lo <= month_start_ms(month) and month_end_ms(month) <= hi:
+            return self._query("whole_month_desc" if reverse else "whole_month", *pair, month)
+        window = (_dt(lo), _dt(hi))
+        return self._query("user_month_desc" if reverse else "user_month", *pair, month, *window)
+
     async def _pair_month(
-        self, pair: Pair, month: int, lo: int, hi: int, reverse: bool
+        self, pair: Pair, month: int, lo: int, hi: int, reverse: bool, query: PagedQuery
     ) -> AsyncIterator[Any]:
         """The rows of one (channel key, user key) in month ``month`` within ``[lo, hi)``, in time order
         (newest first if ``reverse``): its month partition alone unless it is spilled (one query, the usual
         case); else merged with the month's half days (a bot's month, or a month of the half-day layout,
         marked by its migration), an id read twice dropped."""
         whole = lo <= month_start_ms(month) and month_end_ms(month) <= hi
-        if whole:  # no clustering bounds: a partition holding only its flag answers it (sent_ms None)
-            pages = self._query("whole_month_desc" if reverse else "whole_month", *pair, month).pages()
-        else:
-            window = (_dt(lo), _dt(hi))
-            pages = self._query("user_month_desc" if reverse else "user_month", *pair, month, *window).pages()
+        pages = query.pages()
         try:
             first = await anext(pages, None) or []
             if whole:
@@ -863,7 +862,11 @@ class CassandraStore:
             return
         months = month_periods(start, end)
         for month in reversed(months) if reverse else months:
-            sources = [self._pair_month(pair, month, start, end, reverse) for pair in pairs]
+            queries = [self._month_query(pair, month, start, end, reverse) for pair in pairs]  # all at once
+            sources = [
+                self._pair_month(pair, month, start, end, reverse, query)
+                for pair, query in zip(pairs, queries, strict=True)
+            ]
             # an event is in one user key's rows (its sender's, else its target's): no id repeats across keys
             rows: AsyncIterator[Any] = (
                 sources[0]
@@ -927,8 +930,8 @@ class CassandraStore:
 
         async def distinct(pair: Pair, month: int) -> int:
             """A month read from its partition and its half days: rows counted once (a row may be in both)."""
-            rows = self._pair_month(pair, month, start, end, False)
-            return sum([1 async for _ in rows])
+            query = self._month_query(pair, month, start, end, False)
+            return sum([1 async for _ in self._pair_month(pair, month, start, end, False, query)])
 
         batches = [
             (pair, periods[i : i + self.probe_batch])

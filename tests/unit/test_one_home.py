@@ -20,10 +20,6 @@ RULE: Final = "consent/rule.py"
 LOGINS: Final = "core/logins.py"
 TIMES: Final = "core/times.py"
 ERRORS: Final = "core/errors.py"
-LEFT_FOR_ISSUE_35: Final = frozenset({"serve/store/cassandra_store.py"})
-"""Its ``_day`` is :func:`core.times.utc_day` again and its ``RANDOM_KINDS``
-:data:`core.irc_parse.USER_KINDS`; the file is being rewritten for issue 35 (user months), so the calls are
-made there, not here."""
 
 
 def _sources(root: Path, packages: tuple[str, ...]) -> Iterator[tuple[str, ast.Module]]:
@@ -150,7 +146,7 @@ def small_rule_copies(root: Path = REPO) -> list[str]:
                 values = {e.value for e in node.elts if isinstance(e, ast.Constant)}
                 if values == {"CLEARCHAT", "CLEARMSG"}:
                     out.append(f"{name}:{node.lineno} moderation kinds")
-                elif values == {"PRIVMSG", "USERNOTICE"} and name not in LEFT_FOR_ISSUE_35:
+                elif values == {"PRIVMSG", "USERNOTICE"}:
                     out.append(f"{name}:{node.lineno} user kinds")
             if name != TIMES and isinstance(node, ast.BinOp) and _is_now_ms(node):
                 out.append(f"{name}:{node.lineno} now in ms")
@@ -160,7 +156,7 @@ def small_rule_copies(root: Path = REPO) -> list[str]:
                 if ".lower()" in inner or _called_on_result(tree, node, "lower"):
                     out.append(f"{name}:{node.lineno} login")
             # schemas/ imports nothing of the project: its keys' time arithmetic (buckets, periods) is its own
-            times_rule = name != TIMES and name not in LEFT_FOR_ISSUE_35 and not name.startswith("schemas/")
+            times_rule = name != TIMES and not name.startswith("schemas/")
             if times_rule and method == "timegm":
                 out.append(f"{name}:{node.lineno} day to ms")
             if times_rule and method == "date" and not args:
