@@ -3,11 +3,13 @@ writes what the read side reads back; the events to write are in :mod:`tests.int
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from core.cql import connect
 from core.settings import StackSettings
 from sink.settings import SinkSettings
 
@@ -24,3 +26,11 @@ def sink_settings(fresh_topics: StackSettings, fresh_keyspace: StackSettings, tm
         sink_cassandra_retry_s=20,
     )
     return SinkSettings(**values)
+
+
+@pytest.fixture
+def session(sink_settings: SinkSettings) -> Iterator[Any]:
+    """A session on the test's keyspace."""
+    cluster, session = connect(sink_settings, keyspace=sink_settings.cassandra_keyspace)
+    yield session
+    cluster.shutdown()

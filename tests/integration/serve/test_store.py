@@ -7,14 +7,13 @@ from __future__ import annotations
 
 import asyncio
 from collections import Counter
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from datetime import UTC, date, datetime
 from typing import Any, TypeVar
 
 import msgspec
 import pytest
 
-from core.cql import connect
 from core.testing import chat_events
 from schemas.chat_event import ChatEvent
 from schemas.cql import message_uuid
@@ -39,13 +38,6 @@ pytestmark = pytest.mark.integration
 
 T = TypeVar("T")
 FAR = 253_402_300_799_999
-
-
-@pytest.fixture
-def session(sink_settings: SinkSettings) -> Iterator[Any]:
-    cluster, session = connect(sink_settings, keyspace=sink_settings.cassandra_keyspace)
-    yield session
-    cluster.shutdown()
 
 
 def _run(session: Any, body: Callable[[CassandraStore], Awaitable[T]]) -> T:

@@ -6,12 +6,12 @@ the store reads each user's history once, in order, with the same months, latest
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
 
-from core.cql import apply_schema, connect
+from core.cql import apply_schema
 from core.user_months import MIGRATED
 from schemas.chat_event import ChatEvent, encode
 from schemas.cql import is_half_day, is_month_period, user_period
@@ -27,13 +27,6 @@ from tests.integration.serve.rename_story import DAY, T0, in_read_order, of_user
 pytestmark = pytest.mark.integration
 
 FAR = 253_402_300_799_999
-
-
-@pytest.fixture
-def session(sink_settings: SinkSettings) -> Iterator[Any]:
-    cluster, session = connect(sink_settings, keyspace=sink_settings.cassandra_keyspace)
-    yield session
-    cluster.shutdown()
 
 
 def _write(settings: SinkSettings, events: list[ChatEvent], guard: SpillGuard) -> None:
