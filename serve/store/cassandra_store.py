@@ -600,17 +600,14 @@ class CassandraStore:
         found: dict[int, list[Pair]] = {}
         spilled: dict[int, list[Pair]] = {}
         with_rows: set[tuple[Pair, int]] = set()
-        present: set[tuple[Pair, int]] = set()
         for pair, row in await self._probe_rows(pairs, months):
-            present.add((pair, row.period))
             if row.sent_ms is not None:
                 found.setdefault(row.period, []).append(pair)
                 with_rows.add((pair, row.period))
-            if row.spilled:
+            if row.spilled and not self.unmarked:
                 spilled.setdefault(row.period, []).append(pair)
-        if self.unmarked:  # a month without a month partition may have half days
-            for month in months:
-                spilled.setdefault(month, []).extend(p for p in pairs if (p, month) not in present)
+        if self.unmarked:  # not migrated: any month may have half days
+            spilled = {month: list(pairs) for month in months}
         rest = sorted((m, missing) for m, missing in spilled.items() if missing)
         probed = await asyncio.gather(*(self._probe(missing, half_days_of(m, lo, hi)) for m, missing in rest))
         mixed: set[tuple[Pair, int]] = set()
