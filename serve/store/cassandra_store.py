@@ -604,9 +604,9 @@ class CassandraStore:
             if row.sent_ms is not None:
                 found.setdefault(row.period, []).append(pair)
                 with_rows.add((pair, row.period))
-            if row.spilled and not self.unmarked:
+            if self._half_days(row.spilled):
                 spilled.setdefault(row.period, []).append(pair)
-        if self.unmarked:  # not migrated: any month may have half days
+        if self.unmarked:  # not migrated: a month without a month partition may have half days too
             spilled = {month: list(pairs) for month in months}
         rest = sorted((m, missing) for m, missing in spilled.items() if missing)
         probed = await asyncio.gather(*(self._probe(missing, half_days_of(m, lo, hi)) for m, missing in rest))
@@ -627,9 +627,7 @@ class CassandraStore:
         months = month_periods(start, end)
         probed = await self._probe_rows(pairs, months)
         with_rows = {row.period for _, row in probed if row.sent_ms is not None}
-        flagged = {row.period for _, row in probed if row.spilled or self.unmarked}
-        if self.unmarked:
-            flagged.update(months)
+        flagged = set(months) if self.unmarked else {row.period for _, row in probed if row.spilled}
         pending: list[int] = []  # half days of newer spilled months without month rows, newest first
 
         async def newest_of_pending() -> tuple[int, int] | None:
@@ -787,11 +785,16 @@ class CassandraStore:
             async for _, row in _merge([q.rows() for q in current], order):
                 yield row
 
-    async def _spilled(self, pair: Pair, month: int) -> bool:
-        """Whether the month partition's ``spilled`` is set (False when there is no such partition: a
-        keyspace of the half-day layout is marked by its migration, so no half day of the month exists)."""
+    def _half_days(self, spilled: bool | None) -> bool:
+        """Whether a month whose partition's flag is ``spilled`` (None: no such partition) has half days to
+        read: where the flag is set, or anywhere in a keyspace not migrated yet (a migrated keyspace has
+        no half day in a month without a flagged month partition)."""
+        return bool(spilled) or self.unmarked
+
+    async def _spilled(self, pair: Pair, month: int) -> bool | None:
+        """The month partition's ``spilled`` flag, None when there is no such partition."""
         rows = await self._query("spilled", *pair, month).all()
-        return bool(rows[0].spilled) if rows else self.unmarked
+        return bool(rows[0].spilled) if rows else None
 
     def _month_query(self, pair: Pair, month: int, lo: int, hi: int, reverse: bool) -> PagedQuery:
         """The query of one (channel key, user key)'s month partition within ``[lo, hi)``, started: a whole
@@ -812,13 +815,14 @@ class CassandraStore:
         pages = query.pages()
         try:
             first = await anext(pages, None) or []
+            spilled: bool | None
             if whole:
                 spilled = bool(first and first[0][_SPILLED])
                 if first and first[0][_SENT] is None:  # the partition holds its flag alone
                     first = []
             else:
                 spilled = bool(first[0][_SPILLED]) if first else await self._spilled(pair, month)
-            if not (spilled or self.unmarked):
+            if not self._half_days(spilled):
                 for row in first:
                     yield row
                 async for page in pages:

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from core.cql import apply_schema
-from core.user_months import MIGRATED
+from core.user_months import needs_migration
 from schemas.chat_event import ChatEvent, encode
 from schemas.cql import is_half_day, is_month_period, user_period
 from serve.store.cassandra_store import CassandraStore
@@ -43,11 +43,7 @@ def _periods(session: Any) -> list[int]:
 
 
 def _migrated(session: Any) -> bool:
-    row = session.execute(
-        "SELECT comment FROM system_schema.tables WHERE keyspace_name = %s AND table_name = 'chat_by_user'",
-        (session.keyspace,),
-    ).one()
-    return bool(row.comment == MIGRATED)
+    return not needs_migration(session, session.keyspace)
 
 
 async def _events(lines: AsyncIterator[LogLine]) -> list[ChatEvent]:
