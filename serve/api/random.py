@@ -12,7 +12,7 @@ from fastapi.responses import Response
 from schemas.chat_event import ChatEvent
 from serve.api.named import resolve_channel, resolve_user, store_of
 from serve.api.params import LogQuery, output_format
-from serve.api.query_docs import FORMATS
+from serve.api.query_docs import FORMATS, documented
 from serve.api.stream import line_counter, stream_events
 from serve.store.row import LogLine
 
@@ -35,7 +35,9 @@ async def _picked(pick: AsyncIterator[ChatEvent | None]) -> AsyncIterator[LogLin
             yield LogLine.of(event)
 
 
-@router.get("/{ct}/{c}/random", summary="One random line of the channel's logs", dependencies=[FORMATS])
+@router.get(
+    "/{ct}/{c}/random", summary="One random line of the channel's logs", openapi_extra=documented(FORMATS)
+)
 async def random_channel_line(
     request: Request,
     ct: str,
@@ -53,7 +55,7 @@ async def random_channel_line(
 @router.get(
     "/{ct}/{c}/{ut}/{u}/random",
     summary="One random line of a user's logs in the channel",
-    dependencies=[FORMATS],
+    openapi_extra=documented(FORMATS),
 )
 async def random_user_line(
     request: Request,

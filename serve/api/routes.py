@@ -24,7 +24,7 @@ from core.times import now_ms
 from serve.api.errors import ApiError, bad_request, not_found
 from serve.api.named import CHANNEL_KINDS, USER_KINDS, resolve_channel, resolve_user, segment, store_of
 from serve.api.params import LogQuery, day_range, log_query, month_range, narrowed
-from serve.api.query_docs import FORMATS, PAGING, RANGE
+from serve.api.query_docs import FORMATS, PAGING, RANGE, documented
 from serve.api.stream import cache_headers, line_counter, stream_events
 from serve.store.protocol import Named
 
@@ -100,7 +100,7 @@ async def list_logs(
 @router.get(
     "/{ct}/{c}",
     summary="Redirect to the channel's newest day (or, with from/to, that range)",
-    dependencies=[FORMATS, PAGING, RANGE],
+    openapi_extra=documented(FORMATS, PAGING, RANGE),
 )
 async def channel_latest(request: Request, ct: str, c: str) -> Response:
     channel = await resolve_channel(request, ct, c)
@@ -115,7 +115,9 @@ async def channel_latest(request: Request, ct: str, c: str) -> Response:
 
 
 @router.get(
-    "/{ct}/{c}/{y}/{m}/{d}", summary="A UTC day of the channel's logs", dependencies=[FORMATS, PAGING, RANGE]
+    "/{ct}/{c}/{y}/{m}/{d}",
+    summary="A UTC day of the channel's logs",
+    openapi_extra=documented(FORMATS, PAGING, RANGE),
 )
 async def channel_day(
     request: Request,
@@ -152,7 +154,7 @@ async def user_latest(request: Request, ct: str, c: str, ut: str, u: str) -> Res
 @router.get(
     "/{ct}/{c}/{ut}/{u}/{y}/{m}",
     summary="A UTC month of a user's logs in the channel",
-    dependencies=[FORMATS, PAGING, RANGE],
+    openapi_extra=documented(FORMATS, PAGING, RANGE),
 )
 async def user_month(
     request: Request,

@@ -31,7 +31,7 @@ from core.times import now_ms
 from serve.api.errors import ApiError, bad_request, not_found
 from serve.api.named import resolve_channel, resolve_user, store_of
 from serve.api.params import LogQuery, empty_range, log_query, narrowed
-from serve.api.query_docs import FORMATS, PAGING, RANGE
+from serve.api.query_docs import FORMATS, PAGING, RANGE, documented
 from serve.api.stream import cache_headers, line_counter, stream_events
 from serve.search import BadQuery, Needle, matching, needle
 from serve.settings import ServeSettings
@@ -62,7 +62,7 @@ def search_router(settings: ServeSettings) -> APIRouter:
     @router.get(
         "/{ct}/{c}/{ut}/{u}/search",
         summary="Lines of a user in the channel that contain q",
-        dependencies=[FORMATS, PAGING, RANGE],
+        openapi_extra=documented(FORMATS, PAGING, RANGE),
     )
     async def search_user(
         request: Request,
@@ -89,7 +89,7 @@ def search_router(settings: ServeSettings) -> APIRouter:
     @router.get(
         "/{ct}/{c}/search",
         summary="Lines of the channel in a time range that contain q",
-        dependencies=[FORMATS, PAGING, RANGE],
+        openapi_extra=documented(FORMATS, PAGING, RANGE),
     )
     async def search_channel(
         request: Request,
@@ -107,7 +107,7 @@ def search_router(settings: ServeSettings) -> APIRouter:
     @router.get(
         "/admin/user/{u}/search",
         summary="Admin: lines of a user across every logged channel in a time range (q optional)",
-        dependencies=[FORMATS, PAGING, RANGE],
+        openapi_extra=documented(FORMATS, PAGING, RANGE),
     )
     async def search_user_everywhere(
         request: Request,

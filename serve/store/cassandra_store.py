@@ -207,6 +207,16 @@ async def _distinct(rows: AsyncIterator[Any]) -> AsyncIterator[Any]:
         await aclose(rows)
 
 
+async def _rows_of(runs: AsyncIterator[Sequence[T]]) -> AsyncIterator[T]:
+    """The items of ``runs``, one by one."""
+    try:
+        async for run in runs:
+            for item in run:
+                yield item
+    finally:
+        await aclose(runs)
+
+
 class OutOfOrder(RuntimeError):
     """Cassandra answered a ``period IN ?`` query out of time order (the reader relies on that order)."""
 
@@ -806,11 +816,12 @@ class CassandraStore:
 
     async def _pair_month(
         self, pair: Pair, month: int, lo: int, hi: int, reverse: bool, query: PagedQuery
-    ) -> AsyncIterator[Any]:
+    ) -> AsyncIterator[Sequence[Any]]:
         """The rows of one (channel key, user key) in month ``month`` within ``[lo, hi)``, in time order
-        (newest first if ``reverse``): its month partition alone unless it is spilled (one query, the usual
-        case); else merged with the month's half days (a bot's month, or a month of the half-day layout,
-        marked by its migration), an id read twice dropped."""
+        (newest first if ``reverse``), in runs (a page of rows: no generator step per row): its month
+        partition alone unless it is spilled (one query, the usual case); else merged with the month's half
+        days (a bot's month, or a month of the half-day layout, marked by its migration), an id read twice
+        dropped."""
         whole = lo <= month_start_ms(month) and month_end_ms(month) <= hi
         pages = query.pages()
         try:
@@ -823,11 +834,10 @@ class CassandraStore:
             else:
                 spilled = bool(first[0][_SPILLED]) if first else await self._spilled(pair, month)
             if not self._half_days(spilled):
-                for row in first:
-                    yield row
+                if first:
+                    yield first
                 async for page in pages:
-                    for row in page:
-                        yield row
+                    yield page
                 return
             half_days = half_days_of(month, lo, hi)
             halves: AsyncIterator[Any]
@@ -837,7 +847,7 @@ class CassandraStore:
                 halves = self._ascending(pair, half_days, lo, hi)
             if not first:
                 async for row in halves:
-                    yield row
+                    yield (row,)
                 return
 
             async def month_rows() -> AsyncIterator[Any]:
@@ -849,7 +859,7 @@ class CassandraStore:
 
             merged = (row async for _, row in _merge([month_rows(), halves], _row_order(reverse)))
             async for row in _distinct(merged):
-                yield row
+                yield (row,)
         finally:
             await aclose(pages)
 
@@ -868,15 +878,21 @@ class CassandraStore:
                 self._pair_month(pair, month, start, end, reverse, query)
                 for pair, query in zip(pairs, queries, strict=True)
             ]
+            name = channel_keys.name
+            if len(sources) == 1:
+                runs = sources[0]
+                try:
+                    async for run in runs:
+                        for row in run:  # _line() inlined: this runs once per row served
+                            yield LogLine(row[_LINE] or "", row[_MID], row[_SENT], row[_RECEIVED], name)
+                finally:
+                    await aclose(runs)
+                continue
             # an event is in one user key's rows (its sender's, else its target's): no id repeats across keys
-            rows: AsyncIterator[Any] = (
-                sources[0]
-                if len(sources) == 1
-                else (row async for _, row in _merge(sources, _row_order(reverse)))
-            )
+            rows = _merge([_rows_of(source) for source in sources], _row_order(reverse))
             try:
-                async for row in rows:
-                    yield self._line(row, channel_keys.name)
+                async for _, row in rows:
+                    yield self._line(row, name)
             finally:
                 await aclose(rows)
 
@@ -932,7 +948,7 @@ class CassandraStore:
         async def distinct(pair: Pair, month: int) -> int:
             """A month read from its partition and its half days: rows counted once (a row may be in both)."""
             query = self._month_query(pair, month, start, end, False)
-            return sum([1 async for _ in self._pair_month(pair, month, start, end, False, query)])
+            return sum([len(run) async for run in self._pair_month(pair, month, start, end, False, query)])
 
         batches = [
             (pair, periods[i : i + self.probe_batch])

@@ -15,6 +15,7 @@ from cassandra.cluster import NoHostAvailable
 from consent.settings import ConsentSettings
 from core.settings import load
 from schemas.chat_event import ChatEvent
+from serve.api import stream
 from serve.api.app import create_app
 from serve.api.middleware import MAX_BODY_BYTES
 from serve.settings import ServeSettings
@@ -69,7 +70,27 @@ def _served(store: MemoryStore) -> Iterator[str]:
         yield url
 
 
-def test_storage_failure_mid_stream_cuts_the_connection_so_the_client_sees_an_incomplete_body() -> None:
+def test_storage_failure_within_a_whole_answer_is_a_503_not_a_part_of_it() -> None:
+    response = _get(alpha_store(fail_at=3), "/channel/alpha/2024/1/2")  # 5 lines: sent whole, or not at all
+    assert response.status_code == 503
+    assert response.json() == {"status": 503, "message": "the log storage did not answer; try again"}
+
+
+def test_an_answer_up_to_whole_lines_has_its_length_a_longer_one_is_streamed(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    whole = _get(alpha_store(), "/channel/alpha/2024/1/2")
+    assert whole.headers["content-length"] == str(len(whole.content)) and len(whole.text.splitlines()) == 5
+    monkeypatch.setattr(stream, "WHOLE_LINES", 2)
+    streamed = _get(alpha_store(), "/channel/alpha/2024/1/2?json")
+    assert "content-length" not in streamed.headers
+    assert len(streamed.json()["messages"]) == 5
+
+
+def test_storage_failure_mid_stream_cuts_the_connection_so_the_client_sees_an_incomplete_body(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(stream, "WHOLE_LINES", 2)  # the answer has started when the read fails
     with _served(alpha_store(fail_at=3)) as url:
         for fmt in ("json", "raw", "ndjson", "text"):
             with pytest.raises(httpx.RemoteProtocolError):  # no last chunk: never a complete 200
