@@ -18,6 +18,8 @@ The route ``GET /api/live/{channel}`` (:mod:`serve.api.live`) subscribes; this m
   client cannot hold the others.
 * Kafka going away while the hub runs: existing subscribers stay (they see events again when it is
   back); a new subscriber is a 503 until the consumer reaches a broker again.
+* ``chatlog serve`` on several worker processes (:mod:`serve.api.workers`): one hub per worker, each with
+  every partition (no group to share them out), so a subscriber sees everything whichever worker it reached.
 """
 
 from __future__ import annotations

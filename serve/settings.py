@@ -1,11 +1,13 @@
 """Settings of the HTTP service (``chatlog serve``).
 
-Every key is a ``CHATLOG_*`` environment variable documented here with its default; ``--host`` and
-``--port`` override the first two. Cassandra keys come from :class:`core.settings.CassandraSettings`.
+Every key is a ``CHATLOG_*`` environment variable documented here with its default; ``--host``,
+``--port`` and ``--workers`` override theirs. Cassandra keys come from
+:class:`core.settings.CassandraSettings`.
 """
 
 from __future__ import annotations
 
+import os
 from typing import Final, Literal
 
 from pydantic import Field, SecretStr, field_validator
@@ -25,6 +27,14 @@ class ServeSettings(CassandraSettings):
         description="Address the HTTP service listens on (0.0.0.0: every interface, said explicitly).",
     )
     serve_port: int = Field(8025, ge=0, le=65535, description="Port the HTTP service listens on (0: any).")
+    serve_workers: int = Field(
+        0,
+        ge=0,
+        le=1024,
+        description="Processes answering requests on the one listening socket (uvicorn's workers, "
+        "serve/api/workers.py); 0: one per CPU this process may run on (its CPU affinity); 1: a single "
+        "process.",
+    )
     serve_fetch_size: int = Field(
         5000,
         ge=10,
@@ -82,6 +92,10 @@ class ServeSettings(CassandraSettings):
         le=3660,
         description="Range (days, ending at `to`, else now) of a channel search without `from`.",
     )
+
+    def worker_count(self) -> int:
+        """:attr:`serve_workers`, 0 being the CPUs this process may run on (``os.sched_getaffinity``)."""
+        return self.serve_workers or len(os.sched_getaffinity(0))
 
     @field_validator("serve_admin_key")
     @classmethod

@@ -7,13 +7,16 @@ its login or its id (the newest event's ``room-id``), a user the same; a user's 
 and the bans, timeouts and deleted messages that name them (by ``target-user-id``, a CLEARCHAT's login,
 a CLEARMSG's ``login`` tag); days and months are UTC. A random pick is the first PRIVMSG or USERNOTICE
 (tests want one answer, not a random one).
+
+:func:`memory_app` is an app factory over an empty :class:`MemoryStore`, as uvicorn's workers call one
+(:mod:`serve.api.workers`), for tests of serving on several processes without Kafka or Cassandra.
 """
 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Iterable, Mapping
 from datetime import date
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from consent.rule import named_login, whose
 from core.irc_parse import USER_KINDS
@@ -24,7 +27,10 @@ from serve.store.names import NameSeen
 from serve.store.protocol import ById, Channel, Named
 from serve.store.row import LogLine
 
-__all__ = ["MemoryStore"]
+if TYPE_CHECKING:
+    from fastapi import FastAPI
+
+__all__ = ["MemoryStore", "memory_app"]
 
 
 class MemoryStore:
@@ -207,3 +213,19 @@ class MemoryStore:
 
     async def ping(self) -> None:
         self._call("ping")
+
+
+def memory_app() -> FastAPI:
+    """The service's app over an empty :class:`MemoryStore`, its settings from the environment, opt-outs
+    and fresh reads off (no Kafka)."""
+    from consent.settings import ConsentSettings
+    from core.settings import load
+    from serve.api.app import create_app
+    from serve.settings import FreshSettings, ServeSettings
+
+    return create_app(
+        load(ServeSettings),
+        MemoryStore(),
+        consent=ConsentSettings(serve_consent=False),
+        fresh=load(FreshSettings, serve_fresh=False),
+    )

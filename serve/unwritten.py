@@ -13,6 +13,10 @@ committed (no streaming sink ever wrote this keyspace from this topic: a keyspac
 a sink that never ran) adds nothing. Kafka that does not answer makes the read return what it has, marked
 incomplete, and the reads of the next :data:`RETRY_AFTER_S` do not ask it; the stored events are answered
 anyway.
+
+The consumer never subscribes (it only reads the sink group's committed offsets and assigns itself the
+partition it reads), so the reader of each ``chatlog serve`` worker process (:mod:`serve.api.workers`) joins
+no group and reads every channel: no partitions are shared out between workers.
 """
 
 from __future__ import annotations

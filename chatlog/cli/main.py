@@ -6,7 +6,6 @@ above this one (the benchmarks) add theirs through the ``chatlog.commands`` entr
 
 from __future__ import annotations
 
-import logging
 import os
 import sys
 import traceback
@@ -34,6 +33,7 @@ from chatlog.cli import (
 )
 from core import redact, settings_env
 from core.errors import ChatlogError
+from core.log_setup import log_to_stderr
 
 app = typer.Typer(
     help="chatlog: log IRC chat into Cassandra through Kafka and Spark.",
@@ -77,9 +77,7 @@ def _register() -> None:
 
 
 def main() -> None:
-    logging.basicConfig(
-        level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s", stream=sys.stderr
-    )
+    log_to_stderr()
     _register()
     secrets: list[str] = []
     try:

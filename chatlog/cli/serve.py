@@ -1,4 +1,5 @@
-"""``chatlog serve``: the justlog/rustlog HTTP API on the logs in Cassandra (:mod:`serve.api`)."""
+"""``chatlog serve``: the justlog/rustlog HTTP API on the logs in Cassandra (:mod:`serve.api`), in this
+process or on several worker processes (:mod:`serve.api.workers`)."""
 
 from __future__ import annotations
 
@@ -15,6 +16,13 @@ def register(app: typer.Typer) -> None:
         host: Annotated[str | None, typer.Option(help="Listen address (CHATLOG_SERVE_HOST).")] = None,
         port: Annotated[int | None, typer.Option(help="Listen port (CHATLOG_SERVE_PORT).")] = None,
         keyspace: Annotated[str | None, typer.Option(help="Cassandra keyspace.")] = None,
+        workers: Annotated[
+            int | None,
+            typer.Option(
+                help="Processes answering requests (CHATLOG_SERVE_WORKERS); 0: one per CPU (the default), "
+                "1: this process alone."
+            ),
+        ] = None,
     ) -> None:
         """Serve the logs over HTTP (justlog/rustlog API, /docs, /metrics, /health) until stopped."""
         import uvicorn
@@ -24,6 +32,7 @@ def register(app: typer.Typer) -> None:
         from core.listen import check_listen
         from core.settings import KEYSPACE_OPTION, load
         from serve.api.app import create_app, open_store
+        from serve.api.workers import serve_on_workers, uvicorn_options
         from serve.consent import preflight
         from serve.settings import FreshSettings, ServeSettings
 
@@ -32,7 +41,13 @@ def register(app: typer.Typer) -> None:
             serve_host=host,
             serve_port=port,
             cassandra_keyspace=keyspace,
-            options={"serve_host": "--host", "serve_port": "--port", **KEYSPACE_OPTION},
+            serve_workers=workers,
+            options={
+                "serve_host": "--host",
+                "serve_port": "--port",
+                "serve_workers": "--workers",
+                **KEYSPACE_OPTION,
+            },
         )
         where = "--host/--port, CHATLOG_SERVE_HOST/CHATLOG_SERVE_PORT"
         check_listen(settings.serve_host, settings.serve_port, where)  # not uvicorn's lines, after connecting
@@ -40,15 +55,14 @@ def register(app: typer.Typer) -> None:
         fresh = load(FreshSettings)
         preflight(consent)  # the opt-out registry readable: one line when it is not, before the server
         quiet_driver_logs()  # a failure to connect is reported in one line, not as the driver's tracebacks
-        cluster, store = open_store(settings)
+        cluster, store = open_store(settings)  # Cassandra answers: one line when it does not
+        count = settings.worker_count()
+        if count > 1:
+            cluster.shutdown()  # each worker opens its own session
+            serve_on_workers(settings, count)
+            return
         try:
-            uvicorn.run(
-                create_app(settings, store, consent=consent, fresh=fresh),
-                host=settings.serve_host,
-                port=settings.serve_port,
-                log_level=settings.serve_log_level,
-                proxy_headers=True,
-                timeout_graceful_shutdown=30,
-            )
+            asgi = create_app(settings, store, consent=consent, fresh=fresh)
+            uvicorn.run(asgi, **uvicorn_options(settings))
         finally:
             cluster.shutdown()

@@ -20,7 +20,7 @@ from fastapi.middleware.cors import CORSMiddleware
 from fastapi.openapi.docs import get_swagger_ui_html
 from fastapi.responses import HTMLResponse, JSONResponse, Response
 from fastapi.staticfiles import StaticFiles
-from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+from prometheus_client import CONTENT_TYPE_LATEST
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from core.errors import one_line
@@ -36,7 +36,7 @@ from serve.api.errors import (
     storage_errors,
 )
 from serve.api.gaps import gaps_router
-from serve.api.metrics import MetricsMiddleware, ServeMetrics
+from serve.api.metrics import MetricsMiddleware, ServeMetrics, exposition
 from serve.api.middleware import BodyLimit, NormalizePath, ResponseGuard
 from serve.api.routes import router
 from serve.api.search import search_router
@@ -151,7 +151,7 @@ def create_app(
 
     @app.get("/metrics", summary="Prometheus metrics", tags=["service"])
     async def prometheus() -> Response:
-        return Response(generate_latest(metrics.registry), media_type=CONTENT_TYPE_LATEST)
+        return Response(exposition(metrics), media_type=CONTENT_TYPE_LATEST)
 
     _add_docs(app)
     mount_web(app)  # `/` and /static: before /{ct}/{c}, which would match /static/x

@@ -1,11 +1,23 @@
-"""Prometheus metrics of the HTTP service (``/metrics``), in a registry of the app's own."""
+"""Prometheus metrics of the HTTP service (``/metrics``), in a registry of the app's own.
+
+With several worker processes (:mod:`serve.api.workers`) each one counts its own requests, and ``/metrics``,
+whichever worker answers it, reports the sums of all of them: prometheus_client's multiprocess mode, where
+every process keeps its values in files of the directory :data:`MULTIPROCESS_DIR` names (set before
+prometheus_client is imported) and a scrape reads them all (:func:`exposition`). That mode sums Counters
+and Histograms as they are; a Gauge added here would need its ``multiprocess_mode``.
+"""
 
 from __future__ import annotations
 
+import os
 import time
+from typing import Final
 
-from prometheus_client import CollectorRegistry, Counter, Histogram
+from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+MULTIPROCESS_DIR: Final = "PROMETHEUS_MULTIPROC_DIR"
+"""The variable that puts prometheus_client in multiprocess mode (the directory of every worker's values)."""
 
 
 class ServeMetrics:
@@ -27,6 +39,17 @@ class ServeMetrics:
         self.lines = Counter(
             "chatlog_serve_lines", "Log lines streamed, by format.", ["format"], registry=self.registry
         )
+
+
+def exposition(metrics: ServeMetrics) -> bytes:
+    """The body of ``/metrics``: ``metrics`` of this process, or in multiprocess mode every worker's."""
+    if not os.environ.get(MULTIPROCESS_DIR):
+        return generate_latest(metrics.registry)
+    from prometheus_client.multiprocess import MultiProcessCollector
+
+    every_worker = CollectorRegistry()
+    MultiProcessCollector(every_worker)  # type: ignore[no-untyped-call]
+    return generate_latest(every_worker)
 
 
 class MetricsMiddleware:
