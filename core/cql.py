@@ -217,10 +217,10 @@ def apply_schema(
     except Exception as exc:
         raise ChatlogError(connect_failure(settings, exc)) from None
     try:
-        from core.user_months import mark_spilled, needs_migration
+        from core.user_months import mark_spilled, needs_login_index
 
         stmts = cql.statements(ks, settings.cassandra_replication)
-        migrate = needs_migration(session, ks)  # before the statements: a new table is made migrated
+        migrate = needs_login_index(session, ks)  # any step left; before the statements: a new table is done
         for stmt in stmts:
             session.execute(stmt, timeout=60)
         if migrate:

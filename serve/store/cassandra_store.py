@@ -52,7 +52,7 @@ from cassandra.query import tuple_factory
 from core.irc_parse import USER_KINDS, sender_of
 from core.logins import login_of
 from core.times import epoch_ms, naive_utc, utc_day
-from core.user_months import has_flag, needs_migration
+from core.user_months import has_flag, needs_login_index, needs_migration
 from schemas.chat_event import MAX_ID_CHARS, MAX_LOGIN_CHARS, ChatEvent
 from schemas.cql import (
     BUCKET_MS,
@@ -67,6 +67,7 @@ from schemas.cql import (
 )
 from serve.store import random_pick
 from serve.store.aiocql import PagedQuery
+from serve.store.login_keys import LoginKeys
 from serve.store.names import NameSeen, user_names
 from serve.store.protocol import ById, Channel, Named
 from serve.store.row import LogLine, aclose, stored_event, unmarked
@@ -252,8 +253,18 @@ class CassandraStore:
         channels_ttl_s: float = 60.0,
         names_ttl_s: float | None = None,
         unmarked: bool | None = None,
+        logins_indexed: bool | None = None,
     ) -> None:
         self.session = session
+        if logins_indexed is None:
+            logins_indexed = bool(session.keyspace) and not needs_login_index(session, session.keyspace)
+        self.login_keys = LoginKeys(
+            session,
+            indexed=logins_indexed,
+            ttl_s=channels_ttl_s,
+            current_ttl_s=min(channels_ttl_s, _MISS_TTL_S),
+        )
+        """Which ``login:`` user keys have rows in a channel's months: a user's read skips the others."""
         flag = "spilled"
         if unmarked is None:
             unmarked = bool(session.keyspace) and needs_migration(session, session.keyspace)
@@ -574,6 +585,7 @@ class CassandraStore:
             span = await self._span(list(having))
             end = hi if span is None else min(hi, span[1])
         pairs = [(c, u) for c in having for u in user_keys.keys]
+        pairs = await self.login_keys.kept(pairs, month_periods(start, end))  # no login key without rows
         return channel_keys, user_keys, pairs, start, end
 
     async def _probe_rows(self, pairs: Sequence[Pair], periods: Sequence[int]) -> list[tuple[Pair, Any]]:

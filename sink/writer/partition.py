@@ -8,7 +8,9 @@ Cassandra rejects as invalid (never retried: the same record would fail again af
 Events with Twitch ids also keep the name history (user id <-> login, channel id <-> login, with first
 and last seen: :data:`sink.writer.rows.NAME_TABLES`), written at most once per name per hour of event
 time per process (:class:`sink.writer.caches.NameCache`), so it costs a dictionary look-up per event,
-not a write. The writer and the dead-letter sink are passed in
+not a write. A user row under a ``login:`` key (a deleted message, a line without ids) comes with its row of
+``user_login_keys`` (channel key, month, login key), queued with it as an index row: about once per key per
+refresh per process, remembered only once written. The writer and the dead-letter sink are passed in
 (:class:`sink.writer.collaborators.Collaborators`); :func:`partition_task`, the function Spark runs on
 each partition, is where the production ones are wired. :func:`sink.job.write.write_dataframe` runs the
 partition task over every partition of a micro-batch (or of a backfill) and adds up what each partition

@@ -7,7 +7,9 @@ function in :data:`DERIVED`. A column
 with neither is a schema change the sink does not understand yet, and is reported before any write. Static
 columns (``chat_by_user.spilled``) are not part of a row: the caller leaves them out.
 
-A user row's ``period`` is its month partition; past the cap of a user-month the writer puts it into its
+The index of login user keys (``user_login_keys``: channel key, month period, user key) takes the events whose
+user rows are under a ``login:`` key; its ``period`` is the month even where the user row goes into a half
+day. A user row's ``period`` is its month partition; past the cap of a user-month the writer puts it into its
 half day instead (:attr:`TableRows.month_key`, :class:`sink.writer.caches.SpillGuard`).
 """
 
@@ -20,7 +22,15 @@ from typing import Any, cast
 
 from consent.rule import whose
 from schemas.chat_event import FIELD_NAMES, MAX_LOGIN_CHARS, ChatEvent
-from schemas.cql import bucket_of, channel_key, is_canonical_uuid, message_uuid, month_period, user_key
+from schemas.cql import (
+    LOGIN_KEY_PREFIX,
+    bucket_of,
+    channel_key,
+    is_canonical_uuid,
+    message_uuid,
+    month_period,
+    user_key,
+)
 from schemas.stored_line import strip
 
 HOUR_MS = 3_600_000
@@ -49,6 +59,15 @@ def _has_user(event: ChatEvent) -> bool:
     return any(whose(event))
 
 
+def _has_login_key(event: ChatEvent) -> bool:
+    """Whether the event's user rows are under a ``login:`` key (no user id: a deleted message, a line
+    without ids); decided without building :func:`consent.rule.whose` for a sender with an id."""
+    if event.user_id:
+        return False
+    key = _event_user_key(event)
+    return key is not None and key.startswith(LOGIN_KEY_PREFIX)
+
+
 DERIVED: dict[str, Callable[[ChatEvent], Any]] = {
     "channel_key": lambda e: channel_key(e.channel_id, e.channel),
     "bucket": lambda e: bucket_of(e.sent_at),
@@ -64,6 +83,7 @@ takes precedence over a field of its name: ``message_id`` is stored as its uuid)
 TABLES: dict[str, tuple[Callable[[ChatEvent], bool], bool]] = {
     "chat_by_channel": (lambda _e: True, False),
     "chat_buckets": (lambda _e: True, True),
+    "user_login_keys": (_has_login_key, True),
     "chat_by_user": (_has_user, False),
 }
 """Table -> (which events it takes, whether it is an index whose rows repeat across events)
@@ -142,7 +162,7 @@ class EventRows:
         else:
             pick = cast("Callable[[Sequence[Any]], tuple[Any, ...]]", operator.itemgetter(*positions))
         accepts, is_index = TABLES[name]
-        if "period" not in columns:
+        if is_index or "period" not in columns:
             return TableRows(name, columns, accepts, is_index, pick)
         key = [columns.index(c) for c in ("channel_key", "user_key", "period")]
         month_key = cast("Callable[[Sequence[Any]], tuple[Any, ...]]", operator.itemgetter(*key))

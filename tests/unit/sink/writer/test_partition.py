@@ -73,10 +73,12 @@ def test_valid_events_become_rows_and_invalid_records_dead_letters_with_their_po
 
     assert (stats.events, stats.deadletters, stats.requests) == (2, 2, len(cassandra.sent))
     assert cassandra.tables_written() == Counter(
-        {"chat_by_channel": 2, "chat_by_user": 1, "chat_buckets": 1}  # one bucket of one channel
+        # one bucket of one channel; alice has no user id: her login key's month is indexed
+        {"chat_by_channel": 2, "chat_by_user": 1, "chat_buckets": 1, "user_login_keys": 1}
     )
     assert stats.rows == cassandra.tables_written()
-    data_ttl = {i.statement.ttl for i in cassandra.sent if i.partition[0] != "chat_buckets"}
+    indexes = ("chat_buckets", "user_login_keys")
+    data_ttl = {i.statement.ttl for i in cassandra.sent if i.partition[0] not in indexes}
     assert data_ttl == {(86_400).to_bytes(4, "big")}
     assert [(v, s) for v, _, s in letters.sent] == [
         (b"not json", "chat.messages/0/11"),
@@ -185,6 +187,72 @@ class FailingCassandra(CassandraDouble):
 
     def finish(self, reject: Reject) -> tuple[int, int]:
         raise RuntimeError("Cassandra is down")
+
+
+# -- the index of login user keys (user_login_keys) ---------------------------------------------------------
+
+
+def _login_keys(cassandra: CassandraDouble) -> list[tuple[Any, ...]]:
+    """(channel key, period, user key, TTL) of each ``user_login_keys`` row sent."""
+    out: list[tuple[Any, ...]] = []
+    for item in cassandra.sent:
+        statement = item.statement
+        if statement.table == "user_login_keys":
+            row = dict(zip(statement.columns, statement.cells, strict=True))
+            out.append((row["channel_key"], row["period"], row["user_key"], statement.ttl))
+    return out
+
+
+def test_a_login_keyed_user_row_indexes_its_channel_month_once_per_process_with_its_user_row() -> None:
+    settings = SETTINGS.model_copy(update={"sink_user_month_rows": 2})
+    cache = IndexCache(refresh_s=300)
+    at = 1_700_000_000_000
+    month = month_period(at)
+    events = [
+        *[_event(n, sent_at=at + n) for n in range(4)],  # alice: login only; past the cap, half days
+        _event(5, user_login="bob", user_id="42", sent_at=at + 5),  # an id: no index row
+        _event(6, user_login="carol", sent_at=at + 6),
+    ]
+    first = CassandraDouble()
+    write_partition(
+        [(encode(e), 0, i) for i, e in enumerate(events)],
+        settings,
+        Collaborators(first, None),
+        index_cache=cache,
+        spill_guard=SpillGuard(),
+    )
+    ttl = (86_400 + 300).to_bytes(4, "big")  # outlives the rows it points to (IndexCache.ttl)
+    assert _login_keys(first) == [
+        ("login:chan", month, "login:alice", ttl),  # the month, also for the rows put into half days
+        ("login:chan", month, "login:carol", ttl),
+    ]
+    # queued with the event's user row (the same chunk, the same flight): never after it
+    origins = {item.statement.table: item.origin for item in first.sent[:4]}
+    assert origins["user_login_keys"] is origins["chat_by_user"]
+    second = CassandraDouble()  # the next task of the process: already written
+    write_partition(
+        [(encode(_event(7, sent_at=at + 7)), 0, 7)], settings, Collaborators(second, None), index_cache=cache
+    )
+    assert _login_keys(second) == []
+    next_month = CassandraDouble()
+    later = at + 31 * 86_400_000
+    write_partition(
+        [(encode(_event(8, sent_at=later)), 0, 8)],
+        settings,
+        Collaborators(next_month, None),
+        index_cache=cache,
+    )
+    assert _login_keys(next_month) == [("login:chan", month_period(later), "login:alice", ttl)]
+
+
+def test_an_index_row_is_remembered_only_once_its_task_wrote_it() -> None:
+    cache = IndexCache()
+    records = [(encode(_event(1)), 0, 1)]
+    with pytest.raises(RuntimeError, match="down"):
+        write_partition(records, SETTINGS, Collaborators(FailingCassandra(), None), index_cache=cache)
+    again = CassandraDouble()
+    write_partition(records, SETTINGS, Collaborators(again, None), index_cache=cache)
+    assert [key[2] for key in _login_keys(again)] == ["login:alice"]
 
 
 # -- the name history ---------------------------------------------------------------------------------------

@@ -42,8 +42,9 @@ def _rows(event: ChatEvent) -> dict[str, dict[str, object]]:
     }
 
 
-def test_the_schema_has_the_three_tables_of_the_layout() -> None:
-    assert set(LIVE_COLUMNS) == set(TABLES) == {"chat_by_channel", "chat_buckets", "chat_by_user"}
+def test_the_schema_has_the_four_tables_of_the_layout() -> None:
+    layout = {"chat_by_channel", "chat_buckets", "chat_by_user", "user_login_keys"}
+    assert set(LIVE_COLUMNS) == set(TABLES) == layout
     assert LIVE_COLUMNS["chat_by_user"] == [
         "channel_key",
         "user_key",
@@ -128,6 +129,26 @@ def test_a_deleted_message_is_in_the_log_of_its_author() -> None:
     assert _rows(event)["chat_by_user"]["user_key"] == "login:bob"
 
 
+def test_a_login_keyed_user_row_has_its_channel_month_indexed_and_an_id_keyed_one_not() -> None:
+    deleted = _event(
+        twitch_line(
+            "CLEARMSG", "chan", sent_at=SENT_AT, login="Bob", text="bad", message_id="abc", room_id="7"
+        )
+    )
+    assert _rows(deleted)["user_login_keys"] == {
+        "channel_key": "7",
+        "period": month_period(SENT_AT),
+        "user_key": "login:bob",
+    }
+    plain = _rows(_message(user_id=None, room_id=None, message_id=None))["user_login_keys"]
+    assert plain == {"channel_key": "login:chan", "period": month_period(SENT_AT), "user_key": "login:alice"}
+    assert "user_login_keys" not in _rows(_message())  # the sender's id: no login key
+    timeout = _event(twitch_line("CLEARCHAT", "chan", sent_at=SENT_AT, text="x", user_id="42", room_id="7"))
+    assert "user_login_keys" not in _rows(timeout)  # the target's id
+    cleared = _event(twitch_line("CLEARCHAT", "chan", sent_at=SENT_AT, room_id="7"))
+    assert "user_login_keys" not in _rows(cleared)  # nobody's
+
+
 def test_every_column_is_mapped_and_fields_come_first() -> None:
     rows = EventRows(LIVE_COLUMNS)
     assert set(rows.columns) == {c for columns in LIVE_COLUMNS.values() for c in columns}
@@ -143,7 +164,8 @@ def test_an_unknown_column_is_reported_before_any_write() -> None:
 
 
 def test_index_tables_are_flagged() -> None:
-    assert {name for name, (_accepts, is_index) in TABLES.items() if is_index} == {"chat_buckets"}
+    indexes = {name for name, (_accepts, is_index) in TABLES.items() if is_index}
+    assert indexes == {"chat_buckets", "user_login_keys"}
 
 
 def test_the_name_tables_bind_their_key_columns_and_the_two_times_of_the_schema() -> None:
