@@ -11,8 +11,9 @@ process and CPU), and this process generates the load over loopback (:mod:`bench
 * streaming: the busy day (``day_lines`` + its share of the month) as text and JSON over HTTP, and
   directly (every line parsed into its event; text lines; JSON): lines/s; the goal's ratio is HTTP text
   against the direct text lines (both make the same lines the same way);
-* memory: the server's ``VmRSS`` (``/proc/<pid>/status``) before, at its peak and after one response of
-  the whole month (every line of the data set) and ``parallel`` concurrent busy-day responses.
+* memory: the server's ``VmRSS`` (``/proc/<pid>/status``, its worker processes' summed in) before, at its
+  peak and after one response of the whole month (every line of the data set) and ``parallel`` concurrent
+  busy-day responses.
 
 The machine is shared: the 1-minute load average is recorded before and after every measurement.
 """

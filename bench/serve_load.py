@@ -1,5 +1,6 @@
 """The load side of ``chatlog bench serve``: a closed loop of N concurrent clients, latency percentiles,
-a cheap HTTP client, and the resident memory of another process read from /proc.
+a cheap HTTP client, and the resident memory and CPU time of another process read from /proc, with its
+descendants' (``chatlog serve``'s worker processes) summed in.
 
 The loop (:func:`closed_loop`) runs ``clients`` workers that each send one request, wait for the whole
 answer, and send the next, until ``seconds`` have passed (a worker finishes the request it is in). Its
@@ -246,8 +247,26 @@ def parse_vm_rss(status_text: str) -> int | None:
     return int(match.group(1)) * 1024 if match else None
 
 
-def vm_rss(pid: int) -> int | None:
-    """The resident memory of process ``pid`` in bytes (None: it is gone or has none)."""
+def process_tree(pid: int) -> list[int]:
+    """``pid`` and its descendants: ``chatlog serve``'s worker processes and multiprocessing's resource
+    tracker beside them (justlog and Cassandra have none). Empty when ``pid`` is gone."""
+    import psutil
+
+    try:
+        return [pid, *(p.pid for p in psutil.Process(pid).children(recursive=True))]
+    except psutil.Error:
+        return []
+
+
+def vm_rss(pid: int, tree: Sequence[int] | None = None) -> int | None:
+    """The resident memory of process ``pid`` and its descendants (or of the processes ``tree``), summed,
+    in bytes: pages shared between them count once per process. None: all gone."""
+    pids = tree if tree is not None else process_tree(pid)
+    found = [r for p in pids if (r := _own_vm_rss(p)) is not None]
+    return sum(found) if found else None
+
+
+def _own_vm_rss(pid: int) -> int | None:
     try:
         return parse_vm_rss(Path(f"/proc/{pid}/status").read_text())
     except OSError:
@@ -255,7 +274,14 @@ def vm_rss(pid: int) -> int | None:
 
 
 def cpu_seconds(pid: int) -> float | None:
-    """utime + stime of process ``pid`` (all its threads) in seconds, from ``/proc/<pid>/stat``."""
+    """utime + stime of process ``pid`` and its descendants (all their threads) in seconds, from
+    ``/proc/<pid>/stat``. A descendant that ended between two readings takes its time with it: a difference
+    of two readings is a lower bound when a worker was restarted meanwhile. None: all gone."""
+    found = [s for p in process_tree(pid) if (s := _own_cpu_seconds(p)) is not None]
+    return sum(found) if found else None
+
+
+def _own_cpu_seconds(pid: int) -> float | None:
     import os
 
     try:
@@ -266,17 +292,19 @@ def cpu_seconds(pid: int) -> float | None:
 
 
 class RssSampler:
-    """The peak of ``pid``'s resident memory, read every ``interval_s`` while the block runs."""
+    """The peak of the resident memory of ``pid`` and its descendants (as they were when the block
+    began: the tree is looked up once), read every ``interval_s`` while the block runs."""
 
     def __init__(self, pid: int, interval_s: float = 0.02) -> None:
         self.pid = pid
         self.interval_s = interval_s
         self.before: int | None = None
         self.peak: int | None = None
+        self.tree: list[int] = []
         self._task: asyncio.Task[None] | None = None
 
     def _read(self) -> None:
-        rss = vm_rss(self.pid)
+        rss = vm_rss(self.pid, self.tree)
         if rss is not None:
             self.peak = rss if self.peak is None else max(self.peak, rss)
 
@@ -286,7 +314,8 @@ class RssSampler:
             await asyncio.sleep(self.interval_s)
 
     async def __aenter__(self) -> RssSampler:
-        self.before = vm_rss(self.pid)
+        self.tree = process_tree(self.pid)
+        self.before = vm_rss(self.pid, self.tree)
         self.peak = self.before
         self._task = asyncio.create_task(self._poll())
         return self

@@ -17,7 +17,8 @@ It builds nothing: it takes a justlog binary (built from justlog's repository, o
    as text and ``?json``, by :func:`bench.serve_load.closed_loop` (keep-alive, every body read to its end),
    each URL of a list at most once per cell (a cell ends when its list is used up or after ``seconds``);
    every text answer's line count is checked against the tree. Per cell: requests/s, lines/s, p50/p99,
-   the server's peak RSS, CPU ms per request of the server (and Cassandra, for chatlog) from /proc;
+   the server's peak RSS, CPU ms per request of the server (and Cassandra, for chatlog) from /proc (a
+   server's worker processes summed in: ``chatlog serve`` runs one per CPU);
 5. storage, in bytes per message: justlog's tree (every file, both copies, gzipped) and chatlog's line
    tables (their ``*-Data.db``, as ``chatlog bench read`` counts; and every file of the keyspace) after the
    flush, as they were read (flushes write LZ4 whatever a table's compressor), and at the end after a

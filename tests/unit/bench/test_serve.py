@@ -22,8 +22,20 @@ from bench.serve_load import (
     cpu_seconds,
     parse_vm_rss,
     percentile,
+    process_tree,
     vm_rss,
 )
+
+BUSY_CHILD = """
+import sys, time
+block = bytearray(64 * 1024 * 1024)
+block[::4096] = b"x" * len(block[::4096])  # resident
+end = time.process_time() + 0.5
+while time.process_time() < end:
+    pass
+print("ready", flush=True)
+sys.stdin.read()
+"""
 
 
 def test_percentile_is_nearest_rank() -> None:
@@ -198,6 +210,30 @@ def test_cpu_seconds_grows_with_work() -> None:
     after = cpu_seconds(os.getpid())
     assert after is not None and after > before
     assert cpu_seconds(2**22 + 12345) is None
+
+
+def test_cpu_and_rss_sum_the_process_and_its_children() -> None:
+    """As ``chatlog serve``'s workers are counted with it."""
+    import subprocess
+
+    me = os.getpid()
+    cpu_before = cpu_seconds(me)
+    child = subprocess.Popen(
+        [sys.executable, "-c", BUSY_CHILD], stdin=subprocess.PIPE, stdout=subprocess.PIPE
+    )
+    try:
+        assert child.stdout is not None and child.stdout.readline() == b"ready\n"
+        assert child.pid in process_tree(me)
+        alone, with_child = vm_rss(me, [me]), vm_rss(me)
+        assert alone is not None and with_child is not None
+        assert with_child - alone > 60 * 1024 * 1024
+        cpu_after = cpu_seconds(me)
+        assert cpu_before is not None and cpu_after is not None
+        assert cpu_after - cpu_before >= 0.4  # the child's busy half second
+    finally:
+        child.kill()
+        child.wait()
+    assert process_tree(2**22 + 12345) == []
 
 
 def test_rss_sampler_sees_a_peak_above_before_when_memory_is_taken() -> None:
