@@ -8,6 +8,9 @@ The tables (``schemas/cassandra.cql``) and how each is reached:
   channel key of ``chat_buckets``; its periods: the months and half days of the channel's buckets (asked
   64 at a time, for the non-empty ones, then those read). The pointers include the
   bans, timeouts and deleted messages that target the user.
+* ``user_login_keys`` (the index of the ``login:`` keys with rows per channel-month): the row of each
+  (channel, month, login key) whose partitions were found, once the channel's partitions are deleted; for a
+  channel, the partition of every month of its buckets, once its buckets are done.
 * ``chat_by_channel``: the rows the pointers point to. In each 5-minute bucket that holds any, the bucket's
   keys are read and the user's rows deleted as whole runs: the whole partition when every row is the
   user's, a clustering range for a run of two or more consecutive rows, a row delete for a lone row. So the
@@ -52,13 +55,14 @@ from consent.rule import whose
 from core.errors import ChatlogError, one_line
 from core.irc_parse import MalformedLine, parse_line
 from core.times import epoch_ms
-from schemas.cql import LOGIN_KEY_PREFIX, bucket_of, month_period, user_key, user_period
+from schemas.cql import LOGIN_KEY_PREFIX, bucket_of, month_of, month_period, user_key, user_period
 from schemas.stored_line import restore
 
 TABLES: Final = (
     "chat_by_channel",
     "chat_by_user",
     "chat_buckets",
+    "user_login_keys",
     "user_names",
     "user_ids_by_login",
     "channel_names",
@@ -151,6 +155,8 @@ class _Cql:
         self.delete_row = delete("chat_by_channel", "channel_key", "bucket", "sent_at", "message_id")
         self.delete_pointers = delete("chat_by_user", "channel_key", "user_key", "period")
         self.delete_buckets = delete("chat_buckets", "channel_key")
+        self.delete_login_key = delete("user_login_keys", "channel_key", "period", "user_key")
+        self.delete_login_keys = delete("user_login_keys", "channel_key", "period")
         self.delete_user_names = delete("user_names", "user_id")
         self.delete_user_login = delete("user_ids_by_login", "user_login", "user_id")
         self.delete_channel_names = delete("channel_names", "channel_id")
@@ -268,6 +274,12 @@ def _erase_user(
             report.rows["chat_by_user"] += len(pointers)
             report.partitions["chat_by_user"] += 1
             tell(f"chat_by_user {partition[0]} {partition[1]} {partition[2]}: {len(pointers)} pointer(s)")
+        # the index of the login keys last: the partitions it points to are gone
+        indexed = sorted(
+            {(read_at, c, month_of(p), k) for c, k, p in partitions if k.startswith(LOGIN_KEY_PREFIX)}
+        )
+        cql.many(cql.delete_login_key, indexed)
+        report.rows["user_login_keys"] += len(indexed)
     if channel_id is None:  # the name history is not per channel
         # its logins' digests first: a sink started later still knows a deleted message naming one
         cql.many(cql.keep_digest, [(user_id, login_digest(login)) for login in logins])
@@ -352,8 +364,10 @@ def _erase_channel(cql: _Cql, channel_id: str, report: ErasureReport, tell: Prog
     logins = sorted({row.channel for row in cql.rows(cql.channel_logins, (channel_id,))})
     for channel in [channel_id, *(LOGIN_KEY_PREFIX + login.lower() for login in logins)]:
         done: set[tuple[str, int]] = set()
+        months: set[int] = set()
         for bucket_row in cql.rows(cql.buckets, (channel,)):
             bucket = epoch_ms(bucket_row.bucket)
+            months.add(month_period(bucket))
             read_at = now_us()
             rows = cql.rows(cql.bucket_rows, (channel, bucket))
             users: set[tuple[str, int]] = set()
@@ -373,6 +387,9 @@ def _erase_channel(cql: _Cql, channel_id: str, report: ErasureReport, tell: Prog
                 report.partitions["chat_by_channel"] += 1
             report.rows["chat_buckets"] += 1
             tell(f"chat_by_channel {channel} {bucket}: {len(rows)} row(s), {len(new)} user partition(s)")
+        # the index of the login keys of the channel's months, before the buckets that give its months
+        cql.many(cql.delete_login_keys, [(started, channel, month) for month in sorted(months)])
+        report.partitions["user_login_keys"] += len(months)
         if report.rows["chat_buckets"] or done:
             cql.session.execute(cql.delete_buckets, (started, channel))  # last: it is what finds the buckets
             report.partitions["chat_buckets"] += 1

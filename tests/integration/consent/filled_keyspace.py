@@ -119,6 +119,8 @@ class Tables:
     user_ids_by_login: list[tuple[str, str]]
     channel_names: list[tuple[str, str]]
     channel_ids_by_login: list[tuple[str, str]]
+    user_login_keys: list[tuple[str, int, str]]
+    """(channel_key, period, user_key)"""
     lines: list[str]
 
 
@@ -151,6 +153,10 @@ def read_tables(session: Any) -> Tables:
         channel_ids_by_login=[
             (r.channel, r.channel_id)
             for r in session.execute("SELECT channel, channel_id FROM channel_ids_by_login")
+        ],
+        user_login_keys=[
+            (r.channel_key, r.period, r.user_key)
+            for r in session.execute("SELECT channel_key, period, user_key FROM user_login_keys")
         ],
         lines=lines,
     )

@@ -29,6 +29,7 @@ def assert_user_gone(session: Any, *, channel: str | None = None) -> None:
     t = read_tables(session)
     assert [c for c, key in t.chat_by_channel if key in TARGET_KEYS and channel in (None, c)] == []
     assert [c for c, key in t.chat_by_user if key in TARGET_KEYS and channel in (None, c)] == []
+    assert [c for c, _p, key in t.user_login_keys if key in TARGET_KEYS and channel in (None, c)] == []
     if channel is None:
         assert [u for u in t.user_names if u[0] == TARGET_ID] == []
         assert [u for u in t.user_ids_by_login if u[1] == TARGET_ID or u[0] == TARGET_LOGIN] == []
@@ -51,6 +52,8 @@ def test_erase_a_user_everywhere_leaves_no_row_and_a_rerun_deletes_nothing(
     mine = sum(1 for _c, key in before.chat_by_channel if key in TARGET_KEYS)
     assert mine > 40  # sent, timed out (CLEARCHAT), deleted (CLEARMSG, by login) in 3 channels
     assert {key for _c, key in before.chat_by_channel} >= TARGET_KEYS
+    indexed = [(c, key) for c, _p, key in before.user_login_keys if key in TARGET_KEYS]
+    assert indexed == [("502", f"login:{TARGET_LOGIN}")]  # the deleted message's login key, indexed
 
     report = erase(session, keyspace, user_id=TARGET_ID, by="test:erase")
 
@@ -59,6 +62,7 @@ def test_erase_a_user_everywhere_leaves_no_row_and_a_rerun_deletes_nothing(
     names = [n for n in before.user_names if n[0] == TARGET_ID]
     assert len(names) == 2  # user5 and User5 (display names)
     assert report.rows["user_names"] == 2 and report.rows["user_ids_by_login"] == 1
+    assert report.rows["user_login_keys"] == 1
     assert report.partitions["chat_by_channel"] >= 1  # the bucket of chan0 that held only user5's lines
     assert_user_gone(session)
     after = read_tables(session)
@@ -104,6 +108,9 @@ def test_erase_a_channel_removes_its_rows_from_every_table(filled: Filled, sessi
     assert [c for c, _k in after.chat_by_channel if c == "502"] == []
     assert [c for c, _k in after.chat_by_user if c == "502"] == []
     assert "502" not in after.chat_buckets
+    assert [k for k in before.user_login_keys if k[0] == "502"] != []
+    assert [k for k in after.user_login_keys if k[0] == "502"] == []
+    assert sorted(after.user_login_keys) == sorted(k for k in before.user_login_keys if k[0] != "502")
     assert [n for n in after.channel_names if n[0] == "502"] == []
     assert [n for n in after.channel_ids_by_login if n[1] == "502"] == []
     assert report.rows["chat_by_channel"] == sum(1 for c, _k in before.chat_by_channel if c == "502")

@@ -52,6 +52,9 @@ def test_every_delete_carries_its_timestamp_first() -> None:
         + "channel_key = ? AND bucket = ? AND sent_at = ? AND message_id = ?",
         "delete_pointers": head.format("chat_by_user") + "channel_key = ? AND user_key = ? AND period = ?",
         "delete_buckets": head.format("chat_buckets") + "channel_key = ?",
+        "delete_login_key": head.format("user_login_keys")
+        + "channel_key = ? AND period = ? AND user_key = ?",
+        "delete_login_keys": head.format("user_login_keys") + "channel_key = ? AND period = ?",
         "delete_user_names": head.format("user_names") + "user_id = ?",
         "delete_user_login": head.format("user_ids_by_login") + "user_login = ? AND user_id = ?",
         "delete_channel_names": head.format("channel_names") + "channel_id = ?",
