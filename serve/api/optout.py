@@ -210,7 +210,7 @@ async def admin_erase(request: Request, by: Admin, body: EraseBody) -> JSONRespo
 
 class CodeRates:
     """The per-address and all-clients limits on self-service codes, parsed once (in-memory, per server
-    process)."""
+    process: ``chatlog serve`` on N worker processes allows up to N times each, :mod:`serve.api.workers`)."""
 
     def __init__(self, settings: ConsentSettings) -> None:
         from limits import parse

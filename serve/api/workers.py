@@ -29,6 +29,9 @@ What each worker holds for itself, and why N of each is right:
   worker holds its connection. ``CHATLOG_SERVE_LIVE_MAX_SUBSCRIBERS`` counts per worker.
 * **Caches** (the channel list and name lookups, ``CHATLOG_SERVE_CHANNELS_TTL_S``; partition counts): per
   worker, so two answers may come from lists up to that TTL apart, as from two ``chatlog serve``.
+* **The limits on self-service opt-out codes** (``CHATLOG_OPTOUT_CODE_RATE`` and ``..._TOTAL``,
+  :class:`serve.api.optout.CodeRates`): counted in each worker's memory, so N workers allow up to N times
+  the rate (a client on one keep-alive connection stays with one worker: its own limit holds there).
 * **Metrics**: per worker, summed by ``/metrics`` (:mod:`serve.api.metrics`).
 """
 
