@@ -585,7 +585,7 @@ class CassandraStore:
             span = await self._span(list(having))
             end = hi if span is None else min(hi, span[1])
         pairs = [(c, u) for c in having for u in user_keys.keys]
-        pairs = await self.login_keys.kept(pairs, month_periods(start, end))  # no login key without rows
+        pairs = await self.login_keys.kept(pairs, start, end)  # no login key without rows in the range
         return channel_keys, user_keys, pairs, start, end
 
     async def _probe_rows(self, pairs: Sequence[Pair], periods: Sequence[int]) -> list[tuple[Pair, Any]]:

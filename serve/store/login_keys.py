@@ -22,7 +22,7 @@ from collections.abc import Callable, Sequence
 from typing import Any, Final
 
 from core.times import now_ms
-from schemas.cql import LOGIN_KEY_PREFIX, month_period
+from schemas.cql import LOGIN_KEY_PREFIX, month_period, month_periods
 from serve.store.aiocql import PagedQuery
 
 Pair = tuple[str, str]
@@ -31,7 +31,8 @@ Pair = tuple[str, str]
 MONTHS_PER_QUERY: Final = 48
 """Months asked in one ``period IN ?`` query (a channel's whole life is several)."""
 MAX_MONTHS: Final = 1200
-"""A range of more months than this (a read without an end) drops nothing: it is not worth the queries."""
+"""A range longer than this many months (a read without an end) drops nothing: not worth the queries."""
+_MONTH_MS: Final = 31 * 86_400_000
 
 
 class LoginKeys:
@@ -73,14 +74,15 @@ class LoginKeys:
                 f"PER PARTITION LIMIT {int(max_keys) + 1}"
             )
 
-    async def kept(self, pairs: list[Pair], months: Sequence[int]) -> list[Pair]:
-        """``pairs`` without those of a ``login:`` user key that has no row in its channel key in any of
-        ``months`` (month periods: :func:`schemas.cql.month_periods` of the read's range)."""
-        if not self.indexed or not months or len(months) > MAX_MONTHS:
+    async def kept(self, pairs: list[Pair], lo: int, hi: int) -> list[Pair]:
+        """``pairs`` without those of a ``login:`` user key that has no row in its channel key in any month
+        of the range ``[lo, hi)`` (epoch ms)."""
+        if not self.indexed or hi <= lo or hi - lo > MAX_MONTHS * _MONTH_MS:
             return pairs
         channels = sorted({c for c, u in pairs if u.startswith(LOGIN_KEY_PREFIX)})
         if not channels:
             return pairs
+        months = month_periods(lo, hi)
         present: dict[str, frozenset[str] | None] = {}
         for channel in channels:  # almost always one (a channel's id; its login keys hold plain IRC lines)
             present[channel] = await self.present(channel, months)

@@ -8,7 +8,7 @@ from types import SimpleNamespace
 from typing import Any
 
 from core.testing_cassandra import Call, FakeSession
-from schemas.cql import month_period
+from schemas.cql import month_end_ms, month_period, month_start_ms
 from serve.store.login_keys import LoginKeys
 
 NOW_MS = 1_700_000_000_000  # 2023-11-14
@@ -21,6 +21,11 @@ PAIRS = [("7", "42"), ("7", "login:alice"), ("7", "login:bob"), ("login:chan", "
 def _answer(call: Call) -> list[Any]:
     channel, months = call.params
     return [SimpleNamespace(period=m, user_key=k) for m in months for k in INDEX.get((channel, m), [])]
+
+
+def _range(first: int, last: int | None = None) -> tuple[int, int]:
+    """The range of the months ``first`` to ``last`` (epoch ms)."""
+    return month_start_ms(first), month_end_ms(first if last is None else last)
 
 
 class Clock:
@@ -40,10 +45,10 @@ def _keys(session: FakeSession, clock: Clock, **kw: Any) -> LoginKeys:
 def test_a_login_key_without_rows_in_the_months_is_dropped_and_an_id_key_never() -> None:
     session, clock = FakeSession(_answer, threaded=False), Clock()
     keys = _keys(session, clock)
-    kept = asyncio.run(keys.kept(PAIRS, [SEP, OCT]))
+    kept = asyncio.run(keys.kept(PAIRS, *_range(SEP, OCT)))
     assert kept == [("7", "42"), ("7", "login:bob"), ("login:chan", "login:alice")]
-    assert asyncio.run(keys.kept(PAIRS, [SEP])) == [("7", "42")]  # cached: no query
-    assert asyncio.run(keys.kept(PAIRS, [NOW])) == [("7", "42")]
+    assert asyncio.run(keys.kept(PAIRS, *_range(SEP))) == [("7", "42")]  # cached: no query
+    assert asyncio.run(keys.kept(PAIRS, *_range(NOW))) == [("7", "42")]
     assert [call.params for call in session.executed] == [
         ("7", [SEP, OCT]),
         ("login:chan", [SEP, OCT]),
@@ -57,16 +62,16 @@ def test_the_current_month_is_read_again_after_a_few_seconds_and_a_past_one_afte
     session, clock = FakeSession(_answer, threaded=False), Clock()
     keys = _keys(session, clock)
     pair = [("7", "login:dave")]
-    assert asyncio.run(keys.kept(pair, [OCT, NOW])) == []
+    assert asyncio.run(keys.kept(pair, *_range(OCT, NOW))) == []
     INDEX[("7", NOW)].append("login:dave")  # the sink writes a new login key into this month
     try:
         clock.now += 4
-        assert asyncio.run(keys.kept(pair, [OCT, NOW])) == []  # held
+        assert asyncio.run(keys.kept(pair, *_range(OCT, NOW))) == []  # held
         clock.now += 2
-        assert asyncio.run(keys.kept(pair, [OCT, NOW])) == pair  # the current month read again, alone
+        assert asyncio.run(keys.kept(pair, *_range(OCT, NOW))) == pair  # the current month read again, alone
         assert [call.params[1] for call in session.executed] == [[OCT, NOW], [NOW]]
         clock.now += 60
-        asyncio.run(keys.kept(pair, [OCT, NOW]))
+        asyncio.run(keys.kept(pair, *_range(OCT, NOW)))
         assert session.executed[-1].params[1] == [OCT, NOW]
         assert keys.queries == 3
     finally:
@@ -76,14 +81,26 @@ def test_the_current_month_is_read_again_after_a_few_seconds_and_a_past_one_afte
 def test_a_month_past_the_key_limit_drops_nothing() -> None:
     session, clock = FakeSession(_answer, threaded=False), Clock()
     keys = _keys(session, clock, max_keys=0)
-    assert asyncio.run(keys.kept(PAIRS, [OCT])) == PAIRS  # every month read is "unknown": nothing dropped
-    assert asyncio.run(keys.kept(PAIRS, [SEP])) == [("7", "42")]  # an empty month is known all the same
+    assert (
+        asyncio.run(keys.kept(PAIRS, *_range(OCT))) == PAIRS
+    )  # every month read is "unknown": nothing dropped
+    assert asyncio.run(keys.kept(PAIRS, *_range(SEP))) == [
+        ("7", "42")
+    ]  # an empty month is known all the same
+
+
+def test_a_range_without_an_end_or_empty_drops_nothing() -> None:
+    session, clock = FakeSession(_answer, threaded=False), Clock()
+    keys = _keys(session, clock)
+    assert asyncio.run(keys.kept(PAIRS, month_start_ms(OCT), 253_402_300_799_999)) == PAIRS
+    assert asyncio.run(keys.kept(PAIRS, month_start_ms(OCT), month_start_ms(OCT))) == PAIRS
+    assert session.executed == []
 
 
 def test_a_keyspace_not_indexed_keeps_every_pair_without_a_query() -> None:
     session = FakeSession(_answer, threaded=False)
     keys = LoginKeys(session, indexed=False)
-    assert asyncio.run(keys.kept(PAIRS, [OCT])) == PAIRS
+    assert asyncio.run(keys.kept(PAIRS, *_range(OCT))) == PAIRS
     assert session.prepared == [] and session.executed == []
 
 
