@@ -92,6 +92,17 @@ class LoginKeys:
             if not u.startswith(LOGIN_KEY_PREFIX) or (found := present[c]) is None or u in found
         ]
 
+    async def none_in(self, channel_keys: Sequence[str], lo: int, hi: int) -> bool:
+        """Whether no ``login:`` user key has rows in any of ``channel_keys`` in ``[lo, hi)`` (epoch ms), as
+        far as the index tells (False when it cannot: not indexed, a range too long, a month too big)."""
+        if not self.indexed or hi <= lo or hi - lo > MAX_MONTHS * _MONTH_MS:
+            return False
+        months = month_periods(lo, hi)
+        for channel in channel_keys:
+            if await self.present(channel, months) != frozenset():
+                return False
+        return True
+
     async def present(self, channel_key: str, months: Sequence[int]) -> frozenset[str] | None:
         """The login user keys with rows in ``channel_key`` in any of ``months``; None: unknown (a month
         with more than :attr:`max_keys`), every key may have rows."""

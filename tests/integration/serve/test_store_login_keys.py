@@ -16,6 +16,7 @@ from core.user_months import LOGINS_INDEXED, MIGRATED, comment_of
 from schemas.chat_event import ChatEvent
 from schemas.cql import month_period
 from serve.store.cassandra_store import CassandraStore
+from serve.store.protocol import ById
 from sink.settings import SinkSettings
 from tests.integration.serve.events import line_event, write
 
@@ -55,6 +56,7 @@ class _Recorded:
         self._session = session
         self.user_reads: list[bytes | str] = []
         self.index_reads = 0
+        self.name_reads = 0
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._session, name)
@@ -67,6 +69,8 @@ class _Recorded:
             self.user_reads.extend(v for v in values if isinstance(v, (bytes, str)))
         elif "FROM user_login_keys" in cql:
             self.index_reads += 1
+        elif "FROM user_names" in cql:
+            self.name_reads += 1
         return self._session.execute_async(statement, *args, **kwargs)
 
     def read_login_key(self) -> bool:
@@ -129,3 +133,30 @@ def test_a_keyspace_made_before_the_index_is_read_right_and_indexed_by_init(
     told.clear()
     apply_schema(sink_settings, tell=told.append)  # done: no scan the second time
     assert told == []
+
+
+def test_a_user_read_by_id_looks_up_their_logins_only_where_a_login_key_has_rows(
+    sink_settings: SinkSettings, session: Any
+) -> None:
+    write(sink_settings, _story())
+    recorded = _Recorded(session)
+    store = CassandraStore(recorded, channels_ttl_s=60)
+    alice = ById("1001", "alice")
+
+    def month(lo: int, hi: int) -> list[ChatEvent]:
+        async def main() -> list[ChatEvent]:
+            return [line.event async for line in store.user_lines(ById("500", "chan"), alice, lo, hi)]
+
+        return asyncio.run(main())
+
+    feb = month(FEB_1, MAR_1)  # no login key has rows in February: her id key alone, no name lookup
+    assert [e.text for e in feb] == [f"a{i}" for i in range(5)]
+    assert recorded.name_reads == 0 and not recorded.read_login_key()
+    jan = month(JAN_1, FEB_1)  # January's index names her login key: her logins looked up, the key read
+    assert recorded.name_reads == 1 and recorded.read_login_key()
+    assert [e.kind for e in jan].count("CLEARMSG") == 1 and len(jan) == 6
+
+    async def count() -> tuple[int, str | None]:
+        return await store.user_count(ById("500", "chan"), alice, FEB_1, MAR_1)
+
+    assert asyncio.run(count()) == (5, "1001")

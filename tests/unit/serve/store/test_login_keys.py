@@ -111,3 +111,17 @@ def test_the_cache_is_bounded() -> None:
     asyncio.run(keys.present("7", [NOW]))  # full: starts over
     asyncio.run(keys.present("7", [SEP]))
     assert [call.params[1] for call in session.executed] == [[SEP, OCT], [NOW], [SEP]]
+
+
+def test_none_in_says_whether_no_login_key_has_rows_in_the_channel_keys_months() -> None:
+    session, clock = FakeSession(_answer, threaded=False), Clock()
+    keys = _keys(session, clock)
+    assert asyncio.run(keys.none_in(["7"], *_range(SEP)))  # September: nothing indexed
+    assert not asyncio.run(keys.none_in(["7"], *_range(SEP, OCT)))  # bob's key in October
+    asked = len(session.executed)
+    assert asyncio.run(keys.none_in(["7", "login:chan"], *_range(SEP)))  # alice's key is in October only
+    assert asyncio.run(keys.none_in(["7"], *_range(SEP)))  # cached: one query more (login:chan's) in all
+    assert len(session.executed) == asked + 1
+    assert not asyncio.run(keys.none_in(["login:chan"], *_range(OCT)))
+    unindexed = LoginKeys(FakeSession(_answer, threaded=False), indexed=False)
+    assert not asyncio.run(unindexed.none_in(["7"], *_range(SEP)))  # not indexed: it cannot tell
