@@ -140,7 +140,8 @@ class Server:
 def serving(keyspace: str, *, start_timeout_s: float = 60.0) -> Iterator[Server]:
     """``chatlog serve --port <free> --keyspace <keyspace>`` as a subprocess, once ``/health`` answers 200;
     stopped with SIGTERM (then SIGKILL) on the way out. Its output goes to a temporary log, shown when it
-    fails to start."""
+    fails to start, and its last lines on stderr when the benchmark fails while it runs (a worker that died,
+    a traceback: what a client's "server disconnected" cannot tell)."""
     port = free_port()
     env = {**os.environ, "CHATLOG_SERVE_LOG_LEVEL": "warning"}
     with tempfile.NamedTemporaryFile("w+b", prefix="bench-serve-", suffix=".log") as log:
@@ -154,6 +155,11 @@ def serving(keyspace: str, *, start_timeout_s: float = 60.0) -> Iterator[Server]
         try:
             _wait_healthy(base, proc, log, start_timeout_s)
             yield Server(base, proc.pid)
+        except Exception:
+            log.seek(0)
+            tail = log.read().decode(errors="replace").splitlines()[-20:]
+            print("chatlog serve's last log lines:", *tail, sep="\n  ", file=sys.stderr)
+            raise
         finally:
             stop_server(proc, 30)
 

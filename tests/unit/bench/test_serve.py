@@ -290,3 +290,34 @@ def test_verdict_meets_and_misses_the_goals() -> None:
     bad = verdict(_result(51.0, 79_999, 200_000, 50.0))
     assert not any(goal["met"] for goal in bad.values())
     assert bad["stream_ratio_to_direct"]["value"] == 0.4
+
+
+_FAKE_SERVE = """#!{python}
+import http.server, sys
+port = int(sys.argv[sys.argv.index("--port") + 1])
+print("INFO: a worker died: boom", flush=True)
+
+class Health(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):
+        self.send_response(200)
+        self.end_headers()
+
+    def log_message(self, *args):
+        pass
+
+http.server.HTTPServer(("127.0.0.1", port), Health).serve_forever()
+"""
+
+
+def test_serving_shows_the_servers_last_log_lines_when_the_benchmark_fails(
+    tmp_path: Any, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import bench.serve
+
+    fake = tmp_path / "chatlog"
+    fake.write_text(_FAKE_SERVE.format(python=sys.executable))
+    fake.chmod(0o755)
+    monkeypatch.setattr(bench.serve, "chatlog_command", lambda: str(fake))
+    with pytest.raises(RuntimeError, match="cell failed"), bench.serve.serving("ks", start_timeout_s=20):
+        raise RuntimeError("cell failed")
+    assert "a worker died: boom" in capsys.readouterr().err
