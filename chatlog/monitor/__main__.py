@@ -2,21 +2,19 @@
 
 from __future__ import annotations
 
-import logging
 import sys
 
 import typer
 
 from chatlog.cli.monitor import register
 from core.errors import ChatlogError
+from core.log_setup import log_to_stderr
 
 app = typer.Typer(add_completion=False, pretty_exceptions_enable=False)
 register(app)
 
 if __name__ == "__main__":
-    logging.basicConfig(
-        level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s", stream=sys.stderr
-    )
+    log_to_stderr()
     try:
         app()
     except ChatlogError as exc:

@@ -7,6 +7,7 @@ from typing import Any
 
 from chatlog.monitor import preflight
 from chatlog.monitor.settings import MonitorSettings
+from core.log_setup import LOG_FORMAT
 
 log = logging.getLogger("chatlog.monitor")
 
@@ -58,7 +59,7 @@ def logging_config(library_level: str) -> dict[str, Any]:
     return {
         "version": 1,
         "disable_existing_loggers": False,
-        "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
+        "formatters": {"plain": {"format": LOG_FORMAT}},
         "filters": {"secrets": {"()": "core.redact.SecretFilter"}},  # as chatlog's own handler has
         "handlers": {
             "stderr": {

@@ -74,15 +74,20 @@ class LoginKeys:
                 f"PER PARTITION LIMIT {int(max_keys) + 1}"
             )
 
+    def _months(self, lo: int, hi: int) -> list[int] | None:
+        """The month periods of ``[lo, hi)`` the index can answer for; None when it cannot (not indexed, an
+        empty range, or one of more than :data:`MAX_MONTHS` months)."""
+        if not self.indexed or hi <= lo or hi - lo > MAX_MONTHS * _MONTH_MS:
+            return None
+        return month_periods(lo, hi)
+
     async def kept(self, pairs: list[Pair], lo: int, hi: int) -> list[Pair]:
         """``pairs`` without those of a ``login:`` user key that has no row in its channel key in any month
         of the range ``[lo, hi)`` (epoch ms)."""
-        if not self.indexed or hi <= lo or hi - lo > MAX_MONTHS * _MONTH_MS:
-            return pairs
+        months = self._months(lo, hi)
         channels = sorted({c for c, u in pairs if u.startswith(LOGIN_KEY_PREFIX)})
-        if not channels:
+        if months is None or not channels:
             return pairs
-        months = month_periods(lo, hi)
         present: dict[str, frozenset[str] | None] = {}
         for channel in channels:  # almost always one (a channel's id; its login keys hold plain IRC lines)
             present[channel] = await self.present(channel, months)
@@ -95,9 +100,9 @@ class LoginKeys:
     async def none_in(self, channel_keys: Sequence[str], lo: int, hi: int) -> bool:
         """Whether no ``login:`` user key has rows in any of ``channel_keys`` in ``[lo, hi)`` (epoch ms), as
         far as the index tells (False when it cannot: not indexed, a range too long, a month too big)."""
-        if not self.indexed or hi <= lo or hi - lo > MAX_MONTHS * _MONTH_MS:
+        months = self._months(lo, hi)
+        if months is None:
             return False
-        months = month_periods(lo, hi)
         for channel in channel_keys:
             if await self.present(channel, months) != frozenset():
                 return False

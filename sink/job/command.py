@@ -159,8 +159,9 @@ def main(argv: list[str] | None = None) -> int:
     A usage mistake exits 2 with click's message; a :class:`ChatlogError` is one line on stderr, exit 2.
     """
     from core import redact
+    from core.log_setup import log_to_stderr
 
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    log_to_stderr()
     secrets = redact.install().secrets  # as `chatlog`: no secret's value in any line this prints
     try:
         app()(args=argv, prog_name=PROG)
