@@ -65,11 +65,13 @@ __all__ = [
     "USER_KINDS",
     "IrcMessage",
     "MalformedLine",
+    "PrivmsgFields",
     "command_of",
     "line_hash",
     "parse_line",
     "parse_message",
     "prefix_nick",
+    "privmsg_fields",
     "privmsg_parts",
     "route_by_command",
     "sender_of",
@@ -425,6 +427,76 @@ def roomstate(line: str) -> tuple[str, str] | None:
     return words[2][1:].lower(), room
 
 
+PrivmsgFields = tuple[str, dict[str, str], str, str | None, str | None, bool]
+"""``(raw, tags, channel, user_login, text, is_action)`` of a PRIVMSG line, as :func:`parse_line`'s event has
+them."""
+
+
+def _past_spaces(line: str, at: int) -> int:
+    while line.startswith(" ", at):
+        at += 1
+    return at
+
+
+def _plain_privmsg(line: str) -> tuple[str, int, str, str | None, str | None, bool] | None:
+    """``(raw, tags_end, channel, user_login, text, is_action)`` of a plain ``PRIVMSG #channel :text`` line
+    as :func:`parse_line` gives them, its tags not read (``raw[1:tags_end]`` is the tag section, 0 without),
+    so the sender is the prefix's nick: a ``login`` tag, which would name it, is the caller's to look for.
+    ``None`` for a line that is not that shape (another command, no prefix, the general parameter shape, a
+    bound crossed)."""
+    if line[-1:] == "\r":
+        line = line[:-1]
+    if not 0 < len(line) <= MAX_LINE_CHARS:
+        return None
+    # positions, not slices: a slice of the rest of the line copies it (~0.1 us each); more spaces than
+    # one between the parts are looked for only where one is not what follows
+    tags_end = at = 0  # at: the prefix's ':'
+    if line[0] == "@":
+        tags_end = line.find(" ")
+        if tags_end < 0:
+            return None
+        at = tags_end + 1
+    if not line.startswith(":", at):
+        at = _past_spaces(line, at)
+        if not line.startswith(":", at):
+            return None
+    space = line.find(" ", at)
+    if space < 0:
+        return None
+    prefix = line[at + 1 : space]
+    at = space + 1
+    if not line.startswith("PRIVMSG #", at):
+        at = _past_spaces(line, at)
+        if not line.startswith("PRIVMSG #", at):
+            return None
+    at += 9  # the channel's name
+    space = line.find(" :", at)
+    if space < 0:
+        channel, text = line[at:], None
+    else:
+        channel, text = line[at:space], line[space + 2 :]
+    if " " in channel:
+        return None
+    channel = channel.lower()
+    if not 0 < len(channel) <= MAX_LOGIN_CHARS:
+        return None
+    user_login = prefix_nick(prefix)
+    if user_login is not None and len(user_login) > MAX_LOGIN_CHARS:
+        return None
+    is_action = False
+    if (
+        text is not None
+        and text[:1] == "\x01"
+        and text[:7] == "\x01ACTION"
+        and text[7:8] in (" ", "\x01", "")
+    ):
+        is_action = True
+        text = text[8:] if text[7:8] == " " else text[7:]
+        if text[-1:] == "\x01":
+            text = text[:-1]
+    return line, tags_end, channel, user_login, text, is_action
+
+
 def privmsg_parts(line: str) -> tuple[str, str | None, str | None] | None:
     """``(channel, user_login, text)`` of a PRIVMSG line as :func:`parse_line` gives them, without parsing
     its tags (what a text log line shows: about a tenth of the work). ``None`` for any line this cannot
@@ -432,37 +504,34 @@ def privmsg_parts(line: str) -> tuple[str, str | None, str | None] | None:
     tag, the general parameter shape, a bound crossed): parse those. Equal to :func:`parse_line`'s
     fields for every line that parses, but one whose ``id``, ``room-id`` or ``user-id`` tag is over its
     bound (a :class:`MalformedLine` there; the tags are not read here)."""
-    if line[-1:] == "\r":
-        line = line[:-1]
-    if not 0 < len(line) <= MAX_LINE_CHARS:
+    parts = _plain_privmsg(line)
+    if parts is None:
         return None
-    rest = line
-    if line[0] == "@":
-        space = line.find(" ")
-        if space < 0 or line.startswith("login", 1) or line.find(";login", 1, space) >= 0:
+    line, tags_end = parts[0], parts[1]
+    if line.startswith("login", 1) or line.find(";login", 1, tags_end) >= 0:  # maybe a `login` tag
+        return None
+    return parts[2], parts[3], parts[4]
+
+
+def privmsg_fields(line: str) -> PrivmsgFields | None:
+    """:data:`PrivmsgFields` of a plain PRIVMSG line, equal to :func:`parse_line`'s event's, made without the
+    rest of the parse (the event's ids, times and checks of other commands; what a json answer of a chat
+    message shows). ``None`` wherever :func:`privmsg_parts` is, and for a line :func:`parse_line` rejects
+    (an ``id``, ``room-id`` or ``user-id`` over its bound): parse those."""
+    parts = _plain_privmsg(line)
+    if parts is None:
+        return None
+    raw, tags_end, channel, user_login, text, is_action = parts
+    tags = parse_tags(raw[1:tags_end]) if tags_end > 1 else {}
+    get = tags.get
+    if get("login"):  # the sender, not the prefix's nick
+        return None
+    message_id = get("id") or get("msgid") or ""  # else parse_line's hash of the line: always in bounds
+    channel_id = get("room-id") or ""
+    user_id = get("user-id") or ""
+    if len(message_id) + len(channel_id) + len(user_id) > MAX_ID_CHARS:  # parse_line's test, then its bounds
+        try:
+            _check_ids(message_id, channel_id or None, user_id or None)
+        except MalformedLine:
             return None
-        rest = line[space + 1 :].lstrip(" ")
-    if rest[:1] != ":":
-        return None
-    space = rest.find(" ")
-    if space < 0:
-        return None
-    prefix = rest[1:space]
-    rest = rest[space + 1 :].lstrip(" ")
-    if not rest.startswith("PRIVMSG "):
-        return None
-    channel, sep, trailing = rest[8:].partition(" :")
-    if channel[:1] != "#" or " " in channel:
-        return None
-    channel = channel[1:].lower()
-    if not 0 < len(channel) <= MAX_LOGIN_CHARS:
-        return None
-    user_login = prefix_nick(prefix)
-    if user_login is not None and len(user_login) > MAX_LOGIN_CHARS:
-        return None
-    text: str | None = trailing if sep else None
-    if text is not None and text[:7] == "\x01ACTION" and text[7:8] in (" ", "\x01", ""):
-        text = text[8:] if text[7:8] == " " else text[7:]
-        if text[-1:] == "\x01":
-            text = text[:-1]
-    return channel, user_login, text
+    return raw, tags, channel, user_login, text, is_action

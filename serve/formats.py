@@ -47,6 +47,7 @@ from schemas.chat_event import ChatEvent
 from serve.terminal import escape_controls
 
 if TYPE_CHECKING:
+    from core.irc_parse import PrivmsgFields
     from serve.store.row import LogLine
 
 MESSAGE_TYPES: Final[dict[str, int]] = {
@@ -70,7 +71,10 @@ UNKNOWN_TYPE: Final = -1
 _DAY_S: Final = 86_400
 _TWO: Final = tuple(f"{n:02d}" for n in range(60))
 """``00`` ... ``59``: a time of day from three lookups (``:02d`` formatting costs ~0.2 µs a field)."""
+_THREE: Final = tuple(f"{n:03d}" for n in range(1000))
+"""``000`` ... ``999``: milliseconds by a lookup, as :data:`_TWO`."""
 
+_PRIVMSG_TYPE: Final = MESSAGE_TYPES["PRIVMSG"]
 _encoder = msgspec.json.Encoder()
 
 
@@ -129,7 +133,7 @@ def timestamp(ms: int) -> str:
     """RFC 3339 in UTC: ``2024-01-02T15:04:05Z``, with ``.123`` when the milliseconds are not zero."""
     second, milli = divmod(ms, 1000)
     day, time_of_day = _day_and_time(second)
-    return f"{day}T{time_of_day}.{milli:03d}Z" if milli else f"{day}T{time_of_day}Z"
+    return f"{day}T{time_of_day}.{_THREE[milli]}Z" if milli else f"{day}T{time_of_day}Z"
 
 
 @lru_cache(maxsize=256)
@@ -186,17 +190,34 @@ def log_text_line(line: LogLine) -> str:
 
 def basic_message(event: ChatEvent) -> dict[str, Any]:
     """rustlog's ``BasicMessage`` (``?jsonBasic``); a CLEARMSG's ``text`` is its :func:`system_text`."""
-    return _basic(event, system_text(event) if event.kind == "CLEARMSG" else friendly_text(event))
+    text = system_text(event) if event.kind == "CLEARMSG" else friendly_text(event)
+    return _basic(text, _display_name(event), event.sent_at, event.tags)
 
 
-def _basic(event: ChatEvent, text: str) -> dict[str, Any]:
+def _basic(text: str, display_name: str, sent_at: int, tags: dict[str, str]) -> dict[str, Any]:
     return {
         "text": text,
-        "displayName": event.display_name or event.user_login or _clearchat_target(event),
-        "timestamp": timestamp(event.sent_at),
-        "id": event.tags.get("id", ""),  # Twitch's message id; "" without one (rustlog)
-        "tags": event.tags,
+        "displayName": display_name,
+        "timestamp": timestamp(sent_at),
+        "id": tags.get("id", ""),  # Twitch's message id; "" without one (rustlog)
+        "tags": tags,
     }
+
+
+def _full(
+    basic: dict[str, Any], username: str, channel: str, raw: str, kind: int, system: str
+) -> dict[str, Any]:
+    """:func:`_basic`'s message with the fields of rustlog's ``FullMessage`` and justlog's ``systemText``."""
+    basic["username"] = username
+    basic["channel"] = channel
+    basic["raw"] = raw
+    basic["type"] = kind
+    basic["systemText"] = system
+    return basic
+
+
+def _display_name(event: ChatEvent) -> str:
+    return event.display_name or event.user_login or _clearchat_target(event)
 
 
 def _clearchat_target(event: ChatEvent) -> str:
@@ -206,15 +227,10 @@ def _clearchat_target(event: ChatEvent) -> str:
 
 def full_message(event: ChatEvent) -> dict[str, Any]:
     """rustlog's ``FullMessage`` plus justlog's ``systemText`` (a CLEARMSG's ``text`` is "", rustlog's)."""
-    message = _basic(event, friendly_text(event))
-    message.update(
-        username=event.user_login or "",
-        channel=event.channel,
-        raw=event.raw,
-        type=message_type(event),
-        systemText=system_text(event),
+    basic = _basic(friendly_text(event), _display_name(event), event.sent_at, event.tags)
+    return _full(
+        basic, event.user_login or "", event.channel, event.raw, message_type(event), system_text(event)
     )
-    return message
 
 
 def json_message(event: ChatEvent) -> dict[str, Any]:
@@ -230,14 +246,65 @@ def json_message(event: ChatEvent) -> dict[str, Any]:
     return message
 
 
+# -- a stored line's message: a chat message's without parsing it whole -------------------------------
+# The PRIVMSG case of the rules above (friendly_text: its text; system_text: ""; _display_name; a json
+# message is its full message), held equal to them byte for byte by tests/unit/serve/test_formats_json.py.
+
+
+def _privmsg_basic(sent_at: int, fields: PrivmsgFields) -> dict[str, Any]:
+    """:func:`_basic` of a PRIVMSG's fields (:meth:`~serve.store.row.LogLine.privmsg`): its text and the
+    rest as the event's would be (``displayName`` the ``display-name`` tag, else the sender's login)."""
+    _, tags, _, user, text, _ = fields
+    return _basic(text or "", tags.get("display-name") or user or "", sent_at, tags)
+
+
+def _privmsg_full(sent_at: int, fields: PrivmsgFields) -> dict[str, Any]:
+    """:func:`full_message` (and :func:`json_message`) of a PRIVMSG's fields."""
+    raw, _, channel, user, _, _ = fields
+    return _full(_privmsg_basic(sent_at, fields), user or "", channel, raw, _PRIVMSG_TYPE, "")
+
+
+def log_json_message(line: LogLine) -> dict[str, Any]:
+    """:func:`json_message` of a stored line's event; a chat message's without parsing it whole
+    (:meth:`~serve.store.row.LogLine.privmsg`)."""
+    fields = line.privmsg()
+    return json_message(line.event) if fields is None else _privmsg_full(line.sent_at, fields)
+
+
+def log_full_message(line: LogLine) -> dict[str, Any]:
+    """:func:`full_message` of a stored line's event; a chat message's without parsing it whole."""
+    fields = line.privmsg()
+    return full_message(line.event) if fields is None else _privmsg_full(line.sent_at, fields)
+
+
+def log_basic_message(line: LogLine) -> dict[str, Any]:
+    """:func:`basic_message` of a stored line's event; a chat message's without parsing it whole."""
+    fields = line.privmsg()
+    return basic_message(line.event) if fields is None else _privmsg_basic(line.sent_at, fields)
+
+
+def log_page_message(line: LogLine) -> dict[str, Any]:
+    """:func:`page_message` of a stored line's event; a chat message's without parsing it whole."""
+    fields = line.privmsg()
+    if fields is None:
+        return page_message(line.event)
+    message = _privmsg_full(line.sent_at, fields)
+    del message["raw"]
+    message.update(_page_fields(fields[5], ""))
+    return message
+
+
 def page_fields(event: ChatEvent) -> dict[str, Any]:
     """What the web page shows that the justlog/rustlog messages do not hold outside ``raw``: whether a chat
     message is a ``/me`` (``action``), and what a deleted message said (``deletedText``: a CLEARMSG's
     ``text`` is "", rustlog's)."""
-    return {
-        "action": event.is_action and event.kind == "PRIVMSG",
-        "deletedText": (event.text or "") if event.kind == "CLEARMSG" else "",
-    }
+    return _page_fields(
+        event.is_action and event.kind == "PRIVMSG", (event.text or "") if event.kind == "CLEARMSG" else ""
+    )
+
+
+def _page_fields(action: bool, deleted_text: str) -> dict[str, Any]:
+    return {"action": action, "deletedText": deleted_text}
 
 
 def page_message(event: ChatEvent) -> dict[str, Any]:

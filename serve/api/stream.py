@@ -19,7 +19,14 @@ from core.times import now_ms
 from serve.api.errors import ApiError, not_found
 from serve.api.middleware import StreamCut
 from serve.api.params import Format, LogQuery
-from serve.formats import basic_message, encode_json, full_message, json_message, log_text_line, page_message
+from serve.formats import (
+    encode_json,
+    log_basic_message,
+    log_full_message,
+    log_json_message,
+    log_page_message,
+    log_text_line,
+)
 from serve.store.row import LogLine, aclose
 
 CHUNK_LINES: Final = 500
@@ -58,18 +65,19 @@ def line_counter(request: Request, query: LogQuery) -> Callable[[int], None]:
 
 
 def _encoder(fmt: Format) -> Callable[[LogLine], bytes]:
-    """A line's bytes in ``fmt``: text and raw without parsing it (:class:`~serve.store.row.LogLine`)."""
+    """A line's bytes in ``fmt``: text and raw without parsing it, the json formats of a chat message
+    without parsing it whole (:class:`~serve.store.row.LogLine`)."""
     if fmt is Format.TEXT:
         return lambda line: log_text_line(line).encode() + b"\n"
     if fmt is Format.RAW:
         return lambda line: line.raw.encode() + b"\n"
     if fmt is Format.JSON_BASIC:
-        return lambda line: encode_json(basic_message(line.event))
+        return lambda line: encode_json(log_basic_message(line))
     if fmt is Format.JSON:
-        return lambda line: encode_json(json_message(line.event))
+        return lambda line: encode_json(log_json_message(line))
     if fmt is Format.WEB:
-        return lambda line: encode_json(page_message(line.event)) + b"\n"
-    return lambda line: encode_json(full_message(line.event)) + b"\n"
+        return lambda line: encode_json(log_page_message(line)) + b"\n"
+    return lambda line: encode_json(log_full_message(line)) + b"\n"
 
 
 class _Body:

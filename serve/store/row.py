@@ -18,7 +18,7 @@ from __future__ import annotations
 import uuid
 from typing import Final
 
-from core.irc_parse import MalformedLine, command_of, parse_line, privmsg_parts
+from core.irc_parse import MalformedLine, PrivmsgFields, command_of, parse_line, privmsg_fields, privmsg_parts
 from schemas.chat_event import MAX_KIND_CHARS, MAX_LINE_CHARS, ChatEvent
 from schemas.stored_line import VERBATIM, restore
 
@@ -77,8 +77,9 @@ class LogLine:
     (:attr:`event`, :func:`core.irc_parse.parse_line`, kept once made) only when asked. A text answer of a
     chat message needs only its channel, sender and text (:meth:`chat`: from :attr:`event` once that is
     made, else read from the stored line without its tags by :func:`core.irc_parse.privmsg_parts`, not
-    kept: keeping it costs a text answer more than the rare second read saves); a raw answer no parse.
-    ``sent_at`` is the row's, as :attr:`event`'s is."""
+    kept: keeping it costs a text answer more than the rare second read saves); a json answer of one needs
+    its tags as well, parsed from the restored line (:meth:`privmsg`); a raw answer no parse. ``sent_at``
+    is the row's, as :attr:`event`'s is."""
 
     __slots__ = ("_event", "channel_hint", "message_id", "received_at", "sent_at", "stored")
 
@@ -133,6 +134,18 @@ class LogLine:
         if len(stored) > _RESTORED_MAX:
             return None
         return privmsg_parts(stored[1:] if stored[:1] == VERBATIM else stored)  # unmarked(), inlined
+
+    def privmsg(self) -> PrivmsgFields | None:
+        """``(raw, tags, channel, user_login, text, is_action)`` of a chat message (PRIVMSG) as :attr:`event`
+        has them; None for every other line (then :attr:`event` tells): from the event when it is parsed,
+        else from the restored line by :func:`core.irc_parse.privmsg_fields` (its tags parsed, not the rest:
+        what a json answer shows; not kept, as :meth:`chat`'s are not)."""
+        event = self._event
+        if event is not None:
+            if event.kind != "PRIVMSG":
+                return None
+            return event.raw, event.tags, event.channel, event.user_login, event.text, event.is_action
+        return privmsg_fields(self.raw)
 
 
 async def aclose(source: object) -> None:

@@ -163,6 +163,27 @@ def test_a_log_line_gives_its_raw_line_and_chat_text_without_a_parse_and_the_eve
     assert answered > 300
 
 
+def test_a_log_lines_chat_fields_are_its_events_read_from_the_restored_line_or_from_the_event() -> None:
+    answered = 0
+    for event, line in stored_lines(every_event()):
+        fields = line.privmsg()
+        assert line._event is None  # not parsed
+        if event.kind == "PRIVMSG":
+            answered += 1
+            assert fields == (
+                event.raw,
+                event.tags,
+                event.channel,
+                event.user_login,
+                event.text,
+                event.is_action,
+            )
+            assert line.event is not None and line.privmsg() == fields  # the same once parsed
+        else:
+            assert fields is None and line.event is not None and line.privmsg() is None
+    assert answered > 300
+
+
 def test_a_log_line_of_an_event_is_that_event() -> None:
     event = chat_events(1, channels=1, now_ms=T)[0]
     line = LogLine.of(event)

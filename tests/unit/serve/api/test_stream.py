@@ -1,0 +1,72 @@
+"""serve/api/stream.py: a log answer in every format is the bytes its lines' parsed events make (chat messages
+are read the short way, the other lines parsed), ``offset`` and ``limit`` applied."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Callable
+from typing import Any
+
+import pytest
+
+from schemas.chat_event import ChatEvent
+from serve.api.params import Format, LogQuery
+from serve.api.stream import stream_events
+from serve.formats import (
+    basic_message,
+    encode_json,
+    full_message,
+    json_message,
+    page_message,
+    text_line,
+)
+from serve.store.row import LogLine
+from tests.unit.serve.store.stored_lines import every_event, stored_row
+
+_ARRAY: dict[Format, Callable[[ChatEvent], dict[str, Any]]] = {
+    Format.JSON: json_message,
+    Format.JSON_BASIC: basic_message,
+}
+_LINES: dict[Format, Callable[[ChatEvent], bytes]] = {
+    Format.NDJSON: lambda e: encode_json(full_message(e)) + b"\n",
+    Format.WEB: lambda e: encode_json(page_message(e)) + b"\n",
+    Format.TEXT: lambda e: text_line(e).encode() + b"\n",
+    Format.RAW: lambda e: e.raw.encode() + b"\n",
+}
+
+
+def _lines() -> list[LogLine]:
+    rows = [LogLine(*stored_row(e), e.channel) for e in every_event()]
+    rows.append(LogLine(":bob!b@h PRIVMSG #c a b :the general parameter shape", "m", 1_000, None, "c"))
+    rows.append(LogLine("not irc at all", "n", 2_000, None, "c"))
+    return rows
+
+
+def _answer(lines: list[LogLine], fmt: Format, offset: int, limit: int | None) -> bytes:
+    async def events() -> AsyncIterator[LogLine]:
+        for line in lines:
+            yield line
+
+    query = LogQuery(format=fmt, reverse=False, limit=limit, offset=offset, since_ms=None, until_ms=None)
+    counted: list[int] = []
+    response = asyncio.run(stream_events(events(), query, empty="none", count=counted.append))
+    assert counted == [len(lines[offset:][:limit])]
+    return bytes(response.body)
+
+
+def _expected(lines: list[LogLine], fmt: Format) -> bytes:
+    events = [LogLine(line.stored, line.message_id, line.sent_at, line.received_at, line.channel_hint).event
+              for line in lines]  # fmt: skip
+    if fmt in _ARRAY:
+        return b'{"messages":[' + b",".join(encode_json(_ARRAY[fmt](e)) for e in events) + b"]}"
+    return b"".join(_LINES[fmt](e) for e in events)
+
+
+@pytest.mark.parametrize("fmt", list(Format))
+@pytest.mark.parametrize(("offset", "limit"), [(0, None), (7, 50)])
+def test_an_answer_is_its_lines_parsed_events_in_the_format(
+    fmt: Format, offset: int, limit: int | None
+) -> None:
+    lines = _lines()
+    assert len(lines) > 600 and sum(line.privmsg() is None for line in lines) > 10
+    assert _answer(lines, fmt, offset, limit) == _expected(lines[offset:][:limit], fmt)
