@@ -433,17 +433,34 @@ def flush_and_compact(session: Any, keyspace: str, data_dir: Path, timeout_s: fl
             raise ChatlogError(f"{keyspace}: the tables were not flushed in {timeout_s:.0f} s")
         time.sleep(0.5)
     for table in TABLES:
-        row = session.execute(f"SELECT * FROM {keyspace}.{table} LIMIT 1", timeout=60).one()
-        if row is None:
-            raise ChatlogError(f"{keyspace}.{table} is empty")
-        values = row._asdict()
+        _write_one_again(session, keyspace, table)
+    return wait_compacted(
+        session, keyspace, lambda: [table_files(data_dir, keyspace, t) for t in TABLES], t0, timeout_s
+    )
+
+
+def _write_one_again(session: Any, keyspace: str, table: str) -> None:
+    """Write one row of ``table`` again, the same cells: a row with its clustering key, else (every
+    partition read holds its statics alone: packed months) a partition's static cells."""
+    meta = session.cluster.metadata.keyspaces[keyspace].tables[table]
+    keys = [c.name for c in meta.primary_key]
+    rows = session.execute(f"SELECT * FROM {keyspace}.{table} LIMIT 1000", timeout=60).all()
+    if not rows:
+        raise ChatlogError(f"{keyspace}.{table} is empty")
+    whole = [row for row in rows if all(getattr(row, k) is not None for k in keys)]
+    if whole:
+        values = {k: v for k, v in whole[0]._asdict().items() if v is not None}
         columns = ", ".join(values)
         marks = ", ".join("?" for _ in values)
         insert = session.prepare(f"INSERT INTO {keyspace}.{table} ({columns}) VALUES ({marks})")
         session.execute(insert, tuple(values.values()), timeout=60)
-    return wait_compacted(
-        session, keyspace, lambda: [table_files(data_dir, keyspace, t) for t in TABLES], t0, timeout_s
-    )
+        return
+    row = rows[0]._asdict()
+    statics = {c.name: row[c.name] for c in meta.columns.values() if c.is_static and row[c.name] is not None}
+    where = " AND ".join(f"{c.name} = ?" for c in meta.partition_key)
+    sets = ", ".join(f"{name} = ?" for name in statics)
+    update = session.prepare(f"UPDATE {keyspace}.{table} SET {sets} WHERE {where}")
+    session.execute(update, (*statics.values(), *(row[c.name] for c in meta.partition_key)), timeout=60)
 
 
 def disk_usage(data_dir: Path, keyspace: str, messages: int, raw_mean: float) -> dict[str, Any]:

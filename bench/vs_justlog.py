@@ -10,8 +10,10 @@ It builds nothing: it takes a justlog binary (built from justlog's repository, o
    two passes of the grid, the second measured;
 3. chatlog alone: ``chatlog import`` of the same tree (its channel files) into scratch topics, ``chatlog
    sink --backfill`` into a scratch keyspace (both removed at the end), a flush, compactions left to
-   settle; then ``chatlog serve`` on it (it has no cache of whole answers) and two passes of the grid,
-   the second measured after compactions settled again;
+   settle; then ``chatlog pack`` (the month is over: a deployment's periodic job, as justlog's archiver)
+   and a major compaction (the packed months' old rows gone, as compactions do in time); then ``chatlog
+   serve`` on it (it has no cache of whole answers) and two passes of the grid, the second measured
+   after compactions settled again;
 4. the grid: a user's month (``/channelid/<id>/userid/<id>/<y>/<m>``, users of ~``user_month_lines``
    lines) at 1 and 32 clients, a channel's day (``/channelid/<id>/<y>/<m>/<d>``) at 1 and 8 clients, each
    as text and ``?json``, by :func:`bench.serve_load.closed_loop` (keep-alive, every body read to its end),
@@ -21,8 +23,9 @@ It builds nothing: it takes a justlog binary (built from justlog's repository, o
    server's worker processes summed in: ``chatlog serve`` runs one per CPU);
 5. storage, in bytes per message: justlog's tree (every file, both copies, gzipped) and chatlog's line
    tables (their ``*-Data.db``, as ``chatlog bench read`` counts; and every file of the keyspace) after the
-   flush, as they were read (flushes write LZ4 whatever a table's compressor), and at the end after a
-   major compaction (the tables' own compressor: ``chatlog bench read``'s and ``storage``'s figure).
+   flush, as the sink wrote them (flushes write LZ4 whatever a table's compressor), and after the pack and
+   the major compaction, as they were read (the tables' own compressor: ``chatlog bench read``'s and
+   ``storage``'s figure).
 
 The machine is shared: the 1-minute load average is recorded before and after every cell, and Cassandra's
 CPU includes whatever else the shared stack did meanwhile (an upper bound).
@@ -296,6 +299,17 @@ def load_chatlog(scratch: Any, tree: Tree, work: Path) -> dict[str, Any]:
     }
 
 
+def pack_chatlog(scratch: Any) -> dict[str, Any]:
+    """``chatlog pack`` of the scratch keyspace (its month is over: what a deployment's periodic job does,
+    as justlog's archiver gzips the past month); what it said and took."""
+    env = {**os.environ, "CHATLOG_CASSANDRA_KEYSPACE": scratch.cassandra_keyspace}
+    start = time.perf_counter()
+    said = _chatlog(["pack", "--settle-minutes", "0"], env, 3600)
+    pack_s = time.perf_counter() - start
+    say(f"packed in {pack_s:.0f} s: {said[-200:]}")
+    return {"pack_s": round(pack_s, 1), "pack_said": said}
+
+
 def _keyspace_files(data_dir: Path, keyspace: str) -> tuple[tuple[str, int], ...]:
     root = data_dir / keyspace
     if not root.is_dir():
@@ -387,15 +401,16 @@ def measure_chatlog(settings: Any, tree: Tree, params: Params, work: Path) -> di
             out["settle_s"] = [round(settle(session, keyspace, data_dir, 600), 1)]
             out["storage"] = chatlog_storage(data_dir, keyspace, tree)
             say(f"chatlog keyspace: {out['storage']['bytes_per_message']} B/message (Data.db)")
+            out["pack"] = pack_chatlog(scratch)
+            say("major compaction of the line tables (as chatlog bench read): the packed months' rows gone")
+            out["compact_s"] = round(flush_and_compact(session, keyspace, data_dir, 900), 1)
+            out["storage_compacted"] = chatlog_storage(data_dir, keyspace, tree)
             with serving(keyspace) as server:
                 pids: dict[str, int | None] = {"server": server.pid, "cassandra": cassandra}
                 out["pass_1"] = asyncio.run(grid(server.base, lists, params, pids, "chatlog pass 1"))
                 out["settle_s"].append(round(settle(session, keyspace, data_dir, 600), 1))
                 out["grid"] = asyncio.run(grid(server.base, lists, params, pids, "chatlog pass 2"))
                 out["server_rss_mb_after"] = round((vm_rss(server.pid) or 0) / MB, 1)
-            say("major compaction of the line tables (as chatlog bench read) for their bytes on disk")
-            out["compact_s"] = round(flush_and_compact(session, keyspace, data_dir, 900), 1)
-            out["storage_compacted"] = chatlog_storage(data_dir, keyspace, tree)
         finally:
             cluster.shutdown()
     return out
@@ -443,8 +458,8 @@ def ratio_table(justlog: dict[str, Any], chatlog: dict[str, Any], params: Params
         )
     j_bytes = justlog["storage"]["bytes_per_message"]
     for key, label, short in (
-        ("storage", "storage after a flush, B/message", "after a flush"),
-        ("storage_compacted", "storage major-compacted, B/message", "compacted"),
+        ("storage", "storage after a flush (rows as written), B/message", "after a flush"),
+        ("storage_compacted", "storage packed and major-compacted (as read), B/message", "compacted"),
     ):
         if key not in chatlog:
             continue
@@ -576,9 +591,11 @@ def summary(result: dict[str, Any]) -> str:
         "",
         f"server RSS peak under load: justlog {max(j_rss):,.0f} MB, chatlog serve {max(c_rss):,.0f} MB",
         "storage: justlog's tree (both gzipped copies, every file); chatlog's line tables' Data.db "
-        "(after a flush: as served here; major-compacted: as chatlog bench read and storage count)",
+        "(after a flush: the rows as the sink wrote them; packed by chatlog pack and major-compacted: as "
+        "served here, and as chatlog bench read and storage count)",
         f"chatlog keyspace, every file: {c['storage']['keyspace_bytes_per_message']} B/message; "
         f"loaded by import {c['load']['import_s']} s + backfill {c['load']['backfill_s']} s; "
+        f"packed in {c.get('pack', {}).get('pack_s', '-')} s; "
         f"compactions settled {c['settle_s']} s",
         f"justlog archived the tree in {j['archive_s']} s; "
         f"its Twitch stand-in was asked {j['stand_in_asked']}",

@@ -7,7 +7,8 @@ The tables (``schemas/cassandra.cql``) and how each is reached:
   user by login only, and lines without ids are keyed by login). Its channels: the one given, else every
   channel key of ``chat_buckets``; its periods: the months and half days of the channel's buckets (asked
   64 at a time, for the non-empty ones, then those read). The pointers include the
-  bans, timeouts and deleted messages that target the user.
+  bans, timeouts and deleted messages that target the user, and a packed month's are its frame's rows
+  (``chatlog pack``, :mod:`sink.pack`): the partition delete removes the frame with the rows.
 * ``user_login_keys`` (the index of the ``login:`` keys with rows per channel-month): the row of each
   (channel, month, login key) whose partitions were found, once the channel's partitions are deleted; for a
   channel, the partition of every month of its buckets, once its buckets are done.
@@ -47,6 +48,7 @@ from collections import defaultdict
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from functools import cached_property
 from typing import Any, Final
 
 from consent import audit
@@ -55,7 +57,9 @@ from consent.rule import whose
 from core.errors import ChatlogError, one_line
 from core.irc_parse import MalformedLine, parse_line
 from core.times import epoch_ms
+from core.user_months import has_column
 from schemas.cql import LOGIN_KEY_PREFIX, bucket_of, month_of, month_period, user_key, user_period
+from schemas.packed_month import unpack
 from schemas.stored_line import restore
 
 TABLES: Final = (
@@ -134,10 +138,6 @@ class _Cql:
             f"SELECT period FROM {k}.chat_by_user WHERE channel_key = ? AND user_key = ? AND period IN ? "
             "PER PARTITION LIMIT 1"
         )
-        self.pointers = prepare(
-            f"SELECT sent_at, message_id FROM {k}.chat_by_user WHERE channel_key = ? AND user_key = ? "
-            "AND period = ?"
-        )
         self.bucket_keys = prepare(
             f"SELECT sent_at, message_id FROM {k}.chat_by_channel WHERE channel_key = ? AND bucket = ?"
         )
@@ -161,6 +161,16 @@ class _Cql:
         self.delete_user_login = delete("user_ids_by_login", "user_login", "user_id")
         self.delete_channel_names = delete("channel_names", "channel_id")
         self.delete_channel_login = delete("channel_ids_by_login", "channel", "channel_id")
+
+    @cached_property
+    def pointers(self) -> Any:
+        """A ``chat_by_user`` partition's rows, with its frame where the month is packed (an older keyspace
+        without the column: none)."""
+        packed = "packed" if has_column(self.session, self.keyspace, "packed") else "(blob)null AS packed"
+        return self.session.prepare(
+            f"SELECT sent_at, message_id, {packed} FROM {self.keyspace}.chat_by_user WHERE channel_key = ? "
+            "AND user_key = ? AND period = ?"
+        )
 
     def _delete(self, table: str, *columns: str, then: str | None = None) -> Any:
         """``DELETE FROM <table> USING TIMESTAMP ? WHERE <column> = ? AND ...`` (and ``then``), prepared:
@@ -266,7 +276,7 @@ def _erase_user(
         )
         read_at = now_us()
         for partition, found in zip(partitions, cql.many(cql.pointers, partitions), strict=True):
-            pointers = [row for row in found if row.sent_at is not None]  # not a month's static flag alone
+            pointers = _pointers(found)
             if not pointers:
                 continue
             _delete_payload(cql, channel, pointers, report)
@@ -295,12 +305,23 @@ def _channel_login_keys(cql: _Cql, channel_id: str) -> list[str]:
     )
 
 
-def _delete_payload(cql: _Cql, channel: str, pointers: list[Any], report: ErasureReport) -> None:
+def _pointers(rows: list[Any]) -> list[tuple[int, uuid.UUID]]:
+    """(sent_at ms, message id) of every event of a ``chat_by_user`` partition: its rows (not a month's
+    statics alone) and the rows of its frame where the month is packed (:mod:`sink.pack`)."""
+    found = [(epoch_ms(row.sent_at), row.message_id) for row in rows if row.sent_at is not None]
+    packed = rows[0].packed if rows else None
+    if packed is not None:
+        found += [(sent_ms, uuid.UUID(mid)) for sent_ms, mid, _line, _received in unpack(packed)]
+    return found
+
+
+def _delete_payload(
+    cql: _Cql, channel: str, pointers: list[tuple[int, uuid.UUID]], report: ErasureReport
+) -> None:
     """Delete the ``chat_by_channel`` rows ``pointers`` point to, bucket by bucket, in whole runs."""
     by_bucket: dict[int, set[tuple[int, uuid.UUID]]] = defaultdict(set)
-    for p in pointers:
-        sent_at = epoch_ms(p.sent_at)
-        by_bucket[bucket_of(sent_at)].add((sent_at, p.message_id))
+    for sent_at, message_id in pointers:
+        by_bucket[bucket_of(sent_at)].add((sent_at, message_id))
     buckets = sorted(by_bucket)
     read_at = now_us()
     contents = cql.many(cql.bucket_keys, [(channel, b) for b in buckets])

@@ -56,12 +56,17 @@ def needs_login_index(session: Any, keyspace: str) -> bool:
 
 def has_flag(session: Any, keyspace: str) -> bool:
     """Whether ``keyspace.chat_by_user`` has the ``spilled`` column (``chatlog init`` adds it)."""
+    return has_column(session, keyspace, "spilled")
+
+
+def has_column(session: Any, keyspace: str, column: str) -> bool:
+    """Whether ``keyspace.chat_by_user`` has ``column`` (``chatlog init`` adds the new ones)."""
     rows = session.execute(
         "SELECT column_name FROM system_schema.columns WHERE keyspace_name = %s "
-        "AND table_name = 'chat_by_user' AND column_name = 'spilled'",
-        (keyspace,),
-    ).all()
-    return bool(rows)
+        "AND table_name = 'chat_by_user' AND column_name = %s",
+        (keyspace, column),
+    )
+    return bool(list(rows))
 
 
 def mark_spilled(session: Any, keyspace: str, tell: Callable[[str], None] = lambda _m: None) -> int:

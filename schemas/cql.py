@@ -246,3 +246,17 @@ def is_half_day(period: int) -> bool:
 def month_of(period: int) -> int:
     """The month period a period lies in (itself for a month period)."""
     return period if is_month_period(period) else month_period(period_start_ms(period))
+
+
+_LOW64: Final = (1 << 64) - 1
+
+
+def clustering_order(sent_at_ms: int, message_id: uuid.UUID) -> tuple[int, int, int, int]:
+    """Cassandra's clustering order of ``(sent_at, message_id uuid)``: by time, then by the uuid's version
+    (a Twitch id, v4, before a hashed id, v5, in the same millisecond), then a time uuid (v1) by its time,
+    any other by its bytes."""
+    n = message_id.int
+    version = (n >> 76) & 0xF
+    if version == 1:
+        return sent_at_ms, 1, message_id.time, n & _LOW64
+    return sent_at_ms, version, n, 0

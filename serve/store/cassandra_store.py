@@ -10,10 +10,10 @@
   channel's id) is one ``bucket IN ?`` query of up to :attr:`bucket_batch` buckets, answered in time
   order, paged (checked as the rows arrive); newest first (paging forbids ``ORDER BY`` with ``IN``), or
   where several keys have a bucket (an id and a login), one query per bucket and key, the keys' rows
-  merged by ``(sent_at, message_id)`` in Cassandra's order (:func:`_order`). The next :attr:`read_ahead`
-  queries' first pages are requested while one is streamed (:mod:`serve.store.aiocql`: awaited, no thread per
-  request): a quiet day of 288 buckets is 12 queries, not 288. Every row becomes a
-  :class:`serve.store.row.LogLine` (restored and parsed on demand).
+  merged by ``(sent_at, message_id)`` in Cassandra's order (:func:`schemas.cql.clustering_order`). The
+  next :attr:`read_ahead` queries' first pages are requested while one is streamed
+  (:mod:`serve.store.aiocql`: awaited, no thread per request): a quiet day of 288 buckets is 12 queries,
+  not 288. Every row becomes a :class:`serve.store.row.LogLine` (restored and parsed on demand).
 * **A user's events.** ``chat_by_user`` holds each of a user's events with its line, one partition per
   channel key, user key and half UTC day (``period``). In time order: one ``period IN ?`` query per
   (channel key, user key) over at most :attr:`probe_batch` periods of the range (Cassandra answers an
@@ -52,12 +52,13 @@ from cassandra.query import tuple_factory
 from core.irc_parse import USER_KINDS, sender_of
 from core.logins import login_of
 from core.times import epoch_ms, naive_utc, utc_day
-from core.user_months import has_flag, needs_login_index, needs_migration
+from core.user_months import has_column, has_flag, needs_login_index, needs_migration
 from schemas.chat_event import MAX_ID_CHARS, MAX_LOGIN_CHARS, ChatEvent
 from schemas.cql import (
     BUCKET_MS,
     bucket_of,
     channel_key,
+    clustering_order,
     half_days_of,
     month_end_ms,
     month_of,
@@ -65,6 +66,7 @@ from schemas.cql import (
     month_start_ms,
     user_key,
 )
+from schemas.packed_month import PackedRow, unpack
 from serve.store import random_pick
 from serve.store.aiocql import PagedQuery
 from serve.store.login_keys import LoginKeys
@@ -80,7 +82,7 @@ ROW_COLUMNS: Final = (
 by Cassandra, they cost the driver ~5 µs less per row than a ``timestamp`` (a datetime) and a ``uuid``
 (a UUID object, then its text for the line): a channel-day read is mostly this per-row cost. The rows come
 as plain tuples (another ~1 µs less than a named tuple each), indexed by the four names below."""
-_SENT, _MID, _LINE, _RECEIVED, _SPILLED = range(5)
+_SENT, _MID, _LINE, _RECEIVED, _SPILLED, _PACKED = range(6)
 _TUPLE_ROWS: Final = frozenset(
     (
         "rows", "rows_desc", "rows_in", "user_rows", "user_rows_desc", "user_month", "user_month_desc",
@@ -91,7 +93,6 @@ _TUPLE_ROWS: Final = frozenset(
 _FAR: Final = 253_402_300_799_999
 _CONCURRENT_LOOKUPS: Final = 16
 _CACHE_MAX: Final = 10_000
-_LOW64: Final = (1 << 64) - 1
 _MISS_TTL_S: Final = 5.0
 """How long a channel key found empty, or its latest bucket, stays so (a new channel, or a new day of one,
 shows within it)."""
@@ -119,21 +120,10 @@ def _dt(ms: int) -> datetime:
     return naive_utc(min(max(ms, 0), _FAR))
 
 
-def _order(sent_at_ms: int, message_id: uuid.UUID) -> Order:
-    """Cassandra's clustering order of ``(sent_at, message_id uuid)``: by time, then by the uuid's version
-    (a Twitch id, v4, before a hashed id, v5, in the same millisecond), then a time uuid (v1) by its time,
-    any other by its bytes."""
-    n = message_id.int
-    version = (n >> 76) & 0xF
-    if version == 1:
-        return sent_at_ms, 1, message_id.time, n & _LOW64
-    return sent_at_ms, version, n, 0
-
-
 def _row_order(reverse: bool) -> Callable[[Any], Order]:
     if reverse:
-        return lambda row: _negated(_order(row[_SENT], uuid.UUID(row[_MID])))
-    return lambda row: _order(row[_SENT], uuid.UUID(row[_MID]))
+        return lambda row: _negated(clustering_order(row[_SENT], uuid.UUID(row[_MID])))
+    return lambda row: clustering_order(row[_SENT], uuid.UUID(row[_MID]))
 
 
 def _negated(key: Order) -> Order:
@@ -218,6 +208,57 @@ async def _rows_of(runs: AsyncIterator[Sequence[T]]) -> AsyncIterator[T]:
         await aclose(runs)
 
 
+async def _items(items: Sequence[T]) -> AsyncIterator[T]:
+    for item in items:
+        yield item
+
+
+async def _pages(first: Sequence[T], pages: AsyncIterator[Sequence[T]]) -> AsyncIterator[Sequence[T]]:
+    """``first`` (if not empty), then the pages of ``pages``."""
+    try:
+        if first:
+            yield first
+        async for page in pages:
+            yield page
+    finally:
+        await aclose(pages)
+
+
+async def _second(pairs: AsyncIterator[tuple[int, T]]) -> AsyncIterator[T]:
+    """The items of :func:`_merge`'s pairs."""
+    try:
+        async for _, item in pairs:
+            yield item
+    finally:
+        await aclose(pairs)
+
+
+async def _runs(items: AsyncIterator[T], size: int = 1000) -> AsyncIterator[list[T]]:
+    """``items`` in runs of up to ``size``."""
+    run: list[T] = []
+    try:
+        async for item in items:
+            run.append(item)
+            if len(run) >= size:
+                yield run
+                run = []
+        if run:
+            yield run
+    finally:
+        await aclose(items)
+
+
+def _unpacked(packed: bytes, lo: int, hi: int, reverse: bool, whole: bool) -> list[PackedRow]:
+    """The rows of a month's frame within ``[lo, hi)`` (all of them for a ``whole`` month), in time order
+    (newest first if ``reverse``)."""
+    rows = unpack(packed)
+    if not whole:
+        rows = [row for row in rows if lo <= row[0] < hi]
+    if reverse:
+        rows.reverse()
+    return rows
+
+
 class OutOfOrder(RuntimeError):
     """Cassandra answered a ``period IN ?`` query out of time order (the reader relies on that order)."""
 
@@ -270,6 +311,9 @@ class CassandraStore:
             unmarked = bool(session.keyspace) and needs_migration(session, session.keyspace)
             if unmarked and not has_flag(session, session.keyspace):
                 flag = "(boolean)true AS spilled"  # every month may have half days
+        statics = f"{flag}, packed, packed_rows"
+        if not (bool(session.keyspace) and has_column(session, session.keyspace, "packed")):
+            statics = f"{flag}, (blob)null AS packed, (int)null AS packed_rows"  # not `chatlog init`ed yet
         self.unmarked = unmarked
         """The keyspace's half-day partitions may be unmarked (``chatlog init`` has not migrated it to month
         partitions, :mod:`core.user_months`): every month without a month partition reads its half days too,
@@ -295,8 +339,9 @@ class CassandraStore:
         window = "AND sent_at >= ? AND sent_at < ?"
         desc = "ORDER BY sent_at DESC, message_id DESC"
         rows = f"SELECT {ROW_COLUMNS} FROM chat_by_channel WHERE channel_key = ? AND bucket = ?"
-        user_rows = f"SELECT {ROW_COLUMNS} FROM chat_by_user WHERE channel_key = ? AND user_key = ?"
-        user_month = f"SELECT {ROW_COLUMNS}, {flag} FROM chat_by_user WHERE channel_key = ? AND user_key = ?"
+        user_pk = "channel_key = ? AND user_key = ?"
+        user_rows = f"SELECT {ROW_COLUMNS} FROM chat_by_user WHERE {user_pk}"
+        user_month = f"SELECT {ROW_COLUMNS}, {statics} FROM chat_by_user WHERE {user_pk}"
         self._stmts: dict[str, Any] = {
             "distinct": prepare("SELECT DISTINCT channel_key FROM chat_buckets"),
             "buckets": prepare(
@@ -328,11 +373,11 @@ class CassandraStore:
             "whole_month": prepare(f"{user_month} AND period = ?"),
             "whole_month_desc": prepare(f"{user_month} AND period = ? {desc}"),
             "spilled": prepare(
-                f"SELECT {flag} FROM chat_by_user WHERE channel_key = ? AND user_key = ? AND period = ? "
+                f"SELECT {statics} FROM chat_by_user WHERE channel_key = ? AND user_key = ? AND period = ? "
                 "LIMIT 1"
             ),
             "probe": prepare(
-                f"SELECT period, {flag}, toUnixTimestamp(sent_at) AS sent_ms FROM chat_by_user "
+                f"SELECT period, {statics}, toUnixTimestamp(sent_at) AS sent_ms FROM chat_by_user "
                 "WHERE channel_key = ? AND user_key = ? AND period IN ? PER PARTITION LIMIT 1"
             ),
             "count": prepare(
@@ -604,8 +649,9 @@ class CassandraStore:
         return await self.user_keys(user)
 
     async def _probe_rows(self, pairs: Sequence[Pair], periods: Sequence[int]) -> list[tuple[Pair, Any]]:
-        """Each pair's first row (``period``, ``spilled``, ``sent_ms``) of each of ``periods`` that holds
-        anything (a month partition holding only its ``spilled`` flag: ``sent_ms`` None)."""
+        """Each pair's first row (``period``, ``spilled``, ``packed_rows``, ``sent_ms``) of each of
+        ``periods`` that holds anything (a month partition holding only its statics, its ``spilled`` flag
+        or its frame: ``sent_ms`` None)."""
         gate = asyncio.Semaphore(_CONCURRENT_LOOKUPS)
 
         async def probe(pair: Pair, batch: Sequence[int]) -> list[tuple[Pair, Any]]:
@@ -621,7 +667,7 @@ class CassandraStore:
         """Which of ``periods`` hold a row of each pair: period -> the pairs (in ``pairs`` order)."""
         found: dict[int, list[Pair]] = {}
         for pair, row in await self._probe_rows(pairs, periods):
-            if row.sent_ms is not None:
+            if row.sent_ms is not None or row.packed_rows:
                 found.setdefault(row.period, []).append(pair)
         return found
 
@@ -632,22 +678,25 @@ class CassandraStore:
         partitions, and the half days of the months whose month partition is ``spilled`` (a bot's month,
         or a month of the half-day layout marked by its migration: a month without a month partition has
         no half day either); period -> the pairs. Besides, the (pair, month)s read from both a month
-        partition and half days (where a row may be in both)."""
+        partition and half days (where a row may be in both), or from a packed month (whose frame is not
+        counted by ``COUNT(*)``)."""
         months = month_periods(lo, hi)
         found: dict[int, list[Pair]] = {}
         spilled: dict[int, list[Pair]] = {}
         with_rows: set[tuple[Pair, int]] = set()
+        mixed: set[tuple[Pair, int]] = set()
         for pair, row in await self._probe_rows(pairs, months):
-            if row.sent_ms is not None:
+            if row.sent_ms is not None or row.packed_rows:
                 found.setdefault(row.period, []).append(pair)
                 with_rows.add((pair, row.period))
+            if row.packed_rows:
+                mixed.add((pair, row.period))
             if self._half_days(row.spilled):
                 spilled.setdefault(row.period, []).append(pair)
         if self.unmarked:  # not migrated: a month without a month partition may have half days too
             spilled = {month: list(pairs) for month in months}
         rest = sorted((m, missing) for m, missing in spilled.items() if missing)
         probed = await asyncio.gather(*(self._probe(missing, half_days_of(m, lo, hi)) for m, missing in rest))
-        mixed: set[tuple[Pair, int]] = set()
         for (month, _), hits in zip(rest, probed, strict=True):
             for period, having in hits.items():
                 found.setdefault(period, []).extend(having)
@@ -663,7 +712,7 @@ class CassandraStore:
         _, _, pairs, start, end = await self._user_span(channel, user)
         months = month_periods(start, end)
         probed = await self._probe_rows(pairs, months)
-        with_rows = {row.period for _, row in probed if row.sent_ms is not None}
+        with_rows = {row.period for _, row in probed if row.sent_ms is not None or row.packed_rows}
         flagged = set(months) if self.unmarked else {row.period for _, row in probed if row.spilled}
         pending: list[int] = []  # half days of newer spilled months without month rows, newest first
 
@@ -828,10 +877,11 @@ class CassandraStore:
         no half day in a month without a flagged month partition)."""
         return bool(spilled) or self.unmarked
 
-    async def _spilled(self, pair: Pair, month: int) -> bool | None:
-        """The month partition's ``spilled`` flag, None when there is no such partition."""
+    async def _statics(self, pair: Pair, month: int) -> tuple[bool | None, bytes | None]:
+        """The month partition's ``spilled`` flag (None when there is no such partition) and ``packed``
+        frame."""
         rows = await self._query("spilled", *pair, month).all()
-        return bool(rows[0].spilled) if rows else None
+        return (bool(rows[0].spilled), rows[0].packed) if rows else (None, None)
 
     def _month_query(self, pair: Pair, month: int, lo: int, hi: int, reverse: bool) -> PagedQuery:
         """The query of one (channel key, user key)'s month partition within ``[lo, hi)``, started: a whole
@@ -848,18 +898,31 @@ class CassandraStore:
         (newest first if ``reverse``), in runs (a page of rows: no generator step per row): its month
         partition alone unless it is spilled (one query, the usual case); else merged with the month's half
         days (a bot's month, or a month of the half-day layout, marked by its migration), an id read twice
-        dropped."""
+        dropped. A packed month (``chatlog pack``, :mod:`schemas.packed_month`) is its frame's rows, as one
+        run, merged with any row written after it was packed."""
         whole = lo <= month_start_ms(month) and month_end_ms(month) <= hi
         pages = query.pages()
         try:
             first = await anext(pages, None) or []
             spilled: bool | None
+            packed: bytes | None = None
             if whole:
                 spilled = bool(first and first[0][_SPILLED])
-                if first and first[0][_SENT] is None:  # the partition holds its flag alone
+                packed = first[0][_PACKED] if first else None
+                if first and first[0][_SENT] is None:  # the partition holds its statics alone
                     first = []
+            elif first:
+                spilled, packed = bool(first[0][_SPILLED]), first[0][_PACKED]
             else:
-                spilled = bool(first[0][_SPILLED]) if first else await self._spilled(pair, month)
+                spilled, packed = await self._statics(pair, month)
+            unpacked = _unpacked(packed, lo, hi, reverse, whole) if packed is not None else None
+            if unpacked is not None and not first and not self._half_days(spilled):
+                if unpacked:
+                    yield unpacked  # a packed month without late rows: the usual read of a past month
+                return
+            if unpacked is not None:  # late rows too: merged, a row in both once
+                merged = _merge([_items(unpacked), _rows_of(_pages(first, pages))], _row_order(reverse))
+                pages, first = _runs(_distinct(_second(merged))), []
             if not self._half_days(spilled):
                 if first:
                     yield first
@@ -872,7 +935,7 @@ class CassandraStore:
                 halves = self._descending(await self._probe([pair], half_days[::-1]), lo, hi)
             else:
                 halves = self._ascending(pair, half_days, lo, hi)
-            if not first:
+            if not first and unpacked is None:
                 async for row in halves:
                     yield (row,)
                 return
@@ -1006,15 +1069,30 @@ class CassandraStore:
 
     async def random_user_event(self, channel: Named, user: Named) -> ChatEvent | None:
         channel_keys, _, pairs, start, end = await self._user_span(channel, user)
-        partitions, _ = await self._partitions(pairs, start, end) if start < end else ({}, set())
+        partitions, mixed = await self._partitions(pairs, start, end) if start < end else ({}, set())
         hits = [(pair, period) for period, found in partitions.items() for pair in found]
+        read: dict[tuple[Pair, int], list[Any]] = {}  # a packed (or mixed) month: its rows, read once
+
+        async def month_rows(hit: tuple[Pair, int]) -> list[Any]:
+            if hit not in read:
+                pair, month = hit
+                query = self._month_query(pair, month, 0, _FAR, False)
+                read[hit] = [
+                    row async for run in self._pair_month(pair, month, 0, _FAR, False, query) for row in run
+                ]
+            return read[hit]
 
         async def count(hit: tuple[Pair, int]) -> int:
+            if hit in mixed:
+                return len(await month_rows(hit))
             (key, who), period = hit
             rows = await self._query("count", key, who, [period], _dt(0), _dt(_FAR)).all()
             return int(rows[0].n) if rows else 0
 
         async def nth(hit: tuple[Pair, int], index: int) -> ChatEvent | None:
+            if hit in mixed:
+                rows = await month_rows(hit)
+                return self._event(rows[index], channel_keys.name) if 0 <= index < len(rows) else None
             (key, who), period = hit
             params = (key, who, [period], _dt(0), _dt(_FAR))
             return await self._nth("user_rows", params, index, channel_keys.name)

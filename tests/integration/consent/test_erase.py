@@ -169,3 +169,21 @@ def test_an_erasure_killed_halfway_completes_when_run_again(filled: Filled, sess
     assert report.rows["chat_by_channel"] == len(left)
     assert_user_gone(session)
     assert erase(session, keyspace, user_id=TARGET_ID, by="test:rerun").total_rows == 0
+
+
+def test_erase_a_user_whose_months_are_packed_leaves_no_row(filled: Filled, session: Any) -> None:
+    from sink.pack import pack_months
+
+    keyspace = filled.settings.cassandra_keyspace
+    before = read_tables(session)
+    mine = sum(1 for _c, key in before.chat_by_channel if key in TARGET_KEYS)
+    far = 253_402_300_799_999  # every month of the data over
+    packed = pack_months(session, keyspace, settle_s=0, now_ms=far)
+    assert packed.packed > 0 and packed.rows >= mine  # the target's rows now in frames, not rows
+    frames = session.execute(f"SELECT user_key, packed_rows FROM {keyspace}.chat_by_user").all()
+    assert any(r.user_key == TARGET_ID and r.packed_rows for r in frames)
+
+    report = erase(session, keyspace, user_id=TARGET_ID, by="test:erase")
+
+    assert report.rows["chat_by_channel"] == mine  # found through the frames
+    assert_user_gone(session)

@@ -10,8 +10,7 @@ import uuid
 import msgspec
 
 from schemas.chat_event import ChatEvent
-from schemas.cql import message_uuid
-from serve.store.cassandra_store import _order
+from schemas.cql import clustering_order, message_uuid
 from sink.writer.rows import DERIVED
 from tests.integration.serve.events import line_event
 
@@ -97,7 +96,9 @@ def rename_story() -> list[ChatEvent]:
 
 
 def in_read_order(events: list[ChatEvent], *, reverse: bool = False) -> list[ChatEvent]:
-    ordered = sorted(events, key=lambda e: _order(e.sent_at, message_uuid(e.message_id)), reverse=reverse)
+    ordered = sorted(
+        events, key=lambda e: clustering_order(e.sent_at, message_uuid(e.message_id)), reverse=reverse
+    )
     return [msgspec.structs.replace(e, ingester=None) for e in ordered]
 
 

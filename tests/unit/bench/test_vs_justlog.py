@@ -192,8 +192,8 @@ def test_the_summary_is_a_markdown_table_with_every_row() -> None:
     assert (
         "| channel day json, 8 clients | 20.0k lines/s, p99 12 ms | 10.0k lines/s, p99 12 ms | 0.50x" in text
     )
-    assert "| storage after a flush, B/message | 215.5 B | 100.0 B | 0.46x |" in text
-    assert "| storage major-compacted, B/message | 215.5 B | 50.0 B | 0.23x |" in text
+    assert "| storage after a flush (rows as written), B/message | 215.5 B | 100.0 B | 0.46x |" in text
+    assert "| storage packed and major-compacted (as read), B/message | 215.5 B | 50.0 B | 0.23x |" in text
 
 
 def test_the_stand_in_answers_helix_user_lookups() -> None:

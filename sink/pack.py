@@ -1,0 +1,177 @@
+"""``chatlog pack``: a closed user-month's rows replaced by one packed cell (:mod:`schemas.packed_month`).
+
+The sink writes one ``chat_by_user`` row per event; a user's month is then ~300 rows that Cassandra and the
+driver handle one by one on every read of it (docs/storage.md, "A user's month"). Once the month is over its
+rows no longer change but for late writes (a backfill, a replay), so this job packs them: per month
+partition (``period = yyyymm * 100``) of a month that ended, in one single-partition batch (atomic and
+isolated in Cassandra):
+
+1. ``DELETE ... USING TIMESTAMP t`` of the partition, ``t`` the newest write time among the rows read;
+2. ``UPDATE ... USING TIMESTAMP t + 1 SET packed = <frame>, packed_rows = <n>`` (the rows' longest TTL left).
+
+A row written after the read has a later write time than ``t`` and survives the delete: the readers merge
+the frame with the partition's rows (dropping an id read twice), and the next run packs them in. A row
+could be lost only if a writer's clock were behind by more than the time since the partition's last write,
+so a partition written within ``settle_s`` (an hour by default) is left for a later run. Left as they
+are: a ``spilled`` month (a bot's: its rows are in half days too) and a month whose frame would be
+larger than :data:`MAX_FRAME_BYTES` (a cell is one mutation: Cassandra refuses one over half a commit log
+segment, 16 MiB by default). Running it again packs nothing twice: a partition holding only its frame is
+skipped after a one-row probe.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+from core.times import now_ms as current_ms
+from schemas.cql import clustering_order, is_month_period, month_end_ms
+from schemas.packed_month import LEVEL, PackedRow, pack, unpack
+
+__all__ = ["MAX_FRAME_BYTES", "PackReport", "pack_months"]
+
+MAX_FRAME_BYTES: Final = 8 * 1024 * 1024
+"""A frame larger than this is not written (the month's rows stay): half of Cassandra's largest mutation."""
+_SCAN_PAGE: Final = 5000
+
+Key = tuple[str, str, int]
+"""A month partition of ``chat_by_user``: (channel key, user key, period)."""
+
+
+@dataclass
+class PackReport:
+    """What one run did."""
+
+    months: int = 0
+    """Month partitions of ended months seen."""
+    packed: int = 0
+    """Month partitions packed (or packed again with their late rows)."""
+    rows: int = 0
+    """Rows the frames written hold."""
+    frame_bytes: int = 0
+    """Bytes of the frames written."""
+    skipped: dict[str, int] = field(default_factory=lambda: {"recent": 0, "spilled": 0, "large": 0})
+    """Month partitions left as they are, by why: written within the settle time, a bot's (spilled),
+    a frame over :data:`MAX_FRAME_BYTES`."""
+
+    def summary(self) -> str:
+        skipped = ", ".join(f"{n} {why}" for why, n in self.skipped.items() if n) or "none"
+        return (
+            f"packed {self.packed} of {self.months} ended user-month(s): {self.rows} row(s) into "
+            f"{self.frame_bytes / 1e6:.1f} MB of frames; left as they are: {skipped}"
+        )
+
+
+class _Statements:
+    def __init__(self, session: Any, keyspace: str) -> None:
+        k = keyspace
+        where = "WHERE channel_key = ? AND user_key = ? AND period = ?"
+        prepare = session.prepare
+        self.scan = f"SELECT DISTINCT channel_key, user_key, period, spilled FROM {k}.chat_by_user"
+        self.has_rows = prepare(f"SELECT sent_at FROM {k}.chat_by_user {where} AND sent_at >= ? LIMIT 1")
+        self.read = prepare(
+            "SELECT toUnixTimestamp(sent_at) AS sent_ms, CAST(message_id AS text) AS mid, line, "
+            "toUnixTimestamp(received_at) AS received_ms, WRITETIME(line) AS written, TTL(line) AS ttl, "
+            f"packed, TTL(packed) AS packed_ttl, spilled FROM {k}.chat_by_user {where}"
+        )
+        self.read.fetch_size = _SCAN_PAGE
+        self.delete = prepare(f"DELETE FROM {k}.chat_by_user USING TIMESTAMP ? {where}")
+        self.write = prepare(
+            f"UPDATE {k}.chat_by_user USING TIMESTAMP ? AND TTL ? SET packed = ?, packed_rows = ? {where}"
+        )
+
+
+def _ended_months(session: Any, st: _Statements, before_ms: int, report: PackReport) -> Iterator[Key]:
+    from cassandra.query import SimpleStatement
+
+    for row in session.execute(SimpleStatement(st.scan, fetch_size=_SCAN_PAGE), timeout=120):
+        period = row.period
+        if not is_month_period(period) or month_end_ms(period) > before_ms:
+            continue
+        report.months += 1
+        if row.spilled:
+            report.skipped["spilled"] += 1
+            continue
+        yield row.channel_key, row.user_key, period
+
+
+def _merged(rows: list[Any], packed: bytes | None) -> list[PackedRow]:
+    """The partition's rows and its frame's (if any), in clustering order, a (time, id) once."""
+    found: dict[tuple[int, str], PackedRow] = {}
+    if packed is not None:
+        for old in unpack(packed):
+            found[(old[0], old[1])] = old
+    for row in rows:
+        found[(row.sent_ms, row.mid)] = (row.sent_ms, row.mid, row.line or "", row.received_ms)
+    return sorted(found.values(), key=lambda r: clustering_order(r[0], uuid.UUID(r[1])))
+
+
+Outcome = tuple[str, int, int]
+"""(``packed``, a reason it was skipped, or ``""`` for nothing to do; rows packed; frame bytes)."""
+
+
+def _pack_one(session: Any, st: _Statements, key: Key, settle_us: int, level: int) -> Outcome:
+    from cassandra.query import BatchStatement, BatchType
+
+    from core.times import naive_utc
+
+    if not session.execute(st.has_rows, (*key, naive_utc(0))).one():
+        return "", 0, 0  # its frame alone (packed before), or its flag alone
+    rows = list(session.execute(st.read, key))
+    head = rows[0]
+    if head.spilled:  # set since the scan
+        return "spilled", 0, 0
+    rows = [row for row in rows if row.sent_ms is not None]
+    if not rows:
+        return "", 0, 0
+    written = max(row.written for row in rows)
+    if time.time_ns() // 1000 - written < settle_us:
+        return "recent", 0, 0
+    merged = _merged(rows, head.packed)
+    frame = pack(merged, level=level)
+    if len(frame) > MAX_FRAME_BYTES:
+        return "large", 0, 0
+    ttls = [row.ttl for row in rows] + ([head.packed_ttl] if head.packed is not None else [])
+    ttl = 0 if any(t is None for t in ttls) else max(ttls)
+    batch = BatchStatement(batch_type=BatchType.UNLOGGED)  # one partition: atomic and isolated
+    batch.add(st.delete, (written, *key))
+    batch.add(st.write, (written + 1, ttl, frame, len(merged), *key))
+    session.execute(batch, timeout=60)
+    return "packed", len(merged), len(frame)
+
+
+def pack_months(
+    session: Any,
+    keyspace: str,
+    *,
+    settle_s: float = 3600.0,
+    now_ms: int | None = None,
+    concurrency: int = 8,
+    level: int = LEVEL,
+    tell: Callable[[str], None] = lambda _m: None,
+) -> PackReport:
+    """Pack every user-month of ``keyspace`` that ended ``settle_s`` before ``now_ms`` (default: now) and
+    was not written within ``settle_s`` (see the module doc)."""
+    now = current_ms() if now_ms is None else now_ms
+    settle_us = int(settle_s * 1_000_000)
+    st = _Statements(session, keyspace)
+    report = PackReport()
+    done = 0
+    with ThreadPoolExecutor(max_workers=max(concurrency, 1)) as pool:
+        months = _ended_months(session, st, now - int(settle_s * 1000), report)
+        outcomes = pool.map(lambda key: _pack_one(session, st, key, settle_us, level), months)
+        for outcome, rows, size in outcomes:
+            done += 1
+            if outcome == "packed":
+                report.packed += 1
+                report.rows += rows
+                report.frame_bytes += size
+            elif outcome:
+                report.skipped[outcome] += 1
+            if done % 10_000 == 0:
+                tell(f"pack: {done} user-month(s) looked at, {report.packed} packed")
+    return report

@@ -1,0 +1,163 @@
+"""``chatlog pack`` (sink.pack) on the real Cassandra, over rows the sink's executor wrote: a packed month
+reads exactly as its rows did (every store read: a month both ways, a part of it, counts, months, random
+picks); a row written after the pack is read with the frame, once, and packed by the next run; a partition
+written within the settle time, or spilled, is left as it is; running it again packs nothing."""
+
+from __future__ import annotations
+
+import asyncio
+import calendar
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from core.cql import connect
+from schemas.chat_event import ChatEvent
+from schemas.cql import month_period
+from serve.store.cassandra_store import CassandraStore
+from serve.store.protocol import ById
+from sink.pack import pack_months
+from sink.settings import SinkSettings
+from tests.integration.serve.events import line_event, write
+
+pytestmark = pytest.mark.integration
+
+JAN = calendar.timegm((2026, 1, 10, 12, 0, 0)) * 1000
+FEB = calendar.timegm((2026, 2, 10, 12, 0, 0)) * 1000
+JAN_1, FEB_1, MAR_1 = (calendar.timegm((2026, m, 1, 0, 0, 0)) * 1000 for m in (1, 2, 3))
+CHANNEL, ALICE = ById("500", "chan"), ById("1001", "alice")
+
+
+def _story() -> list[ChatEvent]:
+    """alice (1001) and bob chat in January and February in channel 500; one of alice's January messages
+    is deleted (CLEARMSG: her login only)."""
+    out = []
+    for month in (JAN, FEB):
+        for i in range(6):
+            at = month + i * 3_600_000
+            out.append(
+                line_event("PRIVMSG", "chan", at, login="alice", user_id="1001", room_id="500", text=f"a{i}")
+            )
+            out.append(
+                line_event(
+                    "PRIVMSG", "chan", at + 1, login="bob", user_id="2002", room_id="500", text=f"b{i}"
+                )
+            )
+    out.append(
+        line_event("CLEARMSG", "chan", JAN + 30_000, login="alice", room_id="500", text="a0", message_id="x1")
+    )
+    return out
+
+
+@pytest.fixture
+def session(sink_settings: SinkSettings) -> Iterator[Any]:
+    cluster, session = connect(sink_settings, keyspace=sink_settings.cassandra_keyspace)
+    yield session
+    cluster.shutdown()
+
+
+def _reads(session: Any) -> dict[str, Any]:
+    """What every store read of alice gives, on a new store (no cache)."""
+    store = CassandraStore(session, channels_ttl_s=60)
+
+    async def main() -> dict[str, Any]:
+        def lines(lo: int, hi: int, *, reverse: bool = False) -> Any:
+            return store.user_lines(CHANNEL, ALICE, lo, hi, reverse=reverse)
+
+        return {
+            "jan": [(x.sent_at, str(x.message_id), x.raw) async for x in lines(JAN_1, FEB_1)],
+            "jan_desc": [(x.sent_at, x.raw) async for x in lines(JAN_1, FEB_1, reverse=True)],
+            "part": [x.raw async for x in lines(JAN + 3_600_000, JAN + 4 * 3_600_000)],
+            "part_desc": [x.raw async for x in lines(JAN + 3_600_000, JAN + 4 * 3_600_000, reverse=True)],
+            "both": [x.raw async for x in lines(JAN_1, MAR_1)],
+            "count": await store.user_count(CHANNEL, ALICE, JAN_1, MAR_1),
+            "count_part": await store.user_count(CHANNEL, ALICE, JAN + 1, FEB_1),
+            "months": await store.user_months(CHANNEL, ALICE),
+            "latest": await store.latest_user_month(CHANNEL, ALICE),
+            "by_login": [x.raw async for x in store.user_lines("chan", "alice", JAN_1, FEB_1)],
+        }
+
+    return asyncio.run(main())
+
+
+def _rows(session: Any, user_key: str, period: int) -> list[Any]:
+    rows = session.execute(
+        "SELECT sent_at, packed_rows FROM chat_by_user WHERE channel_key = '500' AND user_key = %s "
+        "AND period = %s",
+        (user_key, period),
+    )
+    return list(rows)
+
+
+def test_a_packed_month_reads_as_its_rows_did(sink_settings: SinkSettings, session: Any) -> None:
+    write(sink_settings, _story())
+    before = _reads(session)
+    assert len(before["jan"]) == 7 and before["count"] == (13, "1001") and len(before["part"]) == 3
+
+    report = pack_months(session, sink_settings.cassandra_keyspace, settle_s=0)
+
+    # January and February are over: alice's and bob's months and alice's login key's January
+    assert (report.months, report.packed, report.rows) == (5, 5, 25)
+    jan = month_period(JAN)
+    assert [(r.sent_at, r.packed_rows) for r in _rows(session, "1001", jan)] == [(None, 6)]
+    assert [(r.sent_at, r.packed_rows) for r in _rows(session, "login:alice", jan)] == [(None, 1)]
+    assert _reads(session) == before
+    store = CassandraStore(session, channels_ttl_s=60)
+    picked = {asyncio.run(store.random_user_event(CHANNEL, ALICE)).text for _ in range(40)}  # type: ignore[union-attr]
+    assert picked <= {f"a{i}" for i in range(6)} and len(picked) > 1
+
+    again = pack_months(session, sink_settings.cassandra_keyspace, settle_s=0)
+    assert (again.months, again.packed) == (5, 0)
+
+
+def test_a_late_row_is_read_with_the_frame_once_and_packed_by_the_next_run(
+    sink_settings: SinkSettings, session: Any
+) -> None:
+    story = _story()
+    write(sink_settings, story)
+    pack_months(session, sink_settings.cassandra_keyspace, settle_s=0)
+    late = line_event(
+        "PRIVMSG", "chan", JAN + 90_000, login="alice", user_id="1001", room_id="500", text="late"
+    )
+    replayed = story[2]  # alice's a1, already in the frame, written again (a replay)
+    assert replayed.text == "a1"
+    write(sink_settings, [late, replayed])
+
+    reads = _reads(session)
+    texts = [raw.rsplit(" :", 1)[-1] for _at, _id, raw in reads["jan"]]
+    assert texts == [
+        "a0",
+        "a0",
+        "late",
+        "a1",
+        "a2",
+        "a3",
+        "a4",
+        "a5",
+    ]  # a0 and its deletion, then in time order
+    assert reads["jan_desc"] == [(at, raw) for at, _id, raw in reads["jan"]][::-1]
+    assert reads["count"] == (14, "1001")
+
+    report = pack_months(session, sink_settings.cassandra_keyspace, settle_s=0)
+    assert (report.packed, report.rows) == (1, 7)
+    assert [(r.sent_at, r.packed_rows) for r in _rows(session, "1001", month_period(JAN))] == [(None, 7)]
+    assert _reads(session) == reads
+
+
+def test_a_partition_written_lately_or_spilled_is_left_as_it_is(
+    sink_settings: SinkSettings, session: Any
+) -> None:
+    write(sink_settings, _story())
+    session.execute(
+        "UPDATE chat_by_user SET spilled = true WHERE channel_key = '500' AND user_key = '2002' "
+        "AND period = %s",
+        (month_period(JAN),),
+    )
+    recent = pack_months(session, sink_settings.cassandra_keyspace, settle_s=3600)
+    assert recent.packed == 0 and recent.skipped == {"recent": 4, "spilled": 1, "large": 0}
+    assert len(_rows(session, "1001", month_period(JAN))) == 6  # the rows as they were
+
+    settled = pack_months(session, sink_settings.cassandra_keyspace, settle_s=0)
+    assert settled.packed == 4 and settled.skipped["spilled"] == 1
+    assert len(_rows(session, "2002", month_period(JAN))) == 6  # bob's spilled January: rows still
