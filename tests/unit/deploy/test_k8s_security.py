@@ -19,7 +19,7 @@ KAFKA_POD = {"strimzi.io/cluster": "chatlog", "strimzi.io/name": "chatlog-kafka"
 KAFKA_PORTS = {"9092": 9092}
 SERVE_POD = {**NAME, "app.kubernetes.io/component": "serve"}  # no workload yet; its policy is ready
 KAFKA_CLIENTS = {"ingest", "sink", "backfill", "serve"}
-CASSANDRA_CLIENTS = {"sink", "backfill", "schema", "serve"}
+CASSANDRA_CLIENTS = {"sink", "backfill", "schema", "pack", "serve"}
 
 
 @pytest.fixture
