@@ -28,6 +28,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Final
 
+from core.times import epoch_ms
 from core.times import now_ms as current_ms
 from schemas.cql import clustering_order, is_month_period, month_end_ms
 from schemas.packed_month import LEVEL, PackedRow, pack, unpack
@@ -54,9 +55,12 @@ class PackReport:
     """Rows the frames written hold."""
     frame_bytes: int = 0
     """Bytes of the frames written."""
-    skipped: dict[str, int] = field(default_factory=lambda: {"recent": 0, "spilled": 0, "large": 0})
+    skipped: dict[str, int] = field(
+        default_factory=lambda: {"recent": 0, "spilled": 0, "large": 0, "dropped": 0}
+    )
     """Month partitions left as they are, by why: written within the settle time, a bot's (spilled),
-    a frame over :data:`MAX_FRAME_BYTES`."""
+    a frame over :data:`MAX_FRAME_BYTES`, rows older than a drop of the frame's columns (see
+    :func:`_dropped_us`)."""
 
     def summary(self) -> str:
         skipped = ", ".join(f"{n} {why}" for why, n in self.skipped.items() if n) or "none"
@@ -114,7 +118,23 @@ Outcome = tuple[str, int, int]
 """(``packed``, a reason it was skipped, or ``""`` for nothing to do; rows packed; frame bytes)."""
 
 
-def _pack_one(session: Any, st: _Statements, key: Key, settle_us: int, level: int) -> Outcome:
+def _dropped_us(session: Any, keyspace: str) -> int:
+    """When ``packed`` or ``packed_rows`` was last dropped from ``chat_by_user`` (µs; 0: never). Cassandra
+    ignores a re-added column's cells written with an older timestamp, and a frame is written with its rows'
+    write time: a partition whose rows are older than the drop is left as rows, or its frame would not be
+    seen once its rows are deleted."""
+    rows = session.execute(
+        "SELECT column_name, dropped_time FROM system_schema.dropped_columns "
+        "WHERE keyspace_name = %s AND table_name = 'chat_by_user'",
+        (keyspace,),
+    )
+    times = [row.dropped_time for row in rows if row.column_name in ("packed", "packed_rows")]
+    return max((epoch_ms(t) * 1000 for t in times), default=0)
+
+
+def _pack_one(
+    session: Any, st: _Statements, key: Key, settle_us: int, level: int, dropped_us: int
+) -> Outcome:
     from cassandra.query import BatchStatement, BatchType
 
     from core.times import naive_utc
@@ -131,6 +151,8 @@ def _pack_one(session: Any, st: _Statements, key: Key, settle_us: int, level: in
     written = max(row.written for row in rows)
     if time.time_ns() // 1000 - written < settle_us:
         return "recent", 0, 0
+    if written + 1 <= dropped_us:
+        return "dropped", 0, 0
     merged = _merged(rows, head.packed)
     frame = pack(merged, level=level)
     if len(frame) > MAX_FRAME_BYTES:
@@ -159,11 +181,12 @@ def pack_months(
     now = current_ms() if now_ms is None else now_ms
     settle_us = int(settle_s * 1_000_000)
     st = _Statements(session, keyspace)
+    dropped_us = _dropped_us(session, keyspace)
     report = PackReport()
     done = 0
     with ThreadPoolExecutor(max_workers=max(concurrency, 1)) as pool:
         months = _ended_months(session, st, now - int(settle_s * 1000), report)
-        outcomes = pool.map(lambda key: _pack_one(session, st, key, settle_us, level), months)
+        outcomes = pool.map(lambda key: _pack_one(session, st, key, settle_us, level, dropped_us), months)
         for outcome, rows, size in outcomes:
             done += 1
             if outcome == "packed":
