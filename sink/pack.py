@@ -28,8 +28,10 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Final
 
+from core.errors import ChatlogError
 from core.times import epoch_ms
 from core.times import now_ms as current_ms
+from core.user_months import has_column
 from schemas.cql import clustering_order, is_month_period, month_end_ms
 from schemas.packed_month import LEVEL, PackedRow, pack, unpack
 
@@ -180,6 +182,10 @@ def pack_months(
     was not written within ``settle_s`` (see the module doc)."""
     now = current_ms() if now_ms is None else now_ms
     settle_us = int(settle_s * 1_000_000)
+    if not has_column(session, keyspace, "packed"):
+        raise ChatlogError(
+            f"keyspace {keyspace} has no column chat_by_user.packed yet: `chatlog init` adds it (then pack)"
+        )
     st = _Statements(session, keyspace)
     dropped_us = _dropped_us(session, keyspace)
     report = PackReport()

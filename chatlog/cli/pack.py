@@ -28,6 +28,7 @@ def register(app: typer.Typer) -> None:
         (reads of past months get cheaper, nothing is lost; late rows are merged on read and packed by
         the next run)."""
         from cassandra import DriverException
+        from cassandra.cluster import NoHostAvailable
 
         from chatlog.cli.erase import cassandra
         from core.errors import ChatlogError, one_line
@@ -42,7 +43,7 @@ def register(app: typer.Typer) -> None:
                     concurrency=concurrency,
                     tell=typer.echo,
                 )
-            except DriverException as exc:
+            except (DriverException, NoHostAvailable) as exc:
                 raise ChatlogError(
                     f"packing user-months in keyspace {settings.cassandra_keyspace}: {one_line(exc)}"
                 ) from None

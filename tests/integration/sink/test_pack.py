@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from core.cql import connect
+from core.errors import ChatlogError
 from schemas.chat_event import ChatEvent
 from schemas.cql import month_period
 from serve.store.cassandra_store import CassandraStore
@@ -186,6 +187,8 @@ def test_a_store_on_a_keyspace_without_the_frame_columns_reads_its_rows(
     rows = _reads(session)
     assert _reads(_WithoutFrameColumns(session)) == rows  # `(blob)null AS packed`: valid, and nothing lost
     assert len(rows["jan"]) == 7
+    with pytest.raises(ChatlogError, match="`chatlog init` adds it"):
+        pack_months(_WithoutFrameColumns(session), sink_settings.cassandra_keyspace)
 
 
 def test_rows_older_than_a_drop_of_the_frame_columns_are_not_packed(
