@@ -24,11 +24,18 @@ from core.times import now_ms
 from serve.api.errors import ApiError, bad_request, not_found
 from serve.api.named import CHANNEL_KINDS, USER_KINDS, resolve_channel, resolve_user, segment, store_of
 from serve.api.params import LogQuery, day_range, log_query, month_range, narrowed
-from serve.api.query_docs import FORMATS, PAGING, RANGE, documented
+from serve.api.query_docs import FORMATS, PAGING, RANGE, documented, path
 from serve.api.stream import cache_headers, line_counter, stream_events
 from serve.store.protocol import Named
 
 router = APIRouter()
+
+
+def _path(request: Request, *names: str) -> list[str]:
+    """The path parameters ``names`` of the route (read here, not by FastAPI: see
+    :mod:`serve.api.query_docs`)."""
+    params = request.path_params
+    return [params[name] for name in names]
 
 
 def _redirect(request: Request, *segments: object) -> RedirectResponse:
@@ -100,9 +107,10 @@ async def list_logs(
 @router.get(
     "/{ct}/{c}",
     summary="Redirect to the channel's newest day (or, with from/to, that range)",
-    openapi_extra=documented(FORMATS, PAGING, RANGE),
+    openapi_extra=documented(path("ct", "c"), FORMATS, PAGING, RANGE),
 )
-async def channel_latest(request: Request, ct: str, c: str) -> Response:
+async def channel_latest(request: Request) -> Response:
+    ct, c = _path(request, "ct", "c")
     channel = await resolve_channel(request, ct, c)
     query = log_query(request.query_params)
     if query.since_ms is not None or query.until_ms is not None:
@@ -117,16 +125,10 @@ async def channel_latest(request: Request, ct: str, c: str) -> Response:
 @router.get(
     "/{ct}/{c}/{y}/{m}/{d}",
     summary="A UTC day of the channel's logs",
-    openapi_extra=documented(FORMATS, PAGING, RANGE),
+    openapi_extra=documented(path("ct", "c", "y", "m", "d"), FORMATS, PAGING, RANGE),
 )
-async def channel_day(
-    request: Request,
-    ct: str,
-    c: str,
-    y: str,
-    m: str,
-    d: str,
-) -> Response:
+async def channel_day(request: Request) -> Response:
+    ct, c, y, m, d = _path(request, "ct", "c", "y", "m", "d")
     if ct in CHANNEL_KINDS and y in USER_KINDS:
         raise not_found("no such route")
     channel = await resolve_channel(request, ct, c)
@@ -136,9 +138,12 @@ async def channel_day(
 
 
 @router.get(
-    "/{ct}/{c}/{ut}/{u}", summary="Redirect to the user's newest month (or, with from/to, that range)"
+    "/{ct}/{c}/{ut}/{u}",
+    summary="Redirect to the user's newest month (or, with from/to, that range)",
+    openapi_extra=documented(path("ct", "c", "ut", "u")),
 )
-async def user_latest(request: Request, ct: str, c: str, ut: str, u: str) -> Response:
+async def user_latest(request: Request) -> Response:
+    ct, c, ut, u = _path(request, "ct", "c", "ut", "u")
     channel = await resolve_channel(request, ct, c)
     user = await resolve_user(request, channel, ut, u)
     query = log_query(request.query_params)
@@ -154,17 +159,10 @@ async def user_latest(request: Request, ct: str, c: str, ut: str, u: str) -> Res
 @router.get(
     "/{ct}/{c}/{ut}/{u}/{y}/{m}",
     summary="A UTC month of a user's logs in the channel",
-    openapi_extra=documented(FORMATS, PAGING, RANGE),
+    openapi_extra=documented(path("ct", "c", "ut", "u", "y", "m"), FORMATS, PAGING, RANGE),
 )
-async def user_month(
-    request: Request,
-    ct: str,
-    c: str,
-    ut: str,
-    u: str,
-    y: str,
-    m: str,
-) -> Response:
+async def user_month(request: Request) -> Response:
+    ct, c, ut, u, y, m = _path(request, "ct", "c", "ut", "u", "y", "m")
     channel = await resolve_channel(request, ct, c)
     user = await resolve_user(request, channel, ut, u)
     query = log_query(request.query_params)
