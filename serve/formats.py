@@ -75,7 +75,7 @@ _THREE: Final = tuple(f"{n:03d}" for n in range(1000))
 """``000`` ... ``999``: milliseconds by a lookup, as :data:`_TWO`."""
 
 _PRIVMSG_TYPE: Final = MESSAGE_TYPES["PRIVMSG"]
-_encoder = msgspec.json.Encoder()
+_encode = msgspec.json.Encoder().encode
 
 
 def message_type(event: ChatEvent) -> int:
@@ -188,32 +188,58 @@ def log_text_line(line: LogLine) -> str:
     return _text_line(line.sent_at, channel, user, text or "")
 
 
+# -- the json messages: one shape each, its keys in the order they are sent ---------------------------
+
+
+class BasicMessage(msgspec.Struct, rename="camel"):
+    """rustlog's ``BasicMessage`` (``?jsonBasic``)."""
+
+    text: str
+    display_name: str
+    timestamp: str
+    id: str
+    """Twitch's message id (the ``id`` tag); "" without one (rustlog)."""
+    tags: dict[str, str]
+
+
+class FullMessage(BasicMessage):
+    """rustlog's ``FullMessage`` plus justlog's ``systemText`` (``?ndjson``); justlog's ``chatMessage``
+    (``?json``) has the same keys."""
+
+    username: str
+    channel: str
+    raw: str
+    type: int
+    system_text: str
+
+
+class PageMessage(BasicMessage):
+    """The web page's message (``?web``): :class:`FullMessage`'s keys but ``raw``, then those of
+    :func:`page_fields`."""
+
+    username: str
+    channel: str
+    type: int
+    system_text: str
+    action: bool
+    deleted_text: str
+
+
+def _as_dict(message: BasicMessage) -> dict[str, Any]:
+    made: dict[str, Any] = msgspec.to_builtins(message)
+    return made
+
+
+def _basic(event: ChatEvent) -> BasicMessage:
+    text = system_text(event) if event.kind == "CLEARMSG" else friendly_text(event)
+    return BasicMessage(
+        text, _display_name(event), timestamp(event.sent_at), event.tags.get("id", ""), event.tags
+    )
+
+
 def basic_message(event: ChatEvent) -> dict[str, Any]:
     """rustlog's ``BasicMessage`` (``?jsonBasic``); a CLEARMSG's ``text`` is its :func:`system_text`."""
-    text = system_text(event) if event.kind == "CLEARMSG" else friendly_text(event)
-    return _basic(text, _display_name(event), event.sent_at, event.tags)
-
-
-def _basic(text: str, display_name: str, sent_at: int, tags: dict[str, str]) -> dict[str, Any]:
-    return {
-        "text": text,
-        "displayName": display_name,
-        "timestamp": timestamp(sent_at),
-        "id": tags.get("id", ""),  # Twitch's message id; "" without one (rustlog)
-        "tags": tags,
-    }
-
-
-def _full(
-    basic: dict[str, Any], username: str, channel: str, raw: str, kind: int, system: str
-) -> dict[str, Any]:
-    """:func:`_basic`'s message with the fields of rustlog's ``FullMessage`` and justlog's ``systemText``."""
-    basic["username"] = username
-    basic["channel"] = channel
-    basic["raw"] = raw
-    basic["type"] = kind
-    basic["systemText"] = system
-    return basic
+    return _as_dict(_basic(event))
 
 
 def _display_name(event: ChatEvent) -> str:
@@ -225,96 +251,133 @@ def _clearchat_target(event: ChatEvent) -> str:
     return (event.text or "").strip() if event.kind == "CLEARCHAT" else ""
 
 
+def _full(event: ChatEvent) -> FullMessage:
+    return FullMessage(
+        friendly_text(event),
+        _display_name(event),
+        timestamp(event.sent_at),
+        event.tags.get("id", ""),
+        event.tags,
+        event.user_login or "",
+        event.channel,
+        event.raw,
+        message_type(event),
+        system_text(event),
+    )
+
+
 def full_message(event: ChatEvent) -> dict[str, Any]:
     """rustlog's ``FullMessage`` plus justlog's ``systemText`` (a CLEARMSG's ``text`` is "", rustlog's)."""
-    basic = _basic(friendly_text(event), _display_name(event), event.sent_at, event.tags)
-    return _full(
-        basic, event.user_login or "", event.channel, event.raw, message_type(event), system_text(event)
-    )
+    return _as_dict(_full(event))
+
+
+def _json(event: ChatEvent) -> FullMessage:
+    message = _full(event)
+    if event.kind == "USERNOTICE":
+        message.text = _unwrap_action(event.text or "")
+    elif event.kind == "CLEARCHAT":
+        target = _clearchat_target(event)
+        message.text, message.username, message.display_name = "", target, target
+    return message
 
 
 def json_message(event: ChatEvent) -> dict[str, Any]:
     """justlog's ``chatMessage`` (``createChatMessage`` in its ``api/server.go``): :func:`full_message`
     but a USERNOTICE's ``text`` is the user's words only, and a CLEARCHAT names its target as
     ``username`` and ``displayName`` with its sentence in ``systemText`` only."""
-    message = full_message(event)
-    if event.kind == "USERNOTICE":
-        message["text"] = _unwrap_action(event.text or "")
-    elif event.kind == "CLEARCHAT":
-        target = _clearchat_target(event)
-        message.update(text="", username=target, displayName=target)
-    return message
+    return _as_dict(_json(event))
 
 
-# -- a stored line's message: a chat message's without parsing it whole -------------------------------
-# The PRIVMSG case of the rules above (friendly_text: its text; system_text: ""; _display_name; a json
-# message is its full message), held equal to them byte for byte by tests/unit/serve/test_formats_json.py.
-
-
-def _privmsg_basic(sent_at: int, fields: PrivmsgFields) -> dict[str, Any]:
-    """:func:`_basic` of a PRIVMSG's fields (:meth:`~serve.store.row.LogLine.privmsg`): its text and the
-    rest as the event's would be (``displayName`` the ``display-name`` tag, else the sender's login)."""
-    _, tags, _, user, text, _ = fields
-    return _basic(text or "", tags.get("display-name") or user or "", sent_at, tags)
-
-
-def _privmsg_full(sent_at: int, fields: PrivmsgFields) -> dict[str, Any]:
-    """:func:`full_message` (and :func:`json_message`) of a PRIVMSG's fields."""
-    raw, _, channel, user, _, _ = fields
-    return _full(_privmsg_basic(sent_at, fields), user or "", channel, raw, _PRIVMSG_TYPE, "")
-
-
-def log_json_message(line: LogLine) -> dict[str, Any]:
-    """:func:`json_message` of a stored line's event; a chat message's without parsing it whole
-    (:meth:`~serve.store.row.LogLine.privmsg`)."""
-    fields = line.privmsg()
-    return json_message(line.event) if fields is None else _privmsg_full(line.sent_at, fields)
-
-
-def log_full_message(line: LogLine) -> dict[str, Any]:
-    """:func:`full_message` of a stored line's event; a chat message's without parsing it whole."""
-    fields = line.privmsg()
-    return full_message(line.event) if fields is None else _privmsg_full(line.sent_at, fields)
-
-
-def log_basic_message(line: LogLine) -> dict[str, Any]:
-    """:func:`basic_message` of a stored line's event; a chat message's without parsing it whole."""
-    fields = line.privmsg()
-    return basic_message(line.event) if fields is None else _privmsg_basic(line.sent_at, fields)
-
-
-def log_page_message(line: LogLine) -> dict[str, Any]:
-    """:func:`page_message` of a stored line's event; a chat message's without parsing it whole."""
-    fields = line.privmsg()
-    if fields is None:
-        return page_message(line.event)
-    message = _privmsg_full(line.sent_at, fields)
-    del message["raw"]
-    message.update(_page_fields(fields[5], ""))
-    return message
+def _page_values(event: ChatEvent) -> tuple[bool, str]:
+    return event.is_action and event.kind == "PRIVMSG", (event.text or "") if event.kind == "CLEARMSG" else ""
 
 
 def page_fields(event: ChatEvent) -> dict[str, Any]:
     """What the web page shows that the justlog/rustlog messages do not hold outside ``raw``: whether a chat
     message is a ``/me`` (``action``), and what a deleted message said (``deletedText``: a CLEARMSG's
     ``text`` is "", rustlog's)."""
-    return _page_fields(
-        event.is_action and event.kind == "PRIVMSG", (event.text or "") if event.kind == "CLEARMSG" else ""
-    )
-
-
-def _page_fields(action: bool, deleted_text: str) -> dict[str, Any]:
+    action, deleted_text = _page_values(event)
     return {"action": action, "deletedText": deleted_text}
+
+
+def _page(full: FullMessage, action: bool, deleted_text: str) -> PageMessage:
+    return PageMessage(
+        full.text,
+        full.display_name,
+        full.timestamp,
+        full.id,
+        full.tags,
+        full.username,
+        full.channel,
+        full.type,
+        full.system_text,
+        action,
+        deleted_text,
+    )
 
 
 def page_message(event: ChatEvent) -> dict[str, Any]:
     """The web page's message (``?web``): :func:`full_message` without ``raw``, with :func:`page_fields`."""
-    message = full_message(event)
-    del message["raw"]
-    message.update(page_fields(event))
-    return message
+    return _as_dict(_page(_full(event), *_page_values(event)))
 
 
 def encode_json(value: Any) -> bytes:
     """Compact JSON."""
-    return _encoder.encode(value)
+    return _encode(value)
+
+
+# -- a stored line's message as bytes: a chat message's without parsing it whole ----------------------
+# The PRIVMSG case of the rules above (friendly_text: its text; system_text: ""; _display_name: the
+# display-name tag, else the sender's login; a json message is its full message; page_fields: its /me
+# flag), held equal to them byte for byte by tests/unit/serve/test_formats_json.py.
+
+
+def _privmsg_basic(sent_at: int, fields: PrivmsgFields) -> BasicMessage:
+    _, tags, _, user, text, _ = fields
+    return BasicMessage(
+        text or "", tags.get("display-name") or user or "", timestamp(sent_at), tags.get("id", ""), tags
+    )
+
+
+def _privmsg_full(sent_at: int, fields: PrivmsgFields) -> FullMessage:
+    raw, tags, channel, user, text, _ = fields
+    return FullMessage(
+        text or "",
+        tags.get("display-name") or user or "",
+        timestamp(sent_at),
+        tags.get("id", ""),
+        tags,
+        user or "",
+        channel,
+        raw,
+        _PRIVMSG_TYPE,
+        "",
+    )
+
+
+def log_json_bytes(line: LogLine) -> bytes:
+    """``encode_json(json_message(line.event))``; a chat message's without parsing it whole
+    (:meth:`~serve.store.row.LogLine.privmsg`)."""
+    fields = line.privmsg()
+    return _encode(_json(line.event) if fields is None else _privmsg_full(line.sent_at, fields))
+
+
+def log_full_bytes(line: LogLine) -> bytes:
+    """``encode_json(full_message(line.event))``; a chat message's without parsing it whole."""
+    fields = line.privmsg()
+    return _encode(_full(line.event) if fields is None else _privmsg_full(line.sent_at, fields))
+
+
+def log_basic_bytes(line: LogLine) -> bytes:
+    """``encode_json(basic_message(line.event))``; a chat message's without parsing it whole."""
+    fields = line.privmsg()
+    return _encode(_basic(line.event) if fields is None else _privmsg_basic(line.sent_at, fields))
+
+
+def log_page_bytes(line: LogLine) -> bytes:
+    """``encode_json(page_message(line.event))``; a chat message's without parsing it whole."""
+    fields = line.privmsg()
+    if fields is None:
+        event = line.event
+        return _encode(_page(_full(event), *_page_values(event)))
+    return _encode(_page(_privmsg_full(line.sent_at, fields), fields[5], ""))

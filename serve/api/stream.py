@@ -19,14 +19,7 @@ from core.times import now_ms
 from serve.api.errors import ApiError, not_found
 from serve.api.middleware import StreamCut
 from serve.api.params import Format, LogQuery
-from serve.formats import (
-    encode_json,
-    log_basic_message,
-    log_full_message,
-    log_json_message,
-    log_page_message,
-    log_text_line,
-)
+from serve.formats import log_basic_bytes, log_full_bytes, log_json_bytes, log_page_bytes, log_text_line
 from serve.store.row import LogLine, aclose
 
 CHUNK_LINES: Final = 500
@@ -72,12 +65,12 @@ def _encoder(fmt: Format) -> Callable[[LogLine], bytes]:
     if fmt is Format.RAW:
         return lambda line: line.raw.encode() + b"\n"
     if fmt is Format.JSON_BASIC:
-        return lambda line: encode_json(log_basic_message(line))
+        return log_basic_bytes
     if fmt is Format.JSON:
-        return lambda line: encode_json(log_json_message(line))
+        return log_json_bytes
     if fmt is Format.WEB:
-        return lambda line: encode_json(log_page_message(line)) + b"\n"
-    return lambda line: encode_json(log_full_message(line)) + b"\n"
+        return lambda line: log_page_bytes(line) + b"\n"
+    return lambda line: log_full_bytes(line) + b"\n"
 
 
 class _Body:

@@ -1,5 +1,5 @@
-"""serve/formats.py's json messages of a stored line (log_json_message, log_full_message,
-log_basic_message, log_page_message): a chat message's made from its restored line without the full parse,
+"""serve/formats.py's json messages of a stored line as bytes (log_json_bytes, log_full_bytes,
+log_basic_bytes, log_page_bytes): a chat message's made from its restored line without the full parse,
 every other line's from its parsed event, and byte for byte the message of the parsed event
 (``encode_json(json_message(line.event))`` and so on) for every row: the benchmark corpus, the real Twitch
 lines, every kind chatlog's tests write, generated lines; stored stripped of their id and time or not, with
@@ -7,6 +7,7 @@ the row's own send time."""
 
 from __future__ import annotations
 
+import json
 import uuid
 from collections.abc import Callable
 from typing import Any
@@ -25,21 +26,21 @@ from serve.formats import (
     encode_json,
     full_message,
     json_message,
-    log_basic_message,
-    log_full_message,
-    log_json_message,
-    log_page_message,
+    log_basic_bytes,
+    log_full_bytes,
+    log_json_bytes,
+    log_page_bytes,
     page_message,
 )
 from serve.store.row import LogLine
 from tests.unit.serve.store.stored_lines import NOW, PEER_LINES, every_event, stored_row
 
 Row = tuple[str, uuid.UUID | str, int, int | None, str]
-PAIRS: list[tuple[Callable[[LogLine], dict[str, Any]], Callable[[ChatEvent], dict[str, Any]]]] = [
-    (log_json_message, json_message),
-    (log_full_message, full_message),
-    (log_basic_message, basic_message),
-    (log_page_message, page_message),
+PAIRS: list[tuple[Callable[[LogLine], bytes], Callable[[ChatEvent], dict[str, Any]]]] = [
+    (log_json_bytes, json_message),
+    (log_full_bytes, full_message),
+    (log_basic_bytes, basic_message),
+    (log_page_bytes, page_message),
 ]
 
 
@@ -72,7 +73,7 @@ def _same(row: Row) -> bool:
     """Every json message of a fresh line of ``row`` is the one of its parsed event; True when the line was
     a chat message read the short way."""
     for stored_message, event_message in PAIRS:
-        made = encode_json(stored_message(LogLine(*row)))
+        made = stored_message(LogLine(*row))
         assert made == encode_json(event_message(LogLine(*row).event)), (stored_message.__name__, row)
     return LogLine(*row).privmsg() is not None
 
@@ -107,7 +108,7 @@ def test_a_line_read_once_parsed_gives_its_events_message() -> None:
     assert line.event.kind == "PRIVMSG"  # parsed first: the fields come from the event
     assert line.privmsg() == (event.raw, event.tags, event.channel, event.user_login, event.text, False)
     for stored_message, event_message in PAIRS:
-        assert stored_message(line) == event_message(line.event)
+        assert stored_message(line) == encode_json(event_message(line.event))
     assert LogLine.of(event).privmsg() == line.privmsg()
 
 
@@ -171,6 +172,43 @@ def test_a_row_with_a_uuid_id_is_stored_stripped_and_its_json_has_the_id_back() 
     assert event is not None
     stored, key, sent_at, received_at = stored_row(event)
     assert str(key) not in stored and str(sent_at) not in stored
-    message = log_json_message(LogLine(stored, key, sent_at, received_at, event.channel))
+    message = json.loads(log_json_bytes(LogLine(stored, key, sent_at, received_at, event.channel)))
     assert message["id"] == str(key) == str(message_uuid(event.message_id))
     assert message["tags"]["tmi-sent-ts"] == str(sent_at) and message["raw"] == raw
+
+
+_TAGS_JSON = '{"display-name":"Bob","id":"m1","room-id":"1","tmi-sent-ts":"1700000000123","user-id":"2"}'
+_HEAD = (
+    f'"text":"waves","displayName":"Bob","timestamp":"2023-11-14T22:13:20.123Z","id":"m1","tags":{_TAGS_JSON}'
+)
+_RAW = (
+    "@display-name=Bob;id=m1;room-id=1;tmi-sent-ts=1700000000123;user-id=2"
+    " :bob!b@h PRIVMSG #chan :\x01ACTION waves\x01"
+)
+_RAW_JSON = _RAW.replace("\x01", "\\u0001")
+
+
+@pytest.mark.parametrize(
+    ("made", "wire"),
+    [
+        (
+            log_json_bytes,
+            f'{{{_HEAD},"username":"bob","channel":"chan","raw":"{_RAW_JSON}","type":1,"systemText":""}}',
+        ),
+        (
+            log_full_bytes,
+            f'{{{_HEAD},"username":"bob","channel":"chan","raw":"{_RAW_JSON}","type":1,"systemText":""}}',
+        ),
+        (log_basic_bytes, f"{{{_HEAD}}}"),
+        (
+            log_page_bytes,
+            f'{{{_HEAD},"username":"bob","channel":"chan","type":1,"systemText":"","action":true,"deletedText":""}}',
+        ),
+    ],
+)
+def test_the_wire_bytes_of_a_chat_message_keys_in_their_order(
+    made: Callable[[LogLine], bytes], wire: str
+) -> None:
+    line = LogLine(_RAW, "m1", 1_700_000_000_123, None, "chan")
+    assert made(line) == wire.encode()
+    assert made(LogLine.of(line.event)) == wire.encode()  # from the parsed event, the same bytes
