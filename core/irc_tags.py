@@ -7,7 +7,7 @@ lone trailing backslash is dropped. A tag without ``=`` and a tag with an empty 
 ignored.
 
 Speed: a Twitch PRIVMSG carries ~17 tags, so this is half the work of parsing a line. The fast path
-turns the section into a JSON object with two C-level ``str.replace`` calls and lets msgspec build the
+turns the section into a JSON object with two C-level ``bytes.replace`` calls and lets msgspec build the
 dict, which is faster than the plain split/partition loop below (``chatlog bench parse`` measures whole
 lines, tags included). It is taken only when it cannot be wrong: no ``"`` and no backslash in the
 section (so the JSON text has no escapes and no way to close a string early). Anything the JSON text
@@ -30,6 +30,10 @@ def unescape_tag_value(value: str) -> str:
     """Undo the IRCv3 tag-value escaping (see the module doc for the rules)."""
     if "\\" not in value:
         return value
+    if "\\\\" not in value:  # each backslash starts an escape: the usual ones (a reply's spaces) by replaces
+        plain = value.replace("\\s", " ").replace("\\:", ";")
+        if "\\" not in plain:
+            return plain
     out: list[str] = []
     start = 0
     end = len(value)
@@ -52,7 +56,10 @@ def parse_tags(section: str) -> dict[str, str]:
     """The tags of ``section`` (the text between ``@`` and the first space), unescaped."""
     if '"' not in section and "\\" not in section:
         try:
-            tags = _as_json_object('{"' + section.replace("=", '":"').replace(";", '","') + '"}')
+            # on bytes: replacing is ~a third cheaper there than on str, and msgspec reads UTF-8 either way
+            tags = _as_json_object(
+                b'{"' + section.encode().replace(b"=", b'":"').replace(b";", b'","') + b'"}'
+            )
         except (msgspec.DecodeError, UnicodeEncodeError):  # UnicodeEncodeError: lone surrogates
             pass
         else:

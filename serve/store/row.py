@@ -145,7 +145,7 @@ class LogLine:
             if event.kind != "PRIVMSG":
                 return None
             return event.raw, event.tags, event.channel, event.user_login, event.text, event.is_action
-        return privmsg_fields(self.raw)
+        return privmsg_fields(restore(self.stored, self.message_id, self.sent_at))  # self.raw, inlined
 
 
 async def aclose(source: object) -> None:
