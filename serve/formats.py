@@ -191,11 +191,12 @@ def log_text_line(line: LogLine) -> str:
 # -- the json messages: one shape each, its keys in the order they are sent ---------------------------
 
 
-class BasicMessage(msgspec.Struct, rename="camel"):
-    """rustlog's ``BasicMessage`` (``?jsonBasic``)."""
+class BasicMessage(msgspec.Struct):
+    """rustlog's ``BasicMessage`` (``?jsonBasic``). The fields have the names they are sent under (camelCase
+    ones too: a dict of the message, :func:`msgspec.structs.asdict`, has them without a renaming step)."""
 
     text: str
-    display_name: str
+    displayName: str  # noqa: N815
     timestamp: str
     id: str
     """Twitch's message id (the ``id`` tag); "" without one (rustlog)."""
@@ -210,7 +211,7 @@ class FullMessage(BasicMessage):
     channel: str
     raw: str
     type: int
-    system_text: str
+    systemText: str  # noqa: N815
 
 
 class PageMessage(BasicMessage):
@@ -220,14 +221,14 @@ class PageMessage(BasicMessage):
     username: str
     channel: str
     type: int
-    system_text: str
+    systemText: str  # noqa: N815
     action: bool
-    deleted_text: str
+    deletedText: str  # noqa: N815
 
 
 def _as_dict(message: BasicMessage) -> dict[str, Any]:
-    made: dict[str, Any] = msgspec.to_builtins(message)
-    return made
+    """The message as a dict, its keys as they are sent and in that order (``tags`` is the event's own)."""
+    return msgspec.structs.asdict(message)
 
 
 def _basic(event: ChatEvent) -> BasicMessage:
@@ -277,7 +278,7 @@ def _json(event: ChatEvent) -> FullMessage:
         message.text = _unwrap_action(event.text or "")
     elif event.kind == "CLEARCHAT":
         target = _clearchat_target(event)
-        message.text, message.username, message.display_name = "", target, target
+        message.text, message.username, message.displayName = "", target, target
     return message
 
 
@@ -303,14 +304,14 @@ def page_fields(event: ChatEvent) -> dict[str, Any]:
 def _page(full: FullMessage, action: bool, deleted_text: str) -> PageMessage:
     return PageMessage(
         full.text,
-        full.display_name,
+        full.displayName,
         full.timestamp,
         full.id,
         full.tags,
         full.username,
         full.channel,
         full.type,
-        full.system_text,
+        full.systemText,
         action,
         deleted_text,
     )
