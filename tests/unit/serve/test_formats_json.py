@@ -158,6 +158,15 @@ _TEXT = st.lists(
 )
 @example("display-name=;id=", " ", ":bob!b@h", "PRIVMSG #c", "")
 @example('display-name=\\"x\\s;a', " ", ":bob", "PRIVMSG #c", "\x01ACTION \x00\x01")
+@example(
+    "id=a;display-name=x\\sy;id=b;display-name=z\\:w", " ", ":bob!b@h", "PRIVMSG #c", "hi"
+)  # repeated keys
+@example(
+    "display-name;a=\\\\s;b=\\s\\", " ", ":bob!b@h", "PRIVMSG #c", ""
+)  # no `=`; escaped backslash, lone one
+@example('display-name=a"b;id=x', " ", ":bob!b@h", "PRIVMSG #c", '"quoted"')
+@example("display-name=\x01;a=\x7f", " ", ":bob!b@h", "PRIVMSG #c", "\x01ACTION\x01")  # control characters
+@example("display-name=日本\\s語;a=", " ", ":İnci!i@h", "PRIVMSG #Chan", "😀 é")
 def test_generated_rows_are_the_parsed_events_message(
     tags: str, gap: str, prefix: str, command: str, text: str | None
 ) -> None:
