@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from urllib.parse import quote
 
-from fastapi import APIRouter, Request
+from fastapi import APIRouter, FastAPI, Request
 from fastapi.responses import JSONResponse, RedirectResponse, Response
 
 from core.times import now_ms
@@ -156,8 +156,11 @@ async def user_latest(request: Request) -> Response:
     return _redirect(request, ct, segment(channel), ut, segment(user), month[0], month[1])
 
 
+USER_MONTH = "/{ct}/{c}/{ut}/{u}/{y}/{m}"
+
+
 @router.get(
-    "/{ct}/{c}/{ut}/{u}/{y}/{m}",
+    USER_MONTH,
     summary="A UTC month of a user's logs in the channel",
     openapi_extra=documented(path("ct", "c", "ut", "u", "y", "m"), FORMATS, PAGING, RANGE),
 )
@@ -168,6 +171,15 @@ async def user_month(request: Request) -> Response:
     query = log_query(request.query_params)
     lo, hi = narrowed(*month_range(y, m), query)
     return await _user_range(request, channel, user, lo, hi, query)
+
+
+def add_user_month_early(app: FastAPI) -> None:
+    """The user-month route (a moderator's most common read) once more, undocumented, where it is called:
+    ahead of the routers included before this module's (matching a path against each of them cost ~50 us
+    of a ~220 us small answer). No route between here and :data:`router`'s copy matches a path of six
+    segments (tests/unit/serve/api/test_routes_early.py checks it), so every path is answered by the same
+    route as without it, and the document lists the route once, where it was."""
+    app.add_api_route(USER_MONTH, user_month, methods=["GET"], include_in_schema=False)
 
 
 __all__ = ["ApiError", "router"]
