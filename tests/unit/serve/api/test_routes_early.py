@@ -87,5 +87,24 @@ def test_a_user_month_path_is_answered_as_before(method: str, path: str, status:
     assert response.status_code == status
     if path.startswith("/static/"):  # not the log routes' "no such route (expected /channel/...)"
         assert response.json() == {"status": 404, "message": "no such route"}
+    if status == 405:  # the documented route's (a plain Starlette route would allow HEAD too)
+        assert response.headers["allow"] == "GET"
     if status == 200 and method == "GET":
         assert response.text.startswith("[2024-01-02 00:00:00] #alpha bob: line 0\n")
+
+
+def test_a_user_month_request_is_counted_under_the_route_template() -> None:
+    app = create_app(load(ServeSettings), MemoryStore(EVENTS), consent=ConsentSettings(serve_consent=False))
+
+    async def go() -> str:
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://test") as client:
+            await client.get("/channel/alpha/user/bob/2024/1")
+            await client.post("/channel/alpha/user/bob/2024/1")
+            return (await client.get("/metrics")).text
+
+    counted = [
+        line for line in asyncio.run(go()).splitlines() if line.startswith("chatlog_serve_requests_total")
+    ]
+    assert f'chatlog_serve_requests_total{{route="{USER_MONTH}",status="200"}} 1.0' in counted
+    assert f'chatlog_serve_requests_total{{route="{USER_MONTH}",status="405"}} 1.0' in counted
