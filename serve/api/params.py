@@ -9,6 +9,7 @@ or RFC 3339 (rustlog).
 from __future__ import annotations
 
 import calendar
+import functools
 import re
 from dataclasses import dataclass
 from datetime import date, datetime
@@ -22,6 +23,7 @@ from serve.api.errors import ApiError, bad_request
 
 MAX_MS: Final = 253_402_300_799_999
 _DIGITS: Final = re.compile(r"[0-9]{1,16}")
+_DATE_PART: Final = re.compile(r"[0-9]{1,4}")
 _SHOWN: Final = 40
 
 
@@ -101,7 +103,13 @@ def moment(query: QueryParams, name: str, *, end: bool = False) -> int | None:
     return ms
 
 
+PLAIN: Final = LogQuery(Format.TEXT, reverse=False, limit=None, offset=0, since_ms=None, until_ms=None)
+"""The query of a request without parameters (most of them): text, oldest first, every line."""
+
+
 def log_query(query: QueryParams) -> LogQuery:
+    if not query:
+        return PLAIN
     return LogQuery(
         format=output_format(query),
         reverse="reverse" in query,
@@ -113,13 +121,15 @@ def log_query(query: QueryParams) -> LogQuery:
 
 
 def _number(text: str, what: str, lo: int, hi: int) -> int:
-    if not re.fullmatch(r"[0-9]{1,4}", text) or not lo <= int(text) <= hi:
+    if not _DATE_PART.fullmatch(text) or not lo <= int(text) <= hi:
         raise bad_request(f"invalid {what}: {_shown(text)} (expected {lo} .. {hi})")
     return int(text)
 
 
+@functools.lru_cache(maxsize=4096)  # a bad date raises, and is not kept
 def day_range(year: str, month: str, day: str) -> tuple[int, int]:
-    """Epoch ms of the UTC day ``year/month/day`` and of the next day."""
+    """Epoch ms of the UTC day ``year/month/day`` and of the next day (a few us; kept for the days asked
+    most)."""
     y = _number(year, "year", 1970, 9999)
     m = _number(month, "month", 1, 12)
     d = _number(day, "day", 1, calendar.monthrange(y, m)[1])
@@ -127,8 +137,10 @@ def day_range(year: str, month: str, day: str) -> tuple[int, int]:
     return start, start + 86_400_000
 
 
+@functools.lru_cache(maxsize=1024)  # a bad month raises, and is not kept
 def month_range(year: str, month: str) -> tuple[int, int]:
-    """Epoch ms of the first instant of the UTC month ``year/month`` and of the next month."""
+    """Epoch ms of the first instant of the UTC month ``year/month`` and of the next month (kept for the
+    months asked most)."""
     y = _number(year, "year", 1970, 9999)
     m = _number(month, "month", 1, 12)
     start = day_start_ms(date(y, m, 1))

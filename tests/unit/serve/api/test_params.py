@@ -6,7 +6,7 @@ import pytest
 from starlette.datastructures import QueryParams
 
 from serve.api.errors import ApiError
-from serve.api.params import Format, day_range, log_query, month_range, narrowed
+from serve.api.params import PLAIN, Format, day_range, log_query, month_range, narrowed
 
 
 def test_format_flags_and_precedence() -> None:
@@ -71,3 +71,26 @@ def test_dates() -> None:
 def test_narrowed() -> None:
     q = log_query(QueryParams("from=1704153601&to=1704153602"))
     assert narrowed(1_704_153_600_000, 1_704_240_000_000, q) == (1_704_153_601_000, 1_704_153_603_000)
+
+
+def test_a_query_without_parameters_is_the_plain_query_parsed_parameters_would_give() -> None:
+    assert log_query(QueryParams("")) is PLAIN
+    assert log_query(QueryParams("x=1")) == PLAIN  # parsed: an unknown parameter changes nothing
+
+
+@pytest.mark.parametrize(
+    "bad", [("2024", "13"), ("2024", "0"), ("1969", "1"), ("2024", "1x"), ("02024", "1")]
+)
+def test_a_bad_month_is_refused_every_time_it_is_asked(bad: tuple[str, str]) -> None:
+    for _ in range(2):  # the ranges are kept (lru_cache): a refusal is not
+        with pytest.raises(ApiError) as refused:
+            month_range(*bad)
+        assert refused.value.status == 400
+
+
+def test_a_kept_range_is_the_range() -> None:
+    for _ in range(2):
+        assert month_range("2024", "2") == (1_706_745_600_000, 1_709_251_200_000)
+        assert day_range("2024", "02", "29") == (1_709_164_800_000, 1_709_251_200_000)
+    with pytest.raises(ApiError):
+        day_range("2023", "2", "29")
