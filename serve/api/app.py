@@ -38,7 +38,7 @@ from serve.api.errors import (
 from serve.api.gaps import gaps_router
 from serve.api.metrics import MetricsMiddleware, ServeMetrics, exposition
 from serve.api.middleware import BodyLimit, NormalizePath, ResponseGuard
-from serve.api.routes import add_user_month_early, router
+from serve.api.routes import add_early_routes, router
 from serve.api.search import search_router
 from serve.consent import OptedOut, on_opted_out, start_consent, stop_consent
 from serve.settings import FreshSettings, ServeSettings
@@ -155,7 +155,7 @@ def create_app(
 
     _add_docs(app)
     mount_web(app)  # `/` and /static: before /{ct}/{c}, which would match /static/x
-    add_user_month_early(app)  # after the mounts, which match paths of any length
+    add_early_routes(app)  # after the mounts, which match paths of any length
     app.include_router(gaps_router(settings))  # /web/gaps: before /{ct}/{c} too
     # before the log routes: /{ct}/{c}/{ut}/{u}/random would otherwise match /{ct}/{c}/{y}/{m}/{d}
     app.include_router(optout_api.router, tags=["consent"])  # before /{ct}/{c}, which matches /admin/optout

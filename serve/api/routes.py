@@ -15,6 +15,9 @@
 
 from __future__ import annotations
 
+import re
+from collections.abc import Awaitable, Callable
+from typing import Final
 from urllib.parse import quote
 
 from fastapi import APIRouter, FastAPI, Request
@@ -124,8 +127,11 @@ async def channel_latest(request: Request) -> Response:
     return _redirect(request, ct, segment(channel), day.year, day.month, day.day)
 
 
+CHANNEL_DAY = "/{ct}/{c}/{y}/{m}/{d}"
+
+
 @router.get(
-    "/{ct}/{c}/{y}/{m}/{d}",
+    CHANNEL_DAY,
     summary="A UTC day of the channel's logs",
     openapi_extra=documented(path("ct", "c", "y", "m", "d"), FORMATS, PAGING, RANGE),
 )
@@ -178,11 +184,20 @@ async def user_month(request: Request) -> Response:
 class _EarlyRoute(Route):
     """A plain Starlette route: no FastAPI parameter solving, dependencies or exit stack around an endpoint
     that reads its request itself (~25 us of a ~175 us small answer). It matches GETs only (a HEAD is a GET
-    by then, :class:`~serve.api.middleware.ResponseGuard`): another method goes on to the documented route,
-    whose 405 it is. It is the scope's ``route``, as an APIRoute is (the metrics' route template)."""
+    by then, :class:`~serve.api.middleware.ResponseGuard`), and with ``digits_last`` only paths whose last
+    segment is digits: anything else goes on to the routes after it, and the documented route (its 405,
+    say). It is the scope's ``route``, as an APIRoute is (the metrics' route template)."""
+
+    def __init__(
+        self, path: str, endpoint: Callable[[Request], Awaitable[Response]], *, digits_last: bool
+    ) -> None:
+        super().__init__(path, endpoint, methods=["GET"], include_in_schema=False)
+        self.digits_last = digits_last
 
     def matches(self, scope: Scope) -> tuple[Match, Scope]:
         if scope.get("method") != "GET":
+            return Match.NONE, {}
+        if self.digits_last and not _DIGITS.fullmatch(scope["path"].rpartition("/")[2]):
             return Match.NONE, {}
         match, child_scope = super().matches(scope)
         if match is Match.FULL:
@@ -190,14 +205,19 @@ class _EarlyRoute(Route):
         return match, child_scope
 
 
-def add_user_month_early(app: FastAPI) -> None:
-    """The user-month route (a moderator's most common read) once more, undocumented, where it is called:
-    ahead of the routers included before this module's (matching a path against each of them cost ~50 us
-    of a ~220 us small answer), and as a plain route (:class:`_EarlyRoute`). No route between here and
-    :data:`router`'s copy matches a path of six segments (tests/unit/serve/api/test_routes_early.py checks
-    it), so every path is answered by the same endpoint as without it, and the document lists the route
-    once, where it was."""
-    app.router.routes.append(_EarlyRoute(USER_MONTH, user_month, methods=["GET"], include_in_schema=False))
+_DIGITS: Final = re.compile("[0-9]+")
+
+
+def add_early_routes(app: FastAPI) -> None:
+    """The user-month and channel-day routes (the reads most asked) once more, undocumented, where this is
+    called: ahead of the routers included before this module's (matching a path against each of them cost
+    ~50 us of a ~220 us small answer), and as plain routes (:class:`_EarlyRoute`). No route between here
+    and :data:`router`'s copies matches a path of six segments, nor one of five whose last is digits (the
+    routes there of five end in a word: ``/random``, ``/search``, ``/stats``; the day's copy takes only
+    those); tests/unit/serve/api/test_routes_early.py checks it. So every path is answered by the same
+    endpoint as without them, and the document lists each route once, where it was."""
+    app.router.routes.append(_EarlyRoute(USER_MONTH, user_month, digits_last=False))
+    app.router.routes.append(_EarlyRoute(CHANNEL_DAY, channel_day, digits_last=True))
 
 
 __all__ = ["ApiError", "router"]

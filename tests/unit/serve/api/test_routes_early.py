@@ -1,5 +1,5 @@
-"""The user-month route's early copy (serve.api.routes.add_user_month_early) answers exactly the paths its
-documented copy would: no route between the two can match a path of its shape."""
+"""The early copies of the user-month and channel-day routes (serve.api.routes.add_early_routes) answer
+exactly the paths their documented copies would: no route between the two can match a path they take."""
 
 from __future__ import annotations
 
@@ -14,8 +14,9 @@ from starlette.routing import Mount
 from consent.settings import ConsentSettings
 from core.settings import load
 from schemas.chat_event import ChatEvent
+from serve.api import app as app_module
 from serve.api.app import create_app
-from serve.api.routes import USER_MONTH
+from serve.api.routes import CHANNEL_DAY, USER_MONTH
 from serve.settings import ServeSettings
 from serve.testing import MemoryStore
 
@@ -50,17 +51,21 @@ def _segments(path: str) -> int:
     return path.count("/")
 
 
-def test_no_route_between_the_early_and_the_documented_user_month_route_matches_its_paths() -> None:
+@pytest.mark.parametrize("template", [USER_MONTH, CHANNEL_DAY])
+def test_no_route_between_an_early_and_its_documented_route_matches_its_paths(template: str) -> None:
     app = create_app(load(ServeSettings), MemoryStore())
     routes = list(_flat(app.routes))
-    at = [i for i, route in enumerate(routes) if getattr(route, "path", None) == USER_MONTH]
+    at = [i for i, route in enumerate(routes) if getattr(route, "path", None) == template]
     assert len(at) == 2, "the early copy and the documented one"
     early, documented = at
     assert not routes[early].include_in_schema and routes[documented].include_in_schema
     assert not any(isinstance(route, Mount) for route in routes[early:]), "a mount matches any length"
     for route in routes[early + 1 : documented]:
         assert ":path}" not in route.path, route.path
-        assert _segments(route.path) != _segments(USER_MONTH), route.path
+        if _segments(route.path) == _segments(template):  # the early day takes a last segment of digits
+            assert template == CHANNEL_DAY, route.path
+            last = route.path.rpartition("/")[2]
+            assert "{" not in last and not last.isdigit(), route.path
 
 
 @pytest.mark.parametrize(
@@ -73,24 +78,49 @@ def test_no_route_between_the_early_and_the_documented_user_month_route_matches_
         ("GET", "/channel/alpha/user/bob/2024/13", 400),
         ("GET", "/foo/alpha/user/bob/2024/1", 404),
         ("GET", "/static/a/b/c/d/e", 404),  # the page's assets: a mount before the early route
+        ("GET", "/channel/alpha/2024/1/2", 200),
+        ("GET", "/channelid/1/2024/01/02/", 200),
+        ("HEAD", "/channel/alpha/2024/1/2", 200),
+        ("POST", "/channel/alpha/2024/1/2", 405),
+        ("GET", "/channel/alpha/2024/1/32", 400),
+        ("GET", "/channel/alpha/2024/1/2x", 400),  # not digits: the documented route, its 400
+        ("GET", "/channel/alpha/user/bob/random", 200),  # five segments, the last a word: not a day
+        ("GET", "/channel/alpha/user/bob/2", 404),  # the day route's "no such route"
+        ("GET", "/static/a/b/c/1", 404),
     ],
 )
-def test_a_user_month_path_is_answered_as_before(method: str, path: str, status: int) -> None:
-    app = create_app(load(ServeSettings), MemoryStore(EVENTS), consent=ConsentSettings(serve_consent=False))
+def test_a_path_is_answered_as_without_the_early_routes(
+    monkeypatch: pytest.MonkeyPatch, method: str, path: str, status: int
+) -> None:
+    def answer() -> tuple[int, list[tuple[str, str]], bytes]:
+        app = create_app(
+            load(ServeSettings), MemoryStore(EVENTS), consent=ConsentSettings(serve_consent=False)
+        )
 
-    async def go() -> httpx.Response:
-        transport = httpx.ASGITransport(app=app)
-        async with httpx.AsyncClient(transport=transport, base_url="http://test") as client:
-            return await client.request(method, path)
+        async def go() -> httpx.Response:
+            transport = httpx.ASGITransport(app=app)
+            async with httpx.AsyncClient(transport=transport, base_url="http://test") as client:
+                await client.request(method, path)
+                return await client.get("/metrics")  # the first request's route template and status
 
-    response = asyncio.run(go())
-    assert response.status_code == status
-    if path.startswith("/static/"):  # not the log routes' "no such route (expected /channel/...)"
-        assert response.json() == {"status": 404, "message": "no such route"}
-    if status == 405:  # the documented route's (a plain Starlette route would allow HEAD too)
-        assert response.headers["allow"] == "GET"
-    if status == 200 and method == "GET":
-        assert response.text.startswith("[2024-01-02 00:00:00] #alpha bob: line 0\n")
+        metrics = asyncio.run(go())
+        counted = [
+            line for line in metrics.text.splitlines() if line.startswith("chatlog_serve_requests_total")
+        ]
+        assert len(counted) == 1, counted
+        response = asyncio.run(_request(app, method, path))
+        return response.status_code, sorted(response.headers.items()), response.content + counted[0].encode()
+
+    with_them = answer()
+    monkeypatch.setattr(app_module, "add_early_routes", lambda app: None)
+    assert answer() == with_them
+    assert with_them[0] == status
+
+
+async def _request(app: Any, method: str, path: str) -> httpx.Response:
+    transport = httpx.ASGITransport(app=app)
+    async with httpx.AsyncClient(transport=transport, base_url="http://test") as client:
+        return await client.request(method, path)
 
 
 def test_a_user_month_request_is_counted_under_the_route_template() -> None:
