@@ -155,7 +155,6 @@ def create_app(
 
     _add_docs(app)
     mount_web(app)  # `/` and /static: before /{ct}/{c}, which would match /static/x
-    add_early_routes(app)  # after the mounts, which match paths of any length
     app.include_router(gaps_router(settings))  # /web/gaps: before /{ct}/{c} too
     # before the log routes: /{ct}/{c}/{ut}/{u}/random would otherwise match /{ct}/{c}/{y}/{m}/{d}
     app.include_router(optout_api.router, tags=["consent"])  # before /{ct}/{c}, which matches /admin/optout
@@ -167,6 +166,7 @@ def create_app(
     app.include_router(search_router(settings), tags=["search"])
     app.include_router(stats.router, tags=["stats"])
     app.include_router(router, tags=["logs"])
+    add_early_routes(app)  # copies of the most asked log routes, tried first: once every route is in
     app.add_middleware(capabilities.CapabilitiesHeader, fastapi=app)
     app.add_middleware(MetricsMiddleware, metrics=metrics)
     app.add_middleware(CORSMiddleware, allow_origins=["*"], allow_methods=["GET"], allow_headers=["*"])
