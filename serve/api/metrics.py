@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import os
 import time
-from typing import Final
+from typing import Any, Final
 
 from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -53,11 +53,27 @@ def exposition(metrics: ServeMetrics) -> bytes:
 
 
 class MetricsMiddleware:
-    """Counts every request by the template of the route that answered it (not by its path)."""
+    """Counts every request by the template of the route that answered it (not by its path). The labelled
+    series are kept by their labels (prometheus_client's ``labels()`` takes a lock and checks them on every
+    call); there are as many as routes and statuses."""
 
     def __init__(self, app: ASGIApp, metrics: ServeMetrics) -> None:
         self.app = app
         self.metrics = metrics
+        self._latency: dict[str, Any] = {}
+        self._requests: dict[tuple[str, int], Any] = {}
+
+    def _observe(self, route: str, seconds: float) -> None:
+        series = self._latency.get(route)
+        if series is None:
+            series = self._latency[route] = self.metrics.latency.labels(route)
+        series.observe(seconds)
+
+    def _count(self, route: str, status: int) -> None:
+        series = self._requests.get((route, status))
+        if series is None:
+            series = self._requests[route, status] = self.metrics.requests.labels(route, str(status))
+        series.inc()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -70,12 +86,10 @@ class MetricsMiddleware:
             nonlocal status
             if message["type"] == "http.response.start":
                 status = message["status"]
-                route = getattr(scope.get("route"), "path", "other")
-                self.metrics.latency.labels(route).observe(time.perf_counter() - started)
+                self._observe(getattr(scope.get("route"), "path", "other"), time.perf_counter() - started)
             await send(message)
 
         try:
             await self.app(scope, receive, sending)
         finally:
-            route = getattr(scope.get("route"), "path", "other")
-            self.metrics.requests.labels(route, str(status)).inc()
+            self._count(getattr(scope.get("route"), "path", "other"), status)

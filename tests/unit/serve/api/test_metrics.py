@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
 import subprocess
 import sys
@@ -10,8 +11,9 @@ from pathlib import Path
 
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
+from starlette.types import Message, Receive, Scope, Send
 
-from serve.api.metrics import MULTIPROCESS_DIR, ServeMetrics, exposition
+from serve.api.metrics import MULTIPROCESS_DIR, MetricsMiddleware, ServeMetrics, exposition
 
 WORKER = """
 import sys
@@ -52,3 +54,33 @@ def test_with_workers_every_workers_requests_are_counted(
     assert samples[("chatlog_serve_requests_total", (("route", "/channels"), ("status", "200")))] == 13
     assert samples[("chatlog_serve_response_start_seconds_count", (("route", "/channels"),))] == 13
     assert samples[("chatlog_serve_lines_total", (("format", "text"),))] == 14
+
+
+def test_the_middleware_counts_each_request_by_route_template_and_status(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.delenv(MULTIPROCESS_DIR, raising=False)
+    metrics = ServeMetrics()
+
+    class Route:
+        path = "/{ct}/{c}"
+
+    async def answer(scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["path"] != "/nowhere":
+            scope["route"] = Route
+        await send({"type": "http.response.start", "status": 404 if scope["path"] == "/nowhere" else 200})
+        await send({"type": "http.response.body", "body": b""})
+
+    async def sent(message: Message) -> None:
+        return None
+
+    async def go() -> None:
+        middleware = MetricsMiddleware(answer, metrics)
+        for path in ("/a/b", "/a/c", "/nowhere", "/a/d"):
+            await middleware({"type": "http", "path": path}, sent, sent)  # type: ignore[arg-type]
+
+    asyncio.run(go())
+    samples = _samples(exposition(metrics))
+    assert samples[("chatlog_serve_requests_total", (("route", "/{ct}/{c}"), ("status", "200")))] == 3
+    assert samples[("chatlog_serve_requests_total", (("route", "other"), ("status", "404")))] == 1
+    assert samples[("chatlog_serve_response_start_seconds_count", (("route", "/{ct}/{c}"),))] == 3
