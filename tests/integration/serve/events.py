@@ -34,3 +34,31 @@ def write(settings: SinkSettings, events: list[ChatEvent]) -> WriteStats:
     close_sessions()
     assert (stats.events, stats.deadletters) == (len(events), 0)
     return stats
+
+
+def alice_and_bob(months: tuple[int, int], *, lines: int, step_ms: int) -> list[ChatEvent]:
+    """alice (1001) and bob (2002) chat in channel 500 (``chan``) from each of ``months`` (epoch ms):
+    ``lines`` messages each, ``step_ms`` apart (``a0``.., ``b0``..); alice's ``a0`` of the first month is
+    deleted 30 s after it (CLEARMSG: her login only, no user id)."""
+    out = []
+    for month in months:
+        for i in range(lines):
+            at = month + i * step_ms
+            for login, user_id, said, late in (("alice", "1001", "a", 0), ("bob", "2002", "b", 1)):
+                out.append(
+                    line_event(
+                        "PRIVMSG",
+                        "chan",
+                        at + late,
+                        login=login,
+                        user_id=user_id,
+                        room_id="500",
+                        text=f"{said}{i}",
+                    )
+                )
+    out.append(
+        line_event(
+            "CLEARMSG", "chan", months[0] + 30_000, login="alice", room_id="500", text="a0", message_id="x1"
+        )
+    )
+    return out

@@ -18,7 +18,7 @@ from schemas.cql import month_period
 from serve.store.cassandra_store import CassandraStore
 from serve.store.protocol import ById
 from sink.settings import SinkSettings
-from tests.integration.serve.events import line_event, write
+from tests.integration.serve.events import alice_and_bob, write
 
 pytestmark = pytest.mark.integration
 
@@ -31,22 +31,7 @@ LOGIN_KEY = "login:alice"
 def _story() -> list[ChatEvent]:
     """alice (1001) chats in January and February in channel 500; one of her January messages is deleted
     (CLEARMSG: her login only, no user id); bob chats in both months."""
-    out = []
-    for month in (JAN, FEB):
-        for i in range(5):
-            at = month + i * 60_000
-            out.append(
-                line_event("PRIVMSG", "chan", at, login="alice", user_id="1001", room_id="500", text=f"a{i}")
-            )
-            out.append(
-                line_event(
-                    "PRIVMSG", "chan", at + 1, login="bob", user_id="2002", room_id="500", text=f"b{i}"
-                )
-            )
-    out.append(
-        line_event("CLEARMSG", "chan", JAN + 30_000, login="alice", room_id="500", text="a0", message_id="x1")
-    )
-    return out
+    return alice_and_bob((JAN, FEB), lines=5, step_ms=60_000)
 
 
 class _Recorded:

@@ -20,7 +20,7 @@ from serve.store.cassandra_store import CassandraStore
 from serve.store.protocol import ById
 from sink.pack import pack_months
 from sink.settings import SinkSettings
-from tests.integration.serve.events import line_event, write
+from tests.integration.serve.events import alice_and_bob, line_event, write
 
 pytestmark = pytest.mark.integration
 
@@ -31,24 +31,9 @@ CHANNEL, ALICE = ById("500", "chan"), ById("1001", "alice")
 
 
 def _story() -> list[ChatEvent]:
-    """alice (1001) and bob chat in January and February in channel 500; one of alice's January messages
-    is deleted (CLEARMSG: her login only)."""
-    out = []
-    for month in (JAN, FEB):
-        for i in range(6):
-            at = month + i * 3_600_000
-            out.append(
-                line_event("PRIVMSG", "chan", at, login="alice", user_id="1001", room_id="500", text=f"a{i}")
-            )
-            out.append(
-                line_event(
-                    "PRIVMSG", "chan", at + 1, login="bob", user_id="2002", room_id="500", text=f"b{i}"
-                )
-            )
-    out.append(
-        line_event("CLEARMSG", "chan", JAN + 30_000, login="alice", room_id="500", text="a0", message_id="x1")
-    )
-    return out
+    """alice (1001) and bob chat in January and February in channel 500, hours apart; one of alice's January
+    messages is deleted (CLEARMSG: her login only)."""
+    return alice_and_bob((JAN, FEB), lines=6, step_ms=3_600_000)
 
 
 @pytest.fixture

@@ -3,14 +3,12 @@
 from __future__ import annotations
 
 import calendar
-import json
-from pathlib import Path
-from typing import Any
 
 import pytest
 
 from core.irc_parse import CHAT_COMMANDS, MODERATION_KINDS, MalformedLine, command_of, line_hash, parse_line
 from schemas.chat_event import ChatEvent, decode, encode
+from tests.peer_lines import PEER_LINES, peer_lines
 
 RECEIVED = 1_800_000_000_000
 
@@ -548,17 +546,9 @@ def test_no_server_time_is_not_flagged() -> None:
 
 # -- the real Twitch lines other client libraries assert (shared test data, read at run time) ------------
 
-PEER_LINES = Path(__file__).resolve().parents[4] / "shared" / "testdata" / "twitch_peer_lines.jsonl"
-
-
-def _peer_lines() -> list[dict[str, Any]]:
-    if not PEER_LINES.exists():
-        return []
-    return [json.loads(line) for line in PEER_LINES.read_text(encoding="utf-8").splitlines() if line.strip()]
-
 
 def test_every_real_twitch_chat_line_becomes_a_valid_event() -> None:
-    lines = [d for d in _peer_lines() if d["class"] == "chat"]
+    lines = [d for d in peer_lines() if d["class"] == "chat"]
     if not lines:
         pytest.skip(f"{PEER_LINES} is not here")
     for item in lines:
@@ -577,7 +567,7 @@ def test_every_real_twitch_chat_line_becomes_a_valid_event() -> None:
 
 
 def test_the_real_clearmsg_with_a_negative_tmi_sent_ts_is_kept() -> None:
-    found = [d for d in _peer_lines() if "tmi-sent-ts=-6795364578871" in d["raw"]]
+    found = [d for d in peer_lines() if "tmi-sent-ts=-6795364578871" in d["raw"]]
     if not found:
         pytest.skip(f"{PEER_LINES} is not here")
     event = parse(found[0]["raw"])

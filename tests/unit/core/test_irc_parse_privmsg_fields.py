@@ -5,10 +5,6 @@ a PRIVMSG event of the line or it cannot be sure."""
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
-from typing import Any
-
 import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
@@ -16,8 +12,8 @@ from hypothesis import strategies as st
 from bench.storage import corpus
 from core.irc_parse import MalformedLine, PrivmsgFields, parse_line, privmsg_fields, privmsg_parts
 from core.testing import chat_events
+from tests.peer_lines import PEER_LINES, peer_lines
 
-PEER_LINES = Path(__file__).resolve().parents[4] / "shared" / "testdata" / "twitch_peer_lines.jsonl"
 NOW = 1_900_000_000_000
 
 
@@ -43,14 +39,8 @@ def _agrees(line: str) -> bool:
     return quick is not None
 
 
-def _peer_lines() -> list[dict[str, Any]]:
-    if not PEER_LINES.exists():
-        return []
-    return [json.loads(line) for line in PEER_LINES.read_text(encoding="utf-8").splitlines() if line.strip()]
-
-
 def test_every_real_twitch_line_agrees_and_every_chat_message_takes_the_short_way() -> None:
-    lines = [d["raw"] for d in _peer_lines()]
+    lines = [d["raw"] for d in peer_lines()]
     if not lines:
         pytest.skip(f"{PEER_LINES} is not here")
     answered = {line for line in lines if _agrees(line)}

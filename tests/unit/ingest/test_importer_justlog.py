@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import calendar
 import gzip
-import json
 import os
 from pathlib import Path
 from typing import Any
@@ -18,8 +17,7 @@ from core.irc_parse import parse_line
 from core.settings import KafkaSettings
 from ingest.importer import PROGRESS_EVERY, import_paths, timed_line_id
 from schemas.chat_event import ChatEvent, decode
-
-PEER_LINES = Path(__file__).resolve().parents[4] / "shared" / "testdata" / "twitch_peer_lines.jsonl"
+from tests.peer_lines import PEER_LINES, peer_lines
 
 
 def twitch(n: int, ts: int, kind: str = "PRIVMSG", text: str = "hi") -> str:
@@ -301,10 +299,7 @@ def test_progress_is_told_files_and_lines(tmp_path: Path) -> None:
 
 
 def peer_chat_lines() -> list[str]:
-    if not PEER_LINES.exists():
-        return []
-    items = [json.loads(line) for line in PEER_LINES.read_text(encoding="utf-8").splitlines() if line.strip()]
-    return [str(item["raw"]) for item in items if item["class"] == "chat"]
+    return [str(item["raw"]) for item in peer_lines() if item["class"] == "chat"]
 
 
 def test_real_twitch_lines_in_gz_days_import_once_each(cli: typer.Typer, tmp_path: Path) -> None:

@@ -3,10 +3,7 @@ holds are left out, and restore gives back the exact line, for every line."""
 
 from __future__ import annotations
 
-import json
 import uuid
-from pathlib import Path
-from typing import Any
 
 import msgspec
 import pytest
@@ -16,6 +13,7 @@ from hypothesis import strategies as st
 from core.irc_parse import MalformedLine, parse_line
 from schemas.cql import message_uuid
 from schemas.stored_line import VERBATIM, restore, strip
+from tests.peer_lines import PEER_LINES, peer_lines
 
 MID = "b34ccfc7-4977-403a-8a94-33c6bac34fb8"
 TS = 1594545155039
@@ -129,14 +127,7 @@ def test_restore_of_strip_is_the_line_for_any_text(raw: str, message_id: str, se
 
 # -- the real Twitch lines other client libraries assert (shared test data, read at run time) ------------
 
-PEER_LINES = Path(__file__).resolve().parents[4] / "shared" / "testdata" / "twitch_peer_lines.jsonl"
 NOW = 1_900_000_000_000  # receive time after every line's tmi-sent-ts
-
-
-def _peer_lines() -> list[dict[str, Any]]:
-    if not PEER_LINES.exists():
-        return []
-    return [json.loads(line) for line in PEER_LINES.read_text(encoding="utf-8").splitlines() if line.strip()]
 
 
 def _row_key(raw: str) -> tuple[str, int] | None:
@@ -151,7 +142,7 @@ def _row_key(raw: str) -> tuple[str, int] | None:
 
 
 def test_every_real_twitch_line_is_restored_exactly() -> None:
-    items = _peer_lines()
+    items = peer_lines()
     if not items:
         pytest.skip(f"{PEER_LINES} is not here")
     stripped = events = 0
@@ -172,7 +163,7 @@ def test_every_real_twitch_line_is_restored_exactly() -> None:
 def test_the_event_is_derived_again_from_the_stored_line_and_the_key() -> None:
     """What the channel table drops is derivable: parsing the restored line with the row's sent_at as the
     receive time gives the same event but for received_at and ingester (which the line does not hold)."""
-    items = _peer_lines()
+    items = peer_lines()
     if not items:
         pytest.skip(f"{PEER_LINES} is not here")
     checked = 0

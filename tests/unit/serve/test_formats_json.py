@@ -33,7 +33,8 @@ from serve.formats import (
     page_message,
 )
 from serve.store.row import LogLine
-from tests.unit.serve.store.stored_lines import NOW, PEER_LINES, every_event, stored_row
+from tests.peer_lines import PEER_LINES
+from tests.unit.serve.store.stored_lines import NOW, every_event, stored_row
 
 Row = tuple[str, uuid.UUID | str, int, int | None, str]
 PAIRS: list[tuple[Callable[[LogLine], bytes], Callable[[ChatEvent], dict[str, Any]]]] = [

@@ -3,10 +3,7 @@
 
 from __future__ import annotations
 
-import json
 import uuid
-from pathlib import Path
-from typing import Any
 
 from core.irc_parse import MalformedLine, parse_line
 from core.testing import chat_events
@@ -14,16 +11,10 @@ from schemas.chat_event import ChatEvent
 from schemas.cql import message_uuid
 from schemas.stored_line import strip
 from serve.store.row import LogLine
+from tests.peer_lines import peer_lines
 
-PEER_LINES = Path(__file__).resolve().parents[5] / "shared" / "testdata" / "twitch_peer_lines.jsonl"
 NOW = 1_900_000_000_000  # a receive time after every real line's tmi-sent-ts
 T = 1_795_273_445_000
-
-
-def peer_lines() -> list[dict[str, Any]]:
-    if not PEER_LINES.exists():
-        return []
-    return [json.loads(line) for line in PEER_LINES.read_text(encoding="utf-8").splitlines() if line.strip()]
 
 
 def stored_row(event: ChatEvent) -> tuple[str, uuid.UUID, int, int]:

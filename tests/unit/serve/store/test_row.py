@@ -14,9 +14,9 @@ from core.testing import chat_events, twitch_line
 from schemas.chat_event import ChatEvent
 from schemas.stored_line import strip
 from serve.store.row import UNKNOWN_KIND, LogLine, stored_event, unmarked
+from tests.peer_lines import PEER_LINES
 from tests.unit.serve.store.stored_lines import (
     NOW,
-    PEER_LINES,
     T,
     events_of_peer_lines,
     every_event,
