@@ -150,7 +150,7 @@ def _pack_one(
     rows = [row for row in rows if row.sent_ms is not None]
     if not rows:
         return "", 0, 0
-    written = max(row.written for row in rows)
+    written = max(row.written or 0 for row in rows)  # a row without its line (none is written so) stays
     if time.time_ns() // 1000 - written < settle_us:
         return "recent", 0, 0
     if written + 1 <= dropped_us:
