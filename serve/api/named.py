@@ -65,6 +65,16 @@ async def resolve_user(request: Request, channel: Named, kind: str, value: str) 
     return name
 
 
+def user_by_id_unnamed(kind: str, value: str) -> ById | None:
+    """The user of ``/userid/{value}`` named by its id, its login not looked up (None for ``/user/`` or a
+    name longer than any login): for a read whose answer does not show the name, which looks the id up
+    (:func:`resolve_user`) only when it finds nothing, to say which 404 it is. A user with rows under its
+    id exists; one query less per read (a user's month by id: the most asked read)."""
+    if kind != "userid" or len(value) > MAX_NAME_CHARS:
+        return None
+    return ById(value.strip(), value.strip())
+
+
 def segment(named: Named) -> str:
     """How a resolved channel or user is named in a redirect: its id for ``/channelid``, ``/userid``."""
     return named.id if isinstance(named, ById) else named

@@ -27,7 +27,15 @@ from starlette.types import Scope
 
 from core.times import now_ms
 from serve.api.errors import ApiError, bad_request, not_found
-from serve.api.named import CHANNEL_KINDS, USER_KINDS, resolve_channel, resolve_user, segment, store_of
+from serve.api.named import (
+    CHANNEL_KINDS,
+    USER_KINDS,
+    resolve_channel,
+    resolve_user,
+    segment,
+    store_of,
+    user_by_id_unnamed,
+)
 from serve.api.params import LogQuery, day_range, log_query, month_range, narrowed
 from serve.api.query_docs import FORMATS, PAGING, RANGE, documented, path
 from serve.api.stream import cache_headers, line_counter, stream_events
@@ -62,6 +70,10 @@ async def _channel_range(request: Request, channel: Named, lo: int, hi: int, que
     )
 
 
+def _nothing_stored(user: Named, channel: Named) -> str:
+    return f"nothing stored for {user} in #{channel} in that time range"
+
+
 async def _user_range(
     request: Request, channel: Named, user: Named, lo: int, hi: int, query: LogQuery
 ) -> Response:
@@ -69,7 +81,7 @@ async def _user_range(
     return await stream_events(
         events,
         query,
-        empty=f"nothing stored for {user} in #{channel} in that time range",
+        empty=_nothing_stored(user, channel),
         count=line_counter(request, query),
         headers=cache_headers(hi),
     )
@@ -175,10 +187,17 @@ USER_MONTH = "/{ct}/{c}/{ut}/{u}/{y}/{m}"
 async def user_month(request: Request) -> Response:
     ct, c, ut, u, y, m = _path(request, "ct", "c", "ut", "u", "y", "m")
     channel = await resolve_channel(request, ct, c)
-    user = await resolve_user(request, channel, ut, u)
+    unnamed = user_by_id_unnamed(ut, u)
+    user = unnamed or await resolve_user(request, channel, ut, u)
     query = log_query(request.query_params)
     lo, hi = narrowed(*month_range(y, m), query)
-    return await _user_range(request, channel, user, lo, hi, query)
+    try:
+        return await _user_range(request, channel, user, lo, hi, query)
+    except ApiError as e:
+        if unnamed is None or e.status != 404:
+            raise
+    named = await resolve_user(request, channel, ut, u)  # nothing found: which 404 (an unknown id?)
+    raise not_found(_nothing_stored(named, channel))
 
 
 class _EarlyRoute(Route):
