@@ -151,16 +151,19 @@ def _day_and_time(second: int) -> tuple[str, str]:
     return _date(day), f"{_TWO[hour]}:{_TWO[minute]}:{_TWO[sec]}"
 
 
-def _clock(second: int) -> str:
-    """``2024-01-02 15:04:05`` (UTC) of an epoch second."""
-    day, time_of_day = _day_and_time(second)
-    return f"{day} {time_of_day}"
+@lru_cache(maxsize=4096)
+def _hour(hour: int) -> str:
+    """``2024-01-02 15:``: the UTC date and hour of the ``hour``-th hour after 1970-01-01 (a user's month
+    of lines has a few hundred; a cached call is ~0.1 µs, the arithmetic ~0.4)."""
+    day, hour_of_day = divmod(hour, 24)
+    return f"{_date(day)} {_TWO[hour_of_day]}:"
 
 
 def _text_line(sent_at: int, channel: str, user: str | None, text: str) -> str:
-    if user:
-        return escape_controls(f"[{_clock(sent_at // 1000)}] #{channel} {user}: {text}")
-    return escape_controls(f"[{_clock(sent_at // 1000)}] #{channel} {text}")
+    hour, rest = divmod(sent_at // 1000, 3600)
+    minute, second = divmod(rest, 60)
+    stamp = f"[{_hour(hour)}{_TWO[minute]}:{_TWO[second]}] #{channel}"
+    return escape_controls(f"{stamp} {user}: {text}" if user else f"{stamp} {text}")
 
 
 def text_line(event: ChatEvent) -> str:
@@ -186,6 +189,16 @@ def log_text_line(line: LogLine) -> str:
         return text_line(line.event)
     channel, user, text = chat
     return _text_line(line.sent_at, channel, user, text or "")
+
+
+def log_text_bytes(line: LogLine) -> bytes:
+    """:func:`log_text_line` and its line end, encoded: a text answer's line (one call less per line than
+    the two)."""
+    chat = line.chat()
+    if chat is None:
+        return (text_line(line.event) + "\n").encode()
+    channel, user, text = chat
+    return (_text_line(line.sent_at, channel, user, text or "") + "\n").encode()
 
 
 # -- the json messages: one shape each, its keys in the order they are sent ---------------------------

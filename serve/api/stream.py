@@ -19,7 +19,7 @@ from core.times import now_ms
 from serve.api.errors import ApiError, not_found
 from serve.api.middleware import StreamCut
 from serve.api.params import Format, LogQuery
-from serve.formats import log_basic_bytes, log_full_bytes, log_json_bytes, log_page_bytes, log_text_line
+from serve.formats import log_basic_bytes, log_full_bytes, log_json_bytes, log_page_bytes, log_text_bytes
 from serve.store.row import LogLine, aclose
 
 CHUNK_LINES: Final = 500
@@ -61,7 +61,7 @@ def _encoder(fmt: Format) -> Callable[[LogLine], bytes]:
     """A line's bytes in ``fmt``: text and raw without parsing it, the json formats of a chat message
     without parsing it whole (:class:`~serve.store.row.LogLine`)."""
     if fmt is Format.TEXT:
-        return lambda line: log_text_line(line).encode() + b"\n"
+        return log_text_bytes
     if fmt is Format.RAW:
         return lambda line: line.raw.encode() + b"\n"
     if fmt is Format.JSON_BASIC:

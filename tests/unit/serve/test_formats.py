@@ -16,6 +16,7 @@ from serve.formats import (
     full_message,
     json_message,
     line_text,
+    log_text_bytes,
     log_text_line,
     message_type,
     page_fields,
@@ -147,6 +148,7 @@ def test_a_stored_lines_text_line_is_its_events_whether_read_the_short_way_or_pa
     assert len(events) >= 600  # 600 written; the real lines too where ../shared is here
     for event, line in stored_lines(events):
         assert log_text_line(line) == text_line(event), event.raw
+        assert log_text_bytes(line) == f"{text_line(event)}\n".encode(), event.raw
         assert line_text(line) == friendly_text(event), event.raw
 
 
