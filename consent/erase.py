@@ -311,7 +311,7 @@ def _pointers(rows: list[Any]) -> list[tuple[int, uuid.UUID]]:
     found = [(epoch_ms(row.sent_at), row.message_id) for row in rows if row.sent_at is not None]
     packed = rows[0].packed if rows else None
     if packed is not None:
-        found += [(sent_ms, uuid.UUID(mid)) for sent_ms, mid, _line, _received in unpack(packed)]
+        found += [(row[0], uuid.UUID(row[1])) for row in unpack(packed)]
     return found
 
 

@@ -68,6 +68,7 @@ __all__ = [
     "PrivmsgFields",
     "command_of",
     "line_hash",
+    "line_tags",
     "parse_line",
     "parse_message",
     "prefix_nick",
@@ -511,6 +512,16 @@ def privmsg_parts(line: str) -> tuple[str, str | None, str | None] | None:
     if line.startswith("login", 1) or line.find(";login", 1, tags_end) >= 0:  # maybe a `login` tag
         return None
     return parts[2], parts[3], parts[4]
+
+
+def line_tags(line: str) -> dict[str, str]:
+    """The tags of a line (its tag section, :func:`core.irc_tags.parse_tags`) as :func:`privmsg_fields` gives
+    them: what a json answer of a chat message needs when its channel, sender and text are known already (a
+    packed month's rows, :mod:`schemas.packed_month`)."""
+    if line[:1] != "@":
+        return {}
+    end = line.find(" ")
+    return parse_tags(line[1:end]) if end > 1 else {}
 
 
 def privmsg_fields(line: str) -> PrivmsgFields | None:

@@ -6,18 +6,30 @@ Zstandard-compressed as one frame. A reader of the month then gets one cell inst
 (Cassandra and the driver pay per row: ~2.7 and ~1.7 µs; docs/storage.md), and the frame compresses the
 user's lines as one stream.
 
-The frame: ``zstd(msgpack([VERSION, first_sent_ms, sent_deltas, message_ids, lines, received_offsets]))``,
-the rows in clustering order ``(sent_at, message_id)``:
+The frame (version 2): ``zstd(msgpack([2, first_sent_ms, sent_deltas, message_ids, heads, received_offsets,
+channels, logins, senders, texts, actions]))``, the rows in clustering order ``(sent_at, message_id)``, one
+list per column:
 
 * ``sent_deltas``: each row's ``sent_at`` (epoch ms) minus the row's before (the first's minus
   ``first_sent_ms``: 0), so small integers;
 * ``message_ids``: the uuid's canonical text, as the readers select it (``CAST(message_id AS text)``);
-* ``lines``: the stored line as the row holds it (:mod:`schemas.stored_line`: the id and time values left
-  out);
-* ``received_offsets``: ``received_at - sent_at`` in ms, or nil where the row has no receive time.
+* ``heads``: the stored line as the row holds it (:mod:`schemas.stored_line`: the id and time values left
+  out), without its trailing text where the row has a chat split (below);
+* ``received_offsets``: ``received_at - sent_at`` in ms, or nil where the row has no receive time;
+* a chat message's split, found once when it is packed (:func:`sink.pack.chat_split`) instead of on every
+  read: ``texts``, its text as its event has it (nil: the row has no split); ``actions``, whether it is a
+  ``/me`` (CTCP ACTION); ``senders``, the index of its ``(channel, user_login)`` in the table of the
+  frame's distinct ones, ``channels`` and ``logins`` (a login may be nil; a month is mostly one channel
+  and one sender: one entry, read once, not once per row). The stored line is ``head + text`` (an
+  action's: ``head + "\x01ACTION " + text + "\x01"``); :func:`pack` splits a line only where that holds
+  exactly, every other row has nil there (sender 0, not an action) and its whole line in ``heads``.
 
-:func:`unpack` gives the rows back as the readers' tuples ``(sent_ms, message_id, line, received_ms)``
-(:data:`serve.store.cassandra_store.ROW_COLUMNS`' order). Pure; no driver.
+Version 1 (``[1, first_sent_ms, sent_deltas, message_ids, lines, received_offsets]``: whole lines, no
+split) is read as well: the months packed before version 2, which :mod:`sink.pack` leaves as they are.
+
+:func:`unpack` gives the rows back as :data:`UnpackedRow`: the readers' columns ``(sent_ms, message_id,
+line, received_ms)`` (:data:`serve.store.cassandra_store.ROW_COLUMNS`' order, the line whole) and the
+row's chat ``(channel, user_login, text)`` (None without a split) and ``is_action``. Pure; no driver.
 """
 
 from __future__ import annotations
@@ -29,18 +41,59 @@ from typing import Final
 import cramjam
 import msgspec
 
-__all__ = ["LEVEL", "VERSION", "PackError", "PackedRow", "pack", "unpack"]
+__all__ = [
+    "LEVEL",
+    "VERSION",
+    "ChatSplit",
+    "PackError",
+    "PackedChat",
+    "PackedRow",
+    "UnpackedRow",
+    "pack",
+    "unpack",
+]
 
-VERSION: Final = 1
+VERSION: Final = 2
 LEVEL: Final = 9
 """Zstandard level of a frame (a month is packed once; level 9 is where the user table's chunks were
 chosen, docs/storage.md)."""
 
 PackedRow = tuple[int, str, str, int | None]
 """``(sent_ms, message_id, line, received_ms)``."""
+ChatSplit = tuple[str, str | None, str, bool]
+"""``(channel, user_login, text, is_action)`` of a row's chat message, as its event has them."""
+PackedChat = tuple[str, str | None, str]
+"""``(channel, user_login, text)`` of an unpacked row's chat message."""
+UnpackedRow = tuple[int, str, str, int | None, PackedChat | None, bool]
+"""``(sent_ms, message_id, line, received_ms, chat, is_action)``: ``chat`` None where the row has no split
+(then ``is_action`` is False, whatever the line is)."""
 
-_Frame = tuple[int, int, list[int], list[str], list[str], list[int | None]]
-_decoder: Final = msgspec.msgpack.Decoder(_Frame)
+_ACTION: Final = "\x01ACTION "
+_ACTION_END: Final = "\x01"
+
+
+class _FrameV1(msgspec.Struct, array_like=True, tag=1):
+    first: int
+    deltas: list[int]
+    ids: list[str]
+    lines: list[str]
+    received: list[int | None]
+
+
+class _FrameV2(msgspec.Struct, array_like=True, tag=2):
+    first: int
+    deltas: list[int]
+    ids: list[str]
+    heads: list[str]
+    received: list[int | None]
+    channels: list[str]
+    logins: list[str | None]
+    senders: list[int]
+    texts: list[str | None]
+    actions: list[bool]
+
+
+_decoder: Final = msgspec.msgpack.Decoder(_FrameV1 | _FrameV2)
 _encoder: Final = msgspec.msgpack.Encoder()
 
 
@@ -48,28 +101,108 @@ class PackError(ValueError):
     """A ``packed`` value that is not a frame of this module (damaged, or of a newer version)."""
 
 
-def pack(rows: Sequence[PackedRow], *, level: int = LEVEL) -> bytes:
-    """The frame of ``rows`` (in clustering order, at least one)."""
+def _trailing(text: str, is_action: bool) -> str:
+    return f"{_ACTION}{text}{_ACTION_END}" if is_action else text
+
+
+def pack(
+    rows: Sequence[PackedRow], chats: Sequence[ChatSplit | None] | None = None, *, level: int = LEVEL
+) -> bytes:
+    """The frame of ``rows`` (in clustering order, at least one), each row split by its item of ``chats``
+    (None, or ``chats`` None: whole) where its line ends with that chat's text exactly (see the module
+    doc); the caller vouches that the chat's values are the line's."""
     if not rows:
         raise ValueError("nothing to pack")
+    if chats is not None and len(chats) != len(rows):
+        raise ValueError(f"{len(chats)} chat splits for {len(rows)} rows")
     sents = [row[0] for row in rows]
     first = sents[0]
     deltas = [b - a for a, b in zip([first, *sents], sents, strict=False)]
     received = [None if row[3] is None else row[3] - row[0] for row in rows]
-    frame = (VERSION, first, deltas, [row[1] for row in rows], [row[2] for row in rows], received)
+    heads = [row[2] for row in rows]
+    n = len(rows)
+    table: dict[tuple[str, str | None], int] = {}  # (channel, login): its index
+    senders = [0] * n
+    texts: list[str | None] = [None] * n
+    actions = [False] * n
+    for i, chat in enumerate(chats or ()):
+        if chat is None:
+            continue
+        channel, login, text, is_action = chat
+        line = heads[i]
+        trailing = _trailing(text, is_action)
+        if not line.endswith(trailing):
+            continue
+        heads[i] = line[: len(line) - len(trailing)]  # head + trailing: the line, as unpack makes it
+        senders[i] = table.setdefault((channel, login), len(table))
+        texts[i], actions[i] = text, is_action
+    frame = _FrameV2(
+        first,
+        deltas,
+        [row[1] for row in rows],
+        heads,
+        received,
+        [channel for channel, _ in table],
+        [login for _, login in table],
+        senders,
+        texts,
+        actions,
+    )
     return bytes(cramjam.zstd.compress(_encoder.encode(frame), level=level))
 
 
-def unpack(value: bytes) -> list[PackedRow]:
-    """The rows of a frame, in the order they were packed; :class:`PackError` for anything else."""
+def _refused(data: bytes, error: msgspec.ValidationError) -> PackError:
+    """The error of a frame whose msgpack is not one of this module's: its version named if it has one."""
     try:
-        version, first, deltas, ids, lines, received = _decoder.decode(cramjam.zstd.decompress(value))
-    except (cramjam.DecompressionError, msgspec.DecodeError, msgspec.ValidationError) as e:
+        value = msgspec.msgpack.decode(data)
+    except msgspec.DecodeError:
+        value = None
+    if isinstance(value, list) and value and type(value[0]) is int and value[0] not in (1, VERSION):
+        return PackError(f"packed month of version {value[0]}, this reader knows 1 to {VERSION}")
+    return PackError(f"not a packed month: {error}")
+
+
+def unpack(value: bytes) -> list[UnpackedRow]:
+    """The rows of a frame (version 1 or 2), in the order they were packed; :class:`PackError` for anything
+    else."""
+    try:
+        data = cramjam.zstd.decompress(value)
+        frame = _decoder.decode(data)
+    except msgspec.ValidationError as e:  # a DecodeError: first
+        raise _refused(bytes(data), e) from None
+    except (cramjam.DecompressionError, msgspec.DecodeError) as e:
         raise PackError(f"not a packed month: {e}") from None
-    if version != VERSION:
-        raise PackError(f"packed month of version {version}, this reader knows {VERSION}")
-    if not len(deltas) == len(ids) == len(lines) == len(received):
+    deltas, received = frame.deltas, frame.received
+    n = len(deltas)
+    if isinstance(frame, _FrameV1):
+        if not n == len(frame.ids) == len(frame.lines) == len(received):
+            raise PackError("packed month with columns of different lengths")
+        sents = list(itertools.accumulate(deltas, initial=frame.first))[1:]
+        received_ms = [None if r is None else s + r for s, r in zip(sents, received, strict=True)]
+        none, false = itertools.repeat(None, n), itertools.repeat(False, n)
+        return list(zip(sents, frame.ids, frame.lines, received_ms, none, false, strict=True))
+    texts, actions, senders = frame.texts, frame.actions, frame.senders
+    channels, logins = frame.channels, frame.logins
+    columns = (frame.ids, frame.heads, received, senders, texts, actions)
+    if any(len(column) != n for column in columns) or len(channels) != len(logins):
         raise PackError("packed month with columns of different lengths")
-    sents = list(itertools.accumulate(deltas, initial=first))[1:]
+    sents = list(itertools.accumulate(deltas, initial=frame.first))[1:]
     received_ms = [None if r is None else s + r for s, r in zip(sents, received, strict=True)]
-    return list(zip(sents, ids, lines, received_ms, strict=True))
+    lines = [
+        head if text is None else f"{head}{_ACTION}{text}{_ACTION_END}" if action else head + text
+        for head, text, action in zip(frame.heads, texts, actions, strict=True)
+    ]
+    if len(channels) == 1:  # one sender in one channel: the usual month
+        channel, login = channels[0], logins[0]
+        chats = [None if text is None else (channel, login, text) for text in texts]
+    else:
+        try:
+            if senders and min(senders) < 0:
+                raise IndexError
+            chats = [
+                None if text is None else (channels[i], logins[i], text)
+                for i, text in zip(senders, texts, strict=True)
+            ]
+        except IndexError:
+            raise PackError("packed month with a sender not in its table") from None
+    return list(zip(sents, frame.ids, lines, received_ms, chats, actions, strict=True))

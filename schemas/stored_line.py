@@ -26,7 +26,7 @@ from __future__ import annotations
 import uuid
 from typing import Final
 
-__all__ = ["VERBATIM", "restore", "strip"]
+__all__ = ["VERBATIM", "restore", "strip", "unmarked"]
 
 VERBATIM: Final = "!"
 """First character of a stored line that is the original line after it, unchanged (never ``@``)."""
@@ -104,3 +104,9 @@ def restore(stored: str, message_id: str | uuid.UUID, sent_at_ms: int) -> str:
     if id_stop < ts_stop:
         return f"{stored[:id_stop]}{message_id}{stored[id_stop:ts_stop]}{sent_at_ms}{stored[ts_stop:]}"
     return f"{stored[:ts_stop]}{sent_at_ms}{stored[ts_stop:id_stop]}{message_id}{stored[id_stop:]}"
+
+
+def unmarked(stored: str) -> str:
+    """A stored line's IRC text as the row holds it (its id and time may be left out of the tags), what is
+    read without restoring the line: ``stored`` without its :data:`VERBATIM` mark."""
+    return stored[1:] if stored[:1] == VERBATIM else stored

@@ -17,6 +17,11 @@ are: a ``spilled`` month (a bot's: its rows are in half days too) and a month wh
 larger than :data:`MAX_FRAME_BYTES` (a cell is one mutation: Cassandra refuses one over half a commit log
 segment, 16 MiB by default). Running it again packs nothing twice: a partition holding only its frame is
 skipped after a one-row probe.
+
+Frames are written in version 2 of :mod:`schemas.packed_month`: each chat message's channel, sender and
+text found once here (:func:`chat_split`) and stored instead of its line's trailing text, so that a reader
+does not parse the line for them. A partition that holds a version 1 frame only (packed before) is left as
+it is, read as well as a version 2 one; one that got late rows is packed again, in version 2.
 """
 
 from __future__ import annotations
@@ -29,13 +34,15 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 from core.errors import ChatlogError
+from core.irc_parse import privmsg_fields, privmsg_parts
 from core.times import epoch_ms
 from core.times import now_ms as current_ms
 from core.user_months import has_column
 from schemas.cql import clustering_order, is_month_period, month_end_ms
-from schemas.packed_month import LEVEL, PackedRow, pack, unpack
+from schemas.packed_month import LEVEL, ChatSplit, PackedRow, pack, unpack
+from schemas.stored_line import restore, unmarked
 
-__all__ = ["MAX_FRAME_BYTES", "PackReport", "pack_months"]
+__all__ = ["MAX_FRAME_BYTES", "PackReport", "chat_split", "pack_months", "packed_frame"]
 
 MAX_FRAME_BYTES: Final = 8 * 1024 * 1024
 """A frame larger than this is not written (the month's rows stay): half of Cassandra's largest mutation."""
@@ -105,12 +112,36 @@ def _ended_months(session: Any, st: _Statements, before_ms: int, report: PackRep
         yield row.channel_key, row.user_key, period
 
 
+def chat_split(row: PackedRow) -> ChatSplit | None:
+    """``(channel, user_login, text, is_action)`` of a row whose line is a chat message with a text, as a
+    read gives them (from the stored line by :func:`core.irc_parse.privmsg_parts`, and from the restored one
+    by :func:`core.irc_parse.privmsg_fields`, which a json answer reads: both must give them, the same);
+    None for every other line and for one that ends in ``\\r`` (the parser leaves that out of its raw
+    line). :func:`schemas.packed_month.pack` then splits the line where its end is that text exactly."""
+    sent_ms, message_id, line, _ = row
+    plain = unmarked(line)
+    if plain[-1:] == "\r":
+        return None
+    parts = privmsg_parts(plain)
+    if parts is None or parts[2] is None:
+        return None
+    fields = privmsg_fields(restore(line, message_id, sent_ms))
+    if fields is None or (fields[2], fields[3], fields[4]) != parts:
+        return None
+    return parts[0], parts[1], parts[2], fields[5]
+
+
+def packed_frame(rows: list[PackedRow], *, level: int = LEVEL) -> bytes:
+    """The frame of ``rows`` (clustering order), each chat message split (:func:`chat_split`)."""
+    return pack(rows, [chat_split(row) for row in rows], level=level)
+
+
 def _merged(rows: list[Any], packed: bytes | None) -> list[PackedRow]:
     """The partition's rows and its frame's (if any), in clustering order, a (time, id) once."""
     found: dict[tuple[int, str], PackedRow] = {}
     if packed is not None:
         for old in unpack(packed):
-            found[(old[0], old[1])] = old
+            found[(old[0], old[1])] = old[:4]
     for row in rows:
         found[(row.sent_ms, row.mid)] = (row.sent_ms, row.mid, row.line or "", row.received_ms)
     return sorted(found.values(), key=lambda r: clustering_order(r[0], uuid.UUID(r[1])))
@@ -156,7 +187,7 @@ def _pack_one(
     if written + 1 <= dropped_us:
         return "dropped", 0, 0
     merged = _merged(rows, head.packed)
-    frame = pack(merged, level=level)
+    frame = packed_frame(merged, level=level)
     if len(frame) > MAX_FRAME_BYTES:
         return "large", 0, 0
     ttls = [row.ttl for row in rows] + ([head.packed_ttl] if head.packed is not None else [])

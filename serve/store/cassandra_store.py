@@ -66,13 +66,14 @@ from schemas.cql import (
     month_start_ms,
     user_key,
 )
-from schemas.packed_month import PackedRow, unpack
+from schemas.packed_month import UnpackedRow, unpack
+from schemas.stored_line import unmarked
 from serve.store import random_pick
 from serve.store.aiocql import PagedQuery
 from serve.store.login_keys import LoginKeys
 from serve.store.names import NameSeen, user_names
 from serve.store.protocol import ById, Channel, Named
-from serve.store.row import LogLine, aclose, stored_event, unmarked
+from serve.store.row import LogLine, aclose, stored_event
 
 ROW_COLUMNS: Final = (
     "toUnixTimestamp(sent_at) AS sent_ms, CAST(message_id AS text) AS mid, line, "
@@ -248,7 +249,7 @@ async def _runs(items: AsyncIterator[T], size: int = 1000) -> AsyncIterator[list
         await aclose(items)
 
 
-def _unpacked(packed: bytes, lo: int, hi: int, reverse: bool, whole: bool) -> list[PackedRow]:
+def _unpacked(packed: bytes, lo: int, hi: int, reverse: bool, whole: bool) -> list[UnpackedRow]:
     """The rows of a month's frame within ``[lo, hi)`` (all of them for a ``whole`` month), in time order
     (newest first if ``reverse``)."""
     rows = unpack(packed)
@@ -257,6 +258,39 @@ def _unpacked(packed: bytes, lo: int, hi: int, reverse: bool, whole: bool) -> li
     if reverse:
         rows.reverse()
     return rows
+
+
+def _as_unpacked(row: Any) -> UnpackedRow:
+    """A Cassandra row (:data:`ROW_COLUMNS` first) in the shape of a frame's rows, without a chat: a late row
+    of a packed month, read with the frame's."""
+    return row[_SENT], row[_MID], row[_LINE] or "", row[_RECEIVED], None, False
+
+
+async def _all_unpacked(rows: AsyncIterator[Any]) -> AsyncIterator[UnpackedRow]:
+    try:
+        async for row in rows:
+            yield _as_unpacked(row)
+    finally:
+        await aclose(rows)
+
+
+async def _frame_rows(runs: AsyncIterator[Run]) -> AsyncIterator[UnpackedRow]:
+    """The rows of ``runs``, one by one, each in a frame's rows' shape."""
+    try:
+        async for framed, run in runs:
+            if framed:
+                for row in run:
+                    yield row
+            else:
+                for row in run:
+                    yield _as_unpacked(row)
+    finally:
+        await aclose(runs)
+
+
+Run = tuple[bool, Sequence[Any]]
+"""Rows of one user-month in a run: whether they are a frame's (:data:`schemas.packed_month.UnpackedRow`,
+a chat at index 4, which is not :data:`_SPILLED`), and the rows (else :data:`ROW_COLUMNS` rows)."""
 
 
 class OutOfOrder(RuntimeError):
@@ -893,13 +927,14 @@ class CassandraStore:
 
     async def _pair_month(
         self, pair: Pair, month: int, lo: int, hi: int, reverse: bool, query: PagedQuery
-    ) -> AsyncIterator[Sequence[Any]]:
+    ) -> AsyncIterator[Run]:
         """The rows of one (channel key, user key) in month ``month`` within ``[lo, hi)``, in time order
         (newest first if ``reverse``), in runs (a page of rows: no generator step per row): its month
         partition alone unless it is spilled (one query, the usual case); else merged with the month's half
         days (a bot's month, or a month of the half-day layout, marked by its migration), an id read twice
         dropped. A packed month (``chatlog pack``, :mod:`schemas.packed_month`) is its frame's rows, as one
-        run, merged with any row written after it was packed."""
+        run, merged with any row written after it was packed: then every run is a frame's (:data:`Run`), the
+        late rows in its rows' shape (without a chat)."""
         whole = lo <= month_start_ms(month) and month_end_ms(month) <= hi
         pages = query.pages()
         try:
@@ -918,16 +953,18 @@ class CassandraStore:
             unpacked = _unpacked(packed, lo, hi, reverse, whole) if packed is not None else None
             if unpacked is not None and not first and not self._half_days(spilled):
                 if unpacked:
-                    yield unpacked  # a packed month without late rows: the usual read of a past month
+                    yield True, unpacked  # a packed month without late rows: the usual read of a past month
                 return
+            framed = unpacked is not None
             if unpacked is not None:  # late rows too: merged, a row in both once
-                merged = _merge([_items(unpacked), _rows_of(_pages(first, pages))], _row_order(reverse))
+                late = _all_unpacked(_rows_of(_pages(first, pages)))
+                merged = _merge([_items(unpacked), late], _row_order(reverse))
                 pages, first = _runs(_distinct(_second(merged))), []
             if not self._half_days(spilled):
                 if first:
-                    yield first
+                    yield False, first
                 async for page in pages:
-                    yield page
+                    yield framed, page
                 return
             half_days = half_days_of(month, lo, hi)
             halves: AsyncIterator[Any]
@@ -937,8 +974,10 @@ class CassandraStore:
                 halves = self._ascending(pair, half_days, lo, hi)
             if not first and unpacked is None:
                 async for row in halves:
-                    yield (row,)
+                    yield False, (row,)
                 return
+            if framed:
+                halves = _all_unpacked(halves)
 
             async def month_rows() -> AsyncIterator[Any]:
                 for row in first:
@@ -949,7 +988,7 @@ class CassandraStore:
 
             merged = (row async for _, row in _merge([month_rows(), halves], _row_order(reverse)))
             async for row in _distinct(merged):
-                yield (row,)
+                yield framed, (row,)
         finally:
             await aclose(pages)
 
@@ -972,17 +1011,21 @@ class CassandraStore:
             if len(sources) == 1:
                 runs = sources[0]
                 try:
-                    async for run in runs:
-                        for row in run:  # _line() inlined: this runs once per row served
-                            yield LogLine(row[_LINE] or "", row[_MID], row[_SENT], row[_RECEIVED], name)
+                    async for framed, run in runs:
+                        if framed:  # a packed month's: each with its chat
+                            for sent, mid, line, received, chat, action in run:
+                                yield LogLine(line, mid, sent, received, name, chat, action)
+                        else:
+                            for row in run:  # _line() inlined: this runs once per row served
+                                yield LogLine(row[_LINE] or "", row[_MID], row[_SENT], row[_RECEIVED], name)
                 finally:
                     await aclose(runs)
                 continue
             # an event is in one user key's rows (its sender's, else its target's): no id repeats across keys
-            rows = _merge([_rows_of(source) for source in sources], _row_order(reverse))
+            rows = _merge([_frame_rows(source) for source in sources], _row_order(reverse))
             try:
-                async for _, row in rows:
-                    yield self._line(row, name)
+                async for _, (sent, mid, line, received, chat, action) in rows:
+                    yield LogLine(line, mid, sent, received, name, chat, action)
             finally:
                 await aclose(rows)
 
@@ -1038,7 +1081,7 @@ class CassandraStore:
         async def distinct(pair: Pair, month: int) -> int:
             """A month read from its partition and its half days: rows counted once (a row may be in both)."""
             query = self._month_query(pair, month, start, end, False)
-            return sum([len(run) async for run in self._pair_month(pair, month, start, end, False, query)])
+            return sum([len(run) async for _, run in self._pair_month(pair, month, start, end, False, query)])
 
         batches = [
             (pair, periods[i : i + self.probe_batch])
@@ -1078,7 +1121,9 @@ class CassandraStore:
                 pair, month = hit
                 query = self._month_query(pair, month, 0, _FAR, False)
                 read[hit] = [
-                    row async for run in self._pair_month(pair, month, 0, _FAR, False, query) for row in run
+                    row
+                    async for _, run in self._pair_month(pair, month, 0, _FAR, False, query)
+                    for row in run
                 ]
             return read[hit]
 

@@ -18,11 +18,19 @@ from __future__ import annotations
 import uuid
 from typing import Final
 
-from core.irc_parse import MalformedLine, PrivmsgFields, command_of, parse_line, privmsg_fields, privmsg_parts
+from core.irc_parse import (
+    MalformedLine,
+    PrivmsgFields,
+    command_of,
+    line_tags,
+    parse_line,
+    privmsg_fields,
+    privmsg_parts,
+)
 from schemas.chat_event import MAX_KIND_CHARS, MAX_LINE_CHARS, ChatEvent
 from schemas.stored_line import VERBATIM, restore
 
-__all__ = ["UNKNOWN_KIND", "LogLine", "aclose", "stored_event", "unmarked"]
+__all__ = ["UNKNOWN_KIND", "LogLine", "aclose", "stored_event"]
 
 UNKNOWN_KIND: Final = "UNKNOWN"
 """``kind`` of a stored line that has no command word."""
@@ -61,12 +69,6 @@ def stored_event(
     )
 
 
-def unmarked(stored: str) -> str:
-    """A stored line's IRC text as the row holds it (:mod:`schemas.stored_line`: its id and time may be
-    left out of the tags), what is read without restoring the line."""
-    return stored[1:] if stored[:1] == VERBATIM else stored
-
-
 Chat = tuple[str, str | None, str | None]
 """``(channel, user_login, text)`` of a chat message (PRIVMSG), as its event has them."""
 
@@ -79,9 +81,22 @@ class LogLine:
     made, else read from the stored line without its tags by :func:`core.irc_parse.privmsg_parts`, not
     kept: keeping it costs a text answer more than the rare second read saves); a json answer of one needs
     its tags as well, parsed from the restored line (:meth:`privmsg`); a raw answer no parse. ``sent_at``
-    is the row's, as :attr:`event`'s is."""
+    is the row's, as :attr:`event`'s is.
 
-    __slots__ = ("_event", "channel_hint", "message_id", "received_at", "sent_at", "stored")
+    A row of a packed month (:mod:`schemas.packed_month`) comes with its chat found when it was packed
+    (``chat`` and ``is_action``, given only where they are the event's): :meth:`chat` is then that, and
+    :meth:`privmsg` parses only the restored line's tags."""
+
+    __slots__ = (
+        "_action",
+        "_chat",
+        "_event",
+        "channel_hint",
+        "message_id",
+        "received_at",
+        "sent_at",
+        "stored",
+    )
 
     def __init__(
         self,
@@ -90,6 +105,8 @@ class LogLine:
         sent_at: int,
         received_at: int | None,
         channel_hint: str,
+        chat: Chat | None = None,
+        is_action: bool = False,
     ) -> None:
         self.stored = stored
         """The line as the row holds it (:mod:`schemas.stored_line`)."""
@@ -99,6 +116,10 @@ class LogLine:
         self.channel_hint = channel_hint
         """The channel it was read under (the event's channel when its line does not name one)."""
         self._event: ChatEvent | None = None
+        self._chat = chat
+        """The event's ``(channel, user_login, text)`` as a packed row gives them (a PRIVMSG's), or None."""
+        self._action = is_action
+        """The event's ``is_action`` where :attr:`_chat` is given (else unused)."""
 
     @classmethod
     def of(cls, event: ChatEvent) -> LogLine:
@@ -125,8 +146,11 @@ class LogLine:
 
     def chat(self) -> Chat | None:
         """``(channel, user_login, text)`` of a chat message (PRIVMSG) as :attr:`event` has them; None for
-        every other line (then :attr:`event` tells): from the event when it is parsed, else from the
-        stored line without its tags."""
+        every other line (then :attr:`event` tells): as the row's frame gave them, else from the event when
+        it is parsed, else from the stored line without its tags."""
+        chat = self._chat
+        if chat is not None:
+            return chat
         event = self._event
         if event is not None:
             return (event.channel, event.user_login, event.text) if event.kind == "PRIVMSG" else None
@@ -139,13 +163,18 @@ class LogLine:
         """``(raw, tags, channel, user_login, text, is_action)`` of a chat message (PRIVMSG) as :attr:`event`
         has them; None for every other line (then :attr:`event` tells): from the event when it is parsed,
         else from the restored line by :func:`core.irc_parse.privmsg_fields` (its tags parsed, not the rest:
-        what a json answer shows; not kept, as :meth:`chat`'s are not)."""
+        what a json answer shows; not kept, as :meth:`chat`'s are not), or only its tags where the row's
+        frame gave the rest."""
         event = self._event
         if event is not None:
             if event.kind != "PRIVMSG":
                 return None
             return event.raw, event.tags, event.channel, event.user_login, event.text, event.is_action
-        return privmsg_fields(restore(self.stored, self.message_id, self.sent_at))  # self.raw, inlined
+        raw = restore(self.stored, self.message_id, self.sent_at)  # self.raw, inlined
+        chat = self._chat
+        if chat is None:
+            return privmsg_fields(raw)
+        return raw, line_tags(raw), chat[0], chat[1], chat[2], self._action
 
 
 async def aclose(source: object) -> None:

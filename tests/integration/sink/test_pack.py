@@ -16,11 +16,15 @@ from core.cql import connect
 from core.errors import ChatlogError
 from schemas.chat_event import ChatEvent
 from schemas.cql import month_period
+from serve.api.params import Format
+from serve.api.stream import _encoder
 from serve.store.cassandra_store import CassandraStore
 from serve.store.protocol import ById
+from sink import pack as sink_pack
 from sink.pack import pack_months
 from sink.settings import SinkSettings
 from tests.integration.serve.events import alice_and_bob, line_event, write
+from tests.packed_frames import v1_frame
 
 pytestmark = pytest.mark.integration
 
@@ -51,7 +55,14 @@ def _reads(session: Any) -> dict[str, Any]:
         def lines(lo: int, hi: int, *, reverse: bool = False) -> Any:
             return store.user_lines(CHANNEL, ALICE, lo, hi, reverse=reverse)
 
+        answers = {}  # every format's bytes, each of a read of its own (a line keeps its parse)
+        for fmt in Format:
+            encode = _encoder(fmt)
+            answers[fmt] = [encode(x) async for x in lines(JAN_1, MAR_1)] + [
+                encode(x) async for x in store.user_lines("chan", "alice", JAN_1, MAR_1, reverse=True)
+            ]
         return {
+            "answers": answers,
             "jan": [(x.sent_at, str(x.message_id), x.raw) async for x in lines(JAN_1, FEB_1)],
             "jan_desc": [(x.sent_at, x.raw) async for x in lines(JAN_1, FEB_1, reverse=True)],
             "part": [x.raw async for x in lines(JAN + 3_600_000, JAN + 4 * 3_600_000)],
@@ -63,6 +74,18 @@ def _reads(session: Any) -> dict[str, Any]:
             "latest": await store.latest_user_month(CHANNEL, ALICE),
             "by_login": [x.raw async for x in store.user_lines("chan", "alice", JAN_1, FEB_1)],
         }
+
+    return asyncio.run(main())
+
+
+def _presets(session: Any) -> tuple[int, int]:
+    """How many of alice's lines (read by id, by login) come with their chat from a packed month's frame."""
+    store = CassandraStore(session, channels_ttl_s=60)
+
+    async def main() -> tuple[int, int]:
+        by_id = [x._chat async for x in store.user_lines(CHANNEL, ALICE, JAN_1, MAR_1)]
+        by_login = [x._chat async for x in store.user_lines("chan", "alice", JAN_1, MAR_1)]
+        return sum(c is not None for c in by_id), sum(c is not None for c in by_login)
 
     return asyncio.run(main())
 
@@ -80,6 +103,7 @@ def test_a_packed_month_reads_as_its_rows_did(sink_settings: SinkSettings, sessi
     write(sink_settings, _story())
     before = _reads(session)
     assert len(before["jan"]) == 7 and before["count"] == (13, "1001") and len(before["part"]) == 3
+    assert _presets(session) == (0, 0)
 
     report = pack_months(session, sink_settings.cassandra_keyspace, settle_s=0)
 
@@ -89,6 +113,7 @@ def test_a_packed_month_reads_as_its_rows_did(sink_settings: SinkSettings, sessi
     assert [(r.sent_at, r.packed_rows) for r in _rows(session, "1001", jan)] == [(None, 6)]
     assert [(r.sent_at, r.packed_rows) for r in _rows(session, "login:alice", jan)] == [(None, 1)]
     assert _reads(session) == before
+    assert _presets(session) == (12, 12)  # alice's chat messages (not the deletion) come with their chat
     store = CassandraStore(session, channels_ttl_s=60)
     picked = {asyncio.run(store.random_user_event(CHANNEL, ALICE)).text for _ in range(40)}  # type: ignore[union-attr]
     assert picked <= {f"a{i}" for i in range(6)} and len(picked) > 1
@@ -189,3 +214,20 @@ def test_rows_older_than_a_drop_of_the_frame_columns_are_not_packed(
     assert report.packed == 0 and report.skipped["dropped"] == 5
     assert _reads(session) == before
     assert len(_rows(session, "1001", month_period(JAN))) == 6
+
+
+def test_a_month_packed_in_version_1_reads_as_its_rows_did_and_is_packed_in_version_2_with_late_rows(
+    sink_settings: SinkSettings, session: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    story = _story()
+    write(sink_settings, story)
+    before = _reads(session)
+    with monkeypatch.context() as patched:  # a keyspace packed before version 2
+        patched.setattr(sink_pack, "packed_frame", lambda rows, level: v1_frame(rows, level=level))
+        assert pack_months(session, sink_settings.cassandra_keyspace, settle_s=0).packed == 5
+    assert _reads(session) == before and _presets(session) == (0, 0)
+    assert pack_months(session, sink_settings.cassandra_keyspace, settle_s=0).packed == 0  # left as it is
+
+    write(sink_settings, [story[2]])  # a replay of alice's a1: her January packed again, in version 2
+    assert pack_months(session, sink_settings.cassandra_keyspace, settle_s=0).packed == 1
+    assert _reads(session) == before and _presets(session) == (6, 6)

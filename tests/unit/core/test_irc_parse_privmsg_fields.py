@@ -10,7 +10,14 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from bench.storage import corpus
-from core.irc_parse import MalformedLine, PrivmsgFields, parse_line, privmsg_fields, privmsg_parts
+from core.irc_parse import (
+    MalformedLine,
+    PrivmsgFields,
+    line_tags,
+    parse_line,
+    privmsg_fields,
+    privmsg_parts,
+)
 from core.testing import chat_events
 from tests.peer_lines import PEER_LINES, peer_lines
 
@@ -36,6 +43,7 @@ def _agrees(line: str) -> bool:
         parsed = _parsed(line)
         assert quick == parsed, repr(line)
         assert parsed is not None and list(quick[1].items()) == list(parsed[1].items()), repr(line)
+        assert list(line_tags(line).items()) == list(quick[1].items()), repr(line)  # a packed month's way
     return quick is not None
 
 

@@ -6,8 +6,15 @@ from __future__ import annotations
 import uuid
 from types import SimpleNamespace
 
-from schemas.packed_month import pack
-from sink.pack import PackReport, _merged
+import pytest
+
+from core.irc_parse import parse_line
+from core.testing import chat_events
+from schemas.cql import message_uuid
+from schemas.packed_month import PackedChat, PackedRow, pack, unpack
+from schemas.stored_line import VERBATIM, strip
+from sink.pack import PackReport, _merged, chat_split, packed_frame
+from tests.unit.serve.store.stored_lines import NOW, T, events_of_peer_lines, stored_row
 
 V4 = "00000000-0000-4000-8000-00000000000{}"
 V1 = str(uuid.UUID(int=(1 << 76) | 5))  # a version-1 (time) uuid: before every v4 of the same millisecond
@@ -45,3 +52,81 @@ def test_the_summary_names_what_was_left_and_why() -> None:
         "2 recent, 1 spilled"
     )
     assert PackReport().summary().endswith("left as they are: none")
+
+
+# -- the chat split of a row (what a version 2 frame stores instead of the line's text) -------------------
+
+_MID = "00000000-0000-4000-8000-000000000001"
+_T = 1_700_000_000_000
+
+
+def _split_back(line: str) -> tuple[PackedChat | None, bool]:
+    """The chat (and is_action) a one-row frame of ``line`` gives back; the line whole as it went in."""
+    ((sent, mid, back, received, chat, action),) = unpack(packed_frame([(_T, _MID, line, None)]))
+    assert (sent, mid, back, received) == (_T, _MID, line, None)
+    return chat, action
+
+
+@pytest.mark.parametrize(
+    ("line", "split"),
+    [
+        (":bob!b@h PRIVMSG #Chan :hi there", (("chan", "bob", "hi there"), False)),
+        (":bob!b@h PRIVMSG #c :\x01ACTION waves\x01", (("c", "bob", "waves"), True)),
+        (":bob!b@h PRIVMSG #c :", (("c", "bob", ""), False)),
+        ("@id=;x=1 :bob!b@h PRIVMSG #c :hi", None),  # stored VERBATIM (below)
+        (":bob!b@h PRIVMSG #c :\x01ACTION\x01", (None, False)),  # an action, but not head + its text
+        (":bob!b@h PRIVMSG #c :\x01ACTION waves", (None, False)),  # no closing \x01: the same
+        (":bob!b@h PRIVMSG #c :hi\r", (None, False)),  # the parser leaves the \r out of its raw line
+        (":bob!b@h PRIVMSG #c :\r\r", (None, False)),
+        (":bob!b@h PRIVMSG #c", (None, False)),  # no text
+        ("@login=al :bob!b@h PRIVMSG #c :hi", (None, False)),  # the sender is the tag's: parsed
+        (":bob!b@h PRIVMSG #c a :hi", (None, False)),  # the general parameter shape
+        ("@room-id=1 :tmi.twitch.tv CLEARCHAT #c :bob", (None, False)),
+        (":bob!b@h NOTICE #c :hi", (None, False)),
+        ("not irc at all", (None, False)),
+        ("", (None, False)),
+    ],
+)
+def test_a_chat_message_with_a_text_is_split_and_every_other_line_kept_whole(
+    line: str, split: tuple[PackedChat | None, bool] | None
+) -> None:
+    stored = strip(line, _MID, _T)
+    if split is None:  # a line the stored-line format keeps VERBATIM: split all the same
+        assert stored == VERBATIM + line
+        split = (("c", "bob", "hi"), False)
+    assert _split_back(stored) == split
+
+
+def test_a_split_is_the_lines_parsed_event_for_real_twitch_lines() -> None:
+    events = [e for _, e in events_of_peer_lines(NOW)] + chat_events(300, channels=3, now_ms=T)
+    split = 0
+    for event in events:
+        line, key, sent_at, received_at = stored_row(event)
+        chat = chat_split((sent_at, str(key), line, received_at))
+        if chat is not None:
+            split += 1
+            assert chat == (event.channel, event.user_login, event.text, event.is_action)
+        else:
+            assert (
+                event.kind != "PRIVMSG"
+                or event.text is None
+                or "login" in event.tags
+                or event.raw[-1:] == "\r"
+            )
+    assert split > 300
+
+
+def test_a_month_of_real_lines_packs_smaller_than_its_lines_and_no_larger_than_whole() -> None:
+    from bench.storage import corpus
+
+    rows: list[PackedRow] = []
+    for i, raw in enumerate(corpus(300)):
+        event = parse_line(raw, received_at=_T)
+        assert event is not None
+        mid = str(message_uuid(event.message_id))
+        rows.append((event.sent_at, mid, strip(raw, mid, event.sent_at), event.received_at + i))
+    frame = packed_frame(rows)
+    assert [row[:4] for row in unpack(frame)] == rows
+    assert all(row[4] is not None for row in unpack(frame))
+    assert len(frame) < sum(len(row[2]) for row in rows) / 3
+    assert len(frame) <= len(pack(rows)) + len(rows)  # the split costs no more than a byte a row
