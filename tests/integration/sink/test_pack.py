@@ -121,6 +121,14 @@ def test_a_packed_month_reads_as_its_rows_did(sink_settings: SinkSettings, sessi
     again = pack_months(session, sink_settings.cassandra_keyspace, settle_s=0)
     assert (again.months, again.packed) == (5, 0)
 
+    # a packed month flagged spilled since (its later half days are read with the frame): read the same
+    session.execute(
+        "UPDATE chat_by_user SET spilled = true WHERE channel_key = '500' AND user_key = '1001' "
+        "AND period = %s",
+        (month_period(JAN),),
+    )
+    assert _reads(session) == before and _presets(session) == (12, 12)
+
 
 def test_a_late_row_is_read_with_the_frame_once_and_packed_by_the_next_run(
     sink_settings: SinkSettings, session: Any
