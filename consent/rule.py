@@ -71,6 +71,16 @@ def verdict(event: ChatEvent, users: AbstractSet[str], channels: AbstractSet[str
     return BY_LOGIN if login and users else IN
 
 
+def keyed_verdict(
+    channel_id: str, user_id: str, users: AbstractSet[str], channels: AbstractSet[str]
+) -> Verdict:
+    """:func:`verdict` of every event the sink keyed under the channel id ``channel_id`` and the user id
+    ``user_id`` (a ``chat_by_user`` partition of two id keys: the event's ``channel_id`` and :func:`whose`
+    user id are those), without reading it. For a row that does not parse (then :func:`verdict` knows no
+    id) it errs on the side of the opt-out."""
+    return OUT if channel_id in channels or user_id in users else IN
+
+
 def named_login(event: ChatEvent) -> str | None:
     """The login to resolve when :func:`verdict` says :data:`BY_LOGIN`, lower case and trimmed."""
     login = whose(event)[1]

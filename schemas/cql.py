@@ -123,6 +123,14 @@ def _id_key(value: str | None, login: str | None) -> str | None:
     return None
 
 
+def key_id(key: str) -> str | None:
+    """The Twitch id a channel or user key holds (:func:`channel_key`, :func:`user_key`); None for a login
+    key."""
+    if key.startswith(LOGIN_KEY_PREFIX):
+        return None
+    return key.removeprefix(OTHER_ID_KEY_PREFIX)
+
+
 def channel_key(channel_id: str | None, channel_login: str) -> str:
     """The channel tables' key: the ``room-id`` when the line has one, else ``login:<channel login>``.
 

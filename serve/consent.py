@@ -23,7 +23,7 @@ from typing import Any, Final, Protocol
 from fastapi import Request
 from fastapi.responses import JSONResponse
 
-from consent.rule import BY_LOGIN, OUT, SeenLogins, named_login, verdict
+from consent.rule import BY_LOGIN, OUT, SeenLogins, keyed_verdict, named_login, verdict
 from schemas.chat_event import ChatEvent
 from serve.api.errors import ApiError, error_response
 from serve.store.names import NameSeen
@@ -147,6 +147,15 @@ class ConsentStore:
         await self._check(channel, user)
         return await self.inner.latest_user_month(channel, user)
 
+    async def _hides_line(self, line: LogLine) -> bool:
+        """:meth:`hides` of the line's event; by the ids of the partition it was read from where it has them
+        (:attr:`~serve.store.row.LogLine.owner`), so a user's month is not parsed line by line."""
+        owner = line.owner
+        if owner is None:
+            return await self.hides(line.event)
+        optouts = self.optouts
+        return keyed_verdict(owner[0], owner[1], optouts.users(), optouts.channels()) is OUT
+
     async def _shown(
         self, check: Callable[[], Awaitable[None]], lines: AsyncIterator[LogLine]
     ) -> AsyncIterator[LogLine]:
@@ -156,7 +165,7 @@ class ConsentStore:
             await check()
             optouts = self.optouts
             async for line in lines:
-                if (optouts.users() or optouts.channels()) and await self.hides(line.event):
+                if (optouts.users() or optouts.channels()) and await self._hides_line(line):
                     continue
                 yield line
         finally:

@@ -60,6 +60,7 @@ from schemas.cql import (
     channel_key,
     clustering_order,
     half_days_of,
+    key_id,
     month_end_ms,
     month_of,
     month_periods,
@@ -291,6 +292,13 @@ async def _frame_rows(runs: AsyncIterator[Run]) -> AsyncIterator[UnpackedRow]:
 Run = tuple[bool, Sequence[Any]]
 """Rows of one user-month in a run: whether they are a frame's (:data:`schemas.packed_month.UnpackedRow`,
 a chat at index 4, which is not :data:`_SPILLED`), and the rows (else :data:`ROW_COLUMNS` rows)."""
+
+
+def _owner(pair: Pair) -> tuple[str, str] | None:
+    """``(channel id, user id)`` of a pair of id keys (every row under it is theirs: the sink keys a row by
+    its event's); None where either is a login key."""
+    channel_id, user_id = key_id(pair[0]), key_id(pair[1])
+    return None if channel_id is None or user_id is None else (channel_id, user_id)
 
 
 class OutOfOrder(RuntimeError):
@@ -1010,14 +1018,24 @@ class CassandraStore:
             name = channel_keys.name
             if len(sources) == 1:
                 runs = sources[0]
+                owner = _owner(pairs[0])
                 try:
                     async for framed, run in runs:
                         if framed:  # a packed month's: each with its chat
                             for sent, mid, line, received, chat, action in run:
-                                yield LogLine(line, mid, sent, received, name, chat, action)
+                                yield LogLine(line, mid, sent, received, name, chat, action, owner)
                         else:
                             for row in run:  # _line() inlined: this runs once per row served
-                                yield LogLine(row[_LINE] or "", row[_MID], row[_SENT], row[_RECEIVED], name)
+                                yield LogLine(
+                                    row[_LINE] or "",
+                                    row[_MID],
+                                    row[_SENT],
+                                    row[_RECEIVED],
+                                    name,
+                                    None,
+                                    False,
+                                    owner,
+                                )
                 finally:
                     await aclose(runs)
                 continue

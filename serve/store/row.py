@@ -85,7 +85,10 @@ class LogLine:
 
     A row of a packed month (:mod:`schemas.packed_month`) comes with its chat found when it was packed
     (``chat`` and ``is_action``, given only where they are the event's): :meth:`chat` is then that, and
-    :meth:`privmsg` parses only the restored line's tags."""
+    :meth:`privmsg` parses only the restored line's tags.
+
+    A row read from a user's partition of a channel id and a user id comes with those ids (``owner``): the
+    opt-out rule's answer for it without parsing it (:func:`consent.rule.keyed_verdict`)."""
 
     __slots__ = (
         "_action",
@@ -93,6 +96,7 @@ class LogLine:
         "_event",
         "channel_hint",
         "message_id",
+        "owner",
         "received_at",
         "sent_at",
         "stored",
@@ -107,6 +111,7 @@ class LogLine:
         channel_hint: str,
         chat: Chat | None = None,
         is_action: bool = False,
+        owner: tuple[str, str] | None = None,
     ) -> None:
         self.stored = stored
         """The line as the row holds it (:mod:`schemas.stored_line`)."""
@@ -120,6 +125,8 @@ class LogLine:
         """The event's ``(channel, user_login, text)`` as a packed row gives them (a PRIVMSG's), or None."""
         self._action = is_action
         """The event's ``is_action`` where :attr:`_chat` is given (else unused)."""
+        self.owner = owner
+        """``(channel id, user id)`` of the partition the row was read from, where both keys are ids."""
 
     @classmethod
     def of(cls, event: ChatEvent) -> LogLine:

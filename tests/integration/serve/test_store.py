@@ -14,6 +14,7 @@ from typing import Any, TypeVar
 import msgspec
 import pytest
 
+from consent.rule import whose
 from core.testing import chat_events
 from schemas.chat_event import ChatEvent
 from schemas.cql import message_uuid
@@ -52,15 +53,23 @@ def _run(session: Any, body: Callable[[CassandraStore], Awaitable[T]]) -> T:
     return asyncio.run(main())
 
 
+OWNED: Counter[bool] = Counter()
+"""How many lines read came with their partition's ids (``LogLine.owner``) and how many without."""
+
+
 async def _all(lines: AsyncIterator[LogLine]) -> list[ChatEvent]:
-    """The events of ``lines``; each line's own fields (read without a parse) are its event's."""
+    """The events of ``lines``; each line's own fields (read without a parse) are its event's, its owner
+    the ids the opt-out rule decides it by."""
     out = []
     async for line in lines:
-        raw, sent_at, chat = line.raw, line.sent_at, line.chat()
+        raw, sent_at, chat, owner = line.raw, line.sent_at, line.chat(), line.owner
         event = line.event
         assert (raw, sent_at) == (event.raw, event.sent_at)
         if chat is not None:
             assert event.kind == "PRIVMSG" and chat == (event.channel, event.user_login, event.text)
+        if owner is not None:
+            assert owner == (event.channel_id, whose(event)[0])
+        OWNED[owner is not None] += 1
         out.append(event)
     return out
 
@@ -291,10 +300,12 @@ def test_chat_events_read_back_by_login_and_id(sink_settings: SinkSettings, sess
             ]
         return [await _all(r) for r in reads]
 
+    OWNED.clear()
     got = _run(session, body)
     assert got[:3] == [chan0, user5, user3]
     if ids:
         assert got[3:] == [chan0, user5]
+    assert OWNED[True] >= (2 * len(user5) if ids else 0)  # user5 by login and by id; without ids: none
 
 
 def test_a_stored_line_that_does_not_parse_comes_back(sink_settings: SinkSettings, session: Any) -> None:

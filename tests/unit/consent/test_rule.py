@@ -13,15 +13,16 @@ import pytest
 from consent.erase import row_user_key
 from consent.records import OptOut, login_digest
 from consent.registry import OptOutRegistry
-from consent.rule import BY_LOGIN, IN, OUT, OptOutSet, SeenLogins, verdict, whose
+from consent.rule import BY_LOGIN, IN, OUT, OptOutSet, SeenLogins, keyed_verdict, verdict, whose
 from core.irc_parse import parse_line
 from core.settings import KafkaSettings
 from core.testing import twitch_line
 from ingest.consent import OptOutGate
 from schemas.chat_event import ChatEvent
-from schemas.cql import message_uuid, user_key
+from schemas.cql import channel_key, key_id, message_uuid, user_key
 from schemas.stored_line import strip
 from serve.consent import ConsentStore, hidden
+from serve.store.row import LogLine
 from serve.testing import MemoryStore
 from sink.writer.rows import _event_user_key
 
@@ -136,6 +137,38 @@ def test_the_read_store(case: Case, optout: str) -> None:
     logins = MemoryStore([BOBS_OWN_LINE, CASES[1].event])  # a login's newest user id: bob 42, carol 43
     store = ConsentStore(logins, _registry(optout))
     assert asyncio.run(store.hides(case.event)) is _expected(case, optout)
+
+
+def _id_keys(event: ChatEvent) -> tuple[str, str] | None:
+    """The ids of the channel and user keys the sink keeps ``event``'s user row under; None where either
+    key is a login's."""
+    row_key = _event_user_key(event)
+    channel_id = key_id(channel_key(event.channel_id, event.channel))
+    user_id = None if row_key is None else key_id(row_key)
+    return None if channel_id is None or user_id is None else (channel_id, user_id)
+
+
+KEYED = [c for c in CASES if _id_keys(c.event) is not None]
+
+
+@pytest.mark.parametrize("optout", OPT_OUTS)
+@pytest.mark.parametrize("case", KEYED, ids=[c.name for c in KEYED])
+def test_the_read_store_by_the_keys_a_row_was_read_under(case: Case, optout: str) -> None:
+    """A row of a user's partition whose channel and user keys are both ids is decided by them, unread."""
+    event = case.event
+    owner = _id_keys(event)
+    assert owner is not None
+    registry = _registry(optout)
+    found = keyed_verdict(*owner, registry.users(), registry.channels())
+    assert (found is OUT) is _expected(case, optout)
+    assert found is verdict(event, registry.users(), registry.channels())
+    line = LogLine("not an IRC line", event.message_id, event.sent_at, None, "chan", owner=owner)
+    hides = asyncio.run(ConsentStore(MemoryStore([]), registry)._hides_line(line))
+    assert hides is _expected(case, optout) and line._event is None  # decided without parsing the line
+
+
+def test_most_cases_are_kept_under_id_keys() -> None:
+    assert len(KEYED) == 8  # the rest: no user row (a cleared chat, a notice), or under a login key
 
 
 @pytest.mark.parametrize("case", CASES, ids=IDS)

@@ -31,6 +31,7 @@ from schemas.cql import (
     half_days_of,
     is_half_day,
     is_month_period,
+    key_id,
     message_uuid,
     month_end_ms,
     month_of,
@@ -131,6 +132,12 @@ def test_keys_are_the_numeric_id_else_the_login_under_a_prefix() -> None:
     assert channel_key("11148817", "pajlada") == "11148817"
     assert channel_key(None, "pajlada") == channel_key("", "Pajlada") == "login:pajlada"
     assert channel_key("not-a-number", "x") == "id:not-a-number"
+    assert [key_id(channel_key(i, "x")) for i in ("11148817", "not-a-number", None)] == [
+        "11148817",
+        "not-a-number",
+        None,
+    ]
+    assert key_id(user_key("id:x", None) or "") == "id:x"  # an id that looks like a key: itself
     assert user_key("29", "jun1orrrr") == "29"
     assert user_key(None, "JuN1oRRRR") == "login:jun1orrrr"
     assert user_key(None, None) is None  # a server's CLEARCHAT: no user row
