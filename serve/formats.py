@@ -132,23 +132,24 @@ def friendly_text(event: ChatEvent) -> str:
 def timestamp(ms: int) -> str:
     """RFC 3339 in UTC: ``2024-01-02T15:04:05Z``, with ``.123`` when the milliseconds are not zero."""
     second, milli = divmod(ms, 1000)
-    day, time_of_day = _day_and_time(second)
-    return f"{day}T{time_of_day}.{_THREE[milli]}Z" if milli else f"{day}T{time_of_day}Z"
+    hour, rest = divmod(second, 3600)
+    minute, sec = divmod(rest, 60)
+    if milli:
+        return f"{_iso_hour(hour)}{_TWO[minute]}:{_TWO[sec]}.{_THREE[milli]}Z"
+    return f"{_iso_hour(hour)}{_TWO[minute]}:{_TWO[sec]}Z"
+
+
+@lru_cache(maxsize=4096)
+def _iso_hour(hour: int) -> str:
+    """``2024-01-02T15:``: :func:`_hour` as RFC 3339 writes it."""
+    day, hour_of_day = divmod(hour, 24)
+    return f"{_date(day)}T{_TWO[hour_of_day]}:"
 
 
 @lru_cache(maxsize=256)
 def _date(day: int) -> str:
     """``2024-01-02``: the UTC date of the ``day``-th day after 1970-01-01 (a log's lines share a few)."""
     return datetime.fromtimestamp(day * _DAY_S, UTC).strftime("%Y-%m-%d")
-
-
-def _day_and_time(second: int) -> tuple[str, str]:
-    """The UTC date and ``15:04:05`` of an epoch second: ``strftime`` only once a day (~2.5 µs each; a
-    busy day's lines have ~86,400 distinct seconds), the time of day by arithmetic."""
-    day, rest = divmod(second, _DAY_S)
-    hour, rest = divmod(rest, 3600)
-    minute, sec = divmod(rest, 60)
-    return _date(day), f"{_TWO[hour]}:{_TWO[minute]}:{_TWO[sec]}"
 
 
 @lru_cache(maxsize=4096)
