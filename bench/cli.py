@@ -369,6 +369,10 @@ def bench_vs_justlog(
     seconds: Annotated[
         float, typer.Option(min=0.5, help="A cell ends after this long, or when its URL list is used up.")
     ] = 5.0,
+    passes: Annotated[
+        int,
+        typer.Option(min=1, help="Measured passes of the grid per server; a cell is its median pass's."),
+    ] = 3,
     work: Annotated[
         Path | None, typer.Option(help="Keep the tree and the scratch files here (default: a temporary dir).")
     ] = None,
@@ -387,6 +391,7 @@ def bench_vs_justlog(
         user_clients=_counts(user_clients, "--user-clients"),
         day_clients=_counts(day_clients, "--day-clients"),
         seconds=seconds,
+        passes=passes,
     )
     result = b.run(load(SinkSettings), justlog.resolve(), params, out, work)
     typer.echo(b.summary(result))

@@ -7,20 +7,24 @@ It builds nothing: it takes a justlog binary (built from justlog's repository, o
    of ``users`` chatters, written as a justlog log tree;
 2. justlog alone (:mod:`bench.justlog_server`: a generated config on a loopback port, a stand-in for the
    Twitch services it asks at start-up): its own archiver gzips the tree (the past days and month), then
-   two passes of the grid, the second measured;
+   a pass of the grid to warm it up and ``passes`` measured ones (below);
 3. chatlog alone: ``chatlog import`` of the same tree (its channel files) into scratch topics, ``chatlog
    sink --backfill`` into a scratch keyspace (both removed at the end), a flush, compactions left to
    settle; then ``chatlog pack`` (the month is over: a deployment's periodic job, as justlog's archiver)
    and a major compaction (the packed months' old rows gone, as compactions do in time); then ``chatlog
-   serve`` on it (it has no cache of whole answers) and two passes of the grid, the second measured
-   after compactions settled again;
+   serve`` on it (it has no cache of whole answers), a pass of the grid to warm it up and, after
+   compactions settled again, ``passes`` measured ones;
 4. the grid: a user's month (``/channelid/<id>/userid/<id>/<y>/<m>``, users of ~``user_month_lines``
    lines) at 1 and 32 clients, a channel's day (``/channelid/<id>/<y>/<m>/<d>``) at 1 and 8 clients, each
    as text and ``?json``, by :func:`bench.serve_load.closed_loop` (keep-alive, every body read to its end),
    each URL of a list at most once per cell (a cell ends when its list is used up or after ``seconds``);
    every text answer's line count is checked against the tree. Per cell: requests/s, lines/s, p50/p99,
    the server's peak RSS, CPU ms per request of the server (and Cassandra, for chatlog) from /proc (a
-   server's worker processes summed in: ``chatlog serve`` runs one per CPU);
+   server's worker processes summed in: ``chatlog serve`` runs one per CPU). A cell of a user's month
+   lasts a second or two (its list holds a few hundred users): one pause of either server (a garbage
+   collection, a compaction) moves it by tens of percent, so each server runs ``passes`` measured passes
+   of the same lists (neither has a cache of whole answers; both have their page caches warm from the
+   first pass) and a cell's figures are those of its median pass (by its rate);
 5. storage, in bytes per message: justlog's tree (every file, both copies, gzipped) and chatlog's line
    tables (their ``*-Data.db``, as ``chatlog bench read`` counts; and every file of the keyspace) after the
    flush, as the sink wrote them (flushes write LZ4 whatever a table's compressor), and after the pack and
@@ -71,6 +75,8 @@ class Params:
     """A cell ends after this long (or when its URL list is used up)."""
     limit_s: float = 60.0
     """A cell's requests still running after this are cancelled (counted; percentiles "over")."""
+    passes: int = 3
+    """Measured passes of the grid per server (after one to warm up); a cell is its median pass's."""
 
     def tree(self) -> TreeParams:
         return TreeParams(
@@ -222,11 +228,37 @@ async def grid(
     return out
 
 
+def _metric(key: str) -> str:
+    """What a cell is ranked and compared by: requests/s for a user's month, lines/s for a channel's day."""
+    return "requests_per_s" if key.startswith("user_month") else "lines_per_s"
+
+
+def median_grid(passes: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """Each cell of the measured ``passes`` as its median pass gave it (by :func:`_metric`; of an even
+    number, the lower middle one), with every pass's rate beside it (``pass_rates``)."""
+    out: dict[str, Any] = {}
+    for key in passes[0]:
+        cells = [p[key] for p in passes if key in p]
+        metric = _metric(key)
+        ranked = sorted(cells, key=lambda cell: cell[metric] or 0)
+        out[key] = {**ranked[(len(ranked) - 1) // 2], "pass_rates": [cell[metric] for cell in cells]}
+    return out
+
+
+async def measured(
+    base: str, lists: dict[str, list[Url]], params: Params, pids: dict[str, int | None], name: str
+) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """:attr:`Params.passes` passes of the grid: the median grid (:func:`median_grid`) and the passes."""
+    passes = [await grid(base, lists, params, pids, f"{name} pass {n + 2}") for n in range(params.passes)]
+    return median_grid(passes), passes
+
+
 # -- justlog -------------------------------------------------------------------------------------------
 
 
 def measure_justlog(binary: Path, tree: Tree, params: Params, work: Path) -> dict[str, Any]:
-    """justlog alone: archive the tree with its own archiver, two passes of the grid, its storage."""
+    """justlog alone: archive the tree with its own archiver, a pass of the grid to warm up, the measured
+    passes, its storage."""
     from bench.justlog_server import running_justlog, wait_archived
 
     lists = url_lists(tree)
@@ -238,7 +270,7 @@ def measure_justlog(binary: Path, tree: Tree, params: Params, work: Path) -> dic
         say(f"archived in {archive_s:.1f} s; justlog RSS {(vm_rss(justlog.pid) or 0) / MB:.0f} MB")
         pids: dict[str, int | None] = {"server": justlog.pid}
         first = asyncio.run(grid(justlog.base, lists, params, pids, "justlog pass 1"))
-        second = asyncio.run(grid(justlog.base, lists, params, pids, "justlog pass 2"))
+        second, passes = asyncio.run(measured(justlog.base, lists, params, pids, "justlog"))
         rss_after = vm_rss(justlog.pid)
         asked = dict(standin.asked)
     size = tree_bytes(tree.root)
@@ -247,6 +279,7 @@ def measure_justlog(binary: Path, tree: Tree, params: Params, work: Path) -> dic
         "stand_in_asked": asked,
         "pass_1": first,
         "grid": second,
+        "passes": passes,
         "server_rss_mb_after": round((rss_after or 0) / MB, 1),
         "storage": {"bytes": size, "bytes_per_message": round(size / tree.lines, 1)},
     }
@@ -379,7 +412,8 @@ def chatlog_storage(data_dir: Path, keyspace: str, tree: Tree) -> dict[str, Any]
 
 
 def measure_chatlog(settings: Any, tree: Tree, params: Params, work: Path) -> dict[str, Any]:
-    """chatlog alone: load the tree, flush, let compactions settle, two passes of the grid, storage."""
+    """chatlog alone: load the tree, flush, let compactions settle, pack, compact, a pass of the grid to
+    warm up, the measured passes, storage."""
     from bench.read import flush_and_compact
     from bench.serve import serving
     from bench.sink_data import fresh
@@ -409,7 +443,9 @@ def measure_chatlog(settings: Any, tree: Tree, params: Params, work: Path) -> di
                 pids: dict[str, int | None] = {"server": server.pid, "cassandra": cassandra}
                 out["pass_1"] = asyncio.run(grid(server.base, lists, params, pids, "chatlog pass 1"))
                 out["settle_s"].append(round(settle(session, keyspace, data_dir, 600), 1))
-                out["grid"] = asyncio.run(grid(server.base, lists, params, pids, "chatlog pass 2"))
+                out["grid"], out["passes"] = asyncio.run(
+                    measured(server.base, lists, params, pids, "chatlog")
+                )
                 out["server_rss_mb_after"] = round((vm_rss(server.pid) or 0) / MB, 1)
         finally:
             cluster.shutdown()
@@ -434,7 +470,7 @@ def ratio_table(justlog: dict[str, Any], chatlog: dict[str, Any], params: Params
         j, c = justlog["grid"].get(row.key), chatlog["grid"].get(row.key)
         if j is None or c is None:
             continue
-        metric = "requests_per_s" if row.read == "user_month" else "lines_per_s"
+        metric = _metric(row.key)
         table.append(
             {
                 "row": row.key,
@@ -600,6 +636,16 @@ def summary(result: dict[str, Any]) -> str:
         f"justlog archived the tree in {j['archive_s']} s; "
         f"its Twitch stand-in was asked {j['stand_in_asked']}",
     ]
+    rates = [
+        f"{key}: {j['grid'][key]['pass_rates']} | {c['grid'][key]['pass_rates']}"
+        for key in c["grid"]
+        if key.startswith("user_month") and key in j["grid"] and "pass_rates" in c["grid"][key]
+    ]
+    if rates:
+        lines.append(
+            "each cell is its median pass's; user-month req/s per pass, justlog | chatlog: "
+            + "; ".join(rates)
+        )
     return "\n".join(lines)
 
 

@@ -23,7 +23,7 @@ from bench.justlog_tree import (
     user_month_path,
     write_tree,
 )
-from bench.vs_justlog import Params, Row, ratio_table, rows, split_warmup, summary, url_lists
+from bench.vs_justlog import Params, Row, median_grid, ratio_table, rows, split_warmup, summary, url_lists
 
 SMALL = TreeParams(days=3, lines_per_day=1_000, users=100, user_month_lines=30)
 
@@ -222,3 +222,24 @@ def test_tree_bytes_counts_archived_files(tmp_path: Path) -> None:
     (tmp_path / "a" / "channel.txt.gz").write_bytes(gzip.compress(b"x" * 1000))
     (tmp_path / "b.txt").write_bytes(b"12345")
     assert tree_bytes(tmp_path) == (tmp_path / "a" / "channel.txt.gz").stat().st_size + 5
+
+
+def test_a_cell_is_its_median_pass() -> None:
+    def cell(rate: float, p99: float) -> dict[str, Any]:
+        return {"requests_per_s": rate, "lines_per_s": rate * 300, "p99_ms": p99}
+
+    passes = [
+        {"user_month_text_1": cell(400.0, 5.0), "channel_day_text_1": {"lines_per_s": 9.0, "p99_ms": 1.0}},
+        {"user_month_text_1": cell(900.0, 2.0), "channel_day_text_1": {"lines_per_s": 7.0, "p99_ms": 2.0}},
+        {"user_month_text_1": cell(500.0, 9.0), "channel_day_text_1": {"lines_per_s": 8.0, "p99_ms": 3.0}},
+    ]
+    grid = median_grid(passes)
+    month, day = grid["user_month_text_1"], grid["channel_day_text_1"]
+    assert (month["requests_per_s"], month["p99_ms"], month["pass_rates"]) == (
+        500.0,
+        9.0,
+        [400.0, 900.0, 500.0],
+    )
+    assert (day["lines_per_s"], day["p99_ms"]) == (8.0, 3.0)  # a day's cell ranked by lines/s
+    assert median_grid(passes[:2])["user_month_text_1"]["requests_per_s"] == 400.0  # the lower middle one
+    assert median_grid(passes[:1])["user_month_text_1"]["requests_per_s"] == 400.0
