@@ -142,8 +142,7 @@ def timestamp(ms: int) -> str:
 @lru_cache(maxsize=4096)
 def _iso_hour(hour: int) -> str:
     """``2024-01-02T15:``: :func:`_hour` as RFC 3339 writes it."""
-    day, hour_of_day = divmod(hour, 24)
-    return f"{_date(day)}T{_TWO[hour_of_day]}:"
+    return _hour(hour).replace(" ", "T", 1)
 
 
 @lru_cache(maxsize=256)
@@ -193,13 +192,8 @@ def log_text_line(line: LogLine) -> str:
 
 
 def log_text_bytes(line: LogLine) -> bytes:
-    """:func:`log_text_line` and its line end, encoded: a text answer's line (one call less per line than
-    the two)."""
-    chat = line.chat()
-    if chat is None:
-        return (text_line(line.event) + "\n").encode()
-    channel, user, text = chat
-    return (_text_line(line.sent_at, channel, user, text or "") + "\n").encode()
+    """:func:`log_text_line` and its line end, encoded: a text answer's line."""
+    return (log_text_line(line) + "\n").encode()
 
 
 # -- the json messages: one shape each, its keys in the order they are sent ---------------------------
