@@ -67,7 +67,7 @@ from schemas.cql import (
     month_start_ms,
     user_key,
 )
-from schemas.packed_month import UnpackedRow, unpack
+from schemas.packed_month import Frame, UnpackedRow, unpack, unpack_frame
 from schemas.stored_line import unmarked
 from serve.store import random_pick
 from serve.store.aiocql import PagedQuery
@@ -279,19 +279,25 @@ async def _frame_rows(runs: AsyncIterator[Run]) -> AsyncIterator[UnpackedRow]:
     """The rows of ``runs``, one by one, each in a frame's rows' shape."""
     try:
         async for framed, run in runs:
-            if framed:
+            if framed is True:
                 for row in run:
                     yield row
-            else:
+            elif framed is False:
                 for row in run:
                     yield _as_unpacked(row)
+            else:
+                ids, lines, received = framed.rest()
+                sents, chats, actions = framed.sents, framed.chats, framed.actions
+                for i in run:
+                    yield sents[i], ids[i], lines[i], received[i], chats[i], actions[i]
     finally:
         await aclose(runs)
 
 
-Run = tuple[bool, Sequence[Any]]
-"""Rows of one user-month in a run: whether they are a frame's (:data:`schemas.packed_month.UnpackedRow`,
-a chat at index 4, which is not :data:`_SPILLED`), and the rows (else :data:`ROW_COLUMNS` rows)."""
+Run = tuple[bool | Frame, Sequence[Any]]
+"""Rows of one user-month in a run: a packed month's :class:`~schemas.packed_month.Frame` and the indices of
+its rows read (a range); else whether they are a frame's rows (:data:`schemas.packed_month.UnpackedRow`, a
+chat at index 4, which is not :data:`_SPILLED`) and those (else :data:`ROW_COLUMNS` rows)."""
 
 
 def _owner(pair: Pair) -> tuple[str, str] | None:
@@ -958,11 +964,15 @@ class CassandraStore:
                 spilled, packed = bool(first[0][_SPILLED]), first[0][_PACKED]
             else:
                 spilled, packed = await self._statics(pair, month)
-            unpacked = _unpacked(packed, lo, hi, reverse, whole) if packed is not None else None
-            if unpacked is not None and not first and not self._half_days(spilled):
-                if unpacked:
-                    yield True, unpacked  # a packed month without late rows: the usual read of a past month
+            if packed is not None and not first and not self._half_days(spilled):
+                frame = unpack_frame(
+                    packed
+                )  # a packed month without late rows: the usual read of a past month
+                window = frame.window(lo, hi, reverse)
+                if window:
+                    yield frame, window
                 return
+            unpacked = _unpacked(packed, lo, hi, reverse, whole) if packed is not None else None
             framed = unpacked is not None
             if unpacked is not None:  # late rows too: merged, a row in both once
                 late = _all_unpacked(_rows_of(_pages(first, pages)))
@@ -1021,7 +1031,13 @@ class CassandraStore:
                 owner = _owner(pairs[0])
                 try:
                     async for framed, run in runs:
-                        if framed:  # a packed month's: each with its chat
+                        if isinstance(framed, Frame):  # a packed month's: its id and line read when asked
+                            sents, chats, actions = framed.sents, framed.chats, framed.actions
+                            for i in run:
+                                yield LogLine(
+                                    "", "", sents[i], None, name, chats[i], actions[i], owner, framed, i
+                                )
+                        elif framed:  # a frame's rows with late ones: each with its chat
                             for sent, mid, line, received, chat, action in run:
                                 yield LogLine(line, mid, sent, received, name, chat, action, owner)
                         else:
@@ -1139,9 +1155,7 @@ class CassandraStore:
                 pair, month = hit
                 query = self._month_query(pair, month, 0, _FAR, False)
                 read[hit] = [
-                    row
-                    async for _, run in self._pair_month(pair, month, 0, _FAR, False, query)
-                    for row in run
+                    row async for row in _frame_rows(self._pair_month(pair, month, 0, _FAR, False, query))
                 ]
             return read[hit]
 

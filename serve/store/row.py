@@ -28,6 +28,7 @@ from core.irc_parse import (
     privmsg_parts,
 )
 from schemas.chat_event import MAX_KIND_CHARS, MAX_LINE_CHARS, ChatEvent
+from schemas.packed_month import Frame
 from schemas.stored_line import VERBATIM, restore
 
 __all__ = ["UNKNOWN_KIND", "LogLine", "aclose", "stored_event"]
@@ -85,7 +86,9 @@ class LogLine:
 
     A row of a packed month (:mod:`schemas.packed_month`) comes with its chat found when it was packed
     (``chat`` and ``is_action``, given only where they are the event's): :meth:`chat` is then that, and
-    :meth:`privmsg` parses only the restored line's tags.
+    :meth:`privmsg` parses only the restored line's tags. Such a row may come as its month's ``frame`` and
+    its ``index`` there instead of its id, line and receive time: those are read from the frame when first
+    asked (:meth:`schemas.packed_month.Frame.rest`), which a text answer of chat messages never does.
 
     A row read from a user's partition of a channel id and a user id comes with those ids (``owner``): the
     opt-out rule's answer for it without parsing it (:func:`consent.rule.keyed_verdict`)."""
@@ -94,12 +97,14 @@ class LogLine:
         "_action",
         "_chat",
         "_event",
+        "_frame",
+        "_index",
+        "_message_id",
+        "_received_at",
+        "_stored",
         "channel_hint",
-        "message_id",
         "owner",
-        "received_at",
         "sent_at",
-        "stored",
     )
 
     def __init__(
@@ -112,12 +117,17 @@ class LogLine:
         chat: Chat | None = None,
         is_action: bool = False,
         owner: tuple[str, str] | None = None,
+        frame: Frame | None = None,
+        index: int = 0,
     ) -> None:
-        self.stored = stored
-        """The line as the row holds it (:mod:`schemas.stored_line`)."""
-        self.message_id = message_id
+        self._stored = stored
+        self._message_id = message_id
         self.sent_at = sent_at
-        self.received_at = received_at
+        self._received_at = received_at
+        self._frame = frame
+        """The packed month the row is ``index`` of, until its id, line and receive time are read from it
+        (``stored``, ``message_id``, ``received_at`` are then those; as given until then)."""
+        self._index = index
         self.channel_hint = channel_hint
         """The channel it was read under (the event's channel when its line does not name one)."""
         self._event: ChatEvent | None = None
@@ -127,6 +137,37 @@ class LogLine:
         """The event's ``is_action`` where :attr:`_chat` is given (else unused)."""
         self.owner = owner
         """``(channel id, user id)`` of the partition the row was read from, where both keys are ids."""
+
+    def _unframe(self) -> None:
+        frame = self._frame
+        if frame is not None:
+            ids, lines, received = frame.rest()
+            i = self._index
+            self._stored, self._message_id, self._received_at, self._frame = (
+                lines[i],
+                ids[i],
+                received[i],
+                None,
+            )
+
+    @property
+    def stored(self) -> str:
+        """The line as the row holds it (:mod:`schemas.stored_line`)."""
+        if self._frame is not None:
+            self._unframe()
+        return self._stored
+
+    @property
+    def message_id(self) -> uuid.UUID | str:
+        if self._frame is not None:
+            self._unframe()
+        return self._message_id
+
+    @property
+    def received_at(self) -> int | None:
+        if self._frame is not None:
+            self._unframe()
+        return self._received_at
 
     @classmethod
     def of(cls, event: ChatEvent) -> LogLine:

@@ -10,7 +10,16 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from schemas.packed_month import VERSION, ChatSplit, PackedRow, PackError, UnpackedRow, pack, unpack
+from schemas.packed_month import (
+    VERSION,
+    ChatSplit,
+    PackedRow,
+    PackError,
+    UnpackedRow,
+    pack,
+    unpack,
+    unpack_frame,
+)
 from tests.packed_frames import v1_frame
 
 _TIME = st.integers(min_value=0, max_value=253_402_300_799_999)
@@ -127,3 +136,36 @@ def test_a_newer_version_is_refused_by_name() -> None:
     frame = _frame(VERSION + 1, 0, [0], ["a"], ["l"], [None])
     with pytest.raises(PackError, match=f"version {VERSION + 1}"):
         unpack(frame)
+
+
+@given(st.lists(_ROW, min_size=1, max_size=40), _TIME, _TIME, st.booleans())
+def test_a_window_is_the_rows_sent_in_it_in_time_order(
+    rows: list[PackedRow], lo: int, hi: int, reverse: bool
+) -> None:
+    rows.sort(key=lambda r: r[0])
+    frame = unpack_frame(pack(rows))
+    expected = [i for i, row in enumerate(rows) if lo <= row[0] < hi]
+    assert list(frame.window(lo, hi, reverse)) == (expected[::-1] if reverse else expected)
+    assert frame.sents == [row[0] for row in rows]
+
+
+def test_the_ids_and_lines_of_a_frame_are_read_when_asked_and_checked_then() -> None:
+    value = _frame(
+        VERSION,
+        7,
+        [0, 1],
+        ["a", "b"],
+        ["h"],
+        [None, None],
+        ["#c"],
+        ["u"],
+        [0, 0],
+        ["hi", None],
+        [False, False],
+    )
+    read = unpack_frame(value)  # the line column is one short: found when the lines are read, not before
+    assert read.sents == [7, 8] and read.chats == [("#c", "u", "hi"), None] and read.actions == [False, False]
+    with pytest.raises(PackError, match="columns of different lengths"):
+        read.rest()
+    with pytest.raises(PackError, match="columns of different lengths"):
+        unpack(value)

@@ -5,12 +5,15 @@ chatlog's tests write and lines hypothesis makes."""
 
 from __future__ import annotations
 
+import cramjam
+import msgspec
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from core.irc_parse import MalformedLine, parse_line
 from schemas.chat_event import ChatEvent
-from schemas.packed_month import PackedRow, unpack
+from schemas.packed_month import VERSION, PackedRow, PackError, unpack, unpack_frame
 from serve.api.params import Format
 from serve.api.stream import _encoder
 from serve.store.row import LogLine
@@ -31,8 +34,17 @@ def _rows(events: list[ChatEvent]) -> list[PackedRow]:
 def _same_in_every_format(rows: list[PackedRow]) -> int:
     """Assert a packed LogLine and a plain one of each row agree in every format; how many had a chat."""
     preset = 0
-    for sent, mid, line, received, chat, action in unpack(packed_frame(rows)):
+    value = packed_frame(rows)
+    frame = unpack_frame(value)
+    for i, (sent, mid, line, received, chat, action) in enumerate(unpack(value)):
         plain = LogLine(line, mid, sent, received, _HINT)
+        for fmt in Format:  # a row given as its frame and index: its id and line read from there
+            framed = LogLine("", "", sent, None, _HINT, frame.chats[i], frame.actions[i], None, frame, i)
+            assert _encoder(fmt)(framed) == _encoder(fmt)(LogLine(line, mid, sent, received, _HINT)), (
+                fmt,
+                line,
+            )
+            assert (framed.stored, framed.message_id, framed.received_at) == (line, mid, received)
         event = plain.event
         if chat is not None:
             preset += 1
@@ -106,3 +118,17 @@ def test_lines_hypothesis_makes_read_the_same_packed(lines: list[str]) -> None:
             events.append(event)
     if events:
         _same_in_every_format(_rows(events))
+
+
+def test_a_text_answer_of_a_packed_months_chat_messages_does_not_read_their_lines() -> None:
+    heads = ["@id=;tmi-sent-ts= :u!u@u PRIVMSG #c :", ":u!u@u PRIVMSG #c :"]
+    columns = [[0, 1], ["a", "b"], heads[:1], [None, None], ["c"], ["u"], [0, 0], ["hi", "yo"], [False, True]]
+    value = bytes(cramjam.zstd.compress(msgspec.msgpack.encode([VERSION, 7, *columns])))  # a line short
+    frame = unpack_frame(value)
+    lines = [
+        LogLine("", "", 7 + i, None, _HINT, frame.chats[i], frame.actions[i], None, frame, i) for i in (0, 1)
+    ]
+    text = b"".join(_encoder(Format.TEXT)(line) for line in lines)
+    assert text == b"[1970-01-01 00:00:00] #c u: hi\n[1970-01-01 00:00:00] #c u: yo\n"
+    with pytest.raises(PackError, match="columns of different lengths"):  # the lines are read for raw
+        _encoder(Format.RAW)(lines[0])
