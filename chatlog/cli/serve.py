@@ -62,7 +62,7 @@ def register(app: typer.Typer) -> None:
             serve_on_workers(settings, count)
             return
         try:
-            asgi = create_app(settings, store, consent=consent, fresh=fresh)
+            asgi = create_app(settings, store, consent=consent, fresh=fresh, freeze=True)
             uvicorn.run(asgi, **uvicorn_options(settings))
         finally:
             cluster.shutdown()

