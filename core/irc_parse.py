@@ -76,6 +76,7 @@ __all__ = [
     "privmsg_parts",
     "route_by_command",
     "sender_of",
+    "tag_section",
     "unescape_tag_value",
     "with_tags",
 ]
@@ -514,14 +515,20 @@ def privmsg_parts(line: str) -> tuple[str, str | None, str | None] | None:
     return parts[2], parts[3], parts[4]
 
 
+def tag_section(line: str) -> str:
+    """The tag section of a line: between its ``@`` and its first space ("" for a line without one)."""
+    if line[:1] != "@":
+        return ""
+    end = line.find(" ")
+    return line[1:end] if end > 1 else ""
+
+
 def line_tags(line: str) -> dict[str, str]:
     """The tags of a line (its tag section, :func:`core.irc_tags.parse_tags`) as :func:`privmsg_fields` gives
     them: what a json answer of a chat message needs when its channel, sender and text are known already (a
     packed month's rows, :mod:`schemas.packed_month`)."""
-    if line[:1] != "@":
-        return {}
-    end = line.find(" ")
-    return parse_tags(line[1:end]) if end > 1 else {}
+    section = tag_section(line)
+    return parse_tags(section) if section else {}
 
 
 def privmsg_fields(line: str) -> PrivmsgFields | None:

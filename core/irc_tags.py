@@ -24,6 +24,7 @@ import msgspec
 
 _ESCAPES: Final[dict[str, str]] = {"s": " ", ":": ";", "\\": "\\", "r": "\r", "n": "\n"}
 _as_json_object = msgspec.json.Decoder(dict[str, str]).decode
+_as_json = msgspec.json.Encoder().encode
 
 
 def unescape_tag_value(value: str) -> str:
@@ -76,3 +77,57 @@ def _parse_tags_slow(section: str) -> dict[str, str]:
         if key:
             tags[key] = unescape_tag_value(value) if "\\" in value else value
     return tags
+
+
+# -- a plain section: its tags' JSON made by replaces, once known to be exact -----------------------------
+
+
+def tags_json(section: str) -> bytes | None:
+    """The JSON object text that the section's tags are when the section is plain (:func:`plain_tags`), made
+    by replaces alone: ``\\s`` as a space, each ``=`` and ``;`` as a string's end and start. None for a
+    section with ``"``, with any other backslash, or that does not encode. Whether the section is plain is
+    not checked here: a caller that knows it (a packed month records it per row) uses this without looking
+    again."""
+    if '"' in section:
+        return None
+    try:
+        raw = section.encode()
+    except UnicodeEncodeError:
+        return None
+    if b"\\" in raw:
+        raw = raw.replace(b"\\s", b" ")
+        if b"\\" in raw:
+            return None
+    return b'{"' + raw.replace(b"=", b'":"').replace(b";", b'","') + b'"}'
+
+
+def plain_tags(section: str) -> bool:
+    """Whether :func:`tags_json` of ``section`` is exactly the JSON of :func:`parse_tags`'s dict (msgspec's
+    encoding, key order kept): every element a key, ``=`` and a value without ``=``, no key twice or empty,
+    no escape but ``\\s``, no character JSON escapes. Twitch's tag sections are (a reply's quoted body
+    included)."""
+    made = tags_json(section)
+    return made is not None and made == _as_json(parse_tags(section))
+
+
+class _Shown(msgspec.Struct):
+    """The tags a json answer shows outside ``tags`` (the others are skipped, not made into strings)."""
+
+    display_name: str | None = msgspec.field(name="display-name", default=None)
+    id: str | None = None
+
+
+_shown: Final = msgspec.json.Decoder(_Shown).decode
+
+
+def plain_json(section: str) -> tuple[bytes, str | None, str | None] | None:
+    """:func:`tags_json` of a plain ``section`` (:func:`plain_tags`) with its ``display-name`` and ``id``
+    values (None without one); None where that text is not JSON at all (a section that is not plain)."""
+    made = tags_json(section)
+    if made is None:
+        return None
+    try:
+        shown = _shown(made)
+    except msgspec.DecodeError:
+        return None
+    return made, shown.display_name, shown.id

@@ -6,9 +6,9 @@ Zstandard-compressed as one frame. A reader of the month then gets one cell inst
 (Cassandra and the driver pay per row: ~2.7 and ~1.7 µs; docs/storage.md), and the frame compresses the
 user's lines as one stream.
 
-The frame (version 2): ``zstd(msgpack([2, first_sent_ms, sent_deltas, message_ids, heads, received_offsets,
-channels, logins, senders, texts, actions]))``, the rows in clustering order ``(sent_at, message_id)``, one
-list per column:
+The frame (version 3): ``zstd(msgpack([3, first_sent_ms, sent_deltas, message_ids, heads, received_offsets,
+channels, logins, senders, texts, actions, plains]))``, the rows in clustering order ``(sent_at,
+message_id)``, one list per column:
 
 * ``sent_deltas``: each row's ``sent_at`` (epoch ms) minus the row's before (the first's minus
   ``first_sent_ms``: 0), so small integers;
@@ -22,10 +22,15 @@ list per column:
   frame's distinct ones, ``channels`` and ``logins`` (a login may be nil; a month is mostly one channel
   and one sender: one entry, read once, not once per row). The stored line is ``head + text`` (an
   action's: ``head + "\x01ACTION " + text + "\x01"``); :func:`pack` splits a line only where that holds
-  exactly, every other row has nil there (sender 0, not an action) and its whole line in ``heads``.
+  exactly, every other row has nil there (sender 0, not an action) and its whole line in ``heads``;
+* ``plains``: whether a split row's line as received has a plain tag section
+  (:func:`core.irc_tags.plain_tags`, checked once when it is packed): a json answer then has its tags'
+  JSON by replaces alone (:func:`core.irc_tags.tags_json`), not by parsing them into a dict and encoding
+  that (False for every other row).
 
-Version 1 (``[1, first_sent_ms, sent_deltas, message_ids, lines, received_offsets]``: whole lines, no
-split) is read as well: the months packed before version 2, which :mod:`sink.pack` leaves as they are.
+Version 2 (version 3 without ``plains``) and version 1 (``[1, first_sent_ms, sent_deltas, message_ids, lines,
+received_offsets]``: whole lines, no split) are read as well: the months packed before, which
+:mod:`sink.pack` leaves as they are.
 
 :func:`unpack_frame` reads a frame as a :class:`Frame`: the send times, chats and ``/me`` flags at once, the
 ids, lines and receive times only when first asked (the msgpack of those three columns is kept as it is
@@ -59,15 +64,16 @@ __all__ = [
     "unpack_frame",
 ]
 
-VERSION: Final = 2
+VERSION: Final = 3
 LEVEL: Final = 9
 """Zstandard level of a frame (a month is packed once; level 9 is where the user table's chunks were
 chosen, docs/storage.md)."""
 
 PackedRow = tuple[int, str, str, int | None]
 """``(sent_ms, message_id, line, received_ms)``."""
-ChatSplit = tuple[str, str | None, str, bool]
-"""``(channel, user_login, text, is_action)`` of a row's chat message, as its event has them."""
+ChatSplit = tuple[str, str | None, str, bool, bool]
+"""``(channel, user_login, text, is_action, plain)`` of a row's chat message, as its event has them, and
+whether the tag section of its line as received is plain (:func:`core.irc_tags.plain_tags`)."""
 PackedChat = tuple[str, str | None, str]
 """``(channel, user_login, text)`` of an unpacked row's chat message."""
 UnpackedRow = tuple[int, str, str, int | None, PackedChat | None, bool]
@@ -101,7 +107,11 @@ class _FrameV2(msgspec.Struct, array_like=True, tag=2):
     actions: list[bool]
 
 
-_decoder: Final = msgspec.msgpack.Decoder(_FrameV1 | _FrameV2)
+class _FrameV3(_FrameV2, tag=3):
+    plains: list[bool]
+
+
+_decoder: Final = msgspec.msgpack.Decoder(_FrameV1 | _FrameV2 | _FrameV3)
 _encoder: Final = msgspec.msgpack.Encoder()
 _strings: Final = msgspec.msgpack.Decoder(list[str])
 _offsets: Final = msgspec.msgpack.Decoder(list[int | None])
@@ -135,19 +145,20 @@ def pack(
     senders = [0] * n
     texts: list[str | None] = [None] * n
     actions = [False] * n
+    plains = [False] * n
     for i, chat in enumerate(chats or ()):
         if chat is None:
             continue
-        channel, login, text, is_action = chat
+        channel, login, text, is_action, plain = chat
         line = heads[i]
         trailing = _trailing(text, is_action)
         if not line.endswith(trailing):
             continue
         heads[i] = line[: len(line) - len(trailing)]  # head + trailing: the line, as unpack makes it
         senders[i] = table.setdefault((channel, login), len(table))
-        texts[i], actions[i] = text, is_action
+        texts[i], actions[i], plains[i] = text, is_action, plain
     encode = _encoder.encode
-    frame = _FrameV2(
+    frame = _FrameV3(
         first,
         deltas,
         msgspec.Raw(encode([row[1] for row in rows])),
@@ -158,6 +169,7 @@ def pack(
         senders,
         texts,
         actions,
+        plains,
     )
     return bytes(cramjam.zstd.compress(_encoder.encode(frame), level=level))
 
@@ -168,7 +180,7 @@ def _refused(data: bytes, error: msgspec.ValidationError) -> PackError:
         value = msgspec.msgpack.decode(data)
     except msgspec.DecodeError:
         value = None
-    if isinstance(value, list) and value and type(value[0]) is int and value[0] not in (1, VERSION):
+    if isinstance(value, list) and value and type(value[0]) is int and value[0] not in range(1, VERSION + 1):
         return PackError(f"packed month of version {value[0]}, this reader knows 1 to {VERSION}")
     return PackError(f"not a packed month: {error}")
 
@@ -178,13 +190,14 @@ class Frame:
     lines and receive times (:meth:`rest`) when first asked: a text answer of chat messages reads only the
     former (decoding and joining the lines was ~40 % of unpacking a 300-row month)."""
 
-    __slots__ = ("_rest", "_v2", "actions", "chats", "sents")
+    __slots__ = ("_rest", "_v2", "actions", "chats", "plains", "sents")
 
     def __init__(
         self,
         sents: list[int],
         chats: list[PackedChat | None],
         actions: list[bool],
+        plains: list[bool],
         v2: _FrameV2 | None,
         rest: tuple[list[str], list[str], list[int | None]] | None = None,
     ) -> None:
@@ -194,6 +207,9 @@ class Frame:
         """Each row's ``(channel, user_login, text)``, None where it has no split."""
         self.actions = actions
         """Each row's ``is_action`` (False where it has no split)."""
+        self.plains = plains
+        """Whether each row's line as received has a plain tag section (:func:`core.irc_tags.plain_tags`), as
+        its split found it (False where it has none, and in frames older than version 3)."""
         self._v2 = v2
         self._rest = rest
 
@@ -234,7 +250,7 @@ def _rest(sents: list[int], v2: _FrameV2 | None) -> tuple[list[str], list[str], 
 
 
 def unpack_frame(value: bytes) -> Frame:
-    """The rows of a frame (version 1 or 2) as a :class:`Frame`; :class:`PackError` for anything else (the
+    """The rows of a frame (version 1 to 3) as a :class:`Frame`; :class:`PackError` for anything else (the
     columns read at once are checked here, the others when first read)."""
     try:
         data = bytes(cramjam.zstd.decompress(value))  # bytes: msgspec.Raw columns keep a view of it
@@ -251,10 +267,11 @@ def unpack_frame(value: bytes) -> Frame:
         if not n == len(frame.ids) == len(frame.lines) == len(received):
             raise PackError("packed month with columns of different lengths")
         received_ms = [None if r is None else s + r for s, r in zip(sents, received, strict=True)]
-        return Frame(sents, [None] * n, [False] * n, None, (frame.ids, frame.lines, received_ms))
+        return Frame(sents, [None] * n, [False] * n, [False] * n, None, (frame.ids, frame.lines, received_ms))
     texts, actions, senders = frame.texts, frame.actions, frame.senders
     channels, logins = frame.channels, frame.logins
-    if any(len(column) != n for column in (senders, texts, actions)) or len(channels) != len(logins):
+    plains = frame.plains if isinstance(frame, _FrameV3) else [False] * n
+    if any(len(column) != n for column in (senders, texts, actions, plains)) or len(channels) != len(logins):
         raise PackError("packed month with columns of different lengths")
     if len(channels) == 1:  # one sender in one channel: the usual month
         channel, login = channels[0], logins[0]
@@ -269,11 +286,11 @@ def unpack_frame(value: bytes) -> Frame:
             ]
         except IndexError:
             raise PackError("packed month with a sender not in its table") from None
-    return Frame(sents, chats, actions, frame)
+    return Frame(sents, chats, actions, plains, frame)
 
 
 def unpack(value: bytes) -> list[UnpackedRow]:
-    """The rows of a frame (version 1 or 2), in the order they were packed; :class:`PackError` for anything
+    """The rows of a frame (version 1 to 3), in the order they were packed; :class:`PackError` for anything
     else."""
     frame = unpack_frame(value)
     ids, lines, received_ms = frame.rest()

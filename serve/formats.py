@@ -48,7 +48,7 @@ from serve.terminal import escape_controls
 
 if TYPE_CHECKING:
     from core.irc_parse import PrivmsgFields
-    from serve.store.row import LogLine
+    from serve.store.row import LogLine, PlainPrivmsg
 
 MESSAGE_TYPES: Final[dict[str, int]] = {
     "WHISPER": 0,
@@ -208,7 +208,8 @@ class BasicMessage(msgspec.Struct):
     timestamp: str
     id: str
     """Twitch's message id (the ``id`` tag); "" without one (rustlog)."""
-    tags: dict[str, str]
+    tags: dict[str, str] | msgspec.Raw
+    """The event's own; sent as their JSON text where that is known exactly (:func:`_plain_full`)."""
 
 
 class FullMessage(BasicMessage):
@@ -341,13 +342,6 @@ def encode_json(value: Any) -> bytes:
 # flag), held equal to them byte for byte by tests/unit/serve/test_formats_json.py.
 
 
-def _privmsg_basic(sent_at: int, fields: PrivmsgFields) -> BasicMessage:
-    _, tags, _, user, text, _ = fields
-    return BasicMessage(
-        text or "", tags.get("display-name") or user or "", timestamp(sent_at), tags.get("id", ""), tags
-    )
-
-
 def _privmsg_full(sent_at: int, fields: PrivmsgFields) -> FullMessage:
     raw, tags, channel, user, text, _ = fields
     return FullMessage(
@@ -364,29 +358,60 @@ def _privmsg_full(sent_at: int, fields: PrivmsgFields) -> FullMessage:
     )
 
 
+def _plain_full(sent_at: int, plain: PlainPrivmsg) -> FullMessage:
+    """:func:`_privmsg_full` of a chat message whose tags are given as their JSON text (the same bytes)."""
+    raw, tags, display_name, tag_id, channel, user, text, _ = plain
+    return FullMessage(
+        text or "",
+        display_name or user or "",
+        timestamp(sent_at),
+        tag_id or "",
+        msgspec.Raw(tags),
+        user or "",
+        channel,
+        raw,
+        _PRIVMSG_TYPE,
+        "",
+    )
+
+
+def _chat_full(line: LogLine) -> tuple[FullMessage, bool] | None:
+    """The full message of a chat message and its ``/me`` flag, without parsing it whole: its tags' JSON
+    by replaces where its packed month found them plain (:meth:`~serve.store.row.LogLine.plain_privmsg`),
+    else its tags parsed (:meth:`~serve.store.row.LogLine.privmsg`); None for every other line."""
+    plain = line.plain_privmsg()
+    if plain is not None:
+        return _plain_full(line.sent_at, plain), plain[7]
+    fields = line.privmsg()
+    return None if fields is None else (_privmsg_full(line.sent_at, fields), fields[5])
+
+
 def log_json_bytes(line: LogLine) -> bytes:
     """``encode_json(json_message(line.event))``; a chat message's without parsing it whole
-    (:meth:`~serve.store.row.LogLine.privmsg`)."""
-    fields = line.privmsg()
-    return _encode(_json(line.event) if fields is None else _privmsg_full(line.sent_at, fields))
+    (:func:`_chat_full`)."""
+    chat = _chat_full(line)
+    return _encode(_json(line.event) if chat is None else chat[0])
 
 
 def log_full_bytes(line: LogLine) -> bytes:
     """``encode_json(full_message(line.event))``; a chat message's without parsing it whole."""
-    fields = line.privmsg()
-    return _encode(_full(line.event) if fields is None else _privmsg_full(line.sent_at, fields))
+    chat = _chat_full(line)
+    return _encode(_full(line.event) if chat is None else chat[0])
 
 
 def log_basic_bytes(line: LogLine) -> bytes:
     """``encode_json(basic_message(line.event))``; a chat message's without parsing it whole."""
-    fields = line.privmsg()
-    return _encode(_basic(line.event) if fields is None else _privmsg_basic(line.sent_at, fields))
+    chat = _chat_full(line)
+    if chat is None:
+        return _encode(_basic(line.event))
+    full = chat[0]
+    return _encode(BasicMessage(full.text, full.displayName, full.timestamp, full.id, full.tags))
 
 
 def log_page_bytes(line: LogLine) -> bytes:
     """``encode_json(page_message(line.event))``; a chat message's without parsing it whole."""
-    fields = line.privmsg()
-    if fields is None:
+    chat = _chat_full(line)
+    if chat is None:
         event = line.event
         return _encode(_page(_full(event), *_page_values(event)))
-    return _encode(_page(_privmsg_full(line.sent_at, fields), fields[5], ""))
+    return _encode(_page(chat[0], chat[1], ""))

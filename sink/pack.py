@@ -18,10 +18,11 @@ larger than :data:`MAX_FRAME_BYTES` (a cell is one mutation: Cassandra refuses o
 segment, 16 MiB by default). Running it again packs nothing twice: a partition holding only its frame is
 skipped after a one-row probe.
 
-Frames are written in version 2 of :mod:`schemas.packed_month`: each chat message's channel, sender and
+Frames are written in version 3 of :mod:`schemas.packed_month`: each chat message's channel, sender and
 text found once here (:func:`chat_split`) and stored instead of its line's trailing text, so that a reader
-does not parse the line for them. A partition that holds a version 1 frame only (packed before) is left as
-it is, read as well as a version 2 one; one that got late rows is packed again, in version 2.
+does not parse the line for them, with whether its tag section is plain (a json answer then makes its tags'
+JSON by replaces). A partition that holds an older frame only (packed before) is left as it is, read as
+well as a version 3 one; one that got late rows is packed again, in version 3.
 """
 
 from __future__ import annotations
@@ -34,7 +35,8 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 from core.errors import ChatlogError
-from core.irc_parse import privmsg_fields, privmsg_parts
+from core.irc_parse import privmsg_fields, privmsg_parts, tag_section
+from core.irc_tags import plain_tags
 from core.times import epoch_ms
 from core.times import now_ms as current_ms
 from core.user_months import has_column
@@ -113,11 +115,12 @@ def _ended_months(session: Any, st: _Statements, before_ms: int, report: PackRep
 
 
 def chat_split(row: PackedRow) -> ChatSplit | None:
-    """``(channel, user_login, text, is_action)`` of a row whose line is a chat message with a text, as a
-    read gives them (from the stored line by :func:`core.irc_parse.privmsg_parts`, and from the restored one
-    by :func:`core.irc_parse.privmsg_fields`, which a json answer reads: both must give them, the same);
-    None for every other line and for one that ends in ``\\r`` (the parser leaves that out of its raw
-    line). :func:`schemas.packed_month.pack` then splits the line where its end is that text exactly."""
+    """``(channel, user_login, text, is_action, plain)`` of a row whose line is a chat message with a text,
+    as a read gives them (from the stored line by :func:`core.irc_parse.privmsg_parts`, and from the
+    restored one by :func:`core.irc_parse.privmsg_fields`, which a json answer reads: both must give them,
+    the same); None for every other line and for one that ends in ``\\r`` (the parser leaves that out of
+    its raw line). :func:`schemas.packed_month.pack` then splits the line where its end is that text
+    exactly. ``plain``: whether the line's tag section is plain (:func:`core.irc_tags.plain_tags`)."""
     sent_ms, message_id, line, _ = row
     plain = unmarked(line)
     if plain[-1:] == "\r":
@@ -125,10 +128,12 @@ def chat_split(row: PackedRow) -> ChatSplit | None:
     parts = privmsg_parts(plain)
     if parts is None or parts[2] is None:
         return None
-    fields = privmsg_fields(restore(line, message_id, sent_ms))
+    raw = restore(line, message_id, sent_ms)
+    fields = privmsg_fields(raw)
     if fields is None or (fields[2], fields[3], fields[4]) != parts:
         return None
-    return parts[0], parts[1], parts[2], fields[5]
+    section = tag_section(raw)
+    return parts[0], parts[1], parts[2], fields[5], bool(section) and plain_tags(section)
 
 
 def packed_frame(rows: list[PackedRow], *, level: int = LEVEL) -> bytes:

@@ -26,7 +26,9 @@ from core.irc_parse import (
     parse_line,
     privmsg_fields,
     privmsg_parts,
+    tag_section,
 )
+from core.irc_tags import plain_json
 from schemas.chat_event import MAX_KIND_CHARS, MAX_LINE_CHARS, ChatEvent
 from schemas.packed_month import Frame
 from schemas.stored_line import VERBATIM, restore
@@ -70,6 +72,10 @@ def stored_event(
     )
 
 
+PlainPrivmsg = tuple[str, bytes, str | None, str | None, str, str | None, str | None, bool]
+"""``(raw, tags_json, display_name, tag_id, channel, user_login, text, is_action)`` of a chat message whose
+tag section is plain (:meth:`LogLine.plain_privmsg`)."""
+
 Chat = tuple[str, str | None, str | None]
 """``(channel, user_login, text)`` of a chat message (PRIVMSG), as its event has them."""
 
@@ -102,6 +108,7 @@ class LogLine:
         "_message_id",
         "_received_at",
         "_stored",
+        "_unread",
         "channel_hint",
         "owner",
         "sent_at",
@@ -125,9 +132,10 @@ class LogLine:
         self.sent_at = sent_at
         self._received_at = received_at
         self._frame = frame
-        """The packed month the row is ``index`` of, until its id, line and receive time are read from it
-        (``stored``, ``message_id``, ``received_at`` are then those; as given until then)."""
+        """The packed month the row is ``index`` of (its id, line and receive time are read from there when
+        first asked: ``stored``, ``message_id``, ``received_at`` are then those, not the values given)."""
         self._index = index
+        self._unread = frame is not None
         self.channel_hint = channel_hint
         """The channel it was read under (the event's channel when its line does not name one)."""
         self._event: ChatEvent | None = None
@@ -143,29 +151,25 @@ class LogLine:
         if frame is not None:
             ids, lines, received = frame.rest()
             i = self._index
-            self._stored, self._message_id, self._received_at, self._frame = (
-                lines[i],
-                ids[i],
-                received[i],
-                None,
-            )
+            self._stored, self._message_id, self._received_at = lines[i], ids[i], received[i]
+        self._unread = False
 
     @property
     def stored(self) -> str:
         """The line as the row holds it (:mod:`schemas.stored_line`)."""
-        if self._frame is not None:
+        if self._unread:
             self._unframe()
         return self._stored
 
     @property
     def message_id(self) -> uuid.UUID | str:
-        if self._frame is not None:
+        if self._unread:
             self._unframe()
         return self._message_id
 
     @property
     def received_at(self) -> int | None:
-        if self._frame is not None:
+        if self._unread:
             self._unframe()
         return self._received_at
 
@@ -223,6 +227,21 @@ class LogLine:
         if chat is None:
             return privmsg_fields(raw)
         return raw, line_tags(raw), chat[0], chat[1], chat[2], self._action
+
+    def plain_privmsg(self) -> PlainPrivmsg | None:
+        """:meth:`privmsg` with the tags as their JSON text, made by replaces
+        (:func:`core.irc_tags.tags_json`), with the ``display-name`` and ``id`` tags' values (None without
+        one), for a packed month's chat message whose tag section its split found plain
+        (:attr:`schemas.packed_month.Frame.plains`); None for every other line (:meth:`privmsg` then)."""
+        frame, chat = self._frame, self._chat
+        if frame is None or chat is None or not frame.plains[self._index] or self._event is not None:
+            return None
+        raw = restore(self.stored, self.message_id, self.sent_at)
+        section = tag_section(raw)
+        tags = plain_json(section) if section else None
+        if tags is None:  # not as packed (a frame written by another hand): the parse decides
+            return None
+        return raw, tags[0], tags[1], tags[2], chat[0], chat[1], chat[2], self._action
 
 
 async def aclose(source: object) -> None:

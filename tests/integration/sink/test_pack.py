@@ -224,18 +224,18 @@ def test_rows_older_than_a_drop_of_the_frame_columns_are_not_packed(
     assert len(_rows(session, "1001", month_period(JAN))) == 6
 
 
-def test_a_month_packed_in_version_1_reads_as_its_rows_did_and_is_packed_in_version_2_with_late_rows(
+def test_a_month_packed_in_version_1_reads_as_its_rows_did_and_is_packed_again_with_late_rows(
     sink_settings: SinkSettings, session: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     story = _story()
     write(sink_settings, story)
     before = _reads(session)
-    with monkeypatch.context() as patched:  # a keyspace packed before version 2
+    with monkeypatch.context() as patched:  # a keyspace packed in version 1
         patched.setattr(sink_pack, "packed_frame", lambda rows, level: v1_frame(rows, level=level))
         assert pack_months(session, sink_settings.cassandra_keyspace, settle_s=0).packed == 5
     assert _reads(session) == before and _presets(session) == (0, 0)
     assert pack_months(session, sink_settings.cassandra_keyspace, settle_s=0).packed == 0  # left as it is
 
-    write(sink_settings, [story[2]])  # a replay of alice's a1: her January packed again, in version 2
+    write(sink_settings, [story[2]])  # a replay of alice's a1: her January packed again, in version 3
     assert pack_months(session, sink_settings.cassandra_keyspace, settle_s=0).packed == 1
     assert _reads(session) == before and _presets(session) == (6, 6)

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import json
 import random
 
+import msgspec
 import pytest
 
 from core.irc_parse import parse_line, unescape_tag_value
-from core.irc_tags import parse_tags
+from core.irc_tags import parse_tags, plain_json, plain_tags, tags_json
 
 
 @pytest.mark.parametrize(
@@ -136,3 +138,58 @@ def test_tags_in_a_line_are_unescaped_everywhere() -> None:
     event = parse_line(line, received_at=1)
     assert event is not None
     assert event.tags == {"a": "x y", "b": "1;2", "c": "back\\slash", "d": "cr\rlf\n", "e": "", "f": ""}
+
+
+# -- plain sections: their JSON by replaces ----------------------------------------------------------------
+
+
+def _plain_is_exact(section: str) -> bool:
+    """Assert what :func:`plain_tags` promises wherever it holds; whether it did."""
+    if not plain_tags(section):
+        return False
+    made = tags_json(section)
+    assert made is not None
+    assert made == msgspec.json.encode(parse_tags(section)), section  # byte for byte, key order kept
+    assert list(json.loads(made).items()) == list(_reference(section).items()), section
+    tags = _reference(section)
+    assert plain_json(section) == (made, tags.get("display-name"), tags.get("id")), section
+    return True
+
+
+@pytest.mark.parametrize(
+    ("section", "plain"),
+    [
+        ("badge-info=;badges=moderator/1;display-name=Ab;id=1-2;user-id=5", True),
+        (r"reply-parent-msg-body=so\sEZ\stoday;id=x", True),  # a reply's escaped spaces
+        ("a=1", True),
+        ("vendor.example/key=été;k2=日本", True),
+        ("a=1;a=2", False),  # a key twice: the dict keeps one
+        ("=v;a=1", False),  # an empty key is left out
+        ("a;b=1", False),  # a tag without =
+        ("a=b=c", False),  # a value holding =
+        ('a="q"', False),
+        (r"a=b\:c", False),  # an escape but \s
+        (r"a=b\\sc", False),
+        ("a=\x01", False),  # JSON escapes it
+        ("a=\ud800", False),  # does not encode
+        (r"k\s=1", False),  # a key is not unescaped
+        ("", False),
+    ],
+)
+def test_a_plain_section_is_its_json_by_replaces(section: str, plain: bool) -> None:
+    assert _plain_is_exact(section) is plain
+
+
+def test_plain_sections_are_exact_on_random_sections() -> None:
+    rng = random.Random(13)
+    keys = ["a", "b", "id", "display-name", "k\\s", "", "reply-parent-msg-body"]
+    pieces = ["x", "1", "\\s", "\\:", "\\\\", "\\", "é", "😀", "=", "\x01", '"', "/", " "]
+    plain = 0
+    for _ in range(5000):
+        items = []
+        for _ in range(rng.randint(0, 6)):
+            value = "".join(rng.choice(pieces) for _ in range(rng.randint(0, 4)))
+            key = rng.choice(keys)
+            items.append(key if rng.random() < 0.05 else f"{key}={value}")
+        plain += _plain_is_exact(";".join(items))
+    assert plain > 200  # the test reaches plain sections (259 of this seed), not only refusals

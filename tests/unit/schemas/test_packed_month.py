@@ -25,7 +25,11 @@ from tests.packed_frames import v1_frame
 _TIME = st.integers(min_value=0, max_value=253_402_300_799_999)
 _ROW = st.tuples(_TIME, st.uuids().map(str), st.text(max_size=600), st.none() | _TIME)
 _SPLIT = st.none() | st.tuples(
-    st.text(min_size=1, max_size=25), st.none() | st.text(max_size=25), st.text(max_size=100), st.booleans()
+    st.text(min_size=1, max_size=25),
+    st.none() | st.text(max_size=25),
+    st.text(max_size=100),
+    st.booleans(),
+    st.booleans(),
 )
 
 
@@ -58,7 +62,13 @@ def test_a_line_that_ends_in_its_chats_text_comes_back_whole_with_that_chat(
             expected.append((sent, mid, line, received, split[:3], split[3]))
         else:
             expected.append((sent, mid, line, received, None, False))
-    assert unpack(pack(rows, splits)) == expected
+    value = pack(rows, splits)
+    assert unpack(value) == expected
+    plains = [
+        split is not None and row[4] is not None and split[4]
+        for row, split in zip(expected, splits, strict=True)
+    ]
+    assert unpack_frame(value).plains == plains  # as split, where it is
 
 
 def test_times_out_of_order_come_back_too() -> None:
@@ -76,11 +86,11 @@ def test_a_split_is_made_only_where_the_line_ends_in_its_text_exactly() -> None:
         (6, "f", "NOTICE #c :x", None),
     ]
     splits: list[ChatSplit | None] = [
-        ("c", "a", "hi", False),
-        ("c", "a", "waves", True),
-        ("c", "a", "waves", True),
-        ("c", "a", "hi", False),
-        ("d", "b", "yo", False),
+        ("c", "a", "hi", False, True),
+        ("c", "a", "waves", True, True),
+        ("c", "a", "waves", True, True),
+        ("c", "a", "hi", False, True),
+        ("d", "b", "yo", False, False),
         None,
     ]
     got = unpack(pack(rows, splits))
@@ -119,12 +129,14 @@ def _frame(*values: object) -> bytes:
         bytes(cramjam.zstd.compress(b"\x93\x01\x02\x03")),  # zstd, but not a frame's msgpack
         _frame(1, 0, [0], ["a"], ["l"]),  # a column short
         _frame(1, 0, [0, 1], ["a"], ["l"], [None]),
-        _frame(VERSION, 0, [0], ["a"], ["l"], [None], ["c"], ["u"], [0], ["t"]),  # a column short
-        _frame(VERSION, 0, [0, 1], ["a"], ["l"], [None], ["c"], ["u"], [0], ["t"], [False]),
-        _frame(VERSION, 0, [0], ["a"], ["l"], [None], ["c"], [], [0], ["t"], [False]),  # the table's
-        _frame(VERSION, 0, [0], ["a"], ["l"], [None], [], [], [0], ["t"], [False]),  # no sender for a text
-        _frame(VERSION, 0, [0], ["a"], ["l"], [None], ["c", "d"], ["u", "v"], [2], ["t"], [False]),
-        _frame(VERSION, 0, [0], ["a"], ["l"], [None], ["c", "d"], ["u", "v"], [-1], ["t"], [False]),
+        _frame(2, 0, [0], ["a"], ["l"], [None], ["c"], ["u"], [0], ["t"]),  # a column short
+        _frame(2, 0, [0, 1], ["a"], ["l"], [None], ["c"], ["u"], [0], ["t"], [False]),
+        _frame(2, 0, [0], ["a"], ["l"], [None], ["c"], [], [0], ["t"], [False]),  # the table's
+        _frame(2, 0, [0], ["a"], ["l"], [None], [], [], [0], ["t"], [False]),  # no sender for a text
+        _frame(2, 0, [0], ["a"], ["l"], [None], ["c", "d"], ["u", "v"], [2], ["t"], [False]),
+        _frame(2, 0, [0], ["a"], ["l"], [None], ["c", "d"], ["u", "v"], [-1], ["t"], [False]),
+        _frame(3, 0, [0], ["a"], ["l"], [None], ["c"], ["u"], [0], ["t"], [False]),  # no plains
+        _frame(3, 0, [0], ["a"], ["l"], [None], ["c"], ["u"], [0], ["t"], [False], [True, True]),
     ],
 )
 def test_what_is_not_a_frame_is_a_pack_error(value: bytes) -> None:
@@ -162,10 +174,21 @@ def test_the_ids_and_lines_of_a_frame_are_read_when_asked_and_checked_then() -> 
         [0, 0],
         ["hi", None],
         [False, False],
+        [True, False],
     )
     read = unpack_frame(value)  # the line column is one short: found when the lines are read, not before
     assert read.sents == [7, 8] and read.chats == [("#c", "u", "hi"), None] and read.actions == [False, False]
+    assert read.plains == [True, False]
     with pytest.raises(PackError, match="columns of different lengths"):
         read.rest()
     with pytest.raises(PackError, match="columns of different lengths"):
         unpack(value)
+
+
+def test_a_version_2_frame_reads_as_its_rows_with_no_plain_tags() -> None:
+    value = _frame(
+        2, 7, [0], ["a"], ["@x=1 :u!u@u PRIVMSG #c :"], [None], ["#c"], ["u"], [0], ["hi"], [False]
+    )
+    frame = unpack_frame(value)
+    assert frame.chats == [("#c", "u", "hi")] and frame.plains == [False]
+    assert unpack(value) == [(7, "a", "@x=1 :u!u@u PRIVMSG #c :hi", None, ("#c", "u", "hi"), False)]

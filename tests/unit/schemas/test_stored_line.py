@@ -182,3 +182,30 @@ def test_the_event_is_derived_again_from_the_stored_line_and_the_key() -> None:
             assert again == msgspec.structs.replace(event, received_at=event.sent_at, ingester=None)
             checked += 1
     assert checked >= 200
+
+
+def _restored_by_elements(stored: str, message_id: str, sent_at: int) -> str:
+    """restore() written plainly: the tag section split into elements, the first whose key is ``id`` (and
+    the first ``tmi-sent-ts``) filled when it is ``key=``."""
+    if stored[:1] != "@":
+        return stored[1:] if stored[:1] == VERBATIM else stored
+    section, space, rest = stored[1:].partition(" ")
+    elements = section.split(";")
+    for key, value in (("id", message_id), ("tmi-sent-ts", str(sent_at))):
+        for i, element in enumerate(elements):
+            if element.partition("=")[0] == key:
+                if element == key + "=":
+                    elements[i] = element + value
+                break
+    return "@" + ";".join(elements) + space + rest
+
+
+_PIECES = st.sampled_from(["id", "id=", "tmi-sent-ts", "tmi-sent-ts=", "x", "=", ";", " ", "idx=", "1", "@"])
+
+
+@given(st.lists(_PIECES, max_size=12).map("".join), st.text(max_size=8), _TIMES)
+def test_restore_fills_the_first_empty_element_of_each_key_in_any_line(
+    line: str, message_id: str, sent_at: int
+) -> None:
+    for stored in (line, "@" + line):
+        assert restore(stored, message_id, sent_at) == _restored_by_elements(stored, message_id, sent_at)

@@ -8,7 +8,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from core.irc_parse import parse_line
+from core.irc_parse import parse_line, tag_section
+from core.irc_tags import plain_tags
 from core.testing import chat_events
 from schemas.cql import message_uuid
 from schemas.packed_month import PackedChat, PackedRow, pack, unpack
@@ -54,7 +55,7 @@ def test_the_summary_names_what_was_left_and_why() -> None:
     assert PackReport().summary().endswith("left as they are: none")
 
 
-# -- the chat split of a row (what a version 2 frame stores instead of the line's text) -------------------
+# -- the chat split of a row (what a frame stores instead of the line's text) -------------------------------
 
 _MID = "00000000-0000-4000-8000-000000000001"
 _T = 1_700_000_000_000
@@ -99,13 +100,16 @@ def test_a_chat_message_with_a_text_is_split_and_every_other_line_kept_whole(
 
 def test_a_split_is_the_lines_parsed_event_for_real_twitch_lines() -> None:
     events = [e for _, e in events_of_peer_lines(NOW)] + chat_events(300, channels=3, now_ms=T)
-    split = 0
+    split = plain = 0
     for event in events:
         line, key, sent_at, received_at = stored_row(event)
         chat = chat_split((sent_at, str(key), line, received_at))
         if chat is not None:
             split += 1
-            assert chat == (event.channel, event.user_login, event.text, event.is_action)
+            assert chat[:4] == (event.channel, event.user_login, event.text, event.is_action)
+            section = tag_section(event.raw)
+            assert chat[4] == (bool(section) and plain_tags(section))
+            plain += chat[4]
         else:
             assert (
                 event.kind != "PRIVMSG"
@@ -114,6 +118,7 @@ def test_a_split_is_the_lines_parsed_event_for_real_twitch_lines() -> None:
                 or event.raw[-1:] == "\r"
             )
     assert split > 250  # chatlog's own chat events alone split 292 (the real lines are not in every clone)
+    assert plain > 250  # and their tag sections are plain
 
 
 def test_a_month_of_real_lines_packs_smaller_than_its_lines_and_no_larger_than_whole() -> None:

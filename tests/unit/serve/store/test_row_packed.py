@@ -1,7 +1,8 @@
-"""serve/store/row.py with a packed month's chat (schemas.packed_month, version 2): a LogLine given the chat
-its frame holds answers in every format (serve/api/stream.py's encoders) with the bytes a LogLine of the same
-row without it makes, without parsing the line, for the real Twitch lines, the benchmark's corpus, every kind
-chatlog's tests write and lines hypothesis makes."""
+"""serve/store/row.py with a packed month's chat (schemas.packed_month, version 3): a LogLine given the chat
+its frame holds, or its frame and index (the line read from there when asked, the tags' JSON by replaces
+where the frame found them plain), answers in every format (serve/api/stream.py's encoders) with the bytes
+a LogLine of the same row without it makes, without parsing the line, for the real Twitch lines, the
+benchmark's corpus, every kind chatlog's tests write and lines hypothesis makes."""
 
 from __future__ import annotations
 
@@ -123,7 +124,9 @@ def test_lines_hypothesis_makes_read_the_same_packed(lines: list[str]) -> None:
 def test_a_text_answer_of_a_packed_months_chat_messages_does_not_read_their_lines() -> None:
     heads = ["@id=;tmi-sent-ts= :u!u@u PRIVMSG #c :", ":u!u@u PRIVMSG #c :"]
     columns = [[0, 1], ["a", "b"], heads[:1], [None, None], ["c"], ["u"], [0, 0], ["hi", "yo"], [False, True]]
-    value = bytes(cramjam.zstd.compress(msgspec.msgpack.encode([VERSION, 7, *columns])))  # a line short
+    value = bytes(
+        cramjam.zstd.compress(msgspec.msgpack.encode([VERSION, 7, *columns, [True, True]]))
+    )  # a line short
     frame = unpack_frame(value)
     lines = [
         LogLine("", "", 7 + i, None, _HINT, frame.chats[i], frame.actions[i], None, frame, i) for i in (0, 1)
