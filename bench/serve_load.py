@@ -172,6 +172,13 @@ class Body:
     tail: bytes
 
 
+KEEPALIVE_S: Final = 4.0
+"""The longest a pooled connection is reused after it went idle: below uvicorn's 5 s, after which the server
+closes it. aiohttp takes its pooled connections oldest first, so one client after 32 cycles through all 32:
+at a channel day's ~0.4 s a request, each one idle ~13 s, and the server's close and the next request
+crossed (a "server disconnected" in one run out of several)."""
+
+
 class HttpClient:
     """GETs against one base URL over kept-alive connections (at most ``connections``), the body read
     in chunks and counted, never kept. aiohttp when it is installed (cheaper per request), else httpx."""
@@ -194,11 +201,15 @@ class HttpClient:
             import httpx
 
             limits = httpx.Limits(
-                max_connections=self.connections, max_keepalive_connections=self.connections
+                max_connections=self.connections,
+                max_keepalive_connections=self.connections,
+                keepalive_expiry=KEEPALIVE_S,
             )
             self._httpx = httpx.AsyncClient(base_url=self.base, limits=limits, timeout=self.timeout_s)
         else:
-            connector = aiohttp.TCPConnector(limit=self.connections, limit_per_host=self.connections)
+            connector = aiohttp.TCPConnector(
+                limit=self.connections, limit_per_host=self.connections, keepalive_timeout=KEEPALIVE_S
+            )
             self._session = aiohttp.ClientSession(
                 base_url=self.base,
                 connector=connector,
