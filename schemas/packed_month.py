@@ -190,7 +190,7 @@ class Frame:
     lines and receive times (:meth:`rest`) when first asked: a text answer of chat messages reads only the
     former (decoding and joining the lines was ~40 % of unpacking a 300-row month)."""
 
-    __slots__ = ("_rest", "_v2", "actions", "chats", "plains", "sents")
+    __slots__ = ("_rest", "_v2", "actions", "chats", "plains", "sents", "version")
 
     def __init__(
         self,
@@ -200,7 +200,10 @@ class Frame:
         plains: list[bool],
         v2: _FrameV2 | None,
         rest: tuple[list[str], list[str], list[int | None]] | None = None,
+        version: int = VERSION,
     ) -> None:
+        self.version = version
+        """The frame's version (an older one is read as well; ``chatlog pack --repack`` writes it anew)."""
         self.sents = sents
         """Each row's ``sent_at`` (epoch ms), ascending."""
         self.chats = chats
@@ -267,7 +270,15 @@ def unpack_frame(value: bytes) -> Frame:
         if not n == len(frame.ids) == len(frame.lines) == len(received):
             raise PackError("packed month with columns of different lengths")
         received_ms = [None if r is None else s + r for s, r in zip(sents, received, strict=True)]
-        return Frame(sents, [None] * n, [False] * n, [False] * n, None, (frame.ids, frame.lines, received_ms))
+        return Frame(
+            sents,
+            [None] * n,
+            [False] * n,
+            [False] * n,
+            None,
+            (frame.ids, frame.lines, received_ms),
+            version=1,
+        )
     texts, actions, senders = frame.texts, frame.actions, frame.senders
     channels, logins = frame.channels, frame.logins
     plains = frame.plains if isinstance(frame, _FrameV3) else [False] * n
@@ -286,7 +297,7 @@ def unpack_frame(value: bytes) -> Frame:
             ]
         except IndexError:
             raise PackError("packed month with a sender not in its table") from None
-    return Frame(sents, chats, actions, plains, frame)
+    return Frame(sents, chats, actions, plains, frame, version=3 if isinstance(frame, _FrameV3) else 2)
 
 
 def unpack(value: bytes) -> list[UnpackedRow]:

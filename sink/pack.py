@@ -21,8 +21,10 @@ skipped after a one-row probe.
 Frames are written in version 3 of :mod:`schemas.packed_month`: each chat message's channel, sender and
 text found once here (:func:`chat_split`) and stored instead of its line's trailing text, so that a reader
 does not parse the line for them, with whether its tag section is plain (a json answer then makes its tags'
-JSON by replaces). A partition that holds an older frame only (packed before) is left as it is, read as
-well as a version 3 one; one that got late rows is packed again, in version 3.
+JSON by replaces). A partition that holds an older frame only (packed before) is read as well as a version
+3 one and left as it is, unless the run is asked to ``repack`` (``chatlog pack --repack``): then its frame is
+written anew in version 3 from its own rows (with a later write time, over the old one; no row is deleted, so
+a row written meanwhile stays a late row). One that got late rows is packed again, in version 3.
 """
 
 from __future__ import annotations
@@ -41,7 +43,16 @@ from core.times import epoch_ms
 from core.times import now_ms as current_ms
 from core.user_months import has_column
 from schemas.cql import clustering_order, is_month_period, month_end_ms
-from schemas.packed_month import LEVEL, ChatSplit, PackedRow, pack, unpack
+from schemas.packed_month import (
+    LEVEL,
+    VERSION,
+    ChatSplit,
+    PackedRow,
+    PackError,
+    pack,
+    unpack,
+    unpack_frame,
+)
 from schemas.stored_line import restore, unmarked
 
 __all__ = ["MAX_FRAME_BYTES", "PackReport", "chat_split", "pack_months", "packed_frame"]
@@ -62,22 +73,25 @@ class PackReport:
     """Month partitions of ended months seen."""
     packed: int = 0
     """Month partitions packed (or packed again with their late rows)."""
+    repacked: int = 0
+    """Month partitions whose frame alone, of an older version, was written anew (``repack``)."""
     rows: int = 0
     """Rows the frames written hold."""
     frame_bytes: int = 0
     """Bytes of the frames written."""
     skipped: dict[str, int] = field(
-        default_factory=lambda: {"recent": 0, "spilled": 0, "large": 0, "dropped": 0}
+        default_factory=lambda: {"recent": 0, "spilled": 0, "large": 0, "dropped": 0, "damaged": 0}
     )
     """Month partitions left as they are, by why: written within the settle time, a bot's (spilled),
     a frame over :data:`MAX_FRAME_BYTES`, rows older than a drop of the frame's columns (see
-    :func:`_dropped_us`)."""
+    :func:`_dropped_us`), a frame that ``repack`` could not read."""
 
     def summary(self) -> str:
         skipped = ", ".join(f"{n} {why}" for why, n in self.skipped.items() if n) or "none"
+        again = f" ({self.repacked} packed again in version {VERSION})" if self.repacked else ""
         return (
-            f"packed {self.packed} of {self.months} ended user-month(s): {self.rows} row(s) into "
-            f"{self.frame_bytes / 1e6:.1f} MB of frames; left as they are: {skipped}"
+            f"packed {self.packed + self.repacked} of {self.months} ended user-month(s){again}: {self.rows} "
+            f"row(s) into {self.frame_bytes / 1e6:.1f} MB of frames; left as they are: {skipped}"
         )
 
 
@@ -94,6 +108,10 @@ class _Statements:
             f"packed, TTL(packed) AS packed_ttl, spilled FROM {k}.chat_by_user {where}"
         )
         self.read.fetch_size = _SCAN_PAGE
+        self.statics = prepare(
+            "SELECT packed, TTL(packed) AS packed_ttl, WRITETIME(packed) AS packed_written, spilled "
+            f"FROM {k}.chat_by_user {where} LIMIT 1"
+        )
         self.delete = prepare(f"DELETE FROM {k}.chat_by_user USING TIMESTAMP ? {where}")
         self.write = prepare(
             f"UPDATE {k}.chat_by_user USING TIMESTAMP ? AND TTL ? SET packed = ?, packed_rows = ? {where}"
@@ -170,15 +188,36 @@ def _dropped_us(session: Any, keyspace: str) -> int:
     return max((epoch_ms(t) * 1000 for t in times), default=0)
 
 
+def _repacked(session: Any, st: _Statements, key: Key, level: int) -> Outcome:
+    """A partition that holds its frame alone: written anew where the frame is of an older version (its rows
+    read back from it), over the old one (a later write time); left as it is otherwise."""
+    head = session.execute(st.statics, key).one()
+    if head is None or head.packed is None or head.spilled:
+        return "", 0, 0
+    try:
+        frame = unpack_frame(head.packed)
+        if frame.version >= VERSION:
+            return "", 0, 0
+        ids, lines, received = frame.rest()
+    except PackError:
+        return "damaged", 0, 0
+    rows = list(zip(frame.sents, ids, lines, received, strict=True))
+    value = packed_frame(rows, level=level)
+    session.execute(
+        st.write, (head.packed_written + 1, head.packed_ttl or 0, value, len(rows), *key), timeout=60
+    )
+    return "repacked", len(rows), len(value)
+
+
 def _pack_one(
-    session: Any, st: _Statements, key: Key, settle_us: int, level: int, dropped_us: int
+    session: Any, st: _Statements, key: Key, settle_us: int, level: int, dropped_us: int, repack: bool
 ) -> Outcome:
     from cassandra.query import BatchStatement, BatchType
 
     from core.times import naive_utc
 
-    if not session.execute(st.has_rows, (*key, naive_utc(0))).one():
-        return "", 0, 0  # its frame alone (packed before), or its flag alone
+    if not session.execute(st.has_rows, (*key, naive_utc(0))).one():  # its frame alone, or its flag alone
+        return _repacked(session, st, key, level) if repack else ("", 0, 0)
     rows = list(session.execute(st.read, key))
     head = rows[0]
     if head.spilled:  # set since the scan
@@ -212,10 +251,12 @@ def pack_months(
     now_ms: int | None = None,
     concurrency: int = 8,
     level: int = LEVEL,
+    repack: bool = False,
     tell: Callable[[str], None] = lambda _m: None,
 ) -> PackReport:
     """Pack every user-month of ``keyspace`` that ended ``settle_s`` before ``now_ms`` (default: now) and
-    was not written within ``settle_s`` (see the module doc)."""
+    was not written within ``settle_s`` (see the module doc); with ``repack``, write anew in the current
+    version the frames of an older one that are alone in their partition."""
     now = current_ms() if now_ms is None else now_ms
     settle_us = int(settle_s * 1_000_000)
     if not has_column(session, keyspace, "packed"):
@@ -228,11 +269,16 @@ def pack_months(
     done = 0
     with ThreadPoolExecutor(max_workers=max(concurrency, 1)) as pool:
         months = _ended_months(session, st, now - int(settle_s * 1000), report)
-        outcomes = pool.map(lambda key: _pack_one(session, st, key, settle_us, level, dropped_us), months)
+        outcomes = pool.map(
+            lambda key: _pack_one(session, st, key, settle_us, level, dropped_us, repack), months
+        )
         for outcome, rows, size in outcomes:
             done += 1
-            if outcome == "packed":
-                report.packed += 1
+            if outcome in ("packed", "repacked"):
+                if outcome == "packed":
+                    report.packed += 1
+                else:
+                    report.repacked += 1
                 report.rows += rows
                 report.frame_bytes += size
             elif outcome:

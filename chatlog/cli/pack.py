@@ -23,6 +23,14 @@ def register(app: typer.Typer) -> None:
         ] = 60.0,
         concurrency: Annotated[int, typer.Option(min=1, max=256, help="Partitions packed at once.")] = 8,
         keyspace: Annotated[str | None, typer.Option(help="Cassandra keyspace.")] = None,
+        repack: Annotated[
+            bool,
+            typer.Option(
+                "--repack",
+                help="Also write anew, in the current frame version, the months packed in an older one "
+                "(read as they are, but without what the newer version keeps for readers).",
+            ),
+        ] = False,
     ) -> None:
         """Pack every user-month that is over: its rows become one compressed cell of the same partition
         (reads of past months get cheaper, nothing is lost; late rows are merged on read and packed by
@@ -41,6 +49,7 @@ def register(app: typer.Typer) -> None:
                     settings.cassandra_keyspace,
                     settle_s=settle_minutes * 60,
                     concurrency=concurrency,
+                    repack=repack,
                     tell=typer.echo,
                 )
             except (DriverException, NoHostAvailable) as exc:

@@ -174,7 +174,13 @@ def test_a_partition_written_lately_or_spilled_is_left_as_it_is(
         (month_period(JAN),),
     )
     recent = pack_months(session, sink_settings.cassandra_keyspace, settle_s=3600)
-    assert recent.packed == 0 and recent.skipped == {"recent": 4, "spilled": 1, "large": 0, "dropped": 0}
+    assert recent.packed == 0 and recent.skipped == {
+        "recent": 4,
+        "spilled": 1,
+        "large": 0,
+        "dropped": 0,
+        "damaged": 0,
+    }
     assert len(_rows(session, "1001", month_period(JAN))) == 6  # the rows as they were
 
     settled = pack_months(session, sink_settings.cassandra_keyspace, settle_s=0)
@@ -239,3 +245,31 @@ def test_a_month_packed_in_version_1_reads_as_its_rows_did_and_is_packed_again_w
     write(sink_settings, [story[2]])  # a replay of alice's a1: her January packed again, in version 3
     assert pack_months(session, sink_settings.cassandra_keyspace, settle_s=0).packed == 1
     assert _reads(session) == before and _presets(session) == (6, 6)
+
+
+def test_repack_writes_the_months_packed_in_an_older_version_anew_once(
+    sink_settings: SinkSettings, session: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    story = _story()
+    write(sink_settings, story)
+    before = _reads(session)
+    with monkeypatch.context() as patched:  # a keyspace packed in version 1
+        patched.setattr(sink_pack, "packed_frame", lambda rows, level: v1_frame(rows, level=level))
+        assert pack_months(session, sink_settings.cassandra_keyspace, settle_s=0).packed == 5
+    assert _presets(session) == (0, 0)
+
+    report = pack_months(session, sink_settings.cassandra_keyspace, settle_s=0, repack=True)
+
+    assert (report.packed, report.repacked, report.rows) == (0, 5, 25)
+    assert "5 packed again in version 3" in report.summary()
+    chats = sum(e.user_id == "1001" and e.kind == "PRIVMSG" and bool(e.text) for e in story)
+    assert _reads(session) == before and _presets(session) == (chats, chats)  # every chat line split now
+    again = pack_months(session, sink_settings.cassandra_keyspace, settle_s=0, repack=True)
+    assert (again.packed, again.repacked) == (0, 0)  # the current version: left as it is
+    session.execute(
+        "UPDATE chat_by_user SET packed = 0x00 "
+        "WHERE channel_key = '500' AND user_key = '2002' AND period = %s",
+        (month_period(JAN),),
+    )
+    damaged = pack_months(session, sink_settings.cassandra_keyspace, settle_s=0, repack=True)
+    assert (damaged.repacked, damaged.skipped["damaged"]) == (0, 1)  # said, and left as it is
