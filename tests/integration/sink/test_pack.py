@@ -230,16 +230,25 @@ def test_rows_older_than_a_drop_of_the_frame_columns_are_not_packed(
     assert len(_rows(session, "1001", month_period(JAN))) == 6
 
 
-def test_a_month_packed_in_version_1_reads_as_its_rows_did_and_is_packed_again_with_late_rows(
+def _packed_in_version_1(
     sink_settings: SinkSettings, session: Any, monkeypatch: pytest.MonkeyPatch
-) -> None:
+) -> tuple[list[ChatEvent], dict[str, Any]]:
+    """The story written and packed as version 1 wrote frames (read as its rows were, no chat split); the
+    story and what the reads gave before it was packed."""
     story = _story()
     write(sink_settings, story)
     before = _reads(session)
-    with monkeypatch.context() as patched:  # a keyspace packed in version 1
+    with monkeypatch.context() as patched:
         patched.setattr(sink_pack, "packed_frame", lambda rows, level: v1_frame(rows, level=level))
         assert pack_months(session, sink_settings.cassandra_keyspace, settle_s=0).packed == 5
     assert _reads(session) == before and _presets(session) == (0, 0)
+    return story, before
+
+
+def test_a_month_packed_in_version_1_reads_as_its_rows_did_and_is_packed_again_with_late_rows(
+    sink_settings: SinkSettings, session: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    story, before = _packed_in_version_1(sink_settings, session, monkeypatch)
     assert pack_months(session, sink_settings.cassandra_keyspace, settle_s=0).packed == 0  # left as it is
 
     write(sink_settings, [story[2]])  # a replay of alice's a1: her January packed again, in version 3
@@ -250,13 +259,7 @@ def test_a_month_packed_in_version_1_reads_as_its_rows_did_and_is_packed_again_w
 def test_repack_writes_the_months_packed_in_an_older_version_anew_once(
     sink_settings: SinkSettings, session: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    story = _story()
-    write(sink_settings, story)
-    before = _reads(session)
-    with monkeypatch.context() as patched:  # a keyspace packed in version 1
-        patched.setattr(sink_pack, "packed_frame", lambda rows, level: v1_frame(rows, level=level))
-        assert pack_months(session, sink_settings.cassandra_keyspace, settle_s=0).packed == 5
-    assert _presets(session) == (0, 0)
+    story, before = _packed_in_version_1(sink_settings, session, monkeypatch)
 
     report = pack_months(session, sink_settings.cassandra_keyspace, settle_s=0, repack=True)
 
