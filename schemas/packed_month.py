@@ -190,7 +190,7 @@ class Frame:
     lines and receive times (:meth:`rest`) when first asked: a text answer of chat messages reads only the
     former (decoding and joining the lines was ~40 % of unpacking a 300-row month)."""
 
-    __slots__ = ("_rest", "_v2", "actions", "chats", "plains", "sents", "version")
+    __slots__ = ("_ordered", "_rest", "_v2", "actions", "chats", "plains", "sents", "version")
 
     def __init__(
         self,
@@ -201,7 +201,10 @@ class Frame:
         v2: _FrameV2 | None,
         rest: tuple[list[str], list[str], list[int | None]] | None = None,
         version: int = VERSION,
+        ordered: bool = True,
     ) -> None:
+        self._ordered = ordered
+        """Whether the rows are in time order (every frame ``chatlog pack`` writes)."""
         self.version = version
         """The frame's version (an older one is read as well; ``chatlog pack --repack`` writes it anew)."""
         self.sents = sents
@@ -223,11 +226,21 @@ class Frame:
             self._rest, self._v2 = _rest(self.sents, self._v2), None
         return self._rest
 
-    def window(self, lo: int, hi: int, reverse: bool) -> range:
-        """The indices of the rows sent within ``[lo, hi)``, in time order (newest first if ``reverse``)."""
+    def window(self, lo: int, hi: int, reverse: bool) -> Sequence[int]:
+        """The indices of the rows sent within ``[lo, hi)``, in the frame's order (the time order of a frame
+        ``chatlog pack`` wrote; reversed if ``reverse``)."""
         sents = self.sents
-        start, stop = bisect.bisect_left(sents, lo), bisect.bisect_left(sents, hi)
-        return range(stop - 1, start - 1, -1) if reverse else range(start, stop)
+        if self._ordered:
+            start, stop = bisect.bisect_left(sents, lo), bisect.bisect_left(sents, hi)
+            return range(stop - 1, start - 1, -1) if reverse else range(start, stop)
+        found = [i for i, sent in enumerate(sents) if lo <= sent < hi]
+        return found[::-1] if reverse else found
+
+    def rows(self, indices: Sequence[int]) -> list[UnpackedRow]:
+        """The rows at ``indices`` (:meth:`window`) whole (their ids and lines read: :meth:`rest`)."""
+        ids, lines, received = self.rest()
+        sents, chats, actions = self.sents, self.chats, self.actions
+        return [(sents[i], ids[i], lines[i], received[i], chats[i], actions[i]) for i in indices]
 
 
 def _rest(sents: list[int], v2: _FrameV2 | None) -> tuple[list[str], list[str], list[int | None]]:
@@ -265,6 +278,7 @@ def unpack_frame(value: bytes) -> Frame:
     deltas = frame.deltas
     n = len(deltas)
     sents = list(itertools.accumulate(deltas, initial=frame.first))[1:]
+    ordered = min(deltas[1:], default=0) >= 0  # sent times that never go back: bisected, not filtered
     if isinstance(frame, _FrameV1):
         received = frame.received
         if not n == len(frame.ids) == len(frame.lines) == len(received):
@@ -278,6 +292,7 @@ def unpack_frame(value: bytes) -> Frame:
             None,
             (frame.ids, frame.lines, received_ms),
             version=1,
+            ordered=ordered,
         )
     texts, actions, senders = frame.texts, frame.actions, frame.senders
     channels, logins = frame.channels, frame.logins
@@ -297,12 +312,13 @@ def unpack_frame(value: bytes) -> Frame:
             ]
         except IndexError:
             raise PackError("packed month with a sender not in its table") from None
-    return Frame(sents, chats, actions, plains, frame, version=3 if isinstance(frame, _FrameV3) else 2)
+    return Frame(
+        sents, chats, actions, plains, frame, version=3 if isinstance(frame, _FrameV3) else 2, ordered=ordered
+    )
 
 
 def unpack(value: bytes) -> list[UnpackedRow]:
     """The rows of a frame (version 1 to 3), in the order they were packed; :class:`PackError` for anything
     else."""
     frame = unpack_frame(value)
-    ids, lines, received_ms = frame.rest()
-    return list(zip(frame.sents, ids, lines, received_ms, frame.chats, frame.actions, strict=True))
+    return frame.rows(range(len(frame.sents)))

@@ -67,7 +67,7 @@ from schemas.cql import (
     month_start_ms,
     user_key,
 )
-from schemas.packed_month import Frame, UnpackedRow, unpack, unpack_frame
+from schemas.packed_month import Frame, UnpackedRow, unpack_frame
 from schemas.stored_line import unmarked
 from serve.store import random_pick
 from serve.store.aiocql import PagedQuery
@@ -250,17 +250,6 @@ async def _runs(items: AsyncIterator[T], size: int = 1000) -> AsyncIterator[list
         await aclose(items)
 
 
-def _unpacked(packed: bytes, lo: int, hi: int, reverse: bool, whole: bool) -> list[UnpackedRow]:
-    """The rows of a month's frame within ``[lo, hi)`` (all of them for a ``whole`` month), in time order
-    (newest first if ``reverse``)."""
-    rows = unpack(packed)
-    if not whole:
-        rows = [row for row in rows if lo <= row[0] < hi]
-    if reverse:
-        rows.reverse()
-    return rows
-
-
 def _as_unpacked(row: Any) -> UnpackedRow:
     """A Cassandra row (:data:`ROW_COLUMNS` first) in the shape of a frame's rows, without a chat: a late row
     of a packed month, read with the frame's."""
@@ -286,10 +275,8 @@ async def _frame_rows(runs: AsyncIterator[Run]) -> AsyncIterator[UnpackedRow]:
                 for row in run:
                     yield _as_unpacked(row)
             else:
-                ids, lines, received = framed.rest()
-                sents, chats, actions = framed.sents, framed.chats, framed.actions
-                for i in run:
-                    yield sents[i], ids[i], lines[i], received[i], chats[i], actions[i]
+                for row in framed.rows(run):
+                    yield row
     finally:
         await aclose(runs)
 
@@ -965,14 +952,16 @@ class CassandraStore:
             else:
                 spilled, packed = await self._statics(pair, month)
             if packed is not None and not first and not self._half_days(spilled):
-                frame = unpack_frame(
-                    packed
-                )  # a packed month without late rows: the usual read of a past month
+                # a packed month without late rows: the usual read of a past month
+                frame = unpack_frame(packed)
                 window = frame.window(lo, hi, reverse)
                 if window:
                     yield frame, window
                 return
-            unpacked = _unpacked(packed, lo, hi, reverse, whole) if packed is not None else None
+            unpacked = None
+            if packed is not None:
+                frame = unpack_frame(packed)
+                unpacked = frame.rows(frame.window(lo, hi, reverse))
             framed = unpacked is not None
             if unpacked is not None:  # late rows too: merged, a row in both once
                 late = _all_unpacked(_rows_of(_pages(first, pages)))

@@ -161,6 +161,16 @@ def test_a_window_is_the_rows_sent_in_it_in_time_order(
     assert frame.sents == [row[0] for row in rows]
 
 
+@given(st.lists(_ROW, min_size=1, max_size=40), _TIME, _TIME, st.booleans())
+def test_a_window_of_rows_out_of_time_order_is_theirs_in_the_frames_order(
+    rows: list[PackedRow], lo: int, hi: int, reverse: bool
+) -> None:
+    frame = unpack_frame(pack(rows))  # as packed, not sorted (a frame chatlog pack did not write)
+    expected = [i for i, row in enumerate(rows) if lo <= row[0] < hi]
+    assert list(frame.window(lo, hi, reverse)) == (expected[::-1] if reverse else expected)
+    assert frame.rows(frame.window(lo, hi, False)) == [unpack(pack(rows))[i] for i in expected]
+
+
 def test_the_ids_and_lines_of_a_frame_are_read_when_asked_and_checked_then() -> None:
     value = _frame(
         VERSION,
