@@ -30,7 +30,7 @@ message_id)``, one list per column:
 
 Version 2 (version 3 without ``plains``) and version 1 (``[1, first_sent_ms, sent_deltas, message_ids, lines,
 received_offsets]``: whole lines, no split) are read as well: the months packed before, which
-:mod:`sink.pack` leaves as they are.
+:mod:`sink.pack` leaves as they are unless asked to ``repack`` them.
 
 :func:`unpack_frame` reads a frame as a :class:`Frame`: the send times, chats and ``/me`` flags at once, the
 ids, lines and receive times only when first asked (the msgpack of those three columns is kept as it is
@@ -208,7 +208,8 @@ class Frame:
         self.version = version
         """The frame's version (an older one is read as well; ``chatlog pack --repack`` writes it anew)."""
         self.sents = sents
-        """Each row's ``sent_at`` (epoch ms), ascending."""
+        """Each row's ``sent_at`` (epoch ms), in the frame's order (ascending in every frame ``chatlog pack``
+        writes)."""
         self.chats = chats
         """Each row's ``(channel, user_login, text)``, None where it has no split."""
         self.actions = actions
