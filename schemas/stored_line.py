@@ -35,6 +35,9 @@ _ID: Final = "id"
 _TS: Final = "tmi-sent-ts"
 _ID_EMPTY: Final = len(_ID) + 1  # an element `id=`
 _TS_EMPTY: Final = len(_TS) + 1
+_ID_AFTER: Final = ";" + _ID  # an element of key `id` after the first (or of a key that starts so)
+_TS_AFTER: Final = ";" + _TS
+_KEYS: Final = (_ID, _TS)
 
 
 def _element(line: str, end: int, key: str) -> tuple[int, int]:
@@ -88,6 +91,16 @@ def restore(stored: str, message_id: str | uuid.UUID, sent_at_ms: int) -> str:
     if first != "@":
         return stored[1:] if first == VERBATIM else stored
     end = _tag_end(stored)
+    # a Twitch line's: `;id=;` and `;tmi-sent-ts=;` inside the section, each the first element of its key
+    # (the section does not start with either key): the positions the search below finds, by two finds
+    i, t = stored.find(_ID_AFTER, 0, end), stored.find(_TS_AFTER, 0, end)
+    if i > 0 and t > 0 and not stored.startswith(_KEYS, 1):
+        i += len(_ID_AFTER) + 1  # where the value goes, if the element is `id=` and no more
+        t += len(_TS_AFTER) + 1
+        if stored.startswith("=;", i - 1) and stored.startswith("=;", t - 1):
+            if i < t:
+                return f"{stored[:i]}{message_id}{stored[i:t]}{sent_at_ms}{stored[t:]}"
+            return f"{stored[:t]}{sent_at_ms}{stored[t:i]}{message_id}{stored[i:]}"
     at, id_stop = _element(stored, end, _ID)
     if at < 0 or id_stop - at != _ID_EMPTY:
         id_stop = -1

@@ -209,3 +209,23 @@ def test_restore_fills_the_first_empty_element_of_each_key_in_any_line(
 ) -> None:
     for stored in (line, "@" + line):
         assert restore(stored, message_id, sent_at) == _restored_by_elements(stored, message_id, sent_at)
+
+
+_ELEMENT_NAMES = "id id= id=v tmi-sent-ts tmi-sent-ts= tmi-sent-ts=1 idx= tmi-sent-tsx= a=b @"
+_ELEMENTS = st.sampled_from([*_ELEMENT_NAMES.split(" "), ""])
+
+
+@given(
+    st.lists(_ELEMENTS, max_size=8),
+    st.sampled_from([[], ["id="], ["tmi-sent-ts=", "id="], ["id=", "tmi-sent-ts="]]),
+    st.sampled_from([" :a!a@a PRIVMSG #c :id=;tmi-sent-ts=;", " ", ""]),
+    st.text(max_size=8),
+    _TIMES,
+)
+def test_restore_of_sections_holding_both_empty_elements_is_by_the_elements(
+    elements: list[str], last: list[str], rest: str, message_id: str, sent_at: int
+) -> None:
+    """restore's shortcut for a Twitch line (`;id=;` and `;tmi-sent-ts=;` found in the section) fills what
+    the element rule fills, whatever comes before them (an `id` without a value, `idx=`, a repeated key)."""
+    stored = "@" + ";".join(elements + last) + rest
+    assert restore(stored, message_id, sent_at) == _restored_by_elements(stored, message_id, sent_at)
