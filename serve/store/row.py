@@ -236,7 +236,9 @@ class LogLine:
         frame, chat = self._frame, self._chat
         if frame is None or chat is None or not frame.plains[self._index] or self._event is not None:
             return None
-        raw = restore(self.stored, self.message_id, self.sent_at)
+        if self._unread:  # self.stored and self.message_id, inlined: this runs once per line of an answer
+            self._unframe()
+        raw = restore(self._stored, self._message_id, self.sent_at)
         section = tag_section(raw)
         tags = plain_json(section) if section else None
         if tags is None:  # not as packed (a frame written by another hand): the parse decides
