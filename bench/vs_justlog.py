@@ -417,6 +417,7 @@ def measure_chatlog(settings: Any, tree: Tree, params: Params, work: Path) -> di
     from bench.read import flush_and_compact
     from bench.serve import serving
     from bench.sink_data import fresh
+    from bench.storage_floor import keyspace_floor
     from chatlog.stack.process import read_pid
     from core.cql import connect
     from core.settings import StackSettings, load
@@ -436,6 +437,8 @@ def measure_chatlog(settings: Any, tree: Tree, params: Params, work: Path) -> di
             out["storage"] = chatlog_storage(data_dir, keyspace, tree)
             say(f"chatlog keyspace: {out['storage']['bytes_per_message']} B/message (Data.db)")
             out["pack"] = pack_chatlog(scratch)
+            out["storage_floor"] = keyspace_floor(session, keyspace)
+            say(f"storage floor of one copy (packed months): {out['storage_floor']['one_copy_b']} B/message")
             say("major compaction of the line tables (as chatlog bench read): the packed months' rows gone")
             out["compact_s"] = round(flush_and_compact(session, keyspace, data_dir, 900), 1)
             out["storage_compacted"] = chatlog_storage(data_dir, keyspace, tree)
@@ -493,13 +496,29 @@ def ratio_table(justlog: dict[str, Any], chatlog: dict[str, Any], params: Params
             }
         )
     j_bytes = justlog["storage"]["bytes_per_message"]
-    for key, label, short in (
-        ("storage", "storage after a flush (rows as written), B/message", "after a flush"),
-        ("storage_compacted", "storage packed and major-compacted (as read), B/message", "compacted"),
+    for key, field, label, short in (
+        (
+            "storage",
+            "bytes_per_message",
+            "storage after a flush (rows as written), B/message",
+            "after a flush",
+        ),
+        (
+            "storage_compacted",
+            "bytes_per_message",
+            "storage packed and major-compacted (as read), B/message",
+            "compacted",
+        ),
+        (
+            "storage_floor",
+            "two_copies_b",
+            "floor of two copies (bench.storage_floor), B/message",
+            "floor, 2 copies",
+        ),
     ):
         if key not in chatlog:
             continue
-        c_bytes = chatlog[key]["bytes_per_message"]
+        c_bytes = chatlog[key][field]
         table.append(
             {
                 "row": key,
@@ -596,6 +615,18 @@ def _value(row: dict[str, Any]) -> Callable[[str], str]:
     return fmt
 
 
+def _floor_said(floor: dict[str, Any] | None) -> list[str]:
+    if floor is None:
+        return []
+    return [
+        f"floor of one copy (bench.storage_floor, the packed months' {floor['rows']:,} lines): "
+        f"{floor['one_copy_b']} B/message = random values {floor['random_values_b']} (16 B each: ids, "
+        f"nonces, reply ids) + texts {floor['texts_b']} + the rest of the lines {floor['rest_b']} + send "
+        f"times {floor['send_times_b']} (zstd level {floor['level']} per column and month); two copies "
+        f"{floor['two_copies_b']} B, of which random values {floor['two_copies_random_only_b']}"
+    ]
+
+
 def summary(result: dict[str, Any]) -> str:
     """The comparison as a Markdown table (justlog, chatlog, ratio per row) and what else was measured."""
     lines = [
@@ -633,6 +664,7 @@ def summary(result: dict[str, Any]) -> str:
         f"loaded by import {c['load']['import_s']} s + backfill {c['load']['backfill_s']} s; "
         f"packed in {c.get('pack', {}).get('pack_s', '-')} s; "
         f"compactions settled {c['settle_s']} s",
+        *_floor_said(c.get("storage_floor")),
         f"justlog archived the tree in {j['archive_s']} s; "
         f"its Twitch stand-in was asked {j['stand_in_asked']}",
     ]
