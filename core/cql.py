@@ -207,8 +207,9 @@ def connect_failure(settings: CassandraSettings, exc: BaseException) -> str:
 def apply_schema(
     settings: CassandraSettings, keyspace: str | None = None, tell: Callable[[str], None] = lambda _m: None
 ) -> int:
-    """Create the keyspace and tables if missing, and migrate a user table of the half-day layout
-    (:mod:`core.user_months`, told to ``tell``); returns how many statements ran."""
+    """Create the keyspace and tables if missing, migrate a user table of the half-day layout
+    (:mod:`core.user_months`, told to ``tell``) and a table option still at an earlier default
+    (:mod:`core.table_options`); returns how many statements ran."""
     ks = keyspace or settings.cassandra_keyspace
     try:
         cluster, session = connect(settings, timeout=30)
@@ -217,6 +218,7 @@ def apply_schema(
     except Exception as exc:
         raise ChatlogError(connect_failure(settings, exc)) from None
     try:
+        from core.table_options import upgrade_channel_compression
         from core.user_months import mark_spilled, needs_login_index
 
         stmts = cql.statements(ks, settings.cassandra_replication)
@@ -225,6 +227,7 @@ def apply_schema(
             session.execute(stmt, timeout=60)
         if migrate:
             mark_spilled(session, ks, tell)
+        upgrade_channel_compression(session, ks, tell)
         return len(stmts)
     finally:
         cluster.shutdown()

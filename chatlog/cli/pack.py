@@ -7,6 +7,8 @@ from typing import Annotated
 
 import typer
 
+from schemas.packed_month import LEVEL
+
 
 def register(app: typer.Typer) -> None:
     """Add ``pack`` to ``app``."""
@@ -22,6 +24,15 @@ def register(app: typer.Typer) -> None:
             ),
         ] = 60.0,
         concurrency: Annotated[int, typer.Option(min=1, max=256, help="Partitions packed at once.")] = 8,
+        level: Annotated[
+            int,
+            typer.Option(
+                min=1,
+                max=22,
+                help="Zstandard level of the frames (19: the smallest frames at ~90 us of CPU a row; 9: "
+                "~10 % larger at ~3 us). Reads cost the same at any level.",
+            ),
+        ] = LEVEL,
         keyspace: Annotated[str | None, typer.Option(help="Cassandra keyspace.")] = None,
         repack: Annotated[
             bool,
@@ -49,6 +60,7 @@ def register(app: typer.Typer) -> None:
                     settings.cassandra_keyspace,
                     settle_s=settle_minutes * 60,
                     concurrency=concurrency,
+                    level=level,
                     repack=repack,
                     tell=typer.echo,
                 )
