@@ -18,6 +18,7 @@ from core.logins import login_of
 from core.times import now_ms
 from ingest.irc.lines import LineSplitter, route_lines
 from ingest.irc.login import Login
+from ingest.irc.read_tick import ReadTick
 from ingest.irc.reconcile import ConnState, PendingJoin
 
 log = logging.getLogger(__name__)
@@ -57,6 +58,7 @@ class IrcConnection(asyncio.Protocol):
         hooks: ConnectionHooks,
         clock: Callable[[], float] = time.monotonic,
         max_line_bytes: int = 1 << 20,
+        read_tick: ReadTick | None = None,
     ) -> None:
         self.conn_id = conn_id
         self.login = login
@@ -83,6 +85,8 @@ class IrcConnection(asyncio.Protocol):
         self._caps_waiting = 0
         self._lost = False
         self._paused = False
+        self._held = False  # not reading until the read tick ends (ingest/irc/read_tick.py)
+        self._read_tick = read_tick
         self.closed: asyncio.Future[None] = asyncio.get_running_loop().create_future()
 
     # ---- asyncio.Protocol -------------------------------------------------------------------------
@@ -115,6 +119,8 @@ class IrcConnection(asyncio.Protocol):
             lines = route_lines(lines, self._handle, self.line_counts)
             if lines:
                 self._hooks.deliver(lines, received_at_ms)
+        if self._read_tick is not None:
+            self._read_tick.read(self, len(data))
 
     def eof_received(self) -> bool | None:
         return None  # close the transport
@@ -213,7 +219,23 @@ class IrcConnection(asyncio.Protocol):
         self._paused = False
         self.last_rx = self._clock()  # silence while we did not read says nothing about the server
         self.ping_sent_at = None
-        if self._transport is not None and not self._transport.is_closing():
+        if not self._held and self._transport is not None and not self._transport.is_closing():
+            self._transport.resume_reading()
+
+    def hold(self) -> bool:
+        """Stop reading until the read tick ends (:class:`ingest.irc.read_tick.ReadTick`); False when the
+        connection is not reading anyway (paused by the caller, closing, not connected)."""
+        transport = self._transport
+        if self._held or self._paused or transport is None or transport.is_closing():
+            return False
+        self._held = True
+        transport.pause_reading()
+        return True
+
+    def release(self) -> None:
+        """The read tick ended: read again, unless the caller paused reading meanwhile."""
+        self._held = False
+        if not self._paused and self._transport is not None and not self._transport.is_closing():
             self._transport.resume_reading()
 
     def check(self, now: float, *, ping_interval: float, ping_timeout: float, connect_timeout: float) -> None:

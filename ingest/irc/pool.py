@@ -31,6 +31,7 @@ from ingest.irc.login import login_from_settings
 from ingest.irc.metrics import PoolMetrics
 from ingest.irc.moves import MoveBook
 from ingest.irc.ratelimit import Backoff, SlidingWindowLimiter
+from ingest.irc.read_tick import ReadTick
 from ingest.irc.reconcile import ConnState, ConnView, join_timeouts, plan
 from ingest.irc.settings import PoolSettings
 from ingest.irc.stats import PoolStats
@@ -111,6 +112,7 @@ class IrcPool:
         s = settings
         self._tick_s = max(0.02, min(0.5, s.irc_join_ack_timeout_s / 4, s.irc_ping_timeout_s / 4))
         self._ssl = ssl.create_default_context() if s.irc_tls else None
+        self._read_tick = ReadTick(s.irc_read_interval_ms / 1000) if s.irc_read_interval_ms > 0 else None
 
     # ---- public interface -------------------------------------------------------------------------
     def set_wanted(self, channels: AbstractSet[str]) -> None:
@@ -229,6 +231,8 @@ class IrcPool:
         if conns:
             await asyncio.wait([conn.closed for conn in conns], timeout=_CLOSE_WAIT_S)
         self._abort_all()
+        if self._read_tick is not None:
+            self._read_tick.close()
         self._metrics.publish(self.stats())
 
     def pause_reading(self) -> None:
@@ -486,6 +490,7 @@ class IrcPool:
             hooks=self,
             clock=self._clock,
             max_line_bytes=self.settings.irc_max_line_bytes,
+            read_tick=self._read_tick,
         )
         if self._paused:
             conn.pause_reading()

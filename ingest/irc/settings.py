@@ -64,6 +64,14 @@ class PoolSettings(IrcSettings):
     irc_nick_max_len: int = Field(
         default=30, ge=9, le=512, description="Longest nick the server accepts (NICKLEN)."
     )
+    irc_read_interval_ms: float = Field(
+        default=100.0,
+        ge=0,
+        le=1000,
+        description="Each IRC connection is read at most once per this many ms, the lines that arrived "
+        "meanwhile handled as one batch (ingest/irc/read_tick.py): the cost of a read is paid per read, not "
+        "per line. Adds up to this much to a line's way to Kafka; 0 reads on every readiness event.",
+    )
     irc_max_line_bytes: int = Field(
         default=1 << 20,
         ge=512,
