@@ -82,6 +82,7 @@ bench: setup $(STAMPS)/bench-extra ## every benchmark on the local stack; JSON a
 	$(BIN)/chatlog bench read
 	$(BIN)/chatlog bench placement
 	@if [ -n "$(JUSTLOG)" ]; then $(BIN)/chatlog bench vs-justlog "$(JUSTLOG)"; else echo "chatlog bench vs-justlog: skipped (give a justlog binary: make bench JUSTLOG=PATH)"; fi
+	$(BIN)/chatlog bench report
 
 demo: setup $(STAMPS)/bench-extra ## the main job
 	$(BIN)/chatlog stack up

@@ -407,3 +407,40 @@ def _counts(text: str, hint: str) -> tuple[int, ...]:
     if not counts or min(counts) < 1:
         raise typer.BadParameter("give at least one count of clients, each at least 1", param_hint=hint)
     return counts
+
+
+@app.command("report")
+def bench_report(
+    results: Annotated[Path, typer.Option(help="The result files (JSON, and their PNGs).")] = Path("results"),
+    template: Annotated[
+        Path, typer.Option(help="The page's prose, with the placeholders the results fill.")
+    ] = Path("docs/benchmarks.md.in"),
+    output: Annotated[Path, typer.Option("--output", "-o", help="The page written.")] = Path(
+        "docs/benchmarks.md"
+    ),
+    check: Annotated[
+        bool, typer.Option("--check", help="Do not write: exit 1 when the page is out of date.")
+    ] = False,
+) -> None:
+    """docs/benchmarks.md from the result files and its template: the figures made, not typed."""
+    from bench import report as b
+    from core.errors import ChatlogError
+
+    try:
+        text = b.page(results, template)
+    except OSError as exc:
+        raise ChatlogError(f"cannot read --template {template}: {exc.strerror or exc}") from None
+    except ValueError as exc:
+        raise ChatlogError(str(exc)) from None
+    if check:
+        current = output.read_text(encoding="utf-8") if output.is_file() else ""
+        if current != text:
+            typer.echo(f"{output} is out of date: run {b.COMMAND}", err=True)
+            raise typer.Exit(1)
+        typer.echo(f"{output} is up to date")
+        return
+    try:
+        output.write_text(text, encoding="utf-8")
+    except OSError as exc:
+        raise ChatlogError(f"cannot write --output {output}: {exc.strerror or exc}") from None
+    typer.echo(f"wrote {output}")

@@ -1,5 +1,5 @@
 """The layers of the project, enforced: no import runs from a lower layer to a higher one, and no two
-packages of one layer import each other (README "Layout")."""
+packages of one layer import each other (docs/internals.md, "Layout")."""
 
 from __future__ import annotations
 

@@ -27,6 +27,7 @@ COMMANDS = (
     "read",
     "placement",
     "vs-justlog",
+    "report",
 )
 OUTSIDE_BINARY = {"vs-justlog"}
 """Benchmarks that need a binary built outside the repository: `make bench` runs them when given one."""
