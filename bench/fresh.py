@@ -136,9 +136,9 @@ def _commit_end(settings: StackSettings) -> None:
 
 
 def run(*, samples: int = 50, poll_ms: int = 20, out: Path) -> dict[str, Any]:
-    from core.cql import apply_schema
     from core.kafka_admin import ensure_topics
     from ingest.registry import Registry
+    from store.schema import apply_schema
 
     run_id = secrets.token_hex(3)
     base_settings = StackSettings()

@@ -17,16 +17,16 @@ and Cassandra session). The tables are then flushed and major-compacted as ``cha
 
 * **bytes on disk**: the ``*-Data.db`` files of ``chat_by_channel``, ``chat_by_user`` and ``chat_buckets``
   per message, against the raw line's mean size (goal at most 0.42x, justlog's);
-* **the channel-day** read in time order through :class:`serve.store.cassandra_store.CassandraStore` (every
-  line's IRC text restored: :attr:`serve.store.row.LogLine.raw`, what ``?raw`` answers) and, alternately in
+* **the channel-day** read in time order through :class:`store.read.LogReader` (every
+  line's IRC text restored: :attr:`store.line.LogLine.raw`, what ``?raw`` answers) and, alternately in
   the same run, a raw cassandra-driver read of the same rows (the same session, ``chat_buckets`` for the
   buckets, then ``SELECT sent_at, message_id, line, received_at`` bucket by bucket with the store's fetch
   size and read-ahead), ``repeat`` times each: lines/s (best and median) and the ratio (the goal's); and
   the same raw read selecting the reader's columns (``toUnixTimestamp``, ``CAST(... AS text)``). Beside
   them, ``repeat`` reader runs each of what other answers do with the lines: ``text`` (the justlog text
   line, :func:`serve.formats.log_text_line`) and ``events`` (every line parsed into its event, what JSON
-  needs). The reader's CPU per line, and what restoring (:func:`schemas.stored_line.restore`) and restoring
-  + parsing (:func:`serve.store.row.stored_event`) the rows read cost per line; a cProfile of one more
+  needs). The reader's CPU per line, and what restoring (:func:`store.stored_line.restore`) and restoring
+  + parsing (:func:`store.line.stored_event`) the rows read cost per line; a cProfile of one more
   reader run (not timed);
 * **the user-month** (:meth:`CassandraStore.user_lines` over the month) ``reads`` times at each
   concurrency (asyncio tasks in this process, a closed loop): p50/p99, this process's CPU (cores busy
@@ -57,11 +57,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
 import msgspec
+from schemas.cql import bucket_of, channel_key
 
 from bench.serve_data import event_line
 from core.errors import ChatlogError, one_line
 from core.times import epoch_ms, naive_utc
-from schemas.cql import bucket_of, channel_key
 from serve.formats import log_text_line
 
 if TYPE_CHECKING:
@@ -316,9 +316,10 @@ def _write_worker(settings: Any, todo: Sequence[Chunk], pool_lines: int, out: An
     dead letters) on ``out`` after each chunk, then ("done",), or ("error", one line) and exit 1."""
     import logging
 
+    from sink.writer.cassandra import close_sessions
+
     from core.cql import quiet_driver_logs
     from schemas.chat_event import encode
-    from sink.writer.cassandra import close_sessions
     from sink.writer.collaborators import production
     from sink.writer.partition import write_partition
 
@@ -344,7 +345,7 @@ def write(settings: Any, params: Params) -> dict[str, Any]:
     """Create the schema in ``settings.cassandra_keyspace`` (sink settings) and write the data set with
     ``params.workers`` processes; what it took. A failed or vanished writer fails the run (the writers
     still running are terminated)."""
-    from core.cql import apply_schema
+    from store.schema import apply_schema
 
     apply_schema(settings)
     todo = chunks(parts(params))
@@ -551,7 +552,7 @@ USES: Final[dict[str, Callable[[Any], object]]] = {
     "text": log_text_line,
     "events": lambda line: line.event,
 }
-"""What a channel-day read does with each :class:`~serve.store.row.LogLine`: ``raw`` is the goal's."""
+"""What a channel-day read does with each :class:`~store.line.LogLine`: ``raw`` is the goal's."""
 
 
 async def _consume(lines: AsyncIterator[Any], use: Callable[[Any], object] = USES["raw"]) -> int:
@@ -564,10 +565,10 @@ async def _consume(lines: AsyncIterator[Any], use: Callable[[Any], object] = USE
 
 def cpu_per_line(rows: Sequence[Any], hint: str, repeat: int = 2) -> dict[str, float]:
     """µs per row (best of ``repeat``) of what the reader does with a row besides fetching it: the
-    timestamps to ms, :func:`~schemas.stored_line.restore` of the line, and
-    :func:`~serve.store.row.stored_event` (restore and parse into the event)."""
-    from schemas.stored_line import restore
-    from serve.store.row import stored_event
+    timestamps to ms, :func:`~store.stored_line.restore` of the line, and
+    :func:`~store.line.stored_event` (restore and parse into the event)."""
+    from store.line import stored_event
+    from store.stored_line import restore
 
     if not rows:
         raise ValueError("no rows")
@@ -644,7 +645,7 @@ def _runs_summary(runs: Sequence[dict[str, Any]]) -> dict[str, Any]:
 async def channel_day(store: Any, params: Params, fetch_size: int) -> dict[str, Any]:
     """The channel-day read through the reader (``store``, a :class:`CassandraStore` whose statements
     fetch ``fetch_size`` rows a page) and raw, alternately (see the module doc)."""
-    from serve.store.cassandra_store import ROW_COLUMNS
+    from store.read import ROW_COLUMNS
 
     raw = RawReader(store.session, fetch_size=fetch_size, read_ahead=store.read_ahead)
     # the same driver read with the reader's columns (the key's values made by Cassandra): what of the

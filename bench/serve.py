@@ -185,7 +185,7 @@ def _wait_healthy(base: str, proc: subprocess.Popen[bytes], log: Any, timeout_s:
 
 
 def _encoders() -> dict[str, Callable[[Any], bytes]]:
-    """What the service does with each :class:`~serve.store.row.LogLine` of an answer, by format."""
+    """What the service does with each :class:`~store.line.LogLine` of an answer, by format."""
     from serve.formats import encode_json, json_message, log_text_line
 
     return {

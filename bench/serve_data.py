@@ -151,10 +151,11 @@ def _share(n: int, lo: int, hi: int, day: date) -> int:
 def write(settings: Any, data: DataSet) -> dict[str, Any]:
     """Create the schema in ``settings.cassandra_keyspace`` (sink settings) and write ``data`` with the
     sink's :func:`~sink.writer.partition.write_partition`; what it took."""
-    from core.cql import apply_schema
-    from schemas.chat_event import encode
     from sink.writer.cassandra import close_sessions
+
+    from schemas.chat_event import encode
     from sink.writer.partition import write_partition
+    from store.schema import apply_schema
 
     apply_schema(settings)
     start = time.perf_counter()

@@ -1,4 +1,4 @@
-"""A smoke run of the real parts: one chat event through Kafka, one row through Cassandra."""
+"""A smoke run of the real parts: one chat event through Kafka, one block through Cassandra."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from core.irc_parse import parse_line
 from core.kafka_probe import QUIET, probe
 from core.settings import StackSettings
 from core.times import now_ms
-from schemas import chat_event, cql, stored_line
+from schemas import chat_event
 
 
 def run(settings: StackSettings) -> str:
@@ -51,33 +51,25 @@ def run(settings: StackSettings) -> str:
     consumer.close()
     if got is None:
         raise ChatlogError("smoke: the record did not come back from Kafka within 30s")
-    key, bucket, row_id = (
-        cql.channel_key(got.channel_id, got.channel),
-        cql.bucket_of(got.sent_at),
-        cql.message_uuid(got.message_id),
-    )
+    from store.keys import event_channel_key
+    from store.scan import channel_copies
+    from store.schema import require_layout
+    from store.stored_line import restore
+    from store.write import TaskWrite, WriteOptions, worker_session_of
+
     quiet_driver_logs()  # a Cassandra that is down is one line (open_session), not the driver's tracebacks
     cluster, session = open_session(settings, keyspace=settings.cassandra_keyspace)
     try:
-        session.execute(
-            "INSERT INTO chat_by_channel (channel_key, bucket, sent_at, message_id, line, received_at) "
-            "VALUES (%s, %s, %s, %s, %s, %s)",
-            (
-                key,
-                bucket,
-                got.sent_at,
-                row_id,
-                stored_line.strip(got.raw, row_id, got.sent_at),
-                got.received_at,
-            ),
+        require_layout(session, settings.cassandra_keyspace)
+        task = TaskWrite(worker_session_of(session), WriteOptions(keyspace=settings.cassandra_keyspace))
+        task.add(got)
+        task.finish()
+        copies = channel_copies(
+            session, settings.cassandra_keyspace, [event_channel_key(got)], got.sent_at, got.sent_at + 1
         )
-        row = session.execute(
-            "SELECT line FROM chat_by_channel "
-            "WHERE channel_key=%s AND bucket=%s AND sent_at=%s AND message_id=%s",
-            (key, bucket, got.sent_at, row_id),
-        ).one()
+        found = [line for _key, line, _at in copies if str(line[1]) == got.message_id]
     finally:
         cluster.shutdown()
-    if row is None or stored_line.restore(row.line, row_id, got.sent_at) != raw:
-        raise ChatlogError("smoke: the row was not readable from Cassandra")
+    if not found or restore(found[0][2], found[0][1], got.sent_at) != raw:
+        raise ChatlogError("smoke: the line was not readable from Cassandra")
     return f"smoke ok: event {event.message_id} went through Kafka and Cassandra"

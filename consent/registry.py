@@ -37,7 +37,11 @@ BATCH: Final = 500
 RETRY_S: Final = 2.0
 """Seconds between attempts to reach Kafka (or find the topic) while it is not there."""
 PROBE_TIMEOUT_S: Final = 5.0
-FETCH_WAIT_MS: Final = 100
+FETCH_WAIT_MS: Final = 1000
+"""librdkafka ``fetch.wait.max.ms`` of the registry's reader: how long the broker holds a fetch of the quiet
+opt-out topic. A new opt-out answers a waiting fetch at once whatever this is; it bounds only the requests of
+an idle reader (one per second, in every process that enforces consent) and how long the first read to the
+end waits to learn it is there."""
 
 Callback = Callable[[str, Value | None], None]
 

@@ -1,15 +1,13 @@
-"""Cassandra sessions (cassandra-driver) and applying the schema of ``schemas/cassandra.cql``."""
+"""Cassandra sessions (cassandra-driver): connecting, TLS, logins refused, and their failures in one line."""
 
 from __future__ import annotations
 
 import logging
 import ssl
-from collections.abc import Callable
 from typing import Any
 
 from core.errors import ChatlogError, one_line
 from core.settings import CassandraSettings, tls_context
-from schemas import cql
 
 
 def connect(
@@ -202,32 +200,3 @@ def connect_failure(settings: CassandraSettings, exc: BaseException) -> str:
         errors = list(exc.errors.values())
     reason = getattr(errors[0], "strerror", None) or one_line(errors[0])
     return f"{where} is not reachable (CHATLOG_CASSANDRA_HOSTS, CHATLOG_CASSANDRA_PORT): {reason}"
-
-
-def apply_schema(
-    settings: CassandraSettings, keyspace: str | None = None, tell: Callable[[str], None] = lambda _m: None
-) -> int:
-    """Create the keyspace and tables if missing, migrate a user table of the half-day layout
-    (:mod:`core.user_months`, told to ``tell``) and a table option still at an earlier default
-    (:mod:`core.table_options`); returns how many statements ran."""
-    ks = keyspace or settings.cassandra_keyspace
-    try:
-        cluster, session = connect(settings, timeout=30)
-    except ChatlogError:  # a refused login, no host in the local data center: already one line
-        raise
-    except Exception as exc:
-        raise ChatlogError(connect_failure(settings, exc)) from None
-    try:
-        from core.table_options import upgrade_channel_compression
-        from core.user_months import mark_spilled, needs_login_index
-
-        stmts = cql.statements(ks, settings.cassandra_replication)
-        migrate = needs_login_index(session, ks)  # any step left; before the statements: a new table is done
-        for stmt in stmts:
-            session.execute(stmt, timeout=60)
-        if migrate:
-            mark_spilled(session, ks, tell)
-        upgrade_channel_compression(session, ks, tell)
-        return len(stmts)
-    finally:
-        cluster.shutdown()

@@ -526,7 +526,7 @@ def tag_section(line: str) -> str:
 def line_tags(line: str) -> dict[str, str]:
     """The tags of a line (its tag section, :func:`core.irc_tags.parse_tags`) as :func:`privmsg_fields` gives
     them: what a json answer of a chat message needs when its channel, sender and text are known already (a
-    packed month's rows, :mod:`schemas.packed_month`)."""
+    packed month's rows, :mod:`store.frame`)."""
     section = tag_section(line)
     return parse_tags(section) if section else {}
 

@@ -22,8 +22,8 @@ from pydantic import Field, SecretStr, ValidationError, field_validator, model_v
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from core.errors import SettingsError, one_line
+from core.replication import normalize_replication
 from core.settings_errors import describe
-from schemas.cql import normalize_replication
 
 HOME_VARIABLE: Final = "CHATLOG_HOME"
 

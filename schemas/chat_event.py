@@ -144,6 +144,27 @@ def encode(event: ChatEvent) -> bytes:
     return _encoder.encode(event)
 
 
+_ID_HEAD: Final = b'{"message_id":"'
+
+
+def peek_message_id(data: bytes) -> str | None:
+    """The ``message_id`` of an event as :func:`encode` writes it (its first field), read without decoding
+    the rest; None for anything else (another producer's field order, an id with an escape in it). A reader
+    that drops copies by id asks this first, and decodes only the first copy."""
+    if not data.startswith(_ID_HEAD):
+        return None
+    end = data.find(b'"', len(_ID_HEAD))
+    if end < 0:
+        return None
+    raw = data[len(_ID_HEAD) : end]
+    if b"\\" in raw:
+        return None
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+
+
 def decode(data: bytes | str) -> ChatEvent:
     """Parse and validate one JSON chat event; raises :class:`InvalidEvent` with the reason."""
     try:

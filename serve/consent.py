@@ -1,4 +1,4 @@
-"""Consent on the read side: a :class:`~serve.store.protocol.LogStore` that hides whoever opted out.
+"""Consent on the read side: a :class:`~store.protocol.LogStore` that hides whoever opted out.
 
 :class:`ConsentStore` wraps the app's store and asks the opt-out registry (:mod:`consent.registry`, read
 whole from the compacted topic and followed while the app runs):
@@ -10,7 +10,7 @@ whole from the compacted topic and followed while the app runs):
   messages that name them by id (their rows are erased on opt-out, unless kept with ``keep_history``, and
   a row written before the opt-out reached the sink may still be there).
 
-It implements :class:`~serve.store.protocol.LogStore` itself, method by method; the Cassandra ``session``
+It implements :class:`~store.protocol.LogStore` itself, method by method; the Cassandra ``session``
 and the name lookups are the wrapped store's.
 """
 
@@ -26,9 +26,9 @@ from fastapi.responses import JSONResponse
 from consent.rule import BY_LOGIN, OUT, SeenLogins, keyed_verdict, named_login, verdict
 from schemas.chat_event import ChatEvent
 from serve.api.errors import ApiError, error_response
-from serve.store.names import NameSeen
-from serve.store.protocol import ById, Channel, LogStore, Named
-from serve.store.row import LogLine, aclose
+from store.line import LogLine, aclose
+from store.names import NameSeen
+from store.protocol import ById, Channel, LogStore, Named
 
 OPTED_OUT: Final = "user or channel has opted out"
 
@@ -149,7 +149,7 @@ class ConsentStore:
 
     async def _hides_line(self, line: LogLine) -> bool:
         """:meth:`hides` of the line's event; by the ids of the partition it was read from where it has them
-        (:attr:`~serve.store.row.LogLine.owner`), so a user's month is not parsed line by line."""
+        (:attr:`~store.line.LogLine.owner`), so a user's month is not parsed line by line."""
         owner = line.owner
         if owner is None:
             return await self.hides(line.event)

@@ -48,7 +48,7 @@ from serve.terminal import escape_controls
 
 if TYPE_CHECKING:
     from core.irc_parse import PrivmsgFields
-    from serve.store.row import LogLine, PlainPrivmsg
+    from store.line import LogLine, PlainPrivmsg
 
 MESSAGE_TYPES: Final[dict[str, int]] = {
     "WHISPER": 0,
@@ -183,7 +183,7 @@ def line_text(line: LogLine) -> str:
 
 def log_text_line(line: LogLine) -> str:
     """:func:`text_line` of a stored line's event; a chat message's without parsing it whole
-    (:meth:`~serve.store.row.LogLine.chat`)."""
+    (:meth:`~store.line.LogLine.chat`)."""
     chat = line.chat()
     if chat is None:
         return text_line(line.event)
@@ -377,8 +377,8 @@ def _plain_full(sent_at: int, plain: PlainPrivmsg) -> FullMessage:
 
 def _chat_full(line: LogLine) -> tuple[FullMessage, bool] | None:
     """The full message of a chat message and its ``/me`` flag, without parsing it whole: its tags' JSON
-    by replaces where its packed month found them plain (:meth:`~serve.store.row.LogLine.plain_privmsg`),
-    else its tags parsed (:meth:`~serve.store.row.LogLine.privmsg`); None for every other line."""
+    by replaces where its packed month found them plain (:meth:`~store.line.LogLine.plain_privmsg`),
+    else its tags parsed (:meth:`~store.line.LogLine.privmsg`); None for every other line."""
     plain = line.plain_privmsg()
     if plain is not None:
         return _plain_full(line.sent_at, plain), plain[7]

@@ -1,4 +1,4 @@
-"""Fresh reads: a :class:`~serve.store.protocol.LogStore` whose reads of the present include what Kafka holds
+"""Fresh reads: a :class:`~store.protocol.LogStore` whose reads of the present include what Kafka holds
 and the sink has not written yet (:mod:`serve.unwritten`), so a chat client's history on join, a channel's
 current day and a user's current month have no hole while the sink lags or is stopped.
 
@@ -25,13 +25,13 @@ from consent.rule import whose
 from core.logins import login_of
 from core.times import utc_day
 from schemas.chat_event import ChatEvent
-from schemas.cql import message_uuid
-from serve.store.protocol import ById, Channel, LogStore, Named
-from serve.store.row import LogLine, aclose
+from store.keys import message_uuid
+from store.line import LogLine, aclose
+from store.protocol import ById, Channel, LogStore, Named
 
 if TYPE_CHECKING:
-    from serve.store.names import NameSeen
     from serve.unwritten import Unwritten, UnwrittenReader
+    from store.names import NameSeen
 
 HORIZON_MS: Final = 86_400_000
 """A range that ends more than this before now is answered from Cassandra alone."""

@@ -1,7 +1,7 @@
 """Case-insensitive substring search over a stream of events, by scanning.
 
 Cassandra 5.0's SAI has no text analyzer and SASI is off by default (``sasi_indexes_enabled: false``), so
-a search reads the bounded range through the :class:`~serve.store.protocol.LogStore` at reader speed and keeps
+a search reads the bounded range through the :class:`~store.protocol.LogStore` at reader speed and keeps
 the events whose shown text (:func:`serve.formats.friendly_text`: what the text line and ``text`` field show)
 contains the query. Matching is Unicode-aware: both sides are NFC-normalised and case-folded
 (``str.casefold``: ``ß`` matches ``SS``, ``É`` matches ``é``, a decomposed ``é`` matches a composed one;
@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 from schemas.chat_event import ChatEvent
 from serve.formats import friendly_text, line_text
-from serve.store.row import LogLine, aclose
+from store.line import LogLine, aclose
 
 
 class BadQuery(ValueError):

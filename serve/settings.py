@@ -36,24 +36,11 @@ class ServeSettings(CassandraSettings):
         "process.",
     )
     serve_fetch_size: int = Field(
-        5000,
-        ge=10,
-        le=100_000,
-        description="Rows per Cassandra page while streaming a response (a stream's first pages are 500 "
-        "rows, twice as many for each next query group, up to this).",
-    )
-    serve_read_ahead: int = Field(
-        2,
+        100,
         ge=1,
-        le=256,
-        description="Query groups (one 5-minute bucket, or a run of up to 24 buckets of one key) started "
-        "ahead of the one being streamed.",
-    )
-    serve_probe_batch: int = Field(
-        200,
-        ge=1,
-        le=1000,
-        description="Quarter-month user partitions asked at once (one IN query) to find a user's months.",
+        le=10_000,
+        description="Blocks per Cassandra page while streaming a response (a block holds the lines of one "
+        "micro-batch of a channel or user: from one to thousands).",
     )
     serve_channels_ttl_s: float = Field(
         60.0,

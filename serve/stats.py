@@ -14,7 +14,7 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from serve.store.row import aclose
+from store.line import aclose
 
 TOP_CHATTERS: Final = 5
 

@@ -1,4 +1,4 @@
-"""A test double of the read store: :class:`MemoryStore`, the :class:`~serve.store.protocol.LogStore` of a
+"""A test double of the read store: :class:`MemoryStore`, the :class:`~store.protocol.LogStore` of a
 list of chat events held in memory. Pure and in-process (no Cassandra), so the HTTP service, consent and
 the readers are tested without storage; failures of the storage are injected by method name.
 
@@ -23,9 +23,9 @@ from core.irc_parse import USER_KINDS
 from core.logins import login_of
 from core.times import utc_day
 from schemas.chat_event import ChatEvent
-from serve.store.names import NameSeen
-from serve.store.protocol import ById, Channel, Named
-from serve.store.row import LogLine
+from store.line import LogLine
+from store.names import NameSeen
+from store.protocol import ById, Channel, Named
 
 if TYPE_CHECKING:
     from fastapi import FastAPI

@@ -8,17 +8,13 @@ unpickles it and builds a ``Row`` from it. Here each row becomes one binary valu
 
 and Spark hands byte arrays to Python as they are (length-prefixed, no pickling), so the worker only
 splits the header off (:func:`unframe`, in the writer's task): less CPU per record, in the JVM and in
-Python, than the pickled path (``chatlog bench sink`` reports both per event, results/bench_sink*.json;
-``CHATLOG_SINK_SPARK_PRIVATE_API=false chatlog bench sink`` measures the pickled path).
+Python, than the pickled path.
 The bytes of ``value`` are untouched, so a record that is not UTF-8 reaches the dead-letter
-topic as Kafka held it. Handing bytes over takes private Spark APIs (:mod:`sink.spark_private`); with
-``sink_spark_private_api`` false the same framed column goes through the public, pickled
-``DataFrame.rdd``.
+topic as Kafka held it. Handing bytes over takes private Spark APIs (:mod:`sink.spark_private`).
 """
 
 from __future__ import annotations
 
-from operator import itemgetter
 from typing import TYPE_CHECKING, Any
 
 from sink import spark_private
@@ -44,13 +40,10 @@ def framed(rows: DataFrame) -> DataFrame:
     return rows.select(F.concat(F.encode(head, "UTF-8"), value).alias("record"))
 
 
-def records(rows: DataFrame, *, private: bool = True) -> tuple[RDD[Any], Any]:
+def records(rows: DataFrame) -> tuple[RDD[Any], Any]:
     """The framed ``rows`` as an RDD of byte strings, and the JVM Dataset it runs (for
-    :func:`sink.job.write.observed`; None with ``private`` false: the public ``DataFrame.rdd``, whose
-    records are ``bytearray``)."""
-    if private:
-        return spark_private.bytes_rdd(framed(rows))
-    return framed(rows).rdd.map(itemgetter(0)), None
+    :func:`sink.job.write.observed`)."""
+    return spark_private.bytes_rdd(framed(rows))
 
 
 # -- the writer's side: a framed record -> its parts ---------------------------------------------------

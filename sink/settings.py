@@ -17,7 +17,6 @@ from pydantic import Field, field_validator
 
 from consent.settings import ConsentSettings
 from core.settings import INT32_MAX, PROJECT_ROOT, CassandraSettings, Consistency
-from schemas.cql import USER_MONTH_ROWS
 
 _UNITS_MS = {
     "ms": 1,
@@ -67,6 +66,14 @@ class SinkSettings(ConsentSettings, CassandraSettings):
     spark_master: str = Field("local[*]", description="Spark master URL.")
     spark_app_name: str = Field("chatlog-sink", description="Spark application name.")
     spark_driver_memory: str = Field("1g", description="spark.driver.memory (only before the JVM starts).")
+    spark_driver_java_options: str = Field(
+        "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC",
+        description="spark.driver.extraJavaOptions of a sink that starts its own JVM (local mode: the driver "
+        "is the executor too). The default compiles with C1 only and collects with the serial collector: "
+        "Spark plans every micro-batch anew, so a streaming driver's JIT keeps compiling planner code for "
+        "many minutes (C2 took ~20 % of a core 5 minutes in), and its heap is small; the demo's Spark JVM "
+        "spent 318 -> 119 µs per message with them. Empty: the JVM's defaults.",
+    )
     spark_shuffle_partitions: int = Field(
         2,
         ge=1,
@@ -90,33 +97,20 @@ class SinkSettings(ConsentSettings, CassandraSettings):
     spark_packages: str | None = Field(
         None, description="spark.jars.packages (Maven coordinates) instead of jars, for clusters."
     )
-    spark_state_store: Literal["rocksdb", "hdfs"] = Field(
-        "rocksdb", description="State store of the dedup operator (fixed for a checkpoint's lifetime)."
-    )
-    sink_dedup: Literal["writer", "spark"] = Field(
-        "writer",
-        description="Who drops the copies of a message in the streaming sink. writer: the Python writer "
-        "tasks, against the ids written in the last sink_dedup_window (the driver hands them to each "
-        "micro-batch): no shuffle and no state store, so each batch is one Spark stage. spark: Spark's "
-        "dropDuplicatesWithinWatermark over sink_watermark (a shuffle and a RocksDB state store). A "
-        "checkpoint keeps the mode it started with. A backfill always deduplicates exactly, in Spark.",
-    )
     sink_dedup_window: str = Field(
         "10 seconds",
-        description="With sink_dedup=writer: how long (batch time) the ids a batch wrote are handed to the "
+        description="How long (batch time) the ids a batch wrote are handed to the "
         "next batches. Copies of a message arrive within a fraction of a second of each other (4 make demo "
         "runs: skew p99.9 0.05-0.13 s, max 0.12-0.26 s), so 10 s is > 35x the largest; a copy later than "
         "the window still lands on its own row (every primary key holds message_id). Each batch carries "
         "16 bytes per id of the window (at 5k events/s: 800 KB).",
     )
-    sink_watermark: str = Field(
-        "1 minute",
-        description="With sink_dedup=spark: the dedup window, how long a message id is remembered (event "
-        "time; Spark keeps each id ~2x this).",
-    )
     sink_trigger: str = Field(
-        "500 milliseconds",
-        description="Micro-batch trigger interval; '0 seconds' runs batches back to back.",
+        "10 seconds",
+        description="Micro-batch trigger interval; '0 seconds' runs batches back to back. Every "
+        "micro-batch has a fixed cost (planning, tasks, requests), so a longer one costs less CPU per "
+        "message; what users read does not wait for it: reads of the present merge what Kafka holds beyond "
+        "the sink's written offsets (docs/api.md, freshness).",
     )
     sink_max_offsets_per_trigger: int = Field(
         25_000,
@@ -218,20 +212,6 @@ class SinkSettings(ConsentSettings, CassandraSettings):
         9101, ge=0, le=65535, description="Prometheus metrics HTTP port of the sink (0 = off)."
     )
     sink_apply_schema: bool = Field(True, description="Create the keyspace and tables at start if missing.")
-    sink_user_month_rows: int = Field(
-        USER_MONTH_ROWS,
-        ge=1,
-        le=USER_MONTH_ROWS,
-        description="Rows a sink process writes into one user's month partition of chat_by_user before the "
-        "rest of that user-month goes into half-day partitions (a bot; docs/storage.md). At most the "
-        "default, which bounds the month partition.",
-    )
-    sink_spark_private_api: bool = Field(
-        True,
-        description="Use the private Spark APIs fenced in sink/spark_private.py (raw-bytes hand-over, "
-        "progress read from the JVM, the FileSystem checkpoint manager, the workers' zip-import patch); "
-        "checked at start. false: public APIs only, slower but independent of Spark's internals.",
-    )
     sink_optout_erase: bool = Field(
         True,
         description="The streaming sink erases the stored rows of every new opt-out without keep_history "
@@ -244,7 +224,7 @@ class SinkSettings(ConsentSettings, CassandraSettings):
         "run it in exactly one sink of a deployment or in all (writes are idempotent).",
     )
 
-    @field_validator("sink_watermark", "sink_trigger", "sink_dedup_window")
+    @field_validator("sink_trigger", "sink_dedup_window")
     @classmethod
     def _interval(cls, value: str) -> str:
         interval_ms(value)
@@ -258,10 +238,6 @@ class SinkSettings(ConsentSettings, CassandraSettings):
     def read_tasks(self) -> int:
         """Kafka read tasks per micro-batch (0: one per Kafka partition)."""
         return self.spark_shuffle_partitions if self.sink_read_tasks is None else self.sink_read_tasks
-
-    @property
-    def watermark_ms(self) -> int:
-        return interval_ms(self.sink_watermark)
 
     @property
     def dedup_window_ms(self) -> int:

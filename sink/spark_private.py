@@ -1,6 +1,4 @@
-"""Every private Spark API the sink uses, fenced in this one module, and the switch to public ones.
-
-With ``sink_spark_private_api`` (``CHATLOG_SINK_SPARK_PRIVATE_API``, default true) the sink uses:
+"""Every private Spark API the sink uses, fenced in this one module:
 
 - the FileSystem-based checkpoint manager for a local checkpoint (renames in Java, where the default
   FileContext one starts a ``readlink`` process per file): ``org.apache.spark.sql.execution.streaming``
@@ -15,9 +13,7 @@ With ``sink_spark_private_api`` (``CHATLOG_SINK_SPARK_PRIVATE_API``, default tru
   worker invalidates before every task (:func:`lazy_zip_invalidation`, sink/writer/worker_setup.py).
 
 :func:`check` verifies them once when a stream or a backfill starts and fails in one line naming what
-is missing. With the setting false the sink uses public APIs only: ``DataFrame.rdd`` (every row
-pickled), ``query.recentProgress``, Spark's default checkpoint manager, no zip patch, and a backfill
-counts what it read with a second read: slower, but independent of Spark's internals.
+is missing (then pin the pyspark release this chatlog names in pyproject.toml).
 
 This module imports only the standard library at import time: the executors import it too.
 tests/unit/sink/test_spark_private.py fails when a Spark release moves one of these.
@@ -38,7 +34,6 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
     from pyspark.sql.streaming.query import StreamingQuery
 
-SETTING: Final = "CHATLOG_SINK_SPARK_PRIVATE_API"
 CHECKPOINT_MANAGER_CONF: Final = "spark.sql.streaming.checkpointFileManagerClass"
 _CHECKPOINT_MANAGER: Final = "FileSystemBasedCheckpointFileManager"
 _CHECKPOINT_PACKAGES: Final = (
@@ -62,12 +57,12 @@ def spark_version() -> tuple[int, int]:
 
 
 def missing(what: str) -> PrivateApiMissing:
-    """The one-line error for a private API this Spark lacks, naming the setting that avoids it."""
+    """The one-line error for a private API this Spark lacks."""
     import pyspark
 
     return PrivateApiMissing(
-        f"Spark {pyspark.__version__} lacks {what}, a private Spark API the sink uses; "
-        f"set {SETTING}=false to use public APIs only (slower)"
+        f"Spark {pyspark.__version__} lacks {what}, a private Spark API the sink uses: install the pyspark "
+        "release chatlog's pyproject.toml names"
     )
 
 

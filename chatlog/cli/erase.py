@@ -1,5 +1,5 @@
 """``chatlog erase --user-id ID [--channel-id ID]`` / ``--channel-id ID``: delete every stored row of a user
-(everywhere, or in one channel) or of a whole channel, audited (:mod:`consent.erase`)."""
+(everywhere, or in one channel) or of a whole channel, audited (:mod:`store.erase`)."""
 
 from __future__ import annotations
 
@@ -12,8 +12,8 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 if TYPE_CHECKING:
-    from consent.erase import ErasureReport
     from core.settings import CassandraSettings
+    from store.erase import ErasureReport
 
 USER_ID_HELP = "A Twitch user id (digits)."
 CHANNEL_ID_HELP = "A Twitch channel (room) id (digits)."
@@ -44,7 +44,7 @@ def cassandra(keyspace: str | None) -> Iterator[tuple[CassandraSettings, Any]]:
 
 def report_lines(report: ErasureReport) -> list[str]:
     """``erased user 123: N row(s)`` then a line per table with something deleted."""
-    from consent.erase import TABLES
+    from store.erase import TABLES
 
     what = f"user {report.user_id}" if report.user_id is not None else f"channel {report.channel_id}"
     if report.user_id is not None and report.channel_id is not None:
@@ -62,7 +62,7 @@ def run_erase(
     session: Any, keyspace: str, *, user_id: str | None, channel_id: str | None, as_json: bool
 ) -> ErasureReport:
     """Erase and print the report (text, or one JSON object)."""
-    from consent.erase import erase
+    from store.erase import erase
 
     report = erase(session, keyspace, user_id=user_id, channel_id=channel_id, by=actor())
     if as_json:

@@ -8,8 +8,9 @@ is not reachable yet, so the step can start together with Kafka and Cassandra.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
-from typing import Annotated, TypeVar
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Annotated, Any, TypeVar
 
 import typer
 
@@ -52,12 +53,44 @@ def run_init(*, topics: bool, cql: bool, wait_s: float, report: Callable[[str], 
         created = retry_until(lambda: kafka_admin.ensure_topics(kafka), wait_s=wait_s, report=report)
         report(f"topics: created {', '.join(created)}" if created else "topics: all present")
     if cql:
+        from store.schema import apply_schema
+
         cassandra = load(CassandraSettings)
         cql_mod.quiet_driver_logs()  # a failure is one line from apply_schema, not driver tracebacks
-        count = retry_until(
-            lambda: cql_mod.apply_schema(cassandra, tell=report), wait_s=wait_s, report=report
-        )
+        with migration_progress() as progress:
+            count = retry_until(
+                lambda: apply_schema(cassandra, tell=report, progress=progress), wait_s=wait_s, report=report
+            )
         report(f"cql: {count} statements applied to keyspace {cassandra.cassandra_keyspace}")
+
+
+@contextmanager
+def migration_progress() -> Iterator[Callable[[int, int, Any], None]]:
+    """A progress bar of a migration (channel keys done of all, lines moved so far), shown once it starts."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+    bar = Progress(
+        TextColumn("migrating channel keys"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("{task.fields[lines]} lines"),
+        TimeRemainingColumn(),
+        transient=False,
+    )
+    task: list[Any] = []
+
+    def tell(done: int, total: int, report: Any) -> None:
+        if not task:
+            bar.start()
+            task.append(bar.add_task("keys", total=total, lines=0))
+        lines = f"{report.channel_rows:,} channel + {report.user_rows:,} user"
+        bar.update(task[0], completed=done, lines=lines)
+
+    try:
+        yield tell
+    finally:
+        if task:
+            bar.stop()
 
 
 def register(app: typer.Typer) -> None:
@@ -66,10 +99,17 @@ def register(app: typer.Typer) -> None:
     @app.command("init")
     def init(
         topics: Annotated[bool, typer.Option(help="Create the Kafka topics of schemas/topics.toml.")] = True,
-        cql: Annotated[bool, typer.Option(help="Apply schemas/cassandra.cql (keyspace and tables).")] = True,
+        cql: Annotated[
+            bool,
+            typer.Option(
+                help="Apply store/cassandra.cql (keyspace and tables) and move a keyspace of an earlier "
+                "storage layout to the current one (rows before = lines after, checked; resumable)."
+            ),
+        ] = True,
         wait: Annotated[
             float, typer.Option(min=0, help="Seconds to keep retrying while Kafka/Cassandra are unreachable.")
         ] = 0.0,
     ) -> None:
-        """Create the topics and apply the CQL (idempotent); the one-shot step of a deployment."""
+        """Create the topics and apply the CQL (idempotent), moving a keyspace of an earlier storage layout to
+        the current one; the one-shot step of a deployment."""
         run_init(topics=topics, cql=cql, wait_s=wait)

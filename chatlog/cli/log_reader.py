@@ -1,5 +1,5 @@
 """Reading the logs back from Cassandra for ``chatlog logs``: the reads of ``chatlog serve``
-(:class:`serve.store.cassandra_store.CassandraStore`, one implementation of them; with fresh settings,
+(:class:`store.read.LogReader`, one implementation of them; with fresh settings,
 reads of the present include Kafka's unwritten events: :mod:`serve.fresh`), driven from synchronous
 code on a private event loop, and their text form with the gaps in coverage marked.
 
@@ -17,17 +17,17 @@ from core.errors import ChatlogError, one_line
 from core.logins import login_of
 from core.times import format_time, now_ms
 from schemas.chat_event import ChatEvent
-from serve.store.protocol import ById, Named
-from serve.store.row import aclose
+from store.line import aclose
+from store.protocol import ById, Named
 
 if TYPE_CHECKING:
     from core.coverage_spans import Gap
     from core.settings import CassandraSettings
     from serve.settings import FreshSettings
-    from serve.store.cassandra_store import CassandraStore
-    from serve.store.protocol import LogStore
-    from serve.store.row import LogLine
     from serve.unwritten import UnwrittenReader
+    from store.line import LogLine
+    from store.protocol import LogStore
+    from store.read import LogReader as StoreReader
 
 MAX_MS: Final = 253_402_300_799_999
 """9999-12-31T23:59:59.999Z: the end of an open range."""
@@ -37,19 +37,21 @@ _DONE: Final = object()
 
 
 class LogReader:
-    """A connected :class:`~serve.store.cassandra_store.CassandraStore` and the event loop that drives it, for
+    """A connected :class:`~store.read.LogReader` and the event loop that drives it, for
     synchronous callers. Every failure of the storage is a one-line :class:`ChatlogError`."""
 
     def __init__(self, settings: CassandraSettings, fresh: FreshSettings | None = None) -> None:
         from core.cql import open_session
-        from serve.store.cassandra_store import CassandraStore
+        from store.read import LogReader as StoreReader
+        from store.schema import require_layout
 
         self.settings = settings
         self._cluster, session = open_session(settings, keyspace=settings.cassandra_keyspace)
         self._loop = asyncio.new_event_loop()
         self._unwritten: UnwrittenReader | None = None
         try:
-            stored: CassandraStore = self._guarded(lambda: CassandraStore(session), "preparing the reads")
+            require_layout(session, settings.cassandra_keyspace)
+            stored: StoreReader = self._guarded(lambda: StoreReader(session), "preparing the reads")
             self.store: LogStore = stored
             if fresh is not None and fresh.serve_fresh:  # reads of the present: Kafka's unwritten events too
                 from serve.fresh import FreshStore

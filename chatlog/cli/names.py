@@ -1,5 +1,5 @@
 """``chatlog names USER_ID|LOGIN [--channel]``: the logins a Twitch user (or channel) id had, by id or by
-any of its logins (read by :mod:`serve.store.names`)."""
+any of its logins (read by :mod:`store.names`)."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ import typer
 
 from core.errors import one_line
 from core.times import format_time
-from serve.store.names import NameSeen, channel_ids, channel_names, user_ids, user_names
 from serve.terminal import escape_controls
+from store.names import NameSeen, channel_ids, channel_names, user_ids, user_names
 
 
 @dataclass(frozen=True)

@@ -1,5 +1,6 @@
-"""``chatlog pack``: pack the user-months that ended into one cell each (:mod:`sink.pack`), so a read of a
-past month is one cell instead of one row per message. Safe to run at any time and again (a cron job)."""
+"""``chatlog pack``: the blocks of every channel-day and user-month that ended packed into one
+(:mod:`store.pack`), so a read of a past day or month is one block instead of one per micro-batch, and the
+bytes shrink. Safe to run at any time and again (a cron job)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from schemas.packed_month import LEVEL
+from store.frame import PACKED_LEVEL
 
 
 def register(app: typer.Typer) -> None:
@@ -19,8 +20,8 @@ def register(app: typer.Typer) -> None:
             float,
             typer.Option(
                 min=0,
-                help="Leave a month partition written to within this long for a later run (a writer's "
-                "clock may be behind by less than this), and pack only months that ended this long ago.",
+                help="Leave a partition written to within this long for a later run (a writer's clock may "
+                "be behind by less than this), and pack only days and months that ended this long ago.",
             ),
         ] = 60.0,
         concurrency: Annotated[int, typer.Option(min=1, max=256, help="Partitions packed at once.")] = 8,
@@ -32,40 +33,30 @@ def register(app: typer.Typer) -> None:
                 help="Zstandard level of the frames (19: the smallest frames at ~90 us of CPU a row; 9: "
                 "~10 % larger at ~3 us). Reads cost the same at any level.",
             ),
-        ] = LEVEL,
+        ] = PACKED_LEVEL,
         keyspace: Annotated[str | None, typer.Option(help="Cassandra keyspace.")] = None,
-        repack: Annotated[
-            bool,
-            typer.Option(
-                "--repack",
-                help="Also write anew, in the current frame version, the months packed in an older one "
-                "(read as they are, but without what the newer version keeps for readers).",
-            ),
-        ] = False,
     ) -> None:
-        """Pack every user-month that is over: its rows become one compressed cell of the same partition
-        (reads of past months get cheaper, nothing is lost; late rows are merged on read and packed by
-        the next run)."""
+        """Pack every channel-day and user-month that is over: its blocks become one (reads of the past get
+        cheaper, the bytes fewer, nothing is lost; late blocks are merged on read and packed by the next
+        run)."""
         from cassandra import DriverException
         from cassandra.cluster import NoHostAvailable
 
         from chatlog.cli.erase import cassandra
         from core.errors import ChatlogError, one_line
-        from sink.pack import pack_months
+        from store.pack import pack
 
         with cassandra(keyspace) as (settings, session):
             try:
-                report = pack_months(
+                report = pack(
                     session,
                     settings.cassandra_keyspace,
                     settle_s=settle_minutes * 60,
                     concurrency=concurrency,
                     level=level,
-                    repack=repack,
-                    tell=typer.echo,
                 )
             except (DriverException, NoHostAvailable) as exc:
                 raise ChatlogError(
-                    f"packing user-months in keyspace {settings.cassandra_keyspace}: {one_line(exc)}"
+                    f"packing keyspace {settings.cassandra_keyspace}: {one_line(exc)}"
                 ) from None
         typer.echo(report.summary())

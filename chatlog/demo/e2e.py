@@ -1,20 +1,19 @@
-"""End-to-end latency as a reader sees it: when a sent message's row becomes readable in Cassandra.
+"""End-to-end latency as a reader sees it: when a sent message becomes visible over the HTTP API.
 
-A reader thread polls the ``chat_by_channel`` partitions of a few sample channels and notes, for
-each simulator token (the first word of the text of the row's stored line), the time of the first poll
-whose answer held its row. Joined afterwards with the
-simulator's send times (same clock, same host), that is IRC send -> row readable, for every message
-sent to the sample channels. The time noted is when the answering poll returned, so a value errs late
-by up to one poll interval plus one query, never early. Polls run every ``interval_s`` while the rows
-keep up, and every 1/20 of the oldest missing row's age (at most 2 s) while they lag: the error stays
-within ~5 % of the value, and a sink that falls behind is not read ever harder.
+A reader thread asks ``chatlog serve`` for the recent messages of a few sample channels
+(``GET /api/v2/recent-messages/<channel>?after=<ms>``, what a chat client asks on join) and notes, for each
+simulator token (the first word of a message's text), the time of the first answer that held it. Joined
+afterwards with the simulator's send times (same clock, same host), that is IRC send -> visible over HTTP,
+for every message sent to the sample channels, whatever the sink's progress (reads merge what Kafka holds
+beyond the sink's written offsets). The time noted is when the answering request returned, so a value errs
+late by up to one poll interval plus one request, never early. Polls run every ``interval_s`` while lines
+keep up, and every 1/20 of the oldest missing line's age (at most 2 s) while they lag.
 
-Which rows a poll asks for: those whose ``sent_at`` (the IRC server's time tag, stamped after the
-simulator's send time) is at or after the oldest send time still missing in that channel, or, when
-nothing is missing, the newest send time the simulator has recorded (its ``--out`` file, flushed each
-second: anything not in it yet was sent later), minus a margin. So a row is looked for until it is
-found, however late it comes (up to 3 minutes: then it is given up, as a lost message would be); the
-report counts sampled rows that are stored and were never seen.
+Which lines a poll asks for: those sent after the oldest send time still missing in that channel, or, when
+nothing is missing, after the newest send time the simulator has recorded (its ``--out`` file, flushed each
+second: anything not in it yet was sent later), minus a margin. So a line is looked for until it is found,
+however late it comes (up to 3 minutes: then it is given up, as a lost message would be); the report counts
+sampled messages that are stored and were never seen.
 """
 
 from __future__ import annotations
@@ -27,18 +26,17 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from chatlog.demo.verify import stored_key, text_of_stored, token_of
+from chatlog.demo.verify import token_of
 from chatlog.simulator import SentMessage, hotness_order
+from core.irc_parse import MalformedLine, parse_line
 from core.logins import login_of
-from core.settings import CassandraSettings
 from core.times import now_ms
-from schemas.cql import BUCKET_MS, bucket_of
 
 log = logging.getLogger(__name__)
 
-SAMPLE_RANKS = (10, 20, 40, 80, 160, 320)
+SAMPLE_RANKS = (10, 40, 160, 320)
 """Which channels the probe reads, by the simulator's hotness rank: not the few hottest (their
-partitions would make each poll large), then every doubling (~2.6 % of the demo's traffic, ~50 msg/s)."""
+partitions would make each poll large), then further down the long tail: four polls every half second."""
 
 
 def sample_channels(channels: Sequence[str], seed: int, ranks: Sequence[int] = SAMPLE_RANKS) -> list[str]:
@@ -130,18 +128,34 @@ class ProbeStats:
     seen: dict[str, int] = field(default_factory=dict)  # token -> epoch ms of the poll that first saw it
 
 
+def tokens_of(body: bytes) -> list[str]:
+    """The simulator tokens of a recent-messages answer (its raw IRC lines' texts)."""
+    import json
+
+    out = []
+    for raw in json.loads(body).get("messages") or ():
+        try:
+            event = parse_line(raw, received_at=0)
+        except MalformedLine:
+            continue
+        token = token_of(event.text) if event is not None else None
+        if token:
+            out.append(token)
+    return out
+
+
 class ReadProbe:
-    """A thread that polls the sample channels' rows until ``stop()``."""
+    """A thread that polls the sample channels over HTTP until ``stop()``."""
 
     def __init__(
         self,
-        settings: CassandraSettings,
+        base_url: str,
         channels: Sequence[str],
         sent_file: Path,
         *,
-        interval_s: float = 0.1,
+        interval_s: float = 0.5,
     ) -> None:
-        self.settings, self.channels, self.sent_file = settings, list(channels), sent_file
+        self.base_url, self.channels, self.sent_file = base_url.rstrip("/"), list(channels), sent_file
         self.interval_s = interval_s
         self.stats = ProbeStats()
         self._stop = threading.Event()
@@ -163,16 +177,12 @@ class ReadProbe:
         return self.stats
 
     def _run(self) -> None:
-        from cassandra.concurrent import execute_concurrent_with_args
+        import httpx
 
-        from core.cql import connect
-
+        logging.getLogger("httpx").setLevel(logging.WARNING)  # a line per request otherwise
         try:
-            cluster, session = connect(self.settings, timeout=60)
-            stmt = session.prepare(
-                f"SELECT line FROM {self.settings.cassandra_keyspace}.chat_by_channel "
-                "WHERE channel_key = ? AND bucket = ? AND sent_at >= ?"
-            )
+            client = httpx.Client(base_url=self.base_url, timeout=10.0)
+            client.get("/health").raise_for_status()
         except BaseException as exc:  # handed to start()'s caller
             self._failure = exc
             self._ready.set()
@@ -181,29 +191,23 @@ class ReadProbe:
         stats, tail = self.stats, SentTail(self.sent_file)
         watch = Watch(self.channels, now_ms())
         stats.seen = watch.seen
-        channels_of = {stored_key(c): c for c in self.channels}
         try:
             while not self._stop.is_set():
                 began = time.monotonic()
                 watch.sent(tail.read())
-                now = now_ms()
-                watch.expire(now)
-                args = []
-                for c in self.channels:
-                    since = watch.since_ms(c)
-                    for b in range(bucket_of(since), bucket_of(now) + 1, BUCKET_MS):
-                        args.append((stored_key(c), b, since))
-                answers = execute_concurrent_with_args(session, stmt, args, concurrency=16)
-                seen_ms = now_ms()
-                for (key, _b, _s), (ok, rows) in zip(args, answers, strict=True):
-                    if not ok:
+                watch.expire(now_ms())
+                for channel in self.channels:
+                    since = watch.since_ms(channel)
+                    try:
+                        answer = client.get(f"/api/v2/recent-messages/{channel}", params={"after": since - 1})
+                        answer.raise_for_status()
+                    except httpx.HTTPError:
                         stats.errors += 1
                         continue
-                    for row in rows:
+                    seen_ms = now_ms()
+                    for token in tokens_of(answer.content):
                         stats.rows_read += 1
-                        tok = token_of(text_of_stored(row.line))
-                        if tok is not None:
-                            watch.saw(channels_of[key], tok, seen_ms)
+                        watch.saw(channel, token, seen_ms)
                 took = time.monotonic() - began
                 stats.polls += 1
                 stats.poll_s_total += took
@@ -215,4 +219,4 @@ class ReadProbe:
             log.exception("e2e probe stopped")
             stats.errors += 1
         finally:
-            cluster.shutdown()
+            client.close()

@@ -36,9 +36,13 @@ PIPELINE = (
     "spark_jvm",
     "python_workers",
     "cassandra",
+    "serve",
     "demo",
 )
 """What the demo reports, in this order (``demo``: the demo's own process, its read probe and observer)."""
+PIPELINE_PARTS = ("ingesters", "kafka", "sink_driver", "spark_jvm", "python_workers", "cassandra", "serve")
+"""The parts whose sum is the pipeline's CPU per stored message (the simulator, the IRC server and the demo's
+own probes are the lab around it)."""
 _ALL = (*dict.fromkeys((*PIPELINE, *COMPONENTS)),)
 
 _MARKERS: tuple[tuple[str, str], ...] = (
@@ -51,6 +55,7 @@ _MARKERS: tuple[tuple[str, str], ...] = (
     ("chatlog ingest", "ingesters"),
     ("chatlog simulate", "simulator"),
     ("chatlog sink", "sink_driver"),
+    ("chatlog serve", "serve"),
     ("inspircd", "irc_server"),
 )
 """A command-line fragment -> the component of the process (the first match wins)."""

@@ -264,9 +264,11 @@ class RunReport:
     recovery_s: float | None
     details: dict[str, Any] = field(default_factory=dict)
     late_copies: int | None = None
-    e2e: Spread | None = None  # seconds, IRC send -> row readable, sampled
+    e2e: Spread | None = None  # seconds, IRC send -> visible over the HTTP API, sampled
     skew: Spread | None = None  # ms, latest - earliest Kafka timestamp of the copies of one message id
     cpu_us_per_msg: float | None = None  # the whole machine's CPU, traffic start -> last row, per row
+    write_lag_p99_s: float | None = None  # IRC send -> the sink's write of its block, every message
+    pipeline_us_per_msg: float | None = None  # ingesters + Kafka + sink + Cassandra + serve, per message
 
     def line(self) -> str:
         rec = f"{self.recovery_s:.1f}" if self.recovery_s is not None else "n/a"
@@ -274,8 +276,11 @@ class RunReport:
         e2e, skew = self.e2e, self.skew
         cpu = "n/a" if self.cpu_us_per_msg is None else f"{self.cpu_us_per_msg:.0f}"
         e2e_part = " ".join(
-            f"e2e_{name}_s={'n/a' if e2e is None else f'{getattr(e2e, name):.2f}'}" for name in ("p50", "p99")
+            f"api_e2e_{name}_s={'n/a' if e2e is None else f'{getattr(e2e, name):.2f}'}"
+            for name in ("p50", "p99")
         )
+        lag = "n/a" if self.write_lag_p99_s is None else f"{self.write_lag_p99_s:.2f}"
+        pipeline = "n/a" if self.pipeline_us_per_msg is None else f"{self.pipeline_us_per_msg:.0f}"
         skew_part = " ".join(
             f"skew_{name}_s={'n/a' if skew is None else f'{getattr(skew, name) / 1000:.3f}'}"
             for name in ("p50", "p99", "p999", "max")
@@ -283,7 +288,8 @@ class RunReport:
         return (
             f"sent={self.sent} stored={self.stored} lost={self.lost} "
             f"duplicates_removed={self.duplicates_removed} max_gap_s={self.max_gap_s:.1f} recovery_s={rec} "
-            f"late_copies={late} {e2e_part} {skew_part} cpu_us_per_msg={cpu}"
+            f"late_copies={late} {e2e_part} write_lag_p99_s={lag} {skew_part} "
+            f"pipeline_us_per_msg={pipeline} cpu_us_per_msg={cpu}"
         )
 
     def as_dict(self) -> dict[str, Any]:

@@ -116,6 +116,16 @@ def run_settings(settings: StackSettings, name: str, run_id: str) -> StackSettin
     )
 
 
+def free_port() -> int:
+    """A TCP port nothing listens on now (127.0.0.1)."""
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
 def run_channels(run_id: str, count: int) -> list[str]:
     """The channels run ``run_id`` registers."""
     return [f"d{run_id}_{i}" for i in range(count)]
@@ -154,6 +164,8 @@ class Run:
         self.batches: list[tuple[float, float, int]] = []
         """The sink's micro-batches: (start s since t0, duration s, records), for the plot."""
         self.t0 = time.time()
+        self.serve_port = free_port()
+        """Where the run's ``chatlog serve`` answers (the e2e probe reads over HTTP)."""
         self.look_channel = self.channels[0] if self.channels else ""
         """The channel the run ends by pointing at (the one with most lines sent, known once it reports)."""
 
@@ -179,8 +191,9 @@ class Run:
 
     # --- phases ---------------------------------------------------------------------------------
     def prepare(self) -> None:
-        from core.cql import apply_schema, connect
+        from core.cql import connect
         from core.kafka_admin import ensure_topics
+        from store.schema import apply_schema
 
         self.run_dir.mkdir(parents=True, exist_ok=True)
         ensure_topics(self.settings)
@@ -283,6 +296,10 @@ class Run:
         if reg.proc.wait(timeout=120) != 0:
             raise ChatlogError(f"registering channels failed; see {reg.log}")
         sup.start("sink", ["sink"])
+        if cfg.e2e_probe:
+            sup.start(
+                "serve", ["serve", "--host", "127.0.0.1", "--port", str(self.serve_port), "--workers", "1"]
+            )
         for w, r in list(self.workers.items()):
             self.start_ingester(sup, w, r)
         observer = NamesObserver("127.0.0.1", self.settings.irc_port)
@@ -325,7 +342,11 @@ class Run:
                 await asyncio.sleep(1.0)
             await asyncio.to_thread(self.warm_up_sink)
             if cfg.e2e_probe:
-                self.probe = ReadProbe(self.settings, sample_channels(self.channels, cfg.sim_seed), sent_file)
+                self.probe = ReadProbe(
+                    f"http://127.0.0.1:{self.serve_port}",
+                    sample_channels(self.channels, cfg.sim_seed),
+                    sent_file,
+                )
                 await asyncio.to_thread(self.probe.start)
             self.mark("traffic starts")
             self.sample_cpu()
@@ -488,6 +509,13 @@ class Run:
         stored_count = sum(1 for m in sent if m.token in stored)
         last_row = max((written_at[m.token] for m in sent if m.token in written_at), default=0) / 1000
         cpu = cpu_us_per_msg(self.timeline.cpu, traffic_start, last_row, stored_count)
+        by_process = self.cpu_by_process(stored_count)
+        pipeline = (
+            round(sum(by_process["us_per_msg"][part] for part in process_cpu.PIPELINE_PARTS), 1)
+            if by_process is not None
+            else None
+        )
+        write_lag = percentiles(latencies).get("p99")
         batches = sink_batches(sink_log.read_text(errors="replace")) if sink_log.exists() else []
         self.batches = [(b.started - self.t0, b.duration_s, b.records) for b in batches]
         return RunReport(
@@ -503,6 +531,8 @@ class Run:
             e2e=e2e,
             skew=skew,
             cpu_us_per_msg=cpu,
+            write_lag_p99_s=None if write_lag is None else write_lag / 1000,
+            pipeline_us_per_msg=pipeline,
             details={
                 "run_id": self.run_id,
                 "name": self.config.name,
@@ -556,7 +586,7 @@ class Run:
                     "ingesters, Kafka, Spark, Cassandra; /proc/stat through psutil, interpolated between "
                     "1 s samples) from traffic start to the last row's write time, per message stored",
                 },
-                "cpu_by_process": self.cpu_by_process(stored_count),
+                "cpu_by_process": by_process,
                 "sink_batches": batch_summary(batches, self.t0),
                 "lost_sample": sorted(m.token for m in lost)[:20],
                 "logs": str(self.run_dir / "logs"),
@@ -611,10 +641,10 @@ class Run:
             "poll_errors": stats.errors,
             "given_up": stats.given_up,
             "note": "simulator's send time (taken just before the PRIVMSG is written to its socket) -> "
-            "return of the first poll of chat_by_channel that held the row, for every message sent "
-            "to the sample channels; polls every poll_interval_s (every 1/20 of the oldest missing row's "
-            "age while rows lag, at most 2 s), so each value errs late by up to one interval plus one "
-            "query, never early",
+            "return of the first GET /api/v2/recent-messages/<channel> of the run's chatlog serve that held "
+            "it, for every message sent to the sample channels; polls every poll_interval_s (every 1/20 of "
+            "the oldest missing message's age while they lag, at most 2 s), so each value errs late by up "
+            "to one interval plus one request, never early",
         }
 
     def _impacts(self, sent: list[SentMessage], written_at: dict[str, int]) -> list[dict[str, Any]]:

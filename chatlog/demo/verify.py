@@ -24,9 +24,9 @@ from core.irc_parse import MalformedLine, parse_line
 from core.logins import login_of
 from core.settings import CassandraSettings, KafkaSettings
 from schemas import chat_event
-from schemas.cql import BUCKET_MS, bucket_of, channel_key
-from schemas.stored_line import VERBATIM
 from schemas.topics import sink_written_group
+from store.keys import channel_key
+from store.stored_line import VERBATIM
 
 
 def token_of(text: str | None) -> str | None:
@@ -38,7 +38,7 @@ def token_of(text: str | None) -> str | None:
 
 def stored_key(channel: str) -> str:
     """The ``channel_key`` of a simulator channel's rows: its lines (InspIRCd's) carry no ``room-id``,
-    so the key is ``login:<channel>`` (:func:`schemas.cql.channel_key`)."""
+    so the key is ``login:<channel>`` (:func:`store.keys.channel_key`)."""
     return channel_key(None, login_of(channel))
 
 
@@ -164,39 +164,32 @@ def stored_tokens(
     *,
     only_node: str | None = None,
 ) -> Counter[str]:
-    """How many rows per simulator token are in ``chat_by_channel`` for ``channels`` (logins; their rows
-    are keyed :func:`stored_key`) in the window; the token is the first word of the stored line's text.
+    """How many stored copies per simulator token the channel blocks of ``channels`` (logins; keyed
+    :func:`stored_key`) hold in the window (:func:`store.scan.channel_copies`: a line in two blocks counts
+    twice); the token is the first word of the line's text.
 
-    With ``written_at``, also fills in each token's Cassandra write time (epoch ms, the sink's clock:
-    ``writetime(line)``). With ``only_node`` (an address), what that node alone holds: read at ONE with it
-    as the only coordinator.
+    With ``written_at``, also fills in each token's Cassandra write time (epoch ms, the sink's clock: the
+    write time of the first block that holds it). With ``only_node`` (an address), what that node alone
+    holds: read at ONE with it as the only coordinator.
     """
-    from cassandra.cluster import EXEC_PROFILE_DEFAULT
-    from cassandra.concurrent import execute_concurrent_with_args
+    from store.scan import channel_copies
 
     logging.getLogger("cassandra.protocol").setLevel(logging.ERROR)  # server warnings per query
     cluster, session = connect(settings, timeout=60)
     try:
-        profile = EXEC_PROFILE_DEFAULT if only_node is None else pin_to_node(cluster, only_node, "ONE", 60)
-        stmt = session.prepare(
-            f"SELECT line, writetime(line) AS wt FROM {settings.cassandra_keyspace}.chat_by_channel "
-            "WHERE channel_key = ? AND bucket = ?"
-        )
-        stmt.fetch_size = 5000
-        buckets = range(bucket_of(since_ms), bucket_of(until_ms) + 1, BUCKET_MS)
-        args = [(stored_key(c), b) for c in channels for b in buckets]
+        profile = None if only_node is None else pin_to_node(cluster, only_node, "ONE", 60)
+        keys = [stored_key(c) for c in channels]
         counts: Counter[str] = Counter()
-        for ok, rows in execute_concurrent_with_args(
-            session, stmt, args, concurrency=64, results_generator=True, execution_profile=profile
-        ):
-            if not ok:
-                raise RuntimeError(f"reading rows back from Cassandra failed: {rows}")
-            for row in rows:
-                tok = token_of(text_of_stored(row.line))
-                if tok:
-                    counts[tok] += 1
-                    if written_at is not None and row.wt is not None:
-                        written_at[tok] = min(written_at.get(tok, row.wt // 1000), row.wt // 1000)
+        copies = channel_copies(
+            session, settings.cassandra_keyspace, keys, since_ms, until_ms, profile=profile
+        )
+        for _key, line, written in copies:
+            split = line[4]
+            tok = token_of(split[2] if split is not None else text_of_stored(line[2]))
+            if tok:
+                counts[tok] += 1
+                if written_at is not None:
+                    written_at[tok] = min(written_at.get(tok, written), written)
         return counts
     finally:
         cluster.shutdown()

@@ -13,10 +13,10 @@ from dataclasses import dataclass
 from chatlog.stack import process, security
 from chatlog.stack.cluster import Layout
 from chatlog.stack.services import Service, all_services
-from core.cql import apply_schema
 from core.errors import StackError
 from core.kafka_admin import ensure_topics
 from core.settings import StackSettings
+from store.schema import apply_schema
 
 Report = Callable[[str], None]
 

@@ -1,2 +1,2 @@
-"""``chatlog serve``: the justlog/rustlog HTTP API over a :class:`~serve.store.protocol.LogStore`
+"""``chatlog serve``: the justlog/rustlog HTTP API over a :class:`~store.protocol.LogStore`
 (FastAPI)."""

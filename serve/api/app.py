@@ -43,8 +43,8 @@ from serve.api.routes import add_early_routes, router
 from serve.api.search import search_router
 from serve.consent import OptedOut, on_opted_out, start_consent, stop_consent
 from serve.settings import FreshSettings, ServeSettings
-from serve.store.protocol import LogStore
 from serve.web import mount as mount_web
+from store.protocol import LogStore
 
 if TYPE_CHECKING:
     from serve.unwritten import UnwrittenReader
@@ -58,7 +58,8 @@ DESCRIPTION = (
 
 def open_store(settings: ServeSettings) -> tuple[Any, LogStore]:
     from core.cql import open_session
-    from serve.store.cassandra_store import CassandraStore
+    from store.read import LogReader
+    from store.schema import require_layout
 
     # native protocol v4, as the sink's writers: v5 checksums every frame with CRC32 (~2 % of a busy
     # day's serving CPU, py-spy) and the reader uses nothing v5 adds
@@ -68,12 +69,13 @@ def open_store(settings: ServeSettings) -> tuple[Any, LogStore]:
         timeout=settings.serve_request_timeout_s,
         protocol_version=4,
     )
-    store = CassandraStore(
-        session,
-        fetch_size=settings.serve_fetch_size,
-        read_ahead=settings.serve_read_ahead,
-        probe_batch=settings.serve_probe_batch,
-        channels_ttl_s=settings.serve_channels_ttl_s,
+    try:
+        require_layout(session, settings.cassandra_keyspace)
+    except BaseException:
+        cluster.shutdown()
+        raise
+    store = LogReader(
+        session, fetch_size=settings.serve_fetch_size, channels_ttl_s=settings.serve_channels_ttl_s
     )
     return cluster, store
 

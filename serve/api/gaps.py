@@ -20,7 +20,7 @@ from fastapi.responses import JSONResponse
 from core.logins import login_of
 from serve.api.errors import ApiError, bad_request
 from serve.settings import ServeSettings
-from serve.store.protocol import LogStore
+from store.protocol import LogStore
 
 MAX_GAP_RANGE_MS: Final = 366 * 86_400_000
 """Longest range whose gaps are read (each UTC day is one ledger partition)."""

@@ -14,7 +14,7 @@ from fastapi import Request
 
 from core.logins import login_of
 from serve.api.errors import not_found
-from serve.store.protocol import ById, LogStore, Named
+from store.protocol import ById, LogStore, Named
 
 CHANNEL_KINDS: Final = ("channel", "channelid")
 USER_KINDS: Final = ("user", "userid")

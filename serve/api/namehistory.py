@@ -28,7 +28,7 @@ from pydantic import BaseModel, Field
 from core.times import naive_utc
 from serve.api.errors import ApiError, bad_request, not_found
 from serve.api.named import store_of
-from serve.store.names import NameSeen
+from store.names import NameSeen
 
 MAX_ID_DIGITS: Final = 20
 """The longest user id taken (a 64-bit number); Twitch's have 6 to 10 digits."""

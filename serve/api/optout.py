@@ -28,7 +28,6 @@ from fastapi.responses import JSONResponse
 from pydantic import BaseModel, Field
 
 from consent import audit
-from consent.erase import erase
 from consent.publish import OptOutPublisher
 from consent.records import ID_PATTERN, InvalidRecord, OptOut, check_id
 from consent.registry import OptOutRegistry
@@ -37,6 +36,7 @@ from core.errors import ChatlogError
 from core.times import now_ms
 from serve.api.errors import ApiError, bad_request, not_found
 from serve.api.named import store_of
+from store.erase import erase
 
 log = logging.getLogger(__name__)
 

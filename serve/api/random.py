@@ -1,6 +1,6 @@
 """``GET /{ct}/{c}/random`` and ``GET /{ct}/{c}/{ut}/{u}/random``: one random line of a channel's (or a
 user's) logs, in the asked format (text, ``?json``, ``?jsonBasic``, ``?raw``, ``?ndjson``), never cached
-(justlog and rustlog). Every line about equally likely: :mod:`serve.store.random_pick`."""
+(justlog and rustlog). Every line about equally likely: :mod:`store.random_pick`."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from serve.api.named import resolve_channel, resolve_user, store_of
 from serve.api.params import LogQuery, output_format
 from serve.api.query_docs import FORMATS, documented
 from serve.api.stream import line_counter, stream_events
-from serve.store.row import LogLine
+from store.line import LogLine
 
 router = APIRouter()
 

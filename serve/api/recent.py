@@ -30,8 +30,8 @@ from serve.api.errors import ApiError
 from serve.api.named import store_of
 from serve.api.params import MAX_MS
 from serve.recent import RecentOptions, export_lines, exported
-from serve.store.protocol import LogStore
-from serve.store.row import aclose
+from store.line import aclose
+from store.protocol import LogStore
 
 MAX_LIMIT: Final = 500
 HORIZON_MS: Final = 86_400_000

@@ -39,7 +39,7 @@ from serve.api.named import (
 from serve.api.params import LogQuery, day_range, log_query, month_range, narrowed
 from serve.api.query_docs import FORMATS, PAGING, RANGE, documented, path
 from serve.api.stream import cache_headers, line_counter, stream_events
-from serve.store.protocol import Named
+from store.protocol import Named
 
 router = APIRouter()
 

@@ -35,7 +35,7 @@ from serve.api.query_docs import FORMATS, PAGING, RANGE, documented
 from serve.api.stream import cache_headers, line_counter, stream_events
 from serve.search import BadQuery, Needle, matching, needle
 from serve.settings import ServeSettings
-from serve.store.row import LogLine
+from store.line import LogLine
 
 DAY_MS: Final = 86_400_000
 _SHOWN: Final = 40

@@ -20,7 +20,7 @@ from serve.api.errors import ApiError, not_found
 from serve.api.middleware import StreamCut
 from serve.api.params import Format, LogQuery
 from serve.formats import log_basic_bytes, log_full_bytes, log_json_bytes, log_page_bytes, log_text_bytes
-from serve.store.row import LogLine, aclose
+from store.line import LogLine, aclose
 
 CHUNK_LINES: Final = 500
 WHOLE_LINES: Final = 2000
@@ -59,7 +59,7 @@ def line_counter(request: Request, query: LogQuery) -> Callable[[int], None]:
 
 def _encoder(fmt: Format) -> Callable[[LogLine], bytes]:
     """A line's bytes in ``fmt``: text and raw without parsing it, the json formats of a chat message
-    without parsing it whole (:class:`~serve.store.row.LogLine`)."""
+    without parsing it whole (:class:`~store.line.LogLine`)."""
     if fmt is Format.TEXT:
         return log_text_bytes
     if fmt is Format.RAW:

@@ -25,7 +25,7 @@ from sink import spark_private
 from sink.job import offsets, transform
 from sink.job.session import get_session, kafka_options
 from sink.job.stream import ensure_schema, failure_message
-from sink.job.write import write_dataframe, write_dataframe_observed
+from sink.job.write import write_dataframe_observed
 from sink.side.optout_follower import follower
 from sink.writer.stats import WriteStats
 
@@ -82,9 +82,7 @@ def run(
         result.seconds = time.monotonic() - started
         return result
     spark = get_session(settings)
-    private = settings.sink_spark_private_api
-    if private:
-        spark_private.check(spark)
+    spark_private.check(spark)
     kafka = (
         spark.read.format("kafka")
         .options(**kafka_options(settings))
@@ -92,21 +90,17 @@ def run(
         .option("failOnDataLoss", str(settings.sink_fail_on_data_loss).lower())
         .load()
     )
-    rows = transform.sink_rows(kafka, settings.watermark_ms, observation=OBSERVED if private else None)
+    rows = transform.deduplicated(transform.counted(kafka, OBSERVED))
     optouts = follower(settings, erase=settings.sink_optout_erase, catch_up=False)
     try:
         optouts.start()
         if optouts.current().users:
             optouts.learn(logins_in(kafka, optouts.current().users))
         with optouts.batch() as current:
-            if private:
-                written, counts = write_dataframe_observed(
-                    rows, settings, OBSERVED, dead_letters=deadletter, optouts=current
-                )
-                read = int(counts.get("read", 0))
-            else:  # public APIs only: what the write's read observed is private, so the range is read twice
-                read = kafka.count()
-                written = write_dataframe(rows, settings, dead_letters=deadletter, optouts=current)
+            written, counts = write_dataframe_observed(
+                rows, settings, OBSERVED, dead_letters=deadletter, optouts=current
+            )
+            read = int(counts.get("read", 0))
     except ChatlogError:
         raise
     except Exception as exc:

@@ -23,8 +23,6 @@ if TYPE_CHECKING:
 
     from sink.settings import SinkSettings
 
-ROCKSDB_PROVIDER = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
-HDFS_PROVIDER = "org.apache.spark.sql.execution.streaming.state.HDFSBackedStateStoreProvider"
 FILESYSTEM_CHECKPOINTS = checkpoint_manager_class()
 _JAR_NAME = re.compile(r"^(?P<artifact>.+?)-\d[\w.\-]*\.jar$")
 
@@ -65,18 +63,11 @@ def session_conf(settings: SinkSettings) -> dict[str, str]:
         "spark.ui.enabled": str(settings.spark_ui).lower(),
         "spark.ui.showConsoleProgress": "false",
         "spark.sql.session.timeZone": "UTC",
-        "spark.sql.streaming.stateStore.providerClass": (
-            ROCKSDB_PROVIDER if settings.spark_state_store == "rocksdb" else HDFS_PROVIDER
-        ),
-        "spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled": "true",
-        # a read before every write, only to count the state's rows (progress' numRowsTotal, which the
-        # sink does not use): JVM CPU per event for nothing (`chatlog bench sink`, spark_jvm)
-        "spark.sql.streaming.stateStore.rocksdb.trackTotalNumberOfRows": "false",
         "spark.python.worker.reuse": "true",
         # the Kafka source's credentials (JAAS line, client key) never show in plans, the UI or errors
         "spark.sql.redaction.options.regex": REDACTED_OPTIONS,
     }
-    if settings.sink_spark_private_api and local_checkpoint(settings.checkpoint_location):
+    if local_checkpoint(settings.checkpoint_location):
         # Spark's default manager renames through Hadoop's FileContext, which on the local file system
         # starts a `readlink` process per rename (FileUtil.readLink): ~16 processes per micro-batch
         # (offset log, commit log, state changelogs). The FileSystem-based manager (a private class,
@@ -87,6 +78,8 @@ def session_conf(settings: SinkSettings) -> dict[str, str]:
         conf["spark.master"] = settings.spark_master
     if not submit:
         conf["spark.driver.memory"] = settings.spark_driver_memory
+        if settings.spark_driver_java_options:
+            conf["spark.driver.extraJavaOptions"] = settings.spark_driver_java_options
     jars = kafka_source_jars(settings) if (not submit or settings.spark_jars) else []
     if jars:
         conf["spark.jars"] = ",".join(jars)

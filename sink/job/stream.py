@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from core.errors import ChatlogError
 from sink import spark_private
-from sink.dedup import RecentIds, effective_mode, mismatch_message
+from sink.dedup import RecentIds
 from sink.job import transform
 from sink.job.progress import BatchTracker, Metrics, Totals
 from sink.job.session import get_session, kafka_options
@@ -48,7 +48,7 @@ def failure_message(exc: BaseException, settings: SinkSettings | None = None) ->
     if settings is not None:
         from sink.job.session import kafka_failure
 
-        refused = kafka_failure(exc, settings) or mismatch_message(text, settings)
+        refused = kafka_failure(exc, settings)
         if refused is not None:
             return refused
     match = _OWN_ERRORS.search(text)
@@ -59,15 +59,24 @@ def failure_message(exc: BaseException, settings: SinkSettings | None = None) ->
 
 
 def ensure_schema(settings: SinkSettings) -> None:
-    """Create the keyspace and tables if missing, retrying while Cassandra is unreachable."""
-    from core.cql import apply_schema
-    from sink.writer.cassandra import CassandraWriteError, with_retry
+    """Create the keyspace and tables if missing (a new keyspace is recorded at the current layout; one of
+    another layout is refused in one line: ``chatlog init`` moves it), retrying while Cassandra is
+    unreachable."""
+    from store.requests import CassandraWriteError, with_retry
+    from store.schema import LayoutMismatch, apply_schema
+
+    def attempt() -> None:
+        try:
+            apply_schema(settings, settings.cassandra_keyspace, migrate=False)
+        except LayoutMismatch as exc:
+            raise ChatlogError(str(exc)) from None
 
     try:
         with_retry(
             f"applying the schema to keyspace {settings.cassandra_keyspace}",
             settings.sink_cassandra_retry_s,
-            lambda: apply_schema(settings, settings.cassandra_keyspace),
+            attempt,
+            fatal=(LayoutMismatch, ChatlogError),
         )
     except CassandraWriteError as exc:
         raise ChatlogError(str(exc)) from None
@@ -96,26 +105,19 @@ def start_query(
 ) -> StreamingQuery:
     """Start the streaming query; ``available_now`` reads what Kafka holds now, then stops. Each batch
     is written without the events of the opt-outs ``optouts`` holds when it starts."""
-    writer_dedup = settings.sink_dedup == "writer"
-    rows = transform.sink_rows(
-        kafka_stream(spark, settings),
-        settings.watermark_ms,
-        observation=OBSERVATION,
-        deduplicated=not writer_dedup,
-    )
-    recent = RecentIds(settings.dedup_window_ms) if writer_dedup else None
+    rows = transform.sink_rows(kafka_stream(spark, settings), observation=OBSERVATION)
+    recent = RecentIds(settings.dedup_window_ms)
 
     def process(batch: DataFrame, batch_id: int) -> None:
-        ids = recent.blob() if recent is not None else None
+        ids = recent.blob()
         if optouts is None:
             written = write_dataframe(batch, settings, recent=ids)
         else:
             with optouts.batch() as current:
                 written = write_dataframe(batch, settings, optouts=current, recent=ids)
             optouts.learn(written.optout_logins)
-        if recent is not None:
-            recent.add(written.written_ids)
-            written.written_ids = b""
+        recent.add(written.written_ids)
+        written.written_ids = b""
         tracker.written(batch_id, written)
 
     writer = (
@@ -133,28 +135,21 @@ def start_query(
 class ProgressFeed:
     """The progress updates of a query that were not read yet, oldest first, as the JSON Spark reports.
 
-    Reads the updates newest first, stopping at the first one already read. With the private API
-    (:func:`sink.spark_private.recent_progress`) it reads the JVM's progress objects directly: one
-    ``json()`` call per new update. pyspark's public ``recentProgress`` converts every retained update
-    (up to 100) field by field, ~60 Py4J round trips and a class lookup each, every poll (every second):
-    while the sink was busy that took a large share of the Spark JVM's CPU (``chatlog bench sink``
-    reports the JVM's CPU per event; compare a run with ``CHATLOG_SINK_SPARK_PRIVATE_API=false``).
+    Reads the updates newest first, stopping at the first one already read, from the JVM's progress objects
+    directly (:func:`sink.spark_private.recent_progress`): one ``json()`` call per new update. pyspark's
+    public ``recentProgress`` converts every retained update (up to 100) field by field, ~60 Py4J round
+    trips and a class lookup each, every poll (every second).
     """
 
-    def __init__(self, query: StreamingQuery, *, private: bool = True) -> None:
-        if private:
-            spark_private.check_query(query)
+    def __init__(self, query: StreamingQuery) -> None:
+        spark_private.check_query(query)
         self.query = query
-        self.private = private
         self._newest = ""  # the timestamp of the newest update read (ISO-8601 UTC, sorts as text)
 
     def _recent(self) -> tuple[int, Callable[[int], str]]:
         """How many updates Spark retains, and the JSON of the i-th (oldest first)."""
-        if self.private:
-            jvm_updates = spark_private.recent_progress(self.query)
-            return len(jvm_updates), lambda i: str(jvm_updates[i].json())
-        updates = self.query.recentProgress
-        return len(updates), lambda i: updates[i].json
+        jvm_updates = spark_private.recent_progress(self.query)
+        return len(jvm_updates), lambda i: str(jvm_updates[i].json())
 
     def new(self) -> list[dict[str, Any]]:
         count, text = self._recent()
@@ -184,14 +179,9 @@ def run(
     t0 = time.monotonic()
     if settings.sink_apply_schema:
         ensure_schema(settings)
-    mode = effective_mode(settings)
-    if mode != settings.sink_dedup:
-        settings = settings.model_copy(update={"sink_dedup": mode})
     spark = get_session(settings)
     session_s = time.monotonic() - t0
-    private = settings.sink_spark_private_api
-    if private:
-        spark_private.check(spark)
+    spark_private.check(spark)
     warm_executors(spark, settings)
     own_metrics = metrics is None
     if metrics is None:
@@ -214,16 +204,14 @@ def run(
     query = start_query(spark, settings, tracker, available_now=available_now, optouts=optouts)
     log.info(
         "sink started in %.1fs (its Spark session after %.1fs): %s -> keyspace %s, checkpoint %s, trigger "
-        "%s, dedup %s",
+        "%s, copies dropped against the ids of the last %s",
         time.monotonic() - t0,
         session_s,
         settings.topic_messages,
         settings.cassandra_keyspace,
         settings.checkpoint_location,
         "available-now" if available_now else settings.sink_trigger,
-        f"by the writer, window {settings.sink_dedup_window}"
-        if settings.sink_dedup == "writer"
-        else f"by Spark, watermark {settings.sink_watermark}",
+        settings.sink_dedup_window,
     )
 
     def advance() -> None:
@@ -234,7 +222,7 @@ def run(
             written.commit(done)
 
     try:
-        feed = ProgressFeed(query, private=private)
+        feed = ProgressFeed(query)
         written = WrittenOffsets(settings)
         while query.isActive and not stop.is_set():
             query.awaitTermination(1)

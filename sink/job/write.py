@@ -47,13 +47,10 @@ def write_dataframe_observed(
     """:func:`write_dataframe`, plus the metrics ``rows`` observed under ``observation`` (a bounded
     read: ``DataFrame.observe``). The write runs as an RDD action, which Spark's ``Observation``
     does not wait for, so the values are read from the executed plan
-    (:func:`observed`): a private Spark API, so ``observation`` needs ``sink_spark_private_api``."""
+    (:func:`observed`, a private Spark API)."""
     from sink.framing import records
 
-    private = settings.sink_spark_private_api
-    if observation is not None and not private:
-        raise ValueError("the metrics observed by an RDD run are read through a private Spark API")
-    framed, dataset = records(rows, private=private)
+    framed, dataset = records(rows)
     total = WriteStats()
     for part in framed.mapPartitions(partition_task(settings, dead_letters, optouts, recent)).collect():
         total.add(WriteStats.from_dict(part))

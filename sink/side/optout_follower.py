@@ -18,7 +18,7 @@ opt-out arrives, before it is erased: erasure deletes those rows).
 
 Erasure. When an opt-out without ``keep_history`` arrives (from ``chatlog optout add``, the admin API,
 or a chat command that no one followed with ``chatlog erase``), the driver erases the user's (or the
-channel's) rows with :func:`consent.erase.erase`, whose audit row names ``sink:<who opted out>``. It
+channel's) rows with :func:`store.erase.erase`, whose audit row names ``sink:<who opted out>``. It
 waits for the batches that started before the opt-out arrived (they may have been written with the old
 set); every later batch drops the user, so once the erasure is done no row comes back, not even from a
 replay of the retained topic. At start (``catch_up``), the opt-outs the audit shows no erasure for since
@@ -45,9 +45,9 @@ from consent.rule import OptOutSet
 from core.errors import ChatlogError, one_line
 
 if TYPE_CHECKING:
-    from consent.erase import ErasureReport
     from consent.registry import RegistryView
     from sink.settings import SinkSettings
+    from store.erase import ErasureReport
 
 log = logging.getLogger(__name__)
 
@@ -71,7 +71,7 @@ class OptOutFollower:
     ``connect``: opens a cassandra-driver session on the sink's keyspace's cluster (name history,
     erasure, audit), called on first use; None: no logins, no audit, no erasure. ``erase``: erase new
     opt-outs; ``catch_up``: at start, also those the audit shows no erasure for. ``eraser``: instead of
-    :func:`consent.erase.erase` (tests).
+    :func:`store.erase.erase` (tests).
     """
 
     def __init__(
@@ -379,7 +379,7 @@ class OptOutFollower:
 
 
 def _consent_erase() -> Erase:
-    from consent.erase import erase
+    from store.erase import erase
 
     return erase
 

@@ -8,7 +8,7 @@ Zip imports. pyspark's worker calls ``importlib.invalidate_caches()`` before eve
 batch, and so of the sink's latency (``chatlog bench sink``'s latency run measures it). :func:`prepare`
 makes a ``zipimporter`` re-read its archive only when the file changed (size or modification time),
 which keeps what the invalidation is for. It patches CPython's ``zipimporter``, so it is fenced with
-the private Spark APIs (:func:`sink.spark_private.lazy_zip_invalidation`) and off with them.
+the private Spark APIs (:func:`sink.spark_private.lazy_zip_invalidation`).
 
 The cyclic garbage collector. A writer allocates a few dozen containers per event (cells, bound
 statements, batches, the driver's futures), so CPython's collector runs often, and every full
@@ -26,10 +26,9 @@ import gc
 from sink.spark_private import lazy_zip_invalidation
 
 
-def prepare(private: bool = True) -> None:
-    """Set up this worker process (idempotent): the lazy zip-directory invalidation with ``private``."""
-    if private:
-        lazy_zip_invalidation()
+def prepare() -> None:
+    """Set up this worker process (idempotent): the lazy zip-directory invalidation."""
+    lazy_zip_invalidation()
 
 
 _frozen = False

@@ -11,14 +11,14 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+from sink.writer.caches import NameCache
+from sink.writer.cassandra import close_sessions
 
 from core.cql import connect
 from core.settings import StackSettings
 from core.testing import twitch_event
 from schemas.chat_event import ChatEvent, encode
 from sink.settings import SinkSettings
-from sink.writer.caches import NameCache
-from sink.writer.cassandra import close_sessions
 from sink.writer.partition import write_partition
 
 

@@ -7,13 +7,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from consent.erase import row_user_key
+from sink.writer.caches import IndexCache, NameCache
+from sink.writer.cassandra import close_sessions
+
 from core.testing import chat_events, twitch_event
 from schemas.chat_event import ChatEvent, encode
 from sink.settings import SinkSettings
-from sink.writer.caches import IndexCache, NameCache
-from sink.writer.cassandra import close_sessions
 from sink.writer.partition import write_partition
+from store.erase import row_user_key
 
 DAY_MS = 86_400_000
 BASE_MS = 1_790_000_000_000 - 1_790_000_000_000 % 300_000  # a bucket start (2026-09-21)

@@ -14,9 +14,9 @@ from typing import Any
 import pytest
 
 from consent import audit
-from consent.erase import erase
 from consent.records import login_digest
 from core.errors import ChatlogError
+from store.erase import erase
 from tests.integration.consent.filled_keyspace import TARGET_ID, TARGET_LOGIN, Filled, read_tables
 
 pytestmark = pytest.mark.integration
@@ -130,7 +130,7 @@ def test_bad_ids_and_a_missing_keyspace_are_one_line(filled: Filled, session: An
 
 KILL_SCRIPT = """
 import sys, time
-from consent.erase import erase
+from store.erase import erase
 from core.cql import connect
 from sink.settings import SinkSettings
 

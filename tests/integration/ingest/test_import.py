@@ -305,10 +305,11 @@ def test_a_justlog_tree_imported_twice_is_stored_once_and_read_back_line_for_lin
     """Migration end to end: a justlog tree imported twice into Kafka, both copies written by the sink's
     executor into the id-keyed tables: each line is one row, and ``chatlog logs --format raw`` gives each
     channel's lines back exactly as justlog held them."""
+    from sink.writer.cassandra import close_sessions
+
     from chatlog.cli import logs as logs_cli
     from core.cql import connect
     from sink.settings import SinkSettings
-    from sink.writer.cassandra import close_sessions
     from sink.writer.partition import write_partition
 
     expected, _ = _justlog_tree(tmp_path / "logs")

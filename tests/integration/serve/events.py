@@ -6,11 +6,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from sink.writer.caches import NameCache
+from sink.writer.cassandra import close_sessions
+
 from core.testing import chat_events, twitch_event
 from schemas.chat_event import ChatEvent, encode
 from sink.settings import SinkSettings
-from sink.writer.caches import NameCache
-from sink.writer.cassandra import close_sessions
 from sink.writer.partition import write_partition
 from sink.writer.stats import WriteStats
 

@@ -8,10 +8,10 @@ import calendar
 import uuid
 
 import msgspec
-
-from schemas.chat_event import ChatEvent
 from schemas.cql import clustering_order, message_uuid
 from sink.writer.rows import DERIVED
+
+from schemas.chat_event import ChatEvent
 from tests.integration.serve.events import line_event
 
 HOUR = 3_600_000

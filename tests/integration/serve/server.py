@@ -9,6 +9,7 @@ from typing import Any
 
 import httpx
 import pytest
+from sink.writer.cassandra import close_sessions
 
 from core.cql import apply_schema, connect
 from core.settings import StackSettings
@@ -16,7 +17,6 @@ from schemas.chat_event import ChatEvent, encode
 from serve.api.app import create_app
 from serve.settings import ServeSettings
 from sink.settings import SinkSettings
-from sink.writer.cassandra import close_sessions
 from sink.writer.partition import write_partition
 from tests.uvicorn_thread import served
 

@@ -12,16 +12,16 @@ from typing import Any
 
 import pytest
 import typer
+from sink.writer.caches import NameCache
+from sink.writer.cassandra import close_sessions
 from typer.testing import CliRunner
 
 from core.cql import connect
 from schemas.chat_event import ChatEvent, encode
-from serve.store.names import IdSeen, NameSeen, channel_ids, channel_names, user_ids, user_names
 from sink.settings import SinkSettings
-from sink.writer.caches import NameCache
-from sink.writer.cassandra import close_sessions
 from sink.writer.partition import write_partition
 from sink.writer.stats import WriteStats
+from store.names import IdSeen, NameSeen, channel_ids, channel_names, user_ids, user_names
 from tests.integration.serve.events import line_event
 
 pytestmark = pytest.mark.integration

@@ -13,16 +13,16 @@ from typing import Any, TypeVar
 
 import msgspec
 import pytest
+from schemas.cql import message_uuid
+from sink.writer.rows import DERIVED
 
 from consent.rule import whose
 from core.testing import chat_events
 from schemas.chat_event import ChatEvent
-from schemas.cql import message_uuid
-from serve.store.cassandra_store import CassandraStore
-from serve.store.protocol import ById, Channel, Named
-from serve.store.row import LogLine
 from sink.settings import SinkSettings
-from sink.writer.rows import DERIVED
+from store.line import LogLine
+from store.protocol import ById, Channel, Named
+from store.read import CassandraStore
 from tests.integration.serve.events import write
 from tests.integration.serve.rename_story import (
     CHANNEL_KEYS,

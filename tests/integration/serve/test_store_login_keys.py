@@ -10,14 +10,14 @@ import calendar
 from typing import Any
 
 import pytest
+from core.user_months import LOGINS_INDEXED, MIGRATED, comment_of
+from schemas.cql import month_period
 
 from core.cql import apply_schema
-from core.user_months import LOGINS_INDEXED, MIGRATED, comment_of
 from schemas.chat_event import ChatEvent
-from schemas.cql import month_period
-from serve.store.cassandra_store import CassandraStore
-from serve.store.protocol import ById
 from sink.settings import SinkSettings
+from store.protocol import ById
+from store.read import CassandraStore
 from tests.integration.serve.events import alice_and_bob, write
 
 pytestmark = pytest.mark.integration

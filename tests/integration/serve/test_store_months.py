@@ -10,18 +10,18 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
-
-from core.cql import apply_schema
 from core.user_months import needs_migration
-from schemas.chat_event import ChatEvent, encode
 from schemas.cql import is_half_day, is_month_period, user_period
-from serve.store.cassandra_store import CassandraStore
-from serve.store.protocol import ById
-from serve.store.row import LogLine
-from sink.settings import SinkSettings
 from sink.writer.caches import NameCache, SpillGuard
 from sink.writer.cassandra import close_sessions
+
+from core.cql import apply_schema
+from schemas.chat_event import ChatEvent, encode
+from sink.settings import SinkSettings
 from sink.writer.partition import write_partition
+from store.line import LogLine
+from store.protocol import ById
+from store.read import CassandraStore
 from tests.integration.serve.rename_story import DAY, T0, in_read_order, of_user, rename_story
 
 pytestmark = pytest.mark.integration

@@ -11,18 +11,18 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from schemas.cql import month_period
+from sink.pack import pack_months
 
 from core.cql import connect
 from core.errors import ChatlogError
 from schemas.chat_event import ChatEvent
-from schemas.cql import month_period
 from serve.api.params import Format
 from serve.api.stream import _encoder
-from serve.store.cassandra_store import CassandraStore
-from serve.store.protocol import ById
 from sink import pack as sink_pack
-from sink.pack import pack_months
 from sink.settings import SinkSettings
+from store.protocol import ById
+from store.read import CassandraStore
 from tests.integration.serve.events import alice_and_bob, line_event, write
 from tests.packed_frames import v1_frame
 

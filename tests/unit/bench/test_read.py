@@ -12,6 +12,7 @@ from typing import Any
 
 import msgspec
 import pytest
+from schemas.cql import bucket_of, message_uuid
 
 from bench.read import (
     DAY_CHANNEL,
@@ -45,9 +46,8 @@ from bench.serve_data import relined
 from core.irc_parse import parse_line
 from core.times import epoch_ms, naive_utc
 from schemas.chat_event import ChatEvent
-from schemas.cql import bucket_of, message_uuid
-from schemas.stored_line import strip
-from serve.store.row import stored_event
+from store.line import stored_event
+from store.stored_line import strip
 
 SMALL = Params(day_messages=500, channel_messages=3000, user_messages=30)
 

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import uuid
 
-from bench.storage_floor import RANDOM_BYTES, Floor, floor_of, random_values
 from schemas.packed_month import PackedRow, unpack_frame
-from schemas.stored_line import strip
 from sink.pack import packed_frame
+
+from bench.storage_floor import RANDOM_BYTES, Floor, floor_of, random_values
+from store.stored_line import strip
 
 T = 1_700_000_000_000
 NONCE = "0123456789abcdef0123456789abcdef"

@@ -3,11 +3,12 @@ same as the sink's), the delete statements and the name history's deletes."""
 
 from __future__ import annotations
 
-from consent.erase import ErasureReport, _Cql, _delete_names, _runs, row_user_key
-from core.testing import chat_events, twitch_event
-from core.testing_cassandra import FakeSession
 from schemas.cql import message_uuid
 from sink.writer.rows import _event_user_key, _stored_line
+
+from core.testing import chat_events, twitch_event
+from core.testing_cassandra import FakeSession
+from store.erase import ErasureReport, _Cql, _delete_names, _runs, row_user_key
 
 
 def test_runs_are_the_maximal_stretches() -> None:

@@ -9,8 +9,9 @@ from dataclasses import dataclass
 from typing import Any
 
 import pytest
+from schemas.cql import channel_key, key_id, message_uuid, user_key
+from sink.writer.rows import _event_user_key
 
-from consent.erase import row_user_key
 from consent.records import OptOut, login_digest
 from consent.registry import OptOutRegistry
 from consent.rule import BY_LOGIN, IN, OUT, OptOutSet, SeenLogins, keyed_verdict, verdict, whose
@@ -19,12 +20,11 @@ from core.settings import KafkaSettings
 from core.testing import twitch_line
 from ingest.consent import OptOutGate
 from schemas.chat_event import ChatEvent
-from schemas.cql import channel_key, key_id, message_uuid, user_key
-from schemas.stored_line import strip
 from serve.consent import ConsentStore, hidden
-from serve.store.row import LogLine
 from serve.testing import MemoryStore
-from sink.writer.rows import _event_user_key
+from store.erase import row_user_key
+from store.line import LogLine
+from store.stored_line import strip
 
 T0 = 1_700_000_000_000
 # bob (user id 42) is the user who may opt out; carol (43) never does. Room 500 stays; room 600 may opt out.

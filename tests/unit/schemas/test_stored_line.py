@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from core.irc_parse import MalformedLine, parse_line
 from schemas.cql import message_uuid
-from schemas.stored_line import VERBATIM, restore, strip
+from store.stored_line import VERBATIM, restore, strip
 from tests.peer_lines import PEER_LINES, peer_lines
 
 MID = "b34ccfc7-4977-403a-8a94-33c6bac34fb8"

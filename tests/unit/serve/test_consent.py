@@ -17,9 +17,9 @@ from core.testing import twitch_event
 from serve.api.errors import ApiError
 from serve.api.optout import key_name
 from serve.consent import ConsentStore, OptedOut
-from serve.store.protocol import ById
-from serve.store.row import LogLine
 from serve.testing import MemoryStore
+from store.line import LogLine
+from store.protocol import ById
 
 AT = 1_790_000_000_000
 SECRET = "0123456789abcdef-secret"

@@ -24,7 +24,7 @@ from serve.formats import (
     text_line,
     timestamp,
 )
-from serve.store.row import LogLine
+from store.line import LogLine
 from tests.unit.serve.store.stored_lines import every_event, stored_lines
 
 # rustlog's parse_old_message example: a PRIVMSG of Snusbot in #forsen at 1489263601000.

@@ -15,12 +15,11 @@ from typing import Any
 import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
+from schemas.cql import message_uuid
 
 from bench.storage import corpus
 from core.irc_parse import MalformedLine, parse_line
 from schemas.chat_event import ChatEvent
-from schemas.cql import message_uuid
-from schemas.stored_line import VERBATIM, strip
 from serve.formats import (
     basic_message,
     encode_json,
@@ -32,7 +31,8 @@ from serve.formats import (
     log_page_bytes,
     page_message,
 )
-from serve.store.row import LogLine
+from store.line import LogLine
+from store.stored_line import VERBATIM, strip
 from tests.peer_lines import PEER_LINES
 from tests.unit.serve.store.stored_lines import NOW, every_event, stored_row
 

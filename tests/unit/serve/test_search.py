@@ -10,7 +10,7 @@ import pytest
 
 from schemas.chat_event import ChatEvent
 from serve.search import BadQuery, fold, matching, needle
-from serve.store.row import LogLine
+from store.line import LogLine
 
 
 def _event(i: int, text: str, *, kind: str = "PRIVMSG", tags: dict[str, str] | None = None) -> ChatEvent:

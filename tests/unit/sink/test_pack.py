@@ -7,14 +7,14 @@ import uuid
 from types import SimpleNamespace
 
 import pytest
+from schemas.cql import message_uuid
+from schemas.packed_month import PackedChat, PackedRow, pack, unpack
+from sink.pack import PackReport, _merged, chat_split, packed_frame
 
 from core.irc_parse import parse_line, tag_section
 from core.irc_tags import plain_tags
 from core.testing import chat_events
-from schemas.cql import message_uuid
-from schemas.packed_month import PackedChat, PackedRow, pack, unpack
-from schemas.stored_line import VERBATIM, strip
-from sink.pack import PackReport, _merged, chat_split, packed_frame
+from store.stored_line import VERBATIM, strip
 from tests.unit.serve.store.stored_lines import NOW, T, events_of_peer_lines, stored_row
 
 V4 = "00000000-0000-4000-8000-00000000000{}"

@@ -98,9 +98,10 @@ def test_without_tls_the_node_is_not_reachable(secured: StackSettings) -> None:
 
 
 def test_sink_writer_and_reader_use_the_same_login(secured: StackSettings) -> None:
+    from sink.writer.cassandra import WorkerSession
+
     from chatlog.cli.log_reader import read_events
     from sink.settings import SinkSettings
-    from sink.writer.cassandra import WorkerSession
 
     apply_schema(secured)
     names = [n for n in SinkSettings.model_fields if n.startswith("cassandra_")]

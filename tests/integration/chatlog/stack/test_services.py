@@ -77,7 +77,7 @@ def test_topics_have_the_specified_partitions_and_policies(stack: StackSettings)
 def test_cql_write_and_read(fresh_keyspace: StackSettings) -> None:
     from core.cql import connect
     from schemas.cql import bucket_of, channel_key, message_uuid
-    from schemas.stored_line import restore, strip
+    from store.stored_line import restore, strip
 
     sent_at, message_id = 1_793_491_200_123, "0f6f4b4e-5a4c-4c1e-9d3b-6a1f2e3d4c5b"
     raw = f"@id={message_id};tmi-sent-ts={sent_at} :u!u@u.tmi.twitch.tv PRIVMSG #c :hello"

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 import typer
 from confluent_kafka import Consumer, Producer, TopicPartition
+from sink.writer.cassandra import close_sessions
 from typer.testing import CliRunner
 
 from chatlog.cli.log_reader import text_with_gaps
@@ -28,7 +29,6 @@ from schemas.chat_event import ChatEvent
 from serve.coverage import read_coverage
 from sink.settings import SinkSettings
 from sink.side.ledger import LedgerWriter
-from sink.writer.cassandra import close_sessions
 from sink.writer.partition import write_partition
 
 pytestmark = pytest.mark.integration

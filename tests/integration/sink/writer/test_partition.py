@@ -8,11 +8,11 @@ from collections.abc import Iterator
 
 import msgspec
 import pytest
+from sink.writer.cassandra import close_sessions
 
 from schemas.chat_event import ChatEvent, encode
 from sink.settings import SinkSettings
 from sink.writer import partition as writer
-from sink.writer.cassandra import close_sessions
 from tests.integration.sink.records import count, dead_letters, make_events
 
 pytestmark = pytest.mark.integration

@@ -209,7 +209,7 @@ def test_sent_tail_reads_only_complete_new_lines(tmp_path: Path) -> None:
 def test_the_token_is_read_from_the_stored_line_of_each_kind_of_row() -> None:
     from core.irc_parse import parse_line
     from schemas.cql import message_uuid
-    from schemas.stored_line import strip
+    from store.stored_line import strip
 
     irc = "@msgid=Ab1;time=2026-11-01T00:00:00.123Z :bob!bob@irc.local PRIVMSG #d1_2 :d1-000042 tail words"
     event = parse_line(irc, received_at=1_793_491_200_200)

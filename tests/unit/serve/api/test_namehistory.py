@@ -14,8 +14,8 @@ from core.settings import load
 from serve.api.app import create_app
 from serve.api.namehistory import previous_names, rfc3339
 from serve.settings import ServeSettings
-from serve.store.names import NameSeen
 from serve.testing import MemoryStore
+from store.names import NameSeen
 
 FIXTURE = json.loads((Path(__file__).parent / "fixtures" / "namehistory_rustlog.json").read_text())
 ROWS = [NameSeen(**row) for row in FIXTURE["rows"]]

@@ -20,7 +20,7 @@ from serve.formats import (
     page_message,
     text_line,
 )
-from serve.store.row import LogLine
+from store.line import LogLine
 from tests.unit.serve.store.stored_lines import every_event, stored_row
 
 _ARRAY: dict[Format, Callable[[ChatEvent], dict[str, Any]]] = {

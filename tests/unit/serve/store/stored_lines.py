@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import uuid
 
+from schemas.cql import message_uuid
+
 from core.irc_parse import MalformedLine, parse_line
 from core.testing import chat_events
 from schemas.chat_event import ChatEvent
-from schemas.cql import message_uuid
-from schemas.stored_line import strip
-from serve.store.row import LogLine
+from store.line import LogLine
+from store.stored_line import strip
 from tests.peer_lines import peer_lines
 
 NOW = 1_900_000_000_000  # a receive time after every real line's tmi-sent-ts

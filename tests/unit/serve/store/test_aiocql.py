@@ -1,4 +1,4 @@
-"""serve.store.aiocql.PagedQuery with a double of the driver's ResponseFuture (its callbacks run on another
+"""store.aiocql.PagedQuery with a double of the driver's ResponseFuture (its callbacks run on another
 thread, as the driver's do): an error reaches whoever reads the pages, and a query nobody reads any more
 (an abandoned read-ahead) fails without asyncio logging "exception was never retrieved"."""
 
@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from core.testing_cassandra import FakeSession
-from serve.store.aiocql import PagedQuery
+from store.aiocql import PagedQuery
 
 
 def _session(error: BaseException | None = None) -> FakeSession:

@@ -1,4 +1,4 @@
-"""serve.store.cassandra_store's pure parts: the k-way merge of sorted row streams."""
+"""store.read's pure parts: the k-way merge of sorted row streams."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from collections.abc import AsyncIterator, Sequence
 from hypothesis import given
 from hypothesis import strategies as st
 
-from serve.store.cassandra_store import _merge
+from store.read import _merge
 
 
 async def _stream(items: Sequence[int], seen: list[int]) -> AsyncIterator[int]:

@@ -7,9 +7,10 @@ import asyncio
 from types import SimpleNamespace
 from typing import Any
 
-from core.testing_cassandra import Call, FakeSession
 from schemas.cql import month_end_ms, month_period, month_start_ms
 from serve.store.login_keys import LoginKeys
+
+from core.testing_cassandra import Call, FakeSession
 
 NOW_MS = 1_700_000_000_000  # 2023-11-14
 NOW = month_period(NOW_MS)  # 20231100

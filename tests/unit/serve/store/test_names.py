@@ -8,7 +8,7 @@ from datetime import datetime
 from typing import Any
 
 from core.testing_cassandra import FakeSession, reads, rows_by_table
-from serve.store.names import IdSeen, NameSeen, channel_ids, user_ids, user_names
+from store.names import IdSeen, NameSeen, channel_ids, user_ids, user_names
 
 T1 = datetime(2026, 1, 1, 10, 0, 0)  # naive UTC, as the driver returns timestamps
 T2 = datetime(2026, 2, 1, 10, 0, 0)

@@ -7,7 +7,7 @@ import asyncio
 import random
 from collections import Counter
 
-from serve.store import random_pick
+from store import random_pick
 
 
 def _store(sizes: dict[str, int]) -> tuple[list[str], dict[str, list[str]]]:

@@ -12,8 +12,8 @@ import pytest
 from core.irc_parse import parse_line, sender_of
 from core.testing import chat_events, twitch_line
 from schemas.chat_event import ChatEvent
-from schemas.stored_line import strip, unmarked
-from serve.store.row import UNKNOWN_KIND, LogLine, stored_event
+from store.line import UNKNOWN_KIND, LogLine, stored_event
+from store.stored_line import strip, unmarked
 from tests.peer_lines import PEER_LINES
 from tests.unit.serve.store.stored_lines import (
     NOW,

@@ -11,14 +11,14 @@ import msgspec
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from schemas.packed_month import VERSION, PackedRow, PackError, unpack, unpack_frame
+from sink.pack import packed_frame
 
 from core.irc_parse import MalformedLine, parse_line
 from schemas.chat_event import ChatEvent
-from schemas.packed_month import VERSION, PackedRow, PackError, unpack, unpack_frame
 from serve.api.params import Format
 from serve.api.stream import _encoder
-from serve.store.row import LogLine
-from sink.pack import packed_frame
+from store.line import LogLine
 from tests.unit.serve.store.stored_lines import NOW, T, every_event, stored_row
 
 _HINT = "hint"

@@ -10,8 +10,8 @@ import time
 from typing import Any
 
 import pytest
+from sink.writer.caches import IndexCache, NameCache
 
-from consent.erase import ErasureReport
 from consent.records import OptOut, login_digest
 from consent.registry import OptOutRegistry
 from consent.rule import OptOutSet
@@ -24,10 +24,10 @@ from core.times import epoch_ms
 from schemas.chat_event import ChatEvent, encode
 from sink.settings import SinkSettings
 from sink.side.optout_follower import OptOutFollower
-from sink.writer.caches import IndexCache, NameCache
 from sink.writer.collaborators import Collaborators
 from sink.writer.partition import write_partition
 from sink.writer.stats import WriteStats
+from store.erase import ErasureReport
 from tests.unit.sink.writer.partition_doubles import CassandraDouble
 
 T0 = 1_700_000_000_000

@@ -8,10 +8,11 @@ from collections import Counter
 from collections.abc import Hashable, Sequence
 from typing import Any
 
-from schemas.chat_event import ChatEvent, decode
 from schemas.cql import user_period
 from sink.writer.cassandra import Item, Reject
 from sink.writer.rows import EventRows, TableRows
+
+from schemas.chat_event import ChatEvent, decode
 from tests.unit.sink.writer.live_columns import LIVE_COLUMNS
 
 

@@ -6,8 +6,6 @@ from typing import Any
 
 import pytest
 from cassandra import InvalidRequest
-
-from core.testing_cassandra import Call, FakeSession, fails_first
 from sink.writer.cassandra import (
     BatchLimits,
     CassandraWriteError,
@@ -16,6 +14,8 @@ from sink.writer.cassandra import (
     plan_batches,
     retry_failed,
 )
+
+from core.testing_cassandra import Call, FakeSession, fails_first
 
 
 def _item(replicas: str, partition: str, size: int = 100) -> Item:

@@ -8,7 +8,6 @@ from typing import Any
 import pytest
 from cassandra import cqltypes
 from cassandra.query import UNSET_VALUE
-
 from sink.writer.cql_cells import cql_name, encoder
 
 TEXT_MAP = cqltypes.lookup_casstype(

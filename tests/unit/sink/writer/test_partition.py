@@ -8,13 +8,13 @@ from collections import Counter
 from typing import Any
 
 import pytest
-
-from schemas.chat_event import ChatEvent, decode, encode
 from schemas.cql import month_period, user_period
-from sink.dedup import ID_BYTES, id_of, id_set
-from sink.settings import SinkSettings
 from sink.writer.caches import IndexCache, NameCache, SpillGuard
 from sink.writer.cassandra import Reject
+
+from schemas.chat_event import ChatEvent, decode, encode
+from sink.dedup import ID_BYTES, id_of, id_set
+from sink.settings import SinkSettings
 from sink.writer.collaborators import Collaborators
 from sink.writer.partition import write_partition
 from sink.writer.stats import WriteStats

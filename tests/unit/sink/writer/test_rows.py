@@ -7,13 +7,13 @@ import uuid
 from typing import Any
 
 import pytest
+from schemas.cql import bucket_of, message_uuid, month_period, statements
+from sink.writer.rows import TABLES, EventRows, SchemaMismatch
 
 from core.irc_parse import parse_line
 from core.testing import twitch_line
 from schemas.chat_event import ChatEvent
-from schemas.cql import bucket_of, message_uuid, month_period, statements
-from schemas.stored_line import restore, strip
-from sink.writer.rows import TABLES, EventRows, SchemaMismatch
+from store.stored_line import restore, strip
 from tests.unit.sink.writer.live_columns import LIVE_COLUMNS, REPLICATION
 
 SENT_AT = 1_700_000_123_456

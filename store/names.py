@@ -1,12 +1,12 @@
 """The name history: which logins (and display names) a Twitch user or channel id had, and which ids a
 login belonged to. The one reader of the four name tables, for ``GET /namehistory/{user_id}`` (through
-:meth:`serve.store.cassandra_store.CassandraStore.user_name_history`) and ``chatlog names``.
+:meth:`store.read.LogReader.user_name_history`) and ``chatlog names``.
 
 The sink keeps four small tables (``schemas/cassandra.cql``, written by :mod:`sink.writer.partition`):
 ``user_names`` (user id -> logins and display names), ``user_ids_by_login`` (login -> user ids),
 ``channel_names`` (channel id -> logins) and ``channel_ids_by_login`` (login -> channel ids), each row
 with the first and last time it was seen. Every lookup here is one partition read, awaited without a
-thread per request (:mod:`serve.store.aiocql`), its statement prepared once per session. ``first_seen``
+thread per request (:mod:`store.aiocql`), its statement prepared once per session. ``first_seen``
 and ``last_seen`` are times of real events, each in the same UTC hour as the first (last) event of that
 name: the sink writes a name at most once per hour of event time per process. ``first_seen`` is None when
 that cell has expired (a keyspace with a TTL: the first sighting is older than the retention).
@@ -24,7 +24,7 @@ from typing import Any, Final
 
 from core.logins import login_of
 from core.times import epoch_ms
-from serve.store.aiocql import PagedQuery
+from store.aiocql import PagedQuery
 
 USER_NAMES_CQL: Final = (
     "SELECT user_login, display_name, first_seen, last_seen FROM {ks}user_names WHERE user_id = ?"

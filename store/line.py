@@ -1,6 +1,6 @@
 """A ``chat_by_channel`` row back into the :class:`~schemas.chat_event.ChatEvent` the ingester produced.
 
-The row holds the line without the values its key already holds (:mod:`schemas.stored_line`), the key's
+The row holds the line without the values its key already holds (:mod:`store.stored_line`), the key's
 ``sent_at`` and ``message_id`` (a uuid), and ``received_at``. Every other field of the event is derived by
 parsing the restored line (:func:`core.irc_parse.parse_line`) with the stored receive time, so the event
 is the one the ingester wrote but for ``ingester`` (not stored: None) and, for rows without a receive
@@ -30,8 +30,9 @@ from core.irc_parse import (
 )
 from core.irc_tags import plain_json
 from schemas.chat_event import MAX_KIND_CHARS, MAX_LINE_CHARS, ChatEvent
-from schemas.packed_month import Frame
-from schemas.stored_line import VERBATIM, restore
+from store.frame import Frame
+from store.keys import uuid_text
+from store.stored_line import VERBATIM, restore
 
 __all__ = ["UNKNOWN_KIND", "LogLine", "aclose", "stored_event"]
 
@@ -90,11 +91,11 @@ class LogLine:
     its tags as well, parsed from the restored line (:meth:`privmsg`); a raw answer no parse. ``sent_at``
     is the row's, as :attr:`event`'s is.
 
-    A row of a packed month (:mod:`schemas.packed_month`) comes with its chat found when it was packed
+    A row of a packed month (:mod:`store.frame`) comes with its chat found when it was packed
     (``chat`` and ``is_action``, given only where they are the event's): :meth:`chat` is then that, and
     :meth:`privmsg` parses only the restored line's tags. Such a row may come as its month's ``frame`` and
     its ``index`` there instead of its id, line and receive time: those are read from the frame when first
-    asked (:meth:`schemas.packed_month.Frame.rest`), which a text answer of chat messages never does.
+    asked (:meth:`store.frame.Frame.rest`), which a text answer of chat messages never does.
 
     A row read from a user's partition of a channel id and a user id comes with those ids (``owner``): the
     opt-out rule's answer for it without parsing it (:func:`consent.rule.keyed_verdict`)."""
@@ -151,12 +152,12 @@ class LogLine:
         if frame is not None:
             ids, lines, received = frame.rest()
             i = self._index
-            self._stored, self._message_id, self._received_at = lines[i], ids[i], received[i]
+            self._stored, self._message_id, self._received_at = lines[i], uuid_text(ids[i]), received[i]
         self._unread = False
 
     @property
     def stored(self) -> str:
-        """The line as the row holds it (:mod:`schemas.stored_line`)."""
+        """The line as the row holds it (:mod:`store.stored_line`)."""
         if self._unread:
             self._unframe()
         return self._stored
@@ -232,7 +233,7 @@ class LogLine:
         """:meth:`privmsg` with the tags as their JSON text, made by replaces
         (:func:`core.irc_tags.tags_json`), with the ``display-name`` and ``id`` tags' values (None without
         one), for a packed month's chat message whose tag section its split found plain
-        (:attr:`schemas.packed_month.Frame.plains`); None for every other line (:meth:`privmsg` then)."""
+        (:attr:`store.frame.Frame.plains`); None for every other line (:meth:`privmsg` then)."""
         frame, chat = self._frame, self._chat
         if frame is None or chat is None or not frame.plains[self._index] or self._event is not None:
             return None

@@ -1,13 +1,13 @@
 """What the HTTP layer and ``chatlog logs`` ask of the stored logs: the read store's interface.
 
 :class:`LogStore` is implemented over the id-keyed tables (docs/storage.md) by
-:mod:`serve.store.cassandra_store`, wrapped by :class:`serve.consent.ConsentStore` (opt-outs enforced),
+:mod:`store.read`, wrapped by :class:`serve.consent.ConsentStore` (opt-outs enforced),
 and in memory for tests by :mod:`serve.testing`. Every store implements every method: nothing is probed.
 A channel or a user is named by its login (a ``str``: the id that login had last, every login of that id
 and the login itself are read, so a renamed channel or user keeps one history) or by its Twitch id
 (:class:`ById`: the ``/channelid/`` and ``/userid/`` routes, ``--channel-id`` / ``--user-id``). Times are
 epoch milliseconds, ranges half-open (``lo <= sent_at < hi``); a range's events come back as
-:class:`~serve.store.row.LogLine` (the stored line, restored and parsed into its
+:class:`~store.line.LogLine` (the stored line, restored and parsed into its
 :class:`~schemas.chat_event.ChatEvent` only when asked: a text or raw answer needs no parse), in time
 order (``reverse``: newest first); a single event picked at random as its ``ChatEvent``.
 """
@@ -20,8 +20,8 @@ from datetime import date
 from typing import Any, Protocol
 
 from schemas.chat_event import ChatEvent
-from serve.store.names import NameSeen
-from serve.store.row import LogLine
+from store.line import LogLine
+from store.names import NameSeen
 
 
 @dataclass(frozen=True, slots=True)

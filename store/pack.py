@@ -1,0 +1,224 @@
+"""``chatlog pack``: a closed period's blocks packed into one (or a few, at the block bounds), and the blocks
+it replaces deleted.
+
+The sink writes a block per partition per micro-batch: a channel's day is thousands of small blocks, each
+framed on its own and read one by one. Once the period is over (a channel's day, a user's month, plus
+``settle_s``) its lines no longer change but for late writes (a backfill, a replay), so this packs them: per
+partition (a day's or month's part) holding more than one block, in one single-partition batch (atomic and
+isolated in Cassandra), the lines of every block merged (each once) into blocks framed at
+:data:`store.frame.PACKED_LEVEL`, and ``DELETE ... USING TIMESTAMP t`` of each block they replace, ``t`` the
+block's own write time: a block written again after the read (a replay) is newer and stays, and the next run
+packs it in (a reader drops a line it has read already). A partition written within ``settle_s`` is left for
+a later run. Running it again packs nothing twice: a partition of one block is left as it is.
+
+The rows a packed block replaces are deleted, so they leave the disk when Cassandra compacts the SSTables
+that hold them with the tombstones (docs/storage.md, "Packing").
+
+:func:`rewrite` is the same rewrite with a filter: what erasure does to a channel's blocks that hold an
+erased user's lines (:mod:`store.erase`).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+from core.times import now_ms as current_ms
+from store import frame
+from store.blocks import CHANNEL, USER, Block, Framed, Table, blocks_of
+from store.keys import DAY_MS, line_order, month_end_ms
+from store.write import BLOCK_TABLES, block_statement
+
+_PARTITION_COLUMNS: Final[dict[Table, tuple[str, ...]]] = {
+    CHANNEL: ("channel_key", "day", "part"),
+    USER: ("channel_key", "user_key", "month", "part"),
+}
+_INDEXES: Final[dict[Table, str]] = {CHANNEL: "channel_days", USER: "user_months"}
+
+
+@dataclass
+class PackReport:
+    """What a run packed."""
+
+    partitions: int = 0
+    packed: int = 0
+    """Partitions packed."""
+    blocks_before: int = 0
+    blocks_after: int = 0
+    lines: int = 0
+    skipped_recent: int = 0
+    """Partitions written within the settle time (left for a later run)."""
+    by_table: dict[str, int] = field(default_factory=dict)
+
+    def summary(self) -> str:
+        return (
+            f"pack: {self.packed} of {self.partitions} closed partition(s) packed "
+            f"({self.blocks_before} block(s) -> {self.blocks_after}, {self.lines} line(s)); "
+            f"{self.skipped_recent} written within the settle time left for a later run"
+        )
+
+
+class Blocks:
+    """The statements that read, write and delete one table's blocks by partition."""
+
+    def __init__(self, session: Any, keyspace: str, table: Table) -> None:
+        name = BLOCK_TABLES[table]
+        where = " AND ".join(f"{c} = ?" for c in _PARTITION_COLUMNS[table])
+        self.table = table
+        self.session = session
+        self.read = session.prepare(
+            f"SELECT toUnixTimestamp(first_at) AS first_ms, block, frame, writetime(frame) AS written, "
+            f"ttl(frame) AS ttl FROM {keyspace}.{name} WHERE {where}"
+        )
+        self.read.fetch_size = 200
+        self.meta = session.prepare(
+            f"SELECT writetime(lines) AS written FROM {keyspace}.{name} WHERE {where} LIMIT 2"
+        )
+        self.delete = session.prepare(
+            f"DELETE FROM {keyspace}.{name} USING TIMESTAMP ? WHERE {where} AND first_at = ? AND block = ?"
+        )
+        self.delete_index = session.prepare(
+            f"DELETE FROM {keyspace}.{_INDEXES[table]} USING TIMESTAMP ? WHERE "
+            + " AND ".join(f"{c} = ?" for c in _index_columns(table))
+        )
+        self.write: Any = None  # the prepared inserts (store.write.Prepared), set by the caller
+
+
+def _index_columns(table: Table) -> tuple[str, ...]:
+    return (
+        ("channel_key", "day", "part") if table == CHANNEL else ("channel_key", "user_key", "month", "part")
+    )
+
+
+@dataclass
+class Read:
+    """A partition's blocks as read: ``(first_ms, block id, frame bytes, write time µs, ttl s)``."""
+
+    rows: list[tuple[int, Any, bytes, int, int | None]]
+
+    def lines(self, key: tuple[Any, ...]) -> list[Framed]:
+        """Every line of the blocks (a line in two blocks twice: blocks_of keeps one)."""
+        channel_key = key[0]
+        out = []
+        for _first, _block, value, _written, _ttl in self.rows:
+            decoded = frame.decode(value)
+            for line in decoded.lines(range(len(decoded))):
+                out.append(Framed(line, channel_key, line[5], line_order(line[0], line[1])))
+        return out
+
+
+def read(blocks: Blocks, key: tuple[Any, ...]) -> Read:
+    rows = blocks.session.execute(blocks.read, key, timeout=120)
+    return Read([(r.first_ms, r.block, r.frame, r.written, r.ttl) for r in rows])
+
+
+def rewrite(
+    blocks: Blocks,
+    key: tuple[Any, ...],
+    found: Read,
+    keep: Callable[[frame.Line], bool] | None = None,
+    *,
+    level: int = frame.PACKED_LEVEL,
+    index_at: int | None = None,
+) -> tuple[int, int, int, int]:
+    """The lines of ``found`` (each once; those ``keep`` takes) written as new blocks of partition ``key``,
+    the blocks they replace deleted at their own write times, in one single-partition batch; with nothing
+    left, the partition's index row deleted too at ``index_at`` (µs). Returns (blocks before, blocks after,
+    lines, lines dropped)."""
+    from cassandra.query import BatchStatement, BatchType
+
+    lines = found.lines(key)
+    kept = lines if keep is None else [item for item in lines if keep(item.line)]
+    new: list[Block] = blocks_of(blocks.table, key, kept, level=level) if kept else []
+    old_ids = {row[1] for row in found.rows}
+    new_ids = {b.block for b in new}
+    unique = len({item.line[1] for item in lines})
+    if old_ids == new_ids:
+        return len(found.rows), len(new), unique, 0
+    ttls = [row[4] for row in found.rows if row[4]]
+    ttl = max(ttls) if len(ttls) == len(found.rows) else 0  # the longest left (none: no expiry)
+    batch = BatchStatement(batch_type=BatchType.UNLOGGED)
+    ttl_cell = ttl.to_bytes(4, "big", signed=True)
+    for block in new:
+        if block.block not in old_ids:
+            batch.add(block_statement(blocks.write, block, ttl_cell))
+    for first_ms, block_id, _value, written, _ttl in found.rows:
+        if block_id not in new_ids:
+            batch.add(blocks.delete, (written, *key, _naive(first_ms), block_id))
+    if len(batch):
+        blocks.session.execute(batch, timeout=120)
+    if not new and index_at is not None:
+        blocks.session.execute(blocks.delete_index, (index_at, *key), timeout=60)
+    return len(found.rows), len(new), unique, unique - len({item.line[1] for item in kept})
+
+
+def _naive(ms: int) -> Any:
+    from core.times import naive_utc
+
+    return naive_utc(ms)
+
+
+def closed_partitions(session: Any, keyspace: str, settle_ms: int) -> Iterator[tuple[Table, tuple[Any, ...]]]:
+    """Every partition of a period that ended ``settle_ms`` ago or more: channels' days, users' months."""
+    now = current_ms()
+    for row in session.execute(f"SELECT channel_key, day, part FROM {keyspace}.channel_days", timeout=120):
+        if (row.day + 1) * DAY_MS + settle_ms <= now:
+            yield CHANNEL, (row.channel_key, row.day, row.part)
+    rows = session.execute(
+        f"SELECT channel_key, user_key, month, part FROM {keyspace}.user_months", timeout=120
+    )
+    for row in rows:
+        if month_end_ms(row.month) + settle_ms <= now:
+            yield USER, (row.channel_key, row.user_key, row.month, row.part)
+
+
+def pack(
+    session: Any,
+    keyspace: str,
+    *,
+    settle_s: float = 3600.0,
+    concurrency: int = 8,
+    level: int = frame.PACKED_LEVEL,
+    tell: Callable[[str], None] = lambda _m: None,
+) -> PackReport:
+    """Pack every closed partition of ``keyspace`` that holds more than one block (see the module doc)."""
+    from store.write import worker_session_of
+
+    prepared = worker_session_of(session).prepared(keyspace, "LOCAL_QUORUM", 120.0)
+    tables = {t: Blocks(session, keyspace, t) for t in (CHANNEL, USER)}
+    for table in tables.values():
+        table.write = prepared
+    report = PackReport()
+    settle_us = int(settle_s * 1_000_000)
+
+    def one(item: tuple[Table, tuple[Any, ...]]) -> tuple[str, int, int, int]:
+        table, key = item
+        blocks = tables[table]
+        probe = list(session.execute(blocks.meta, key, timeout=60))
+        if len(probe) < 2:
+            return "single", 0, 0, 0
+        found = read(blocks, key)
+        newest = max((row[3] for row in found.rows), default=0)
+        if newest > time.time_ns() // 1000 - settle_us:
+            return "recent", 0, 0, 0
+        before, after, lines, _dropped = rewrite(blocks, key, found, level=level)
+        return "packed", before, after, lines
+
+    items = list(closed_partitions(session, keyspace, int(settle_s * 1000)))
+    report.partitions = len(items)
+    with ThreadPoolExecutor(max_workers=concurrency) as pool:
+        for (kind, _key), (outcome, before, after, lines) in zip(items, pool.map(one, items), strict=True):
+            if outcome == "recent":
+                report.skipped_recent += 1
+            elif outcome == "packed":
+                report.packed += 1
+                report.blocks_before += before
+                report.blocks_after += after
+                report.lines += lines
+                name = BLOCK_TABLES[kind]
+                report.by_table[name] = report.by_table.get(name, 0) + 1
+    tell(report.summary())
+    return report

@@ -1,0 +1,619 @@
+""":class:`~store.protocol.LogStore` over the blocks (docs/storage.md): what ``chatlog serve`` and ``chatlog
+logs`` read.
+
+* **Names to keys.** A channel login is read under the Twitch id it had last (``channel_ids_by_login``, the
+  id with the newest ``last_seen``) and under ``login:<l>`` for that login and every login of that id
+  (``channel_names``: lines without ids are keyed by login); a channel id under the id and its logins'
+  ``login:`` keys. Users the same way (``user_ids_by_login``, ``user_names``), so ``oldname``, ``newname``
+  and the id give one history. Lookups are cached :attr:`LogReader.names_ttl_s`.
+* **Where the blocks are.** A channel key's days and their parts are rows of ``channel_days`` (one query
+  per key and read); a user's months and parts, of ``user_months`` per (channel key, user key).
+* **A range's lines.** Period by period (a day of the channel, a month of the user), oldest first (newest
+  first when reversed), the blocks of every part and key of the period are scanned in order of their
+  first lines (paged; the next period's scan started ahead) and merged (:class:`store.merge.Merge`): each
+  line once, in :func:`store.keys.line_order`. A block whose lines all lie before the range is not sent
+  (``last_at >= ?``, filtered by Cassandra within the partition). Reversed, the blocks' first and last
+  times are read first (no frame), so that a block reaching further back than the next ones in the scan is
+  waited for. Every line is a :class:`store.line.LogLine` of its block's frame: its id and stored line are
+  read from the frame only when asked (a text answer of chat messages never asks).
+* **Channels**: ``SELECT DISTINCT channel_key FROM channel_days``, an id key named by its newest login, a
+  ``login:`` key by the newest login of the id that login had last (else by the login itself); cached
+  :attr:`LogReader.channels_ttl_s`.
+* **Counts** by the lines' ids (a user's), or by the stored lines' senders (a channel's); **random picks**
+  per block, in proportion to their lines (:mod:`store.random_pick`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import bisect
+import random
+import time
+from collections.abc import AsyncIterator, Callable, Sequence
+from dataclasses import dataclass
+from datetime import date
+from typing import Any, Final
+
+from cassandra.cluster import EXEC_PROFILE_DEFAULT
+from cassandra.query import tuple_factory
+
+from core.irc_parse import USER_KINDS, sender_of
+from core.logins import login_of
+from core.times import naive_utc, utc_day
+from schemas.chat_event import MAX_ID_CHARS, MAX_LOGIN_CHARS, ChatEvent
+from store import random_pick
+from store.aiocql import PagedQuery
+from store.blocks import CHANNEL_SPAN_MS
+from store.frame import Frame, decode
+from store.keys import (
+    DAY_MS,
+    channel_key,
+    key_id,
+    login_key,
+    month_end_ms,
+    month_start_ms,
+    user_key,
+    uuid_text,
+)
+from store.line import LogLine, aclose, stored_event
+from store.merge import Merge
+from store.names import NameSeen, user_names
+from store.protocol import ById, Channel, Named
+from store.stored_line import unmarked
+
+_FAR: Final = 253_402_300_799_999
+_CONCURRENT_LOOKUPS: Final = 16
+_CACHE_MAX: Final = 10_000
+_MISS_TTL_S: Final = 5.0
+"""How long an index read (a key's days, a user's months) stays cached: a new day or month shows within it."""
+_BLOCK_COLUMNS: Final = "toUnixTimestamp(first_at) AS first_ms, toUnixTimestamp(last_at) AS last_ms"
+_FIRST, _LAST, _FRAME = range(3)
+
+Pair = tuple[str, str]
+"""(channel key, user key)."""
+Partition = tuple[Any, ...]
+"""A block table's partition key: ``(channel_key, day, part)`` or ``(channel_key, user_key, month, part)``."""
+
+
+@dataclass(frozen=True, slots=True)
+class Keys:
+    """What a channel or user name is read under."""
+
+    keys: tuple[str, ...]
+    """The keys: the id first, then ``login:`` keys."""
+    name: str
+    """What to call it: the login asked for, or the id's newest login (else the id)."""
+    id: str | None
+    """The Twitch id read (None: none is known)."""
+
+
+def _newest(rows: Sequence[Any], value: Callable[[Any], str]) -> list[str]:
+    """The values of name-history rows, most recently seen first (a row without a time last)."""
+
+    def order(row: Any) -> tuple[float, float]:
+        last = row.last_seen.timestamp() if row.last_seen is not None else float("-inf")
+        first = row.first_seen.timestamp() if row.first_seen is not None else float("-inf")
+        return last, first
+
+    return list(dict.fromkeys(value(r) for r in sorted(rows, key=order, reverse=True)))
+
+
+def _picked(event: ChatEvent) -> bool:
+    """What a random pick returns: something a user said (never a deletion or a ban)."""
+    return event.kind in USER_KINDS
+
+
+def _owner(channel_key_: str, frame: Frame) -> Any:
+    """What a block's lines need for the opt-out rule without a parse: its channel id (None for a login key)
+    and its lines' filed-under users (:class:`BlockOwner`)."""
+    return BlockOwner(key_id(channel_key_) if not channel_key_.startswith("login:") else None, frame.whos)
+
+
+class BlockOwner:
+    """A block's channel id and per-line user keys: a line's ``(channel id, user id)`` where both are ids."""
+
+    __slots__ = ("channel_id", "whos")
+
+    def __init__(self, channel_id: str | None, whos: list[str | None] | None) -> None:
+        self.channel_id, self.whos = channel_id, whos
+
+    def of(self, index: int) -> tuple[str, str] | None:
+        whos = self.whos
+        if self.channel_id is None or whos is None:
+            return None
+        who = whos[index]
+        if who is None or who.startswith("login:"):
+            return None
+        user_id = key_id(who)
+        return None if user_id is None else (self.channel_id, user_id)
+
+
+class LogReader:
+    """The logs of one keyspace, read through a connected cassandra-driver ``session`` (its keyspace set)."""
+
+    def __init__(
+        self,
+        session: Any,
+        *,
+        fetch_size: int = 200,
+        channels_ttl_s: float = 60.0,
+        names_ttl_s: float | None = None,
+    ) -> None:
+        self.session = session
+        self.fetch_size = fetch_size
+        """Blocks per page of a scan (a block is a micro-batch's lines of a partition: up to thousands)."""
+        self.channels_ttl_s = channels_ttl_s
+        self.names_ttl_s = channels_ttl_s if names_ttl_s is None else names_ttl_s
+        self._channels: tuple[float, list[Channel]] | None = None
+        self._channels_lock = asyncio.Lock()
+        self._names: dict[tuple[str, str], tuple[float, list[str]]] = {}
+        self._index: dict[tuple[str, Any], tuple[float, list[Any]]] = {}
+        prepare = session.prepare
+        # a channel's blocks of a range start in its first hour or later (CHANNEL_SPAN_MS): sliced from there
+        cb = "FROM channel_blocks WHERE channel_key = ? AND day = ? AND part = ? AND first_at >= ?"
+        ub = "FROM user_blocks WHERE channel_key = ? AND user_key = ? AND month = ? AND part = ?"
+        window = "AND first_at < ? AND last_at >= ?"
+        desc = "ORDER BY first_at DESC"
+        filtering = "ALLOW FILTERING"  # last_at, in one partition: blocks before the range are not sent
+        self._stmts: dict[str, Any] = {
+            "distinct": prepare("SELECT DISTINCT channel_key FROM channel_days"),
+            "days": prepare("SELECT day, part FROM channel_days WHERE channel_key = ?"),
+            "latest_day": prepare("SELECT day FROM channel_days WHERE channel_key = ? LIMIT 1"),
+            "months": prepare("SELECT month, part FROM user_months WHERE channel_key = ? AND user_key = ?"),
+            "channel": prepare(f"SELECT {_BLOCK_COLUMNS}, frame {cb} {window} {filtering}"),
+            "channel_desc": prepare(f"SELECT {_BLOCK_COLUMNS}, frame {cb} {window} {desc} {filtering}"),
+            "channel_meta": prepare(f"SELECT {_BLOCK_COLUMNS}, lines {cb} {window} {desc} {filtering}"),
+            "channel_count": prepare(
+                f"SELECT {_BLOCK_COLUMNS}, lines FROM channel_blocks WHERE channel_key = ? AND day = ? "
+                "AND part = ?"
+            ),
+            "channel_at": prepare(
+                f"SELECT {_BLOCK_COLUMNS}, frame FROM channel_blocks WHERE channel_key = ? AND day = ? "
+                "AND part = ? AND first_at = ?"
+            ),
+            "user": prepare(f"SELECT {_BLOCK_COLUMNS}, frame {ub} {window} {filtering}"),
+            "user_desc": prepare(f"SELECT {_BLOCK_COLUMNS}, frame {ub} {window} {desc} {filtering}"),
+            "user_meta": prepare(f"SELECT {_BLOCK_COLUMNS}, lines {ub} {window} {desc} {filtering}"),
+            "user_count": prepare(f"SELECT {_BLOCK_COLUMNS}, lines {ub}"),
+            "user_at": prepare(f"SELECT {_BLOCK_COLUMNS}, frame {ub} AND first_at = ?"),
+            "channel_ids": prepare(
+                "SELECT channel_id, first_seen, last_seen FROM channel_ids_by_login WHERE channel = ?"
+            ),
+            "channel_names": prepare(
+                "SELECT channel, first_seen, last_seen FROM channel_names WHERE channel_id = ?"
+            ),
+            "user_ids": prepare(
+                "SELECT user_id, first_seen, last_seen FROM user_ids_by_login WHERE user_login = ?"
+            ),
+            "user_names": prepare(
+                "SELECT user_login, first_seen, last_seen FROM user_names WHERE user_id = ?"
+            ),
+            "ping": prepare("SELECT release_version FROM system.local"),
+        }
+        for name, statement in self._stmts.items():
+            statement.fetch_size = (
+                fetch_size if name in ("channel", "channel_desc", "user", "user_desc") else 5000
+            )
+        self._tuples = session.execution_profile_clone_update(EXEC_PROFILE_DEFAULT, row_factory=tuple_factory)
+
+    def _query(self, name: str, *params: Any, tuples: bool = False) -> PagedQuery:
+        return PagedQuery(
+            self.session, self._stmts[name], params, self._tuples if tuples else EXEC_PROFILE_DEFAULT
+        )
+
+    async def ping(self) -> None:
+        await self._query("ping").all()
+
+    # -- names -------------------------------------------------------------------------------------------
+
+    async def _lookup(self, kind: str, key: str) -> list[str]:
+        """The values of one name-history partition, most recently seen first; cached."""
+        now = time.monotonic()
+        hit = self._names.get((kind, key))
+        if hit is not None and now - hit[0] < self.names_ttl_s:
+            return hit[1]
+        column = {"channel_ids": "channel_id", "channel_names": "channel", "user_ids": "user_id"}.get(
+            kind, "user_login"
+        )
+        found = _newest(await self._query(kind, key).all(), lambda r: str(getattr(r, column)))
+        if len(self._names) >= _CACHE_MAX:
+            self._names.clear()
+        self._names[(kind, key)] = (now, found)
+        return found
+
+    async def _keys(self, who: Named, *, channel: bool) -> Keys:
+        ids, names = ("channel_ids", "channel_names") if channel else ("user_ids", "user_names")
+
+        def id_key(value: str) -> str:
+            key = channel_key(value, "") if channel else user_key(value, None)
+            assert key is not None  # a non-empty id always has a key
+            return key
+
+        if isinstance(who, ById):
+            given = who.id.strip()
+            if not given or len(given) > MAX_ID_CHARS:
+                return Keys((), who.name, None)
+            logins = await self._lookup(names, given)
+            return Keys(tuple(dict.fromkeys([id_key(given), *map(login_key, logins)])), who.name, given)
+        login = login_of(who)
+        if not login or len(login) > MAX_LOGIN_CHARS:
+            return Keys((), login, None)
+        found = await self._lookup(ids, login)
+        the_id = found[0] if found else None
+        logins = await self._lookup(names, the_id) if the_id else []
+        keys = ([id_key(the_id)] if the_id else []) + [login_key(x) for x in [*logins, login]]
+        return Keys(tuple(dict.fromkeys(keys)), login, the_id)
+
+    async def channel_keys(self, channel: Named) -> Keys:
+        return await self._keys(channel, channel=True)
+
+    async def user_keys(self, user: Named) -> Keys:
+        return await self._keys(user, channel=False)
+
+    async def channel_id(self, channel: Named) -> str | None:
+        return (await self.channel_keys(channel)).id
+
+    async def user_id(self, user: Named) -> str | None:
+        return (await self.user_keys(user)).id
+
+    async def user_name_history(self, user_id: str) -> list[NameSeen]:
+        return await user_names(self.session, user_id)
+
+    async def channel_by_id(self, channel_id: str) -> str | None:
+        the_id = channel_id.strip()
+        if not the_id or len(the_id) > MAX_ID_CHARS:
+            return None
+        logins = await self._lookup("channel_names", the_id)
+        if logins:
+            return logins[0]
+        latest = await self._query("latest_day", channel_key(the_id, "")).all()
+        return the_id if latest else None  # stored, but its name was not written (yet)
+
+    async def user_by_id(self, channel: Named, user_id: str) -> str | None:
+        the_id = user_id.strip()
+        logins = await self._lookup("user_names", the_id) if 0 < len(the_id) <= MAX_ID_CHARS else []
+        return logins[0] if logins else None
+
+    # -- channels ----------------------------------------------------------------------------------------
+
+    async def channels(self) -> list[Channel]:
+        async with self._channels_lock:
+            cached = self._channels
+            if cached is not None and time.monotonic() - cached[0] < self.channels_ttl_s:
+                return cached[1]
+            keys = sorted([row.channel_key async for row in self._query("distinct").rows()])
+            gate = asyncio.Semaphore(_CONCURRENT_LOOKUPS)
+
+            async def named(key: str) -> tuple[str, str | None]:
+                async with gate:
+                    if key.startswith("login:"):  # lines without ids: the channel its login names now
+                        login = key[len("login:") :]
+                        ids = await self._lookup("channel_ids", login)
+                        if not ids:
+                            return login, None
+                        the_id = ids[0]
+                    else:
+                        the_id = key[len("id:") :] if key.startswith("id:") else key
+                        login = the_id
+                    logins = await self._lookup("channel_names", the_id)
+                return (logins[0] if logins else login), the_id
+
+            ids: dict[str, list[str]] = {}
+            for login, the_id in await asyncio.gather(*(named(key) for key in keys)):
+                ids.setdefault(login, [])
+                if the_id is not None:
+                    ids[login].append(the_id)
+
+            async def channel(login: str, found: list[str]) -> Channel:
+                if len(found) > 1:  # a login freed by a rename and taken by another id: the one it has now
+                    async with gate:
+                        now = await self._lookup("channel_ids", login)
+                    found = [i for i in now if i in found] or found
+                return Channel(login, found[0] if found else None)
+
+            found = list(await asyncio.gather(*(channel(login, ids[login]) for login in sorted(ids))))
+            self._channels = (time.monotonic(), found)
+            return found
+
+    # -- where the blocks are --------------------------------------------------------------------------------
+
+    async def _indexed(self, name: str, *params: Any) -> list[tuple[int, int]]:
+        """The ``(period, part)`` rows of an index partition (``days`` or ``months``), newest first; cached
+        :data:`_MISS_TTL_S`."""
+        key = (name, params)
+        now = time.monotonic()
+        hit = self._index.get(key)
+        if hit is not None and now - hit[0] < _MISS_TTL_S:
+            return hit[1]
+        found = [(int(row[0]), int(row[1])) for row in await self._query(name, *params, tuples=True).all()]
+        if len(self._index) >= _CACHE_MAX:
+            self._index.clear()
+        self._index[key] = (now, found)
+        return found
+
+    async def _channel_periods(self, keys: Sequence[str]) -> dict[int, list[Partition]]:
+        """Every day of the channel keys that holds blocks -> its partitions."""
+        found: dict[int, list[Partition]] = {}
+        for key, rows in zip(
+            keys, await asyncio.gather(*(self._indexed("days", k) for k in keys)), strict=True
+        ):
+            for day, part in rows:
+                found.setdefault(day, []).append((key, day, part))
+        return found
+
+    async def _user_periods(self, pairs: Sequence[Pair]) -> dict[int, list[Partition]]:
+        """Every month of the (channel key, user key) pairs that holds blocks -> its partitions."""
+        found: dict[int, list[Partition]] = {}
+        reads = await asyncio.gather(*(self._indexed("months", *pair) for pair in pairs))
+        for pair, rows in zip(pairs, reads, strict=True):
+            for month, part in rows:
+                found.setdefault(month, []).append((*pair, month, part))
+        return found
+
+    async def channel_days(self, channel: Named) -> list[date]:
+        keys = await self.channel_keys(channel)
+        days = await self._channel_periods(keys.keys)
+        return [utc_day(day * DAY_MS) for day in sorted(days, reverse=True)]
+
+    async def latest_day(self, channel: Named) -> date | None:
+        keys = await self.channel_keys(channel)
+        days = await self._channel_periods(keys.keys)  # cached: every log route asks this first
+        return utc_day(max(days) * DAY_MS) if days else None
+
+    async def _pairs(self, channel: Named, user: Named) -> tuple[Keys, Keys, list[Pair]]:
+        channel_keys = await self.channel_keys(channel)
+        user_keys = await self.user_keys(user)
+        return channel_keys, user_keys, [(c, u) for c in channel_keys.keys for u in user_keys.keys]
+
+    async def user_months(self, channel: Named, user: Named) -> list[tuple[int, int]]:
+        _, _, pairs = await self._pairs(channel, user)
+        months = await self._user_periods(pairs)
+        return [(m // 100, m % 100) for m in sorted(months, reverse=True)]
+
+    async def latest_user_month(self, channel: Named, user: Named) -> tuple[int, int] | None:
+        months = await self.user_months(channel, user)
+        return months[0] if months else None
+
+    # -- lines ---------------------------------------------------------------------------------------------
+
+    def channel_lines(
+        self, channel: Named, lo: int, hi: int, *, reverse: bool = False
+    ) -> AsyncIterator[LogLine]:
+        return self._channel_lines(channel, lo, hi, reverse)
+
+    async def _channel_lines(self, channel: Named, lo: int, hi: int, reverse: bool) -> AsyncIterator[LogLine]:
+        if lo >= hi:
+            return
+        keys = await self.channel_keys(channel)
+        periods = await self._channel_periods(keys.keys)
+        days = [d for d in sorted(periods, reverse=reverse) if lo < (d + 1) * DAY_MS and d * DAY_MS < hi]
+        lines = self._periods([periods[d] for d in days], "channel", lo, hi, reverse, keys.name)
+        try:
+            async for line in lines:
+                yield line
+        finally:
+            await aclose(lines)
+
+    def user_lines(
+        self, channel: Named, user: Named, lo: int, hi: int, *, reverse: bool = False
+    ) -> AsyncIterator[LogLine]:
+        return self._user_lines(channel, user, lo, hi, reverse)
+
+    async def _user_lines(
+        self, channel: Named, user: Named, lo: int, hi: int, reverse: bool
+    ) -> AsyncIterator[LogLine]:
+        if lo >= hi:
+            return
+        channel_keys, _, pairs = await self._pairs(channel, user)
+        periods = await self._user_periods(pairs)
+        months = [
+            m for m in sorted(periods, reverse=reverse) if lo < month_end_ms(m) and month_start_ms(m) < hi
+        ]
+        lines = self._periods([periods[m] for m in months], "user", lo, hi, reverse, channel_keys.name)
+        try:
+            async for line in lines:
+                yield line
+        finally:
+            await aclose(lines)
+
+    async def _periods(
+        self, periods: Sequence[Sequence[Partition]], table: str, lo: int, hi: int, reverse: bool, name: str
+    ) -> AsyncIterator[LogLine]:
+        """The lines of each period's partitions in turn, the next period's scan started ahead."""
+        if not periods:
+            return
+        bounds: tuple[Any, ...] = (naive_utc(hi), naive_utc(lo))
+        if table == "channel":
+            floor = naive_utc(lo - lo % CHANNEL_SPAN_MS) if lo > 0 else naive_utc(0)
+            bounds = (floor, *bounds)
+
+        def make(frame: Frame, index: int, owner: BlockOwner) -> LogLine:
+            chat = frame.chats[index]
+            return LogLine(
+                "",
+                "",
+                frame.sents[index],
+                None,
+                name,
+                chat,
+                frame.actions[index],
+                owner.of(index),
+                frame,
+                index,
+            )
+
+        def start(partitions: Sequence[Partition]) -> list[tuple[Partition, PagedQuery]]:
+            statement = f"{table}_desc" if reverse else table
+            return [(p, self._query(statement, *p, *bounds, tuples=True)) for p in partitions]
+
+        nxt = start(periods[0])
+        for i in range(len(periods)):
+            current = nxt
+            nxt = start(periods[i + 1]) if i + 1 < len(periods) else []
+            merge = Merge(lo, hi, make, reverse=reverse)
+            if reverse:
+                stream = self._blocks_reversed(current, periods[i], table, bounds, merge)
+            else:
+                stream = self._blocks_forward(current, merge)
+            try:
+                async for run in stream:
+                    for line in run:
+                        yield line
+            finally:
+                await aclose(stream)
+
+    async def _blocks_forward(
+        self, scans: Sequence[tuple[Partition, PagedQuery]], merge: Merge
+    ) -> AsyncIterator[list[LogLine]]:
+        """The merged lines of the partitions' scans, oldest first: the scans' blocks taken in order of their
+        first lines across the partitions (usually one partition: part 0 of a day)."""
+        if len(scans) == 1:
+            partition, query = scans[0]
+            pending: tuple[Any, ...] | None = None
+            async for page in query.pages():
+                for row in page:
+                    if pending is not None:
+                        frame = decode(pending[_FRAME])
+                        merge.add(frame, _owner(partition[0], frame))
+                        yield merge.take(row[_FIRST])
+                    pending = row
+            if pending is not None:
+                frame = decode(pending[_FRAME])
+                merge.add(frame, _owner(partition[0], frame))
+            yield merge.take(None)
+            return
+        heads = [(p, query.rows()) for p, query in scans]
+        try:
+            firsts = await asyncio.gather(*(anext(rows, None) for _, rows in heads))
+            live = [(row, p, rows) for row, (p, rows) in zip(firsts, heads, strict=True) if row is not None]
+            while live:
+                live.sort(key=lambda item: item[0][_FIRST])
+                row, partition, rows = live[0]
+                frame = decode(row[_FRAME])
+                merge.add(frame, _owner(partition[0], frame))
+                nxt = await anext(rows, None)
+                if nxt is None:
+                    live.pop(0)
+                else:
+                    live[0] = (nxt, partition, rows)
+                yield merge.take(min((item[0][_FIRST] for item in live), default=None) if live else None)
+        finally:
+            for _, rows in heads:
+                await aclose(rows)
+
+    async def _blocks_reversed(
+        self,
+        scans: Sequence[tuple[Partition, PagedQuery]],
+        partitions: Sequence[Partition],
+        table: str,
+        bounds: tuple[Any, ...],
+        merge: Merge,
+    ) -> AsyncIterator[list[LogLine]]:
+        """The merged lines of the partitions' scans, newest first: the blocks taken in descending order of
+        their first lines, each line given once no block still to come reaches as far (the blocks' first and
+        last times read beforehand)."""
+        metas = await asyncio.gather(
+            *(self._query(f"{table}_meta", *p, *bounds, tuples=True).all() for p in partitions)
+        )
+        known = sorted((row[_FIRST], row[_LAST]) for rows in metas for row in rows)  # ascending first_at
+        starts = [first for first, _ in known]
+        reach: list[int] = []  # reach[i]: the latest last_at of the blocks known[0..i]
+        latest = -1
+        for _first, last in known:
+            latest = max(latest, last)
+            reach.append(latest)
+
+        def bound(received_first: int) -> int | None:
+            """The latest line a block not received yet may hold: those with a first line at or before the
+            last one received (ties counted in: a bound too late only holds lines back a little longer)."""
+            at = bisect.bisect_right(starts, received_first)
+            return reach[at - 1] if at else None
+
+        heads = [(p, query.rows()) for p, query in scans]
+        try:
+            firsts = await asyncio.gather(*(anext(rows, None) for _, rows in heads))
+            live = [(row, p, rows) for row, (p, rows) in zip(firsts, heads, strict=True) if row is not None]
+            while live:
+                live.sort(key=lambda item: -item[0][_FIRST])
+                row, partition, rows = live[0]
+                frame = decode(row[_FRAME])
+                merge.add(frame, _owner(partition[0], frame))
+                nxt = await anext(rows, None)
+                if nxt is None:
+                    live.pop(0)
+                else:
+                    live[0] = (nxt, partition, rows)
+                held = bound(int(row[_FIRST])) if live else None
+                yield merge.take(held if held is not None else None) if live else merge.take(None)
+            yield merge.take(None)
+        finally:
+            for _, rows in heads:
+                await aclose(rows)
+
+    # -- counts and random picks ---------------------------------------------------------------------------
+
+    def senders(self, channel: Named, lo: int, hi: int) -> AsyncIterator[tuple[str | None, str | None]]:
+        return self._senders(channel, lo, hi)
+
+    async def _senders(
+        self, channel: Named, lo: int, hi: int
+    ) -> AsyncIterator[tuple[str | None, str | None]]:
+        lines = self.channel_lines(channel, lo, hi)
+        try:
+            async for line in lines:
+                yield sender_of(unmarked(line.stored))
+        finally:
+            await aclose(lines)
+
+    async def user_count(self, channel: Named, user: Named, lo: int, hi: int) -> tuple[int, str | None]:
+        _, user_keys, _ = await self._pairs(channel, user)
+        count = 0
+        lines = self.user_lines(channel, user, lo, hi)
+        try:
+            async for _line in lines:
+                count += 1
+        finally:
+            await aclose(lines)
+        return count, user_keys.id
+
+    async def _random(self, table: str, partitions: Sequence[Partition], hint: str) -> ChatEvent | None:
+        """A line of the partitions' blocks picked at random (:func:`store.random_pick.pick`): a block in
+        proportion to its lines, then a line of it."""
+
+        async def blocks_of(partition: Partition) -> list[tuple[Partition, int, int]]:
+            rows = await self._query(f"{table}_count", *partition, tuples=True).all()
+            return [(partition, int(row[_FIRST]), int(row[2] or 0)) for row in rows]
+
+        found = await asyncio.gather(*(blocks_of(p) for p in partitions))
+        blocks = [block for rows in found for block in rows]
+
+        async def count(block: tuple[Partition, int, int]) -> int:
+            return block[2]
+
+        async def nth(block: tuple[Partition, int, int], index: int) -> ChatEvent | None:
+            partition, first_ms, _ = block
+            rows = await self._query(f"{table}_at", *partition, naive_utc(first_ms), tuples=True).all()
+            for row in rows:  # every block of the partition that starts then, in the order they were counted
+                frame = decode(row[_FRAME])
+                if index < len(frame):
+                    ids, stored, received = frame.rest()
+                    text = uuid_text(ids[index])
+                    return stored_event(stored[index], text, frame.sents[index], received[index], hint)
+                index -= len(frame)
+            return None
+
+        return await random_pick.pick(blocks, count, nth, _picked)
+
+    async def random_channel_event(self, channel: Named) -> ChatEvent | None:
+        keys = await self.channel_keys(channel)
+        periods = await self._channel_periods(keys.keys)
+        partitions = [p for day in periods.values() for p in day]
+        if len(partitions) > random_pick.SAMPLE:
+            partitions = random.sample(partitions, random_pick.SAMPLE)
+        return await self._random("channel", partitions, keys.name)
+
+    async def random_user_event(self, channel: Named, user: Named) -> ChatEvent | None:
+        channel_keys, _, pairs = await self._pairs(channel, user)
+        periods = await self._user_periods(pairs)
+        partitions = [p for month in periods.values() for p in month]
+        return await self._random("user", partitions, channel_keys.name)
