@@ -98,6 +98,31 @@ def secret_variables(classes: Iterable[type[BaseSettings]] | None = None) -> fro
     return frozenset(out)
 
 
+REMOVED_VARIABLES: Final[Mapping[str, str]] = {
+    "CHATLOG_SINK_DEDUP": "the sink drops copies in its writers only now (their window: "
+    "CHATLOG_SINK_DEDUP_WINDOW)",
+    "CHATLOG_SINK_WATERMARK": "the sink drops copies in its writers only now: set CHATLOG_SINK_DEDUP_WINDOW",
+    "CHATLOG_SPARK_STATE_STORE": "the sink keeps no Spark state any more (its writers drop copies): unset it",
+    "CHATLOG_SINK_SPARK_PRIVATE_API": "the sink has one hand-off to its writers now (sink/spark_private.py): "
+    "unset it",
+    "CHATLOG_SINK_USER_MONTH_ROWS": "a user-month's size is bounded in bytes per writer now (store/keys.py "
+    "PART_BYTES): unset it",
+    "CHATLOG_SERVE_READ_AHEAD": "reads start the next period's query ahead by themselves: unset it",
+    "CHATLOG_SERVE_PROBE_BATCH": "a user's months are read from their index: unset it",
+}
+"""Variables of settings that were removed -> what replaces them: setting one is an error saying so (it would
+otherwise be silently ignored while its operator believes it applies)."""
+
+
+def removed_variables(environ: Mapping[str, str]) -> list[str]:
+    """One line per removed ``CHATLOG_*`` variable set in ``environ``, naming what replaces it."""
+    return [
+        f"setting {name} was removed: {REMOVED_VARIABLES[name.upper()]}"
+        for name in sorted(environ)
+        if name.upper() in REMOVED_VARIABLES
+    ]
+
+
 def unknown_variables(environ: Mapping[str, str], known: frozenset[str]) -> list[str]:
     """One line per ``CHATLOG_*`` variable in ``environ`` that chatlog does not read, with a hint."""
     lines = []
@@ -137,8 +162,13 @@ def strict(environ: Mapping[str, str]) -> bool:
 def check_environment(
     environ: Mapping[str, str], classes: Iterable[type[BaseSettings]] | None = None
 ) -> list[str]:
-    """Warnings about unknown ``CHATLOG_*`` variables; :class:`SettingsError` instead when strict."""
+    """Warnings about unknown ``CHATLOG_*`` variables; :class:`SettingsError` instead when strict, and always
+    for a removed one (:data:`REMOVED_VARIABLES`)."""
     is_strict = strict(environ)
+    removed = removed_variables(environ)
+    if removed:
+        raise SettingsError("; ".join(removed))
+    environ = {k: v for k, v in environ.items() if k.upper() not in REMOVED_VARIABLES}
     lines = unknown_variables(environ, known_variables(classes))
     if lines and is_strict:
         raise SettingsError(f"{'; '.join(lines)} ({STRICT} is on)")

@@ -33,7 +33,7 @@ def test_known_names_come_from_every_package() -> None:
         "CHATLOG_METRICS_PORT",
         "CHATLOG_STATUS_STALE_S",
         "CHATLOG_IRC_JOIN_RATE",
-        "CHATLOG_SINK_WATERMARK",
+        "CHATLOG_SINK_DEDUP_WINDOW",
         "CHATLOG_MONITOR_WEB_PORT",
         "CHATLOG_STRICT_SETTINGS",
         "CHATLOG_TEST_KEEP_STACK",
@@ -130,3 +130,17 @@ def test_by_default_the_classes_are_the_registered_ones() -> None:
     settings_classes()  # the catalog imports every settings module
     assert settings_env.registered_classes() == SETTINGS_CLASSES
     assert settings_env.known_variables() == settings_env.known_variables(SETTINGS_CLASSES)
+
+
+def test_a_removed_setting_is_an_error_naming_what_replaces_it_strict_or_not() -> None:
+    from core.settings_env import REMOVED_VARIABLES
+
+    for strict_value in ("false", "true"):
+        with pytest.raises(SettingsError) as failure:
+            settings_env.check_environment(
+                {"CHATLOG_SINK_DEDUP": "spark", "CHATLOG_STRICT_SETTINGS": strict_value}
+            )
+        assert "CHATLOG_SINK_DEDUP was removed" in str(failure.value)
+        assert "CHATLOG_SINK_DEDUP_WINDOW" in str(failure.value)
+    assert settings_env.check_environment({"CHATLOG_SINK_DEDUP_WINDOW": "10 seconds"}) == []
+    assert all(text and "\n" not in text for text in REMOVED_VARIABLES.values())
