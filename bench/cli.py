@@ -178,17 +178,23 @@ def bench_monitor(
     )
 
 
-@app.command("e2e")
-def bench_e2e(
-    rates: Annotated[str, typer.Option(help="Comma-separated messages/s.")] = "1000,2000,5000",
-    duration: Annotated[float, typer.Option(help="Seconds per rate.")] = 30.0,
-    channels: Annotated[int, typer.Option()] = 200,
+@app.command("capacity")
+def bench_capacity(
+    rates: Annotated[
+        str, typer.Option(help="Comma-separated messages/s, one step each.")
+    ] = "1000,2000,4000,6000,8000,10000",
+    step: Annotated[float, typer.Option(help="Seconds of each step.")] = 180.0,
+    settle: Annotated[float, typer.Option(help="Seconds of each step before it is measured.")] = 60.0,
+    channels: Annotated[int, typer.Option()] = 500,
 ) -> None:
-    """End-to-end latency (IRC send to Cassandra row) at fixed rates through the whole pipeline."""
-    from bench.pipeline import e2e_latency
+    """The demo's pipeline at rising rates (two replica groups, sink, serve): CPU per message by part, e2e
+    over HTTP, and the highest rate this machine sustains (results/bench_capacity.json, .png)."""
+    from bench.capacity import capacity
     from core.settings import StackSettings, load
 
-    e2e_latency(load(StackSettings), [float(r) for r in rates.split(",")], duration, channels)
+    if not 0 <= settle < step:
+        raise typer.BadParameter("--settle must be at least 0 and below --step")
+    capacity(load(StackSettings), tuple(float(r) for r in rates.split(",")), step, settle, channels)
 
 
 @app.command("scale")

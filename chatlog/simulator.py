@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import itertools
 import json
 import logging
@@ -51,6 +52,15 @@ _WORDS = (
     "ñandú",
 )
 _JOIN_BATCH = 20
+TICK_S = 0.05
+"""How often the simulator sends what is due (each client's messages in one write)."""
+_BACKLOG_BYTES = 1 << 20
+
+
+@functools.lru_cache(maxsize=100_000)
+def _json_text(value: str) -> str:
+    """``value`` as a JSON string (a channel name: the same few hundred, written again and again)."""
+    return json.dumps(value)
 
 
 def hotness_order(channels: Sequence[str], rng: random.Random) -> list[str]:
@@ -129,6 +139,12 @@ class ChatSimulator:
         self._run = run
         self._stop = asyncio.Event()
         self.sent: list[SentMessage] = []
+        """What was sent, with ``keep`` (the library's :func:`simulate`); a command writes it out instead
+        (:meth:`take`)."""
+        self.keep = True
+        self._unread: list[str] = []
+        """The records of what was sent not taken yet, as the lines of a ``--out`` file."""
+        self.count = 0
         self.failed = 0
 
     async def start(self, timeout: float = 60.0) -> None:
@@ -204,12 +220,13 @@ class ChatSimulator:
     def stop(self) -> None:
         self._stop.set()
 
-    async def run(self, duration: float, *, rate: float | None = None) -> None:
-        """Send at ``rate`` (default: the constructor's) for ``duration`` seconds or until stop()."""
+    async def run(self, duration: float, *, rate: float | None = None, tick: float = TICK_S) -> None:
+        """Send at ``rate`` (default: the constructor's) for ``duration`` seconds or until stop(): every
+        ``tick`` the messages due, each client's in one write (a client's socket is waited for only once it
+        holds more than :data:`_BACKLOG_BYTES` unsent)."""
         rate = self.rate if rate is None else rate
         t0 = time.monotonic()
         done = 0
-        tick = 0.01
         while not self._stop.is_set():
             elapsed = time.monotonic() - t0
             if elapsed >= duration:
@@ -218,28 +235,46 @@ class ChatSimulator:
             if due > 0:
                 self._send_batch(due)
                 done += due
-                await asyncio.gather(*(c.writer.drain() for c in self._clients if c.alive and c.writer))
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._stop.wait(), tick)
+                backlog = [
+                    c.writer.drain()
+                    for c in self._clients
+                    if c.alive and c.writer and c.writer.transport.get_write_buffer_size() > _BACKLOG_BYTES
+                ]
+                if backlog:
+                    await asyncio.gather(*backlog)
+            await asyncio.sleep(min(tick, max(0.0, duration - (time.monotonic() - t0))))
+
+    def take(self) -> list[str]:
+        """The ``--out`` lines of what was sent since the last call (each with its newline)."""
+        out, self._unread = self._unread, []
+        return out
 
     def _send_batch(self, count: int) -> None:
         picks = self._rng.choices(self._order, cum_weights=self._cum, k=count)
         now = now_ms()
-        out: dict[int, list[bytes]] = {}
-        words = self._rng.choices(_WORDS, k=3)
-        tail = " ".join(words)
+        out: dict[int, list[str]] = {}
+        tail = " ".join(self._rng.choices(_WORDS, k=3))
+        head = f"{self.prefix}{self._run}-"
+        owner, seq, records, keep = self._owner, self._seq, self._unread, self.keep
+        stamp = f',"ts":{now}}}\n'
         for channel in picks:
-            client = self._owner[channel]
+            client = owner[channel]
             if not client.alive:
                 self.failed += 1
                 continue
-            token = f"{self.prefix}{self._run}-{next(self._seq)}"
-            out.setdefault(client.index, []).append(f"PRIVMSG #{channel} :{token} {tail}\r\n".encode())
-            self.sent.append(SentMessage(channel, token, now))
+            token = f"{head}{next(seq)}"
+            lines = out.get(client.index)
+            if lines is None:
+                lines = out[client.index] = []
+            lines.append(f"PRIVMSG #{channel} :{token} {tail}\r\n")
+            records.append(f'{{"c":{_json_text(channel)},"t":"{token}"{stamp}')
+            if keep:
+                self.sent.append(SentMessage(channel, token, now))
+        self.count += count
         for index, lines in out.items():
             writer = self._clients[index].writer
             if writer is not None:
-                writer.write(b"".join(lines))
+                writer.write("".join(lines).encode())
 
     async def close(self) -> None:
         for client in self._clients:

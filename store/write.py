@@ -444,8 +444,9 @@ class TaskWrite:
         return out
 
     def finish(self, reject: Reject | None = None) -> Written:
-        """Write every block, index row and name row; wait (retrying while Cassandra fails; what it rejects
-        as invalid goes to ``reject`` with the origins of its lines), then remember what was written."""
+        """Write every block, index row and name row taken since the last call; wait (retrying while
+        Cassandra fails; what it rejects as invalid goes to ``reject`` with the origins of its lines), then
+        remember what was written. Returns what the task wrote so far (every call's)."""
         options, prepared, caches = self._options, self._prepared, self._caches
         ttl_s = options.ttl_s
         data_ttl = _INT32(ttl_s)
@@ -482,8 +483,8 @@ class TaskWrite:
         executor = ConcurrentExecutor(self._session.session, options.concurrency, options.timeout_s)
         for batch in plan_batches(items, options.limits):
             _submit(executor, batch, prepared.consistency_level)
-        self.written.retries = retry_failed(executor, executor.drain(), options.retry_s, reject=reject)
-        self.written.requests = executor.requests
+        self.written.retries += retry_failed(executor, executor.drain(), options.retry_s, reject=reject)
+        self.written.requests += executor.requests
         caches.index.add(new_index, self._started)
         names: dict[Hashable, HourSpan] = {}
         for table, key, first_ms, last_ms in self._names.values():

@@ -19,7 +19,11 @@ from core.settings import IrcSettings, load
 
 
 async def _run(
-    sim: ChatSimulator, duration: float, out: Path | None, burst: tuple[float, float, float]
+    sim: ChatSimulator,
+    duration: float,
+    out: Path | None,
+    burst: tuple[float, float, float],
+    schedule: list[tuple[float, float]] | None = None,
 ) -> None:
     loop = asyncio.get_running_loop()
     starting = asyncio.create_task(sim.start())
@@ -44,9 +48,9 @@ async def _run(
         nonlocal written
         while True:
             await asyncio.sleep(1.0)
-            new = sim.sent[written:]
+            new = sim.take()
             if fh is not None:
-                fh.write("".join(m.to_json() + "\n" for m in new))
+                fh.write("".join(new))
                 fh.flush()
             written += len(new)
             print(
@@ -57,7 +61,11 @@ async def _run(
     reporter = asyncio.create_task(report())
     at, factor, length = burst
     try:
-        if factor > 1 and 0 <= at < duration:
+        if schedule:
+            for step_rate, seconds in schedule:
+                print(json.dumps({"event": "step", "t": time.time(), "rate": step_rate}), flush=True)
+                await sim.run(seconds, rate=step_rate)
+        elif factor > 1 and 0 <= at < duration:
             await sim.run(at)
             await sim.run(min(length, duration - at), rate=sim.rate * factor)
             await sim.run(max(0.0, duration - at - length))
@@ -65,13 +73,14 @@ async def _run(
             await sim.run(duration)
     finally:
         reporter.cancel()
-        new = sim.sent[written:]
+        new = sim.take()
+        written += len(new)
         if fh is not None:
-            fh.write("".join(m.to_json() + "\n" for m in new))
+            fh.write("".join(new))
             fh.close()
         await sim.close()
         print(
-            json.dumps({"event": "done", "t": time.time(), "sent": len(sim.sent), "failed": sim.failed}),
+            json.dumps({"event": "done", "t": time.time(), "sent": written, "failed": sim.failed}),
             flush=True,
         )
 
@@ -90,6 +99,13 @@ def register(app: typer.Typer) -> None:
         burst_at: Annotated[float, typer.Option(help="Start a burst after this many seconds.")] = -1.0,
         burst_factor: Annotated[float, typer.Option(help="Rate multiplier during the burst.")] = 1.0,
         burst_seconds: Annotated[float, typer.Option(help="Length of the burst.")] = 5.0,
+        schedule: Annotated[
+            str | None,
+            typer.Option(
+                help="Steps of rate instead of one: RATE:SECONDS,RATE:SECONDS,... (e.g. 1000:120,2000:120); "
+                "--rate and --duration are then unused.",
+            ),
+        ] = None,
     ) -> None:
         """Simulated chatters sending real PRIVMSGs into the IRC server (progress as JSON lines)."""
         names = list(channels or [])
@@ -117,12 +133,14 @@ def register(app: typer.Typer) -> None:
                 out.open("a").close()
             except OSError as exc:
                 _fail(f"cannot append to --out {out}: {exc.strerror or exc}")
+        steps = parse_schedule(schedule) if schedule is not None else None
         irc = load(IrcSettings)
         sim = ChatSimulator(
             irc.irc_host, irc.irc_port, names, rate=rate, connections=connections, zipf_s=zipf, seed=seed
         )
+        sim.keep = False  # what was sent goes to --out each second, not into memory
         try:
-            asyncio.run(_run(sim, duration, out, (burst_at, burst_factor, burst_seconds)))
+            asyncio.run(_run(sim, duration, out, (burst_at, burst_factor, burst_seconds), steps))
         except (OSError, TimeoutError) as exc:  # the IRC server is not there, or never welcomed us
             where = f"{irc.irc_host}:{irc.irc_port}"
             reason = getattr(exc, "strerror", None) or str(exc) or type(exc).__name__
@@ -130,6 +148,21 @@ def register(app: typer.Typer) -> None:
 
 
 _CHANNEL = re.compile(r"[^\s,#\x00-\x1f\x7f]{1,200}")
+
+
+def parse_schedule(text: str) -> list[tuple[float, float]]:
+    """``RATE:SECONDS,...`` as (rate, seconds) steps; exits with one line naming the bad step."""
+    steps = []
+    for part in text.split(","):
+        rate_text, _, seconds_text = part.strip().partition(":")
+        try:
+            rate, seconds = float(rate_text), float(seconds_text)
+        except ValueError:
+            _fail(f"--schedule: {part.strip()!r} is not RATE:SECONDS (e.g. 1000:120)")
+        if not (math.isfinite(rate) and rate > 0 and math.isfinite(seconds) and seconds > 0):
+            _fail(f"--schedule: {part.strip()!r} needs a rate and seconds above 0")
+        steps.append((rate, seconds))
+    return steps
 
 
 def _fail(message: str) -> NoReturn:

@@ -64,6 +64,12 @@ class RunConfig:
     faults: list[Fault] = field(default_factory=list)
     drain_timeout_s: float = 120.0
     burst: tuple[float, float, float] | None = None  # (at fraction, factor, seconds)
+    schedule: list[tuple[float, float]] | None = None
+    """Steps of (rate, seconds) instead of one rate for ``duration`` (``chatlog bench capacity``)."""
+    at_rest_s: float = 0.0
+    """Seconds the pipeline is measured at rest (joined, warmed, no traffic) before traffic starts."""
+    cpu_marks: list[float] = field(default_factory=list)
+    """Seconds after traffic starts at which every process's CPU time is taken (:attr:`Run.marks`)."""
     results_dir: Path | None = RESULTS_DIR
     sim_connections: int = 16
     sim_seed: int = 0
@@ -142,6 +148,9 @@ class Timeline:
     e2e_p50: list[float] = field(default_factory=list)
     e2e_p99: list[float] = field(default_factory=list)
     cpu: list[tuple[float, float]] = field(default_factory=list)  # (epoch s, the machine's busy CPU s)
+    lag: list[tuple[float, int]] = field(
+        default_factory=list
+    )  # (s since t0, Kafka records the sink has not read)
 
 
 class Run:
@@ -165,6 +174,17 @@ class Run:
         """The sink's micro-batches: (start s since t0, duration s, records), for the plot."""
         self.t0 = time.time()
         self.serve_port = free_port()
+        self.write_points: list[tuple[float, float]] = []
+        """(send time s since t0, send -> the sink's write of its block s) of every stored message."""
+        self.lost_points: list[float] = []
+        """Send times (s since t0) of the messages not stored."""
+        self.sent_points: list[float] = []
+        """Send times (s since t0) of every message sent."""
+        self.marks: list[tuple[float, float, process_cpu.Snapshot]] = []
+        """(seconds after traffic start, the machine's busy CPU s, every process's CPU) at each of
+        ``config.cpu_marks``."""
+        self.at_rest: dict[str, float] = {}
+        """Cores each part used at rest (:meth:`measure_at_rest`); empty when not measured."""
         """Where the run's ``chatlog serve`` answers (the e2e probe reads over HTTP)."""
         self.look_channel = self.channels[0] if self.channels else ""
         """The channel the run ends by pointing at (the one with most lines sent, known once it reports)."""
@@ -268,6 +288,19 @@ class Run:
             "machine's busy time minus them",
         }
 
+    async def measure_at_rest(self, seconds: float) -> None:
+        """The pipeline's CPU over ``seconds`` of rest (every channel joined, the sink warm, nothing sent),
+        in cores by part: :attr:`at_rest`."""
+        before = self.process_snapshot()
+        await asyncio.sleep(seconds)
+        after = self.process_snapshot()
+        if before is None or after is None:
+            return
+        totals = process_cpu.spent(before[1], after[1])
+        self.at_rest = {part: round(totals[part] / seconds, 4) for part in process_cpu.PIPELINE}
+        self.at_rest["pipeline"] = round(sum(totals[p] for p in process_cpu.PIPELINE_PARTS) / seconds, 4)
+        self.at_rest["machine"] = round((after[0] - before[0]) / seconds, 4)
+
     def mark(self, label: str) -> None:
         self.events[label] = time.time() - self.t0
 
@@ -341,6 +374,8 @@ class Run:
                     )
                 await asyncio.sleep(1.0)
             await asyncio.to_thread(self.warm_up_sink)
+            if cfg.at_rest_s > 0:  # before the probe: nothing asks the pipeline anything
+                await self.measure_at_rest(cfg.at_rest_s)
             if cfg.e2e_probe:
                 self.probe = ReadProbe(
                     f"http://127.0.0.1:{self.serve_port}",
@@ -366,6 +401,8 @@ class Run:
                 "--seed",
                 str(cfg.sim_seed),
             ]
+            if cfg.schedule:
+                sim_args += ["--schedule", ",".join(f"{r:g}:{s:g}" for r, s in cfg.schedule)]
             if cfg.burst is not None:
                 frac, factor, seconds = cfg.burst
                 sim_args += [
@@ -380,9 +417,16 @@ class Run:
             start = time.time()
             pending = sorted(cfg.faults, key=lambda f: f.at)
             running: list[asyncio.Task[None]] = []
+            marks = sorted(cfg.cpu_marks)
             while sim.alive or time.time() - start < 2:
                 await asyncio.sleep(1.0)
+                while marks and time.time() - start >= marks[0]:
+                    taken = self.process_snapshot()
+                    if taken is not None:
+                        self.marks.append((marks[0], *taken))
+                    marks.pop(0)
                 stats = progress.poll(stats, sim.log, topic_size(), cfg.sink_metrics_port)
+                self.timeline.lag.append((time.time() - self.t0, max(0, stats.produced - stats.read)))
                 sample = await self.observe(observer)
                 self.record(sample, stats.sent_rate, stats.rows_rate)
                 show("sending", sample)
@@ -480,9 +524,16 @@ class Run:
         stored = stored_tokens(self.settings, self.channels, since, until, written_at)
         stored = Counter({t: n for t, n in stored.items() if t.startswith(prefix)})
         latencies = sorted(written_at[m.token] - m.sent_at_ms for m in sent if m.token in written_at)
+        self.write_points = [
+            (m.sent_at_ms / 1000 - self.t0, (written_at[m.token] - m.sent_at_ms) / 1000)
+            for m in sent
+            if m.token in written_at
+        ]
         scan = scan_topic(self.settings, prefix)
         in_topic = scan.tokens
         lost = [m for m in sent if m.token not in stored]
+        self.lost_points = [m.sent_at_ms / 1000 - self.t0 for m in lost]
+        self.sent_points = [m.sent_at_ms / 1000 - self.t0 for m in sent]
         samples = self.timeline.samples
         lost_covered = [m for m in lost if covered_at(samples, m.channel, m.sent_at_ms / 1000)]
         traffic_start = self.events.get("traffic starts", 0.0) + self.t0
@@ -720,6 +771,13 @@ def rolling_mean(values: list[float], window: int) -> list[float]:
 
 def execute(settings: StackSettings, config: RunConfig, console: Console | None) -> RunReport:
     """Run ``config`` to the end; every process it started is stopped when it returns or fails."""
+    return execute_run(settings, config, console)[1]
+
+
+def execute_run(
+    settings: StackSettings, config: RunConfig, console: Console | None
+) -> tuple[Run, RunReport]:
+    """:func:`execute`, with the run (its timeline, CPU marks and per-message points) for a benchmark."""
     if config.results_dir is not None:
         extras.require_plotting()  # now, not after the run
     run = Run(settings, config, console)
@@ -732,4 +790,4 @@ def execute(settings: StackSettings, config: RunConfig, console: Console | None)
         for line in run.look():
             console.print(line, markup=False, highlight=False, soft_wrap=True)
         console.print(rep.line())  # the last line: tools read the summary there
-    return rep
+    return run, rep

@@ -29,6 +29,10 @@ from sink.dedup import id_set
 from sink.writer.stats import WriteStats
 from store.keys import message_id_bytes
 
+CHUNK_EVENTS = 20_000
+"""Events a task takes before it writes them (its memory stays bounded whatever a batch holds; each chunk's
+blocks are blocks of their own)."""
+
 if TYPE_CHECKING:
     from consent.rule import OptOutSet
     from schemas.chat_event import ChatEvent
@@ -56,11 +60,19 @@ def write_partition(
 
     wiring = collaborators if collaborators is not None else production(settings)
     task = wiring.storage()
+    taken = 0
     stats = WriteStats()
     seen = id_set(recent) if recent is not None else None
     written_ids = bytearray()
     letters = wiring.dead_letters
     topic = settings.topic_messages
+    rejected: dict[int, tuple[Any, str]] = {}
+
+    def reject(items: Iterable[Item], exc: BaseException) -> None:
+        reason = f"Cassandra rejected it: {one_line(exc, 300, typed=True)}"
+        for item in items:
+            for origin in item.origins:
+                rejected.setdefault(id(origin), (origin, reason))
 
     def dead_letter(record: Any, reason: str) -> None:
         value, partition, offset = record
@@ -91,14 +103,9 @@ def write_partition(
         stats.events += 1
         if seen is not None and dedup_id is not None:
             written_ids += dedup_id
-    rejected: dict[int, tuple[Any, str]] = {}
-
-    def reject(items: Iterable[Item], exc: BaseException) -> None:
-        reason = f"Cassandra rejected it: {one_line(exc, 300, typed=True)}"
-        for item in items:
-            for origin in item.origins:
-                rejected.setdefault(id(origin), (origin, reason))
-
+        taken += 1
+        if taken % CHUNK_EVENTS == 0:  # a big batch (a catch-up, a backfill) is written as it goes
+            task.finish(reject)
     written = task.finish(reject)
     stats.rows.update(written.rows)
     stats.requests, stats.retries = written.requests, written.retries

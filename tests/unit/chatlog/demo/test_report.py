@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from chatlog.demo.e2e import SentTail, Watch, poll_interval_s, sample_channels
+from chatlog.demo.e2e import SAMPLE_RANKS, SentTail, Watch, poll_interval_s, sample_channels
 from chatlog.demo.machine import busy_at, busy_s, cpu_us_per_msg
 from chatlog.demo.report import (
     CopyTimes,
@@ -143,7 +143,7 @@ def test_the_probe_samples_by_the_simulators_own_hotness_order() -> None:
     lower = [c.lower() for c in channels]
     assert sim._order == hotness_order(lower, random.Random(3))
     picked = sample_channels(channels, seed=3)
-    assert picked == [sim._order[r] for r in (10, 20, 40, 80, 160, 320)]
+    assert picked == [sim._order[r] for r in SAMPLE_RANKS]
     assert sample_channels(["a", "b"], seed=0) == hotness_order(["a", "b"], random.Random(0))
 
 
@@ -207,8 +207,9 @@ def test_sent_tail_reads_only_complete_new_lines(tmp_path: Path) -> None:
 
 
 def test_the_token_is_read_from_the_stored_line_of_each_kind_of_row() -> None:
-    from core.irc_parse import parse_line
     from schemas.cql import message_uuid
+
+    from core.irc_parse import parse_line
     from store.stored_line import strip
 
     irc = "@msgid=Ab1;time=2026-11-01T00:00:00.123Z :bob!bob@irc.local PRIVMSG #d1_2 :d1-000042 tail words"
