@@ -110,6 +110,7 @@ def capacity(
         if not step["sustained"]:
             break
         sustained = step["rate"]
+    floors = compare_floors(run, rep.stored, steps)
     result = {
         "bench": "capacity",
         "sustained_msgs_per_s": sustained,
@@ -119,6 +120,7 @@ def capacity(
             "api_e2e_p99_s": E2E_P99_GOAL_S,
         },
         "at_rest_cores": run.at_rest,
+        "floors": floors,
         "steps": steps,
         "run": {"summary": rep.line(), "channels": channels, "step_s": step_s, "settle_s": settle_s},
         "replicas": 2,
@@ -133,6 +135,34 @@ def capacity(
     plot(result, out_dir / "bench_capacity.png")
     print(json.dumps({"sustained_msgs_per_s": sustained, "at_rest_cores": run.at_rest.get("pipeline")}))
     return result
+
+
+def compare_floors(run: Run, stored: int, steps: list[dict[str, Any]]) -> dict[str, Any]:
+    """The floors of Kafka and Cassandra on the run's own records and rows (:mod:`bench.floors`), beside what
+    each spent per record (per row) in every step."""
+    from bench.floors import cassandra_floor, kafka_floor, rows_written
+
+    kafka = kafka_floor(run.settings, run.settings.topic_messages)
+    rows = rows_written(run.settings, run.settings.cassandra_keyspace)
+    cassandra = cassandra_floor(run.settings, run.settings.cassandra_keyspace)
+    rows_per_msg = sum(rows.values()) / max(stored, 1)
+    for step in steps:
+        per_record = step["cpu_us_per_msg"]["kafka"] / 2  # every message is two records at R = 2
+        per_row = step["cpu_us_per_msg"]["cassandra"] / max(rows_per_msg, 1e-9)
+        step["kafka_us_per_record"] = round(per_record, 2)
+        step["kafka_vs_floor"] = round(per_record / max(kafka["us_per_record"], 1e-9), 2)
+        step["cassandra_us_per_row"] = round(per_row, 2)
+        step["cassandra_vs_floor"] = round(per_row / max(cassandra["us_per_row"], 1e-9), 2)
+    return {
+        "kafka": kafka,
+        "cassandra": cassandra,
+        "rows": rows,
+        "rows_per_message": round(rows_per_msg, 4),
+        "note": "Kafka: the broker's CPU per record of the steps (all its work: the ingesters' produces, the "
+        "sink's and serve's fetches, the control topics) against a raw producer and consumer of the same "
+        "records; Cassandra: its CPU per block row of the steps (writes, flushes, compactions and serve's "
+        "reads) against the raw driver inserting the same rows",
+    }
 
 
 def plot(result: dict[str, Any], path: Path) -> None:

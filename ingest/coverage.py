@@ -22,7 +22,7 @@ from schemas.coverage import ALIVE, JOINED, LEFT, CoverageEvent, decode_records
 log = logging.getLogger(__name__)
 
 _POLL_BATCH: Final = 5000
-_POLL_TIMEOUT_S: Final = 0.2
+_POLL_TIMEOUT_S: Final = 1.0  # a record ends the wait at once; this bounds only a quiet loop and stop()
 
 
 class CoverageTracker:

@@ -33,7 +33,7 @@ from core.errors import one_line
 log = logging.getLogger(__name__)
 
 _POLL_BATCH: Final = 2000
-_POLL_TIMEOUT_S: Final = 0.2
+_POLL_TIMEOUT_S: Final = 1.0  # a record ends the wait at once; this bounds only a quiet loop and stop()
 
 
 @dataclass(frozen=True)

@@ -54,7 +54,7 @@ from schemas.coverage import encode as encode_coverage
 
 log = logging.getLogger(__name__)
 
-_PRODUCER_POLL_S = 0.05
+_PRODUCER_POLL_S = 0.25  # delivery reports are served by every batch of lines too; this is for quiet times
 _READY_CACHE_S = 2.0
 _COVERAGE_S = 0.25
 
