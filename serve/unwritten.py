@@ -141,7 +141,15 @@ class UnwrittenReader:
     """Reads a channel's unwritten events (see the module doc). Thread-safe: one consumer, one read at a time
     (the reads are short; run them off the event loop)."""
 
-    def __init__(self, settings: FreshSettings, keyspace: str, consumer: Any = None) -> None:
+    def __init__(
+        self,
+        settings: FreshSettings,
+        keyspace: str,
+        consumer: Any = None,
+        *,
+        committed_ttl_s: float = COMMITTED_TTL_S,
+    ) -> None:
+        self.committed_ttl_s = committed_ttl_s
         self.topic = settings.topic_messages
         self.servers = settings.kafka_bootstrap_servers
         self.max_records = settings.serve_fresh_max_records
@@ -154,7 +162,7 @@ class UnwrittenReader:
                     **settings.kafka_client_config(),
                     "group.id": sink_written_group(keyspace),
                     "enable.auto.commit": False,
-                    "enable.partition.eof": False,
+                    "enable.partition.eof": True,
                     "client.id": "chatlog-serve-fresh",
                     "fetch.wait.max.ms": 10,
                     "log_level": 2,  # a Kafka that is down is one line of read()'s, not librdkafka's
@@ -220,9 +228,11 @@ class UnwrittenReader:
         tail = self._tails.get(partition)
         if tail is None:
             tail = self._start(partition, deadline)
-        elif time.monotonic() - tail.committed_at >= COMMITTED_TTL_S:
+        elif time.monotonic() - tail.committed_at >= self.committed_ttl_s:
             tail.trim(self._committed(TopicPartition(self.topic, partition), deadline))
             tail.committed_at = time.monotonic()
+        if time.monotonic() - tail.used > 5.0:  # not read for a while: maybe far behind
+            self._skip_to_bound(partition, tail, deadline)
         tail.used = time.monotonic()
         out.read, out.complete = self._catch_up(partition, tail, deadline)
         out.complete = out.complete and not tail.cut
@@ -261,33 +271,44 @@ class UnwrittenReader:
         self._tails[partition] = tail
         return tail
 
-    def _catch_up(self, partition: int, tail: _Tail, deadline: float) -> tuple[int, bool]:
-        """Fetch what ``partition`` holds beyond ``tail`` up to its end now; (records fetched, whether the end
-        was reached in time). The partition is assigned from the tail's end only meanwhile (an idle server
-        sends Kafka no fetches)."""
+    def _skip_to_bound(self, partition: int, tail: _Tail, deadline: float) -> None:
+        """A tail more than :attr:`max_records` behind the partition's end starts again at the newest of
+        them (its answers say they are incomplete)."""
         from confluent_kafka import TopicPartition
 
         part = TopicPartition(self.topic, partition)
         _low, high = self._consumer.get_watermark_offsets(part, timeout=max(0.1, deadline - time.monotonic()))
-        if tail.next >= high:
-            return 0, True
-        if high - tail.next > self.max_records:  # far behind (a long pause): jump to the newest
+        if high - tail.next > self.max_records:
             tail.clear()
             tail.next, tail.cut = high - self.max_records, True
+
+    def _catch_up(self, partition: int, tail: _Tail, deadline: float) -> tuple[int, bool]:
+        """Fetch what ``partition`` holds beyond ``tail`` up to its end now, which the consumer signals by the
+        partition's end-of-partition event (no offsets request per read); (records fetched, whether the end
+        was reached in time). The partition is assigned from the tail's end only meanwhile (an idle server
+        sends Kafka no fetches)."""
+        from confluent_kafka import KafkaError, TopicPartition
+
+        consumer = self._consumer
         fetched = 0
-        self._consumer.assign([TopicPartition(self.topic, partition, tail.next)])
+        consumer.assign([TopicPartition(self.topic, partition, tail.next)])
         try:
             idle = 0
-            while tail.next < high and idle < _IDLE_POLLS:
+            while idle < _IDLE_POLLS:
                 left = deadline - time.monotonic()
                 if left <= 0:
                     return fetched, False
-                # as many as are missing: consume() returns once it has them (asking for more would wait out
-                # the timeout every read)
-                batch = self._consumer.consume(min(10_000, high - tail.next), timeout=min(left, _POLL_S))
+                batch = consumer.consume(10_000, timeout=0)  # what is there, at once
+                if not batch:
+                    one = consumer.poll(min(left, _POLL_S))  # the next record or event, as soon as it comes
+                    batch = [one] if one is not None else []
                 idle = 0 if batch else idle + 1
                 for record in batch:
-                    if record.error() is not None:
+                    error = record.error()
+                    if error is not None:
+                        if error.code() == KafkaError._PARTITION_EOF and record.partition() == partition:
+                            tail.bound(self.max_records)
+                            return fetched, True
                         continue
                     offset = record.offset()
                     if record.partition() != partition or offset < tail.next:
@@ -296,9 +317,9 @@ class UnwrittenReader:
                     tail.add(offset, record.key(), record.value())
                     fetched += 1
         finally:
-            self._consumer.unassign()
+            consumer.unassign()
         tail.bound(self.max_records)
-        return fetched, True
+        return fetched, False
 
     def _let_go_idle(self) -> None:
         now = time.monotonic()

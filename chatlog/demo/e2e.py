@@ -34,9 +34,9 @@ from core.times import now_ms
 
 log = logging.getLogger(__name__)
 
-SAMPLE_RANKS = (10, 40, 160, 320)
+SAMPLE_RANKS = (10, 40, 160)
 """Which channels the probe reads, by the simulator's hotness rank: not the few hottest (their
-partitions would make each poll large), then further down the long tail: four polls every half second."""
+partitions would make each poll large), then further down the long tail: three polls every half second."""
 
 
 def sample_channels(channels: Sequence[str], seed: int, ranks: Sequence[int] = SAMPLE_RANKS) -> list[str]:

@@ -1,5 +1,6 @@
 """Unwritten events from the real Kafka (serve/unwritten.py): the channel's partition as the ingesters'
-producer picks it, read from the offsets the sink committed as written, each message once."""
+producer picks it, read from the offsets the sink committed as written (from a day ago where none are),
+incrementally (each record fetched once), each message once."""
 
 from __future__ import annotations
 
@@ -44,31 +45,43 @@ def test_the_unwritten_events_of_a_channel_each_once_beyond_the_written_offsets(
 
     keyspace = f"k{unique}"
     fresh = FreshSettings(**{n: getattr(settings, n) for n in ("kafka_bootstrap_servers", "topic_messages")})
-    reader = UnwrittenReader(fresh, keyspace)
+    reader = UnwrittenReader(fresh, keyspace, committed_ttl_s=0)
     try:
         channel = events[0].channel
         mine = [e for e in events if e.channel == channel]
-        assert reader.read(channel).events == []  # no sink wrote this keyspace: nothing to add
+        # no sink wrote this keyspace (nothing committed): what the day holds, each message once
+        first = reader.read(channel)
+        assert first.complete
+        assert [e.message_id for e in first.events] == [e.message_id for e in mine]
 
         part = partition_of(channel.encode(), partitions)
         committer = Consumer({**settings.kafka_client_config(), "group.id": sink_written_group(keyspace)})
         tp = TopicPartition(settings.topic_messages, part)
         low, high = committer.get_watermark_offsets(tp, timeout=10)
         committer.commit(offsets=[TopicPartition(tp.topic, part, low)], asynchronous=False)
-        got = reader.read(channel)  # the sink has written nothing yet: everything, each copy once
-        assert got.complete and got.read == high - low
-        assert [e.message_id for e in got.events] == [e.message_id for e in mine]
+        again = reader.read(channel)  # the sink has written nothing yet: everything, nothing fetched twice
+        assert again.complete and again.read == 0
+        assert [e.message_id for e in again.events] == [e.message_id for e in mine]
 
-        half = low + (high - low) // 2  # the sink has read the first copy of everything
+        half = low + (high - low) // 2  # the sink has written the first copy of everything
         committer.commit(offsets=[TopicPartition(tp.topic, part, half)], asynchronous=False)
         beyond = reader.read(channel)  # the second copies (the read side drops those it finds stored)
         assert [e.message_id for e in beyond.events] == [e.message_id for e in mine]
-        assert beyond.read == high - half
 
         window = reader.read(channel, mine[10].sent_at, mine[20].sent_at)
         assert [e.message_id for e in window.events] == [e.message_id for e in mine[10:20]]
 
-        committer.commit(offsets=[TopicPartition(tp.topic, part, high)], asynchronous=False)
+        more = chat_events(5, channels=1, id_prefix="more-")
+        for event in more:
+            event.channel = channel
+            producer.produce(settings.topic_messages, key=channel.encode(), value=encode(event))
+        producer.flush(30)
+        grown = reader.read(channel)  # what came since is fetched, and only that
+        assert grown.read == len(more)
+        assert [e.message_id for e in grown.events] == [e.message_id for e in [*mine, *more]]
+
+        _low, end = committer.get_watermark_offsets(tp, timeout=10)
+        committer.commit(offsets=[TopicPartition(tp.topic, part, end)], asynchronous=False)
         committer.close()
         assert reader.read(channel).events == []  # everything written
     finally:
