@@ -13,15 +13,16 @@ REPO: Final = Path(__file__).resolve().parents[2]
 LAYERS: Final[dict[str, int]] = {
     "schemas": 0,  # contracts
     "core": 1,  # settings, errors, clients, the Maven resolver
-    "consent": 2,  # the opt-out registry, erasure, audit: used by every service
-    "ingest": 3,  # the services
-    "sink": 3,
-    "serve": 3,
-    "chatlog": 4,  # the operator's tools: CLI, local stack, demo, monitor
-    "bench": 5,  # benchmarks
+    "consent": 2,  # the opt-out registry, its rule, audit: used by every service
+    "store": 3,  # storage: the tables, keys, layout, writes, reads, pack and erase (sink and serve call it)
+    "ingest": 4,  # the services
+    "sink": 4,
+    "serve": 4,
+    "chatlog": 5,  # the operator's tools: CLI, local stack, demo, monitor
+    "bench": 6,  # benchmarks
 }
 PLOTTING_AND_PROFILING: Final = ("matplotlib", "psutil")
-PRODUCT: Final = ("schemas", "core", "consent", "ingest", "sink", "serve")
+PRODUCT: Final = ("schemas", "core", "consent", "store", "ingest", "sink", "serve")
 
 
 def imports_of(path: Path) -> list[tuple[int, str]]:

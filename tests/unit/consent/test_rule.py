@@ -1,6 +1,7 @@
 """The one opt-out rule (consent/rule.py), table-driven: every event kind x every opt-out kind, and every
 process that enforces it -- the ingester's gate, the sink's filter, the read store, the live stream --
-must agree with the table; erasure must key a stored row as the sink keyed it."""
+must agree with the table; a stored line is filed under the user the rule says it concerns, which is what
+the read store decides by without parsing the line and what erasure takes out of a channel's blocks."""
 
 from __future__ import annotations
 
@@ -9,8 +10,6 @@ from dataclasses import dataclass
 from typing import Any
 
 import pytest
-from schemas.cql import channel_key, key_id, message_uuid, user_key
-from sink.writer.rows import _event_user_key
 
 from consent.records import OptOut, login_digest
 from consent.registry import OptOutRegistry
@@ -22,9 +21,11 @@ from ingest.consent import OptOutGate
 from schemas.chat_event import ChatEvent
 from serve.consent import ConsentStore, hidden
 from serve.testing import MemoryStore
-from store.erase import row_user_key
+from store import frame
+from store.blocks import framed
+from store.keys import channel_key, filed_under, user_key
 from store.line import LogLine
-from store.stored_line import strip
+from store.read import BlockOwner, _owner
 
 T0 = 1_700_000_000_000
 # bob (user id 42) is the user who may opt out; carol (43) never does. Room 500 stays; room 600 may opt out.
@@ -139,13 +140,19 @@ def test_the_read_store(case: Case, optout: str) -> None:
     assert asyncio.run(store.hides(case.event)) is _expected(case, optout)
 
 
+def _stored(event: ChatEvent) -> frame.Frame:
+    """A frame of ``event``'s line as the writer frames it (store.blocks.framed)."""
+    return frame.decode(frame.encode([framed(event).line]))
+
+
 def _id_keys(event: ChatEvent) -> tuple[str, str] | None:
-    """The ids of the channel and user keys the sink keeps ``event``'s user row under; None where either
-    key is a login's."""
-    row_key = _event_user_key(event)
-    channel_id = key_id(channel_key(event.channel_id, event.channel))
-    user_id = None if row_key is None else key_id(row_key)
-    return None if channel_id is None or user_id is None else (channel_id, user_id)
+    """The (channel id, user id) a reader of a block of ``event``'s channel key decides it by
+    (:class:`store.read.BlockOwner`: the block's channel key and the line's filed-under user, from the
+    frame); None where either key is a login's."""
+    owner = _owner(channel_key(event.channel_id, event.channel), _stored(event))
+    assert isinstance(owner, BlockOwner)
+    found: tuple[str, str] | None = owner.of(0)
+    return found
 
 
 KEYED = [c for c in CASES if _id_keys(c.event) is not None]
@@ -154,7 +161,7 @@ KEYED = [c for c in CASES if _id_keys(c.event) is not None]
 @pytest.mark.parametrize("optout", OPT_OUTS)
 @pytest.mark.parametrize("case", KEYED, ids=[c.name for c in KEYED])
 def test_the_read_store_by_the_keys_a_row_was_read_under(case: Case, optout: str) -> None:
-    """A row of a user's partition whose channel and user keys are both ids is decided by them, unread."""
+    """A stored line whose channel key and filed-under user are both ids is decided by them, unread."""
     event = case.event
     owner = _id_keys(event)
     assert owner is not None
@@ -172,13 +179,14 @@ def test_most_cases_are_kept_under_id_keys() -> None:
 
 
 @pytest.mark.parametrize("case", CASES, ids=IDS)
-def test_erasure_keys_a_stored_row_as_the_sink_keyed_it(case: Case) -> None:
+def test_a_stored_line_is_filed_under_the_user_the_rule_says_it_concerns(case: Case) -> None:
+    """Erasure takes out of a channel's blocks the lines whose filed-under user (the frame's ``whos``) is
+    one of the user's keys, and the sink writes a user's copy under that key: both are the rule's user."""
     event = case.event
-    stored = strip(event.raw, message_uuid(event.message_id), event.sent_at)
-    key = _event_user_key(event)
-    assert row_user_key(stored, message_uuid(event.message_id), event.sent_at) == key
-    if case.user:  # bob's rows: by his id, or by his login where the line has no id
-        assert key in (user_key("42", None), user_key(None, "bob"))
+    (key,) = _stored(event).whos or [None]
+    assert key == filed_under(event) == user_key(*whose(event))
+    bob = {user_key("42", None), user_key(None, "bob")}  # his id, and his login where a line has no id
+    assert (key in bob) is case.user
 
 
 def test_verdicts_without_a_resolver() -> None:

@@ -8,9 +8,11 @@ from pathlib import Path
 import jsonschema  # type: ignore[import-untyped]
 import msgspec
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from schemas import chat_event
-from schemas.chat_event import ChatEvent, InvalidEvent, decode, encode
+from schemas.chat_event import ChatEvent, InvalidEvent, decode, encode, peek_message_id
 
 SCHEMA_FILE = Path(chat_event.__file__).with_name("chat_event.schema.json")
 
@@ -178,3 +180,59 @@ def test_the_latest_time_is_one_the_driver_reads_back() -> None:
     assert last == datetime(9999, 12, 31, 23, 59, 59, 999000, tzinfo=UTC)
     with pytest.raises(OverflowError):
         last + timedelta(milliseconds=1)
+
+
+# -- the id read from a record without decoding it (what the sink's writers drop copies by) -----------------
+
+_IDS = st.one_of(
+    st.uuids().map(str),
+    st.text(max_size=40),
+    st.text(
+        alphabet=st.characters(blacklist_categories=("Cc", "Cs"), blacklist_characters='"\\'), max_size=40
+    ),
+)
+
+
+@settings(max_examples=400, deadline=None)
+@given(_IDS)
+def test_the_peeked_id_of_an_encoded_event_is_its_id_or_none(message_id: str) -> None:
+    """Never another id than the event's: an id JSON escapes is not peeked (the record is decoded then)."""
+    data = encode(sample(message_id=message_id))
+    peeked = peek_message_id(data)
+    assert peeked in (message_id, None)
+    plain = all(c not in '"\\' and ord(c) >= 0x20 for c in message_id)
+    if plain:
+        assert peeked == message_id
+    if peeked is None:
+        assert not plain
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.binary(max_size=80) | st.binary(max_size=60).map(lambda b: b'{"message_id":"' + b))
+def test_any_bytes_peek_to_nothing_or_the_text_of_their_first_string(data: bytes) -> None:
+    peeked = peek_message_id(data)
+    if peeked is not None:
+        assert data.startswith(b'{"message_id":"' + peeked.encode() + b'"')
+        assert "\\" not in peeked
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        json.dumps({"message_id": "m1", "kind": "PRIVMSG"}).encode(),  # a space after the colon
+        json.dumps({"kind": "PRIVMSG", "message_id": "m1"}).encode(),  # another producer's field order
+        b'{"message_id":"m1',  # cut inside the id
+        b'{"message_id":"m\\u0031"}',  # an escape: decoded instead
+        b'{"message_id":"\xff\xfe"}',  # not UTF-8
+        b'{"message_id":1}',
+        b"",
+    ],
+)
+def test_what_is_not_encodes_head_peeks_to_nothing(data: bytes) -> None:
+    assert peek_message_id(data) is None
+
+
+def test_an_encoded_event_peeks_to_its_id_without_the_rest_being_read() -> None:
+    data = encode(sample(message_id="abc"))
+    assert peek_message_id(data) == "abc" == decode(data).message_id
+    assert peek_message_id(data[:20] + b"... anything after the id") == "abc"

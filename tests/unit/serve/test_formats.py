@@ -25,7 +25,7 @@ from serve.formats import (
     timestamp,
 )
 from store.line import LogLine
-from tests.unit.serve.store.stored_lines import every_event, stored_lines
+from tests.unit.store.stored_lines import every_event, stored_lines
 
 # rustlog's parse_old_message example: a PRIVMSG of Snusbot in #forsen at 1489263601000.
 SNUSBOT_RAW = (

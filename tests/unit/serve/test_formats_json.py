@@ -15,7 +15,6 @@ from typing import Any
 import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
-from schemas.cql import message_uuid
 
 from bench.storage import corpus
 from core.irc_parse import MalformedLine, parse_line
@@ -31,10 +30,11 @@ from serve.formats import (
     log_page_bytes,
     page_message,
 )
+from store.keys import message_uuid
 from store.line import LogLine
 from store.stored_line import VERBATIM, strip
 from tests.peer_lines import PEER_LINES
-from tests.unit.serve.store.stored_lines import NOW, every_event, stored_row
+from tests.unit.store.stored_lines import NOW, every_event, stored_row
 
 Row = tuple[str, uuid.UUID | str, int, int | None, str]
 PAIRS: list[tuple[Callable[[LogLine], bytes], Callable[[ChatEvent], dict[str, Any]]]] = [

@@ -1,61 +1,29 @@
-"""The sink's dedup (sink/dedup.py): the ids the streaming sink wrote lately (sink_dedup=writer), a window of
-batch time; which dedup a streaming query runs, the mode its checkpoint started with."""
+"""The sink's deduplication (sink/dedup.py): the ids the streaming sink's writers wrote lately, a window of
+batch time handed to the next batches as one blob of 16-byte ids (the messages' uuids). Spark's own dedup
+mode and the checkpoint's choice of mode were removed: the writers drop copies (tests of write_partition:
+tests/unit/sink/writer/test_partition.py)."""
 
 from __future__ import annotations
 
-from pathlib import Path
+import uuid
 
 import pytest
 
-from sink.dedup import (
-    MISMATCH,
-    Mode,
-    RecentIds,
-    checkpoint_mode,
-    effective_mode,
-    id_of,
-    id_set,
-    mismatch_message,
-)
-from sink.settings import SinkSettings
+from sink.dedup import ID_BYTES, RecentIds, id_of, id_set
+from store.keys import MESSAGE_ID_NAMESPACE
 
 
-def _settings(checkpoint: str, mode: Mode) -> SinkSettings:
-    return SinkSettings(sink_checkpoint=checkpoint, sink_dedup=mode)  # type: ignore[call-arg]
+def test_an_id_is_the_16_bytes_of_the_messages_uuid() -> None:
+    twitch = "b34ccfc7-4977-403a-8a94-33c6bac34fb8"
+    assert id_of(twitch) == uuid.UUID(twitch).bytes and len(id_of(twitch)) == ID_BYTES
+    assert id_of("hashed") == uuid.uuid5(MESSAGE_ID_NAMESPACE, "hashed").bytes
 
 
-def test_a_checkpoint_with_dedup_state_is_spark_one_with_commits_only_is_writer(tmp_path: Path) -> None:
-    assert checkpoint_mode(str(tmp_path / "none")) is None
-    (tmp_path / "commits").mkdir()
-    (tmp_path / "commits" / ".0.crc").write_text("")
-    assert checkpoint_mode(str(tmp_path)) is None  # nothing committed yet: either mode may start it
-    (tmp_path / "commits" / "0").write_text("v1")
-    assert checkpoint_mode(str(tmp_path)) == "writer"
-    assert checkpoint_mode(f"file://{tmp_path}") == "writer"
-    (tmp_path / "state" / "0").mkdir(parents=True)
-    assert checkpoint_mode(str(tmp_path)) == "spark"
-    assert checkpoint_mode("s3a://bucket/checkpoint") is None  # not looked into
-
-
-def test_the_checkpoint_mode_wins_over_the_setting_with_a_warning(
-    tmp_path: Path, caplog: pytest.LogCaptureFixture
-) -> None:
-    (tmp_path / "state").mkdir()
-    assert effective_mode(_settings(str(tmp_path), "writer")) == "spark"
-    assert "was started with sink_dedup=spark: keeping it" in caplog.text
-    assert effective_mode(_settings(str(tmp_path / "new"), "writer")) == "writer"
-
-
-def test_sparks_refusal_of_a_changed_operator_is_one_line_naming_the_settings() -> None:
-    settings = _settings("s3a://bucket/cp", "writer")
-    line = mismatch_message(f"[STREAM_FAILED] ... [{MISMATCH}] Streaming stateful operator ...", settings)
-    assert line is not None and "\n" not in line
-    assert (
-        "s3a://bucket/cp" in line
-        and "CHATLOG_SINK_DEDUP=writer" in line
-        and "CHATLOG_SINK_CHECKPOINT" in line
-    )
-    assert mismatch_message("[STREAM_FAILED] something else", settings) is None
+def test_a_blob_of_ids_is_its_ids_and_must_hold_whole_ids() -> None:
+    assert id_set(id_of("a") + id_of("b") + id_of("a")) == {id_of("a"), id_of("b")}
+    assert id_set(b"") == set()
+    with pytest.raises(ValueError, match="multiple of 16 bytes"):
+        id_set(b"\x00" * 17)
 
 
 class _Clock:

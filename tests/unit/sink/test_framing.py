@@ -1,5 +1,5 @@
-"""The framing of a micro-batch's rows handed from the JVM to Python as bytes (sink/framing.py): through
-the private API and the public ``DataFrame.rdd`` (``sink_spark_private_api`` false); unframing them."""
+"""The framing of a micro-batch's rows handed from the JVM to Python as bytes (sink/framing.py), through the
+private API (the only hand-off: the public ``DataFrame.rdd`` path was removed); unframing them."""
 
 from __future__ import annotations
 
@@ -20,13 +20,12 @@ ROWS: list[tuple[bytes | None, int, int]] = [
 
 
 @pytest.mark.spark
-@pytest.mark.parametrize("private", [True, False], ids=["private", "public"])
-def test_rows_reach_python_as_they_were_in_the_jvm(spark: Any, private: bool) -> None:
+def test_rows_reach_python_as_they_were_in_the_jvm(spark: Any) -> None:
     df = spark.createDataFrame(ROWS, "value binary, partition int, offset long").repartition(3)
-    rdd, dataset = records(df, private=private)
+    rdd, dataset = records(df)
     got = rdd.map(unframe).map(lambda r: (None if r[0] is None else bytes(r[0]), r[1], r[2])).collect()
     assert sorted(got, key=lambda r: r[1]) == sorted(ROWS, key=lambda r: r[1])
-    assert (dataset is None) is not private
+    assert dataset is not None
 
 
 @pytest.mark.spark
@@ -35,7 +34,7 @@ def test_the_private_hand_over_reads_what_the_rows_observed(spark: Any) -> None:
 
     df = spark.createDataFrame(ROWS, "value binary, partition int, offset long").repartition(3)
     counted = df.observe("handover_test", F.count(F.lit(1)).alias("read"))
-    rdd, dataset = records(counted, private=True)
+    rdd, dataset = records(counted)
     assert rdd.count() == len(ROWS)
     assert observed(dataset, "handover_test") == {"read": len(ROWS)}
     assert observed(dataset, "never_observed") == {}
@@ -45,11 +44,6 @@ def test_unframe_splits_the_header_off_and_keeps_the_value_bytes() -> None:
     assert unframe(b"3 17 n\n") == (None, 3, 17)
     assert unframe(b"0 5 v\n") == (b"", 0, 5)
     assert unframe(b"2 9 v\nab\ncd ef") == (b"ab\ncd ef", 2, 9)
-
-
-def test_the_public_hand_over_s_bytearrays_unframe_the_same() -> None:
-    assert unframe(bytearray(b"2 9 v\nab\ncd ef")) == (b"ab\ncd ef", 2, 9)
-    assert unframe(bytearray(b"3 17 n\n")) == (None, 3, 17)
 
 
 def test_a_malformed_frame_fails_loudly() -> None:

@@ -16,21 +16,28 @@ def test_defaults_are_documented_and_sane(monkeypatch: pytest.MonkeyPatch, tmp_p
     monkeypatch.setenv("CHATLOG_STATE_DIR", "/var/lib/chatlog")
     s = load(SinkSettings)
     assert s.checkpoint_location == "/var/lib/chatlog/sink/checkpoint"
-    assert (s.spark_master, s.sink_metrics_port, s.watermark_ms) == ("local[*]", 9101, 60_000)
+    assert (s.spark_master, s.sink_metrics_port) == ("local[*]", 9101)
+    assert (s.dedup_window_ms, s.trigger_ms) == (10_000, 10_000)
+    assert s.spark_driver_java_options == "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
     for name, field in SinkSettings.model_fields.items():
         assert field.description, name
 
 
 def test_environment_overrides_and_hadoop_uris(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("CHATLOG_SINK_CHECKPOINT", "s3a://bucket/chatlog/ckpt")
-    monkeypatch.setenv("CHATLOG_SINK_WATERMARK", "90 seconds")
+    monkeypatch.setenv("CHATLOG_SINK_DEDUP_WINDOW", "90 seconds")
+    monkeypatch.setenv("CHATLOG_SPARK_DRIVER_JAVA_OPTIONS", "")
     s = load(SinkSettings)
-    assert s.checkpoint_location == "s3a://bucket/chatlog/ckpt" and s.watermark_ms == 90_000
+    assert s.checkpoint_location == "s3a://bucket/chatlog/ckpt" and s.dedup_window_ms == 90_000
+    assert s.spark_driver_java_options == ""
 
 
-def test_a_bad_interval_is_one_line_naming_the_variable(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("CHATLOG_SINK_TRIGGER", "soon")
-    with pytest.raises(SettingsError, match="CHATLOG_SINK_TRIGGER"):
+@pytest.mark.parametrize("variable", ["CHATLOG_SINK_TRIGGER", "CHATLOG_SINK_DEDUP_WINDOW"])
+def test_a_bad_interval_is_one_line_naming_the_variable(
+    monkeypatch: pytest.MonkeyPatch, variable: str
+) -> None:
+    monkeypatch.setenv(variable, "soon")
+    with pytest.raises(SettingsError, match=variable):
         load(SinkSettings)
 
 

@@ -1,5 +1,6 @@
-"""The private Spark APIs of the sink, fenced in sink/spark_private.py: they exist in the installed Spark
-(its jars, its JVM), the start-up check names what is missing in one line, and the zip-import patch.
+"""The private Spark APIs of the sink, fenced in sink/spark_private.py (the only hand-off: the public-API
+fallback was removed): they exist in the installed Spark (its jars, its JVM), the start-up check names what is
+missing in one line, and the zip-import patch.
 
 A Spark upgrade that moves one fails here, in one line naming it, instead of in a running sink."""
 
@@ -16,12 +17,10 @@ import pyspark
 import pytest
 
 from sink import spark_private
-from sink.job.session import HDFS_PROVIDER, ROCKSDB_PROVIDER
 from sink.spark_private import (
     CHECKPOINT_MANAGER_CONF,
     DATASET_CLASSES,
     RDD_QUERY_EXECUTION,
-    SETTING,
     PrivateApiMissing,
     check,
     check_query,
@@ -42,7 +41,7 @@ def _class_bytes(name: str) -> bytes | None:
     return None
 
 
-@pytest.mark.parametrize("name", [checkpoint_manager_class(), ROCKSDB_PROVIDER, HDFS_PROVIDER])
+@pytest.mark.parametrize("name", [checkpoint_manager_class()])
 def test_the_configured_spark_classes_exist_in_the_installed_spark(name: str) -> None:
     assert _class_bytes(name) is not None, f"{name} is not in Spark {pyspark.__version__}'s spark-sql jar"
 
@@ -65,13 +64,14 @@ def test_the_checkpoint_manager_moved_in_spark_4_1() -> None:
 # -- the start-up check ----------------------------------------------------------------------------------
 
 
-def test_a_missing_api_is_one_line_naming_the_setting() -> None:
+def test_a_missing_api_is_one_line_naming_what_to_install() -> None:
+    """There is no public-API fallback any more: the way out is the pyspark release chatlog pins."""
     message = str(spark_private.missing("Dataset.rddQueryExecution"))
     assert "\n" not in message
-    assert (
-        f"lacks Dataset.rddQueryExecution, a private Spark API the sink uses; set {SETTING}=false" in message
+    assert message == (
+        f"Spark {pyspark.__version__} lacks Dataset.rddQueryExecution, a private Spark API the sink uses: "
+        "install the pyspark release chatlog's pyproject.toml names"
     )
-    assert SETTING == "CHATLOG_SINK_SPARK_PRIVATE_API"
 
 
 def test_a_session_without_a_jvm_fails_the_check() -> None:

@@ -65,7 +65,8 @@ def test_retry_until_without_wait_fails_at_once_and_lets_other_errors_through() 
 @pytest.fixture
 def calls(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, Any]]:
     """Record what init would do to Kafka and Cassandra (the integration test does it for real)."""
-    from core import cql, kafka_admin
+    from core import kafka_admin
+    from store import schema
 
     seen: list[tuple[str, Any]] = []
 
@@ -73,12 +74,12 @@ def calls(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, Any]]:
         seen.append(("topics", settings))
         return ["chatlog.channels"]
 
-    def apply_schema(settings: Any, tell: Any = None) -> int:
+    def apply_schema(settings: Any, keyspace: str | None = None, tell: Any = None, **kwargs: Any) -> int:
         seen.append(("cql", settings))
         return 4
 
     monkeypatch.setattr(kafka_admin, "ensure_topics", ensure_topics)
-    monkeypatch.setattr(cql, "apply_schema", apply_schema)
+    monkeypatch.setattr(schema, "apply_schema", apply_schema)
     return seen
 
 

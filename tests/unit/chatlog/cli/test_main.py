@@ -109,6 +109,6 @@ def test_every_variable_of_every_settings_class_is_known_to_the_command_line() -
     from core.settings_env import known_variables
 
     names = sorted(known_variables(settings_classes()) - {"CHATLOG_STRICT_SETTINGS", "CHATLOG_HOME"})
-    assert {"CHATLOG_INGEST_REPLICA", "CHATLOG_SINK_WATERMARK", "CHATLOG_MONITOR_WEB_PORT"} <= set(names)
+    assert {"CHATLOG_INGEST_REPLICA", "CHATLOG_SINK_DEDUP_WINDOW", "CHATLOG_MONITOR_WEB_PORT"} <= set(names)
     run = chatlog(["schema", "--help"], dict.fromkeys(names, "1"))
     assert run.code == 0 and run.stderr_lines == []

@@ -62,8 +62,8 @@ def test_report_line_and_lost() -> None:
     line = RunReport(3, 2, 1, 4, 0.0, 2.25).line()
     assert line == (
         "sent=3 stored=2 lost=1 duplicates_removed=4 max_gap_s=0.0 recovery_s=2.2 late_copies=n/a "
-        "e2e_p50_s=n/a e2e_p99_s=n/a skew_p50_s=n/a skew_p99_s=n/a skew_p999_s=n/a skew_max_s=n/a "
-        "cpu_us_per_msg=n/a"
+        "api_e2e_p50_s=n/a api_e2e_p99_s=n/a write_lag_p99_s=n/a skew_p50_s=n/a skew_p99_s=n/a "
+        "skew_p999_s=n/a skew_max_s=n/a pipeline_us_per_msg=n/a cpu_us_per_msg=n/a"
     )
     full = RunReport(
         3,
@@ -76,10 +76,13 @@ def test_report_line_and_lost() -> None:
         e2e=Spread(100, 0.614, 1.5, 1.9, 2.0),
         skew=Spread(3, 2.0, 40.0, 1250.0, 1250.0),
         cpu_us_per_msg=1023.4,
+        write_lag_p99_s=10.456,
+        pipeline_us_per_msg=311.6,
     ).line()
     assert full.endswith(
-        "recovery_s=n/a late_copies=0 e2e_p50_s=0.61 e2e_p99_s=1.50 "
-        "skew_p50_s=0.002 skew_p99_s=0.040 skew_p999_s=1.250 skew_max_s=1.250 cpu_us_per_msg=1023"
+        "recovery_s=n/a late_copies=0 api_e2e_p50_s=0.61 api_e2e_p99_s=1.50 write_lag_p99_s=10.46 "
+        "skew_p50_s=0.002 skew_p99_s=0.040 skew_p999_s=1.250 skew_max_s=1.250 pipeline_us_per_msg=312 "
+        "cpu_us_per_msg=1023"
     )
 
 
@@ -207,9 +210,8 @@ def test_sent_tail_reads_only_complete_new_lines(tmp_path: Path) -> None:
 
 
 def test_the_token_is_read_from_the_stored_line_of_each_kind_of_row() -> None:
-    from schemas.cql import message_uuid
-
     from core.irc_parse import parse_line
+    from store.keys import message_uuid
     from store.stored_line import strip
 
     irc = "@msgid=Ab1;time=2026-11-01T00:00:00.123Z :bob!bob@irc.local PRIVMSG #d1_2 :d1-000042 tail words"

@@ -21,7 +21,7 @@ from serve.formats import (
     text_line,
 )
 from store.line import LogLine
-from tests.unit.serve.store.stored_lines import every_event, stored_row
+from tests.unit.store.stored_lines import every_event, stored_row
 
 _ARRAY: dict[Format, Callable[[ChatEvent], dict[str, Any]]] = {
     Format.JSON: json_message,

@@ -1,5 +1,5 @@
-"""ProgressFeed reads each of Spark's progress updates once, newest first, stopping at the first old one:
-from the JVM (private API) or from pyspark's public ``recentProgress``."""
+"""ProgressFeed reads each of Spark's progress updates once, newest first, stopping at the first old one, from
+the JVM's progress objects (a private API: pyspark's public ``recentProgress`` fallback was removed)."""
 
 from __future__ import annotations
 
@@ -78,50 +78,18 @@ def test_only_new_updates_are_read_from_the_jvm() -> None:
     assert query._jsq.reads == [150, 149]  # the new update, and the one that showed where to stop
 
 
-class _PublicProgress:
-    """pyspark's StreamingQueryProgress: ``json`` is a property."""
-
-    def __init__(self, body: dict[str, object]) -> None:
-        self.json = json.dumps(body)
-
-
-class _PublicQuery:
-    """A query seen through the public API only (no ``_jsq``)."""
-
-    def __init__(self) -> None:
-        self.jvm = _JQuery()
-
-    @property
-    def recentProgress(self) -> list[_PublicProgress]:  # noqa: N802 (pyspark's name)
-        return [_PublicProgress(p.body) for p in self.jvm.updates]
-
-
-def test_the_public_api_gives_the_same_updates_once_each() -> None:
-    query = _PublicQuery()
-    feed = ProgressFeed(query, private=False)  # type: ignore[arg-type]
-    assert feed.new() == []
-    query.jvm.add(0, 1)
-    query.jvm.add(1, 2)
-    assert _batches(feed.new()) == [0, 1]
-    assert feed.new() == []
-    query.jvm.add(2, 3)
-    assert _batches(feed.new()) == [2]
-
-
-def test_the_private_feed_checks_its_query_once_at_start() -> None:
+def test_a_query_without_its_jvm_query_is_refused_at_start() -> None:
     from sink.spark_private import PrivateApiMissing
 
-    with pytest.raises(
-        PrivateApiMissing, match=r"StreamingQuery\._jsq.*CHATLOG_SINK_SPARK_PRIVATE_API=false"
-    ):
-        ProgressFeed(_PublicQuery())  # type: ignore[arg-type]
+    class _PublicOnly:  # a query seen through pyspark's public API only (no ``_jsq``)
+        recentProgress: list[Any] = []  # noqa: N815 (pyspark's name)
+
+    with pytest.raises(PrivateApiMissing, match=r"lacks StreamingQuery\._jsq.*pyproject\.toml"):
+        ProgressFeed(_PublicOnly())  # type: ignore[arg-type]
 
 
 @pytest.mark.spark
-@pytest.mark.parametrize("private", [True, False], ids=["private", "public"])
-def test_a_running_query_s_updates_are_read_once_oldest_first(
-    spark: Any, private: bool, tmp_path: Path
-) -> None:
+def test_a_running_query_s_updates_are_read_once_oldest_first(spark: Any, tmp_path: Path) -> None:
     query = (
         spark.readStream.format("rate")
         .option("rowsPerSecond", 20)
@@ -133,7 +101,7 @@ def test_a_running_query_s_updates_are_read_once_oldest_first(
     )
     seen: list[dict[str, Any]] = []
     try:
-        feed = ProgressFeed(query, private=private)
+        feed = ProgressFeed(query)
         deadline = time.monotonic() + 60
         while len({p["batchId"] for p in seen}) < 3 and time.monotonic() < deadline:
             query.awaitTermination(0.3)

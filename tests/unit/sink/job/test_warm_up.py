@@ -10,7 +10,8 @@ import pytest
 
 from sink.job import warm_up
 from sink.settings import SinkSettings
-from sink.writer import partition
+from sink.writer import collaborators, worker_setup
+from sink.writer.collaborators import Collaborators
 
 SETTINGS = SinkSettings()  # type: ignore[call-arg]
 
@@ -48,12 +49,21 @@ class _Session:
 
 @pytest.fixture
 def wired(monkeypatch: pytest.MonkeyPatch) -> list[bool]:
+    """What each warm-up task set up: the worker prepared, then the production wiring (with or without dead
+    letters) and one storage task of it made (its Cassandra session connected and its inserts prepared)."""
     calls: list[bool] = []
+    prepared: list[bool] = []
 
-    def wiring(_settings: SinkSettings, _private: bool, dead_letters: bool) -> Any:
-        calls.append(dead_letters)
+    def production(_settings: SinkSettings, *, dead_letters: bool = True) -> Collaborators:
+        assert prepared, "the worker is prepared before its collaborators are wired"
 
-    monkeypatch.setattr(partition, "_worker_wiring", wiring)
+        def storage() -> Any:
+            calls.append(dead_letters)
+
+        return Collaborators(storage, None)
+
+    monkeypatch.setattr(worker_setup, "prepare", lambda: prepared.append(True))
+    monkeypatch.setattr(collaborators, "production", production)
     return calls
 
 

@@ -10,7 +10,6 @@ import time
 from typing import Any
 
 import pytest
-from sink.writer.caches import IndexCache, NameCache
 
 from consent.records import OptOut, login_digest
 from consent.registry import OptOutRegistry
@@ -24,11 +23,10 @@ from core.times import epoch_ms
 from schemas.chat_event import ChatEvent, encode
 from sink.settings import SinkSettings
 from sink.side.optout_follower import OptOutFollower
-from sink.writer.collaborators import Collaborators
 from sink.writer.partition import write_partition
 from sink.writer.stats import WriteStats
 from store.erase import ErasureReport
-from tests.unit.sink.writer.partition_doubles import CassandraDouble
+from tests.unit.sink.writer.partition_doubles import StorageDouble, wired
 
 T0 = 1_700_000_000_000
 
@@ -68,17 +66,14 @@ def test_write_partition_writes_no_row_of_an_opted_out_user_and_counts_them() ->
         _event(user_id="43", login="carol", room_id="600", n=4),
     ]
     records = [(encode(e), 0, i) for i, e in enumerate(events)]
-    cassandra = CassandraDouble()
+    storage = StorageDouble()
     optouts = OptOutSet(users=frozenset({"42"}), channels=frozenset({"600"}))
     settings = SinkSettings()  # type: ignore[call-arg]
-    stats = write_partition(
-        records, settings, Collaborators(cassandra, None), index_cache=IndexCache(), name_cache=NameCache(),
-        optouts=optouts,
-    )  # fmt: skip
+    stats = write_partition(records, settings, wired(storage), optouts=optouts)
     assert (stats.events, stats.optout_dropped) == (1, 3)
     assert stats.optout_logins == {"bob": "42"}  # not carol's: her line was dropped for its channel
-    written = {item.origin[2] for item in cassandra.sent}
-    assert written == {1}  # only carol's line in the logged channel: no row, no name of the others
+    written = {taken.origin[2] for taken in storage.taken}
+    assert written == {1}  # only carol's line in the logged channel: no block, no name of the others
     assert WriteStats.from_dict(stats.to_dict()) == stats
     assert WriteStats.from_dict({**stats.to_dict(), "optout_dropped": 0}).optout_dropped == 0
 

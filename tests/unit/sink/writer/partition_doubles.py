@@ -1,106 +1,86 @@
-"""Doubles of the collaborators :func:`sink.writer.partition.write_partition` is given: the writer's side
-of Cassandra (:class:`CassandraDouble`: keeps what it is sent, rejects what Cassandra would) and the
-dead-letter sink (:class:`DeadLettersDouble`)."""
+"""Doubles of the collaborators :func:`sink.writer.partition.write_partition` is given: the storage's task
+writer (:class:`StorageDouble`, a :class:`sink.writer.collaborators.StorageTask` that keeps what it is given,
+frames it into blocks with the real :mod:`store.blocks`, and rejects the blocks it is told to as Cassandra
+would) and the dead-letter sink (:class:`DeadLettersDouble`). No Cassandra, no Kafka: what the writer decides
+(which records are dead letters, dropped, copies, or taken) is what these record."""
 
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Hashable, Sequence
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
 from typing import Any
 
-from schemas.cql import user_period
-from sink.writer.cassandra import Item, Reject
-from sink.writer.rows import EventRows, TableRows
+from cassandra import InvalidRequest
 
-from schemas.chat_event import ChatEvent, decode
-from tests.unit.sink.writer.live_columns import LIVE_COLUMNS
+from schemas.chat_event import ChatEvent
+from sink.writer.collaborators import Collaborators
+from store import frame
+from store.blocks import Block, Framed, blocks_of, framed, partitions
+from store.keys import message_id_bytes
+from store.requests import Item
+from store.write import BLOCK_TABLES, Written
 
-
-class Bound:
-    """A bound insert: its cells (of ``columns``), TTL and routing key."""
-
-    def __init__(self, table: str, cells: Sequence[Any], ttl: bytes, columns: Sequence[str] = ()) -> None:
-        self.table = table
-        self.columns = tuple(columns)
-        self.cells = tuple(cells)
-        self.ttl = ttl
-        self.routing_key = repr((table, self.cells[:2])).encode()
+REJECTION = "Error from server: code=2200 [Invalid query] message=" + (
+    '"Key length of 102400 is longer than maximum of 65535"'
+)
 
 
-class TableDouble:
-    """A prepared insert into one table: binds to a :class:`Bound`."""
+@dataclass
+class Taken:
+    """What the storage was given for one event."""
 
-    def __init__(self, rows: TableRows) -> None:
-        self.rows = rows
-
-    def bind(self, cells: Sequence[Any], ttl: bytes) -> Bound:
-        return Bound(self.rows.table, cells, ttl, self.rows.columns)
-
-
-class NameBound:
-    """A bound name-history insert: which cell, of which row, seen when, with which TTL."""
-
-    def __init__(self, table: str, column: str, key: Sequence[str], sent_at: int, ttl: bytes) -> None:
-        self.table, self.column, self.key, self.sent_at, self.ttl = table, column, tuple(key), sent_at, ttl
-        self.cells = self.key
-        self.routing_key = repr((table, self.key[0])).encode()
+    event: ChatEvent
+    origin: Any
+    mid: bytes | None
 
 
-class NamesDouble:
-    """The prepared name-history inserts: a sighting binds to its first and last seen cells."""
+@dataclass
+class StorageDouble:
+    """A task writer: takes events (refusing with ValueError those of the ids in ``refuse``, as the storage
+    refuses a value Cassandra cannot hold), frames them into blocks on :meth:`finish`, and rejects as invalid
+    every block holding an id of ``reject`` (handing its items, with the origins of its lines, to the
+    writer's ``reject``); ``down``: every write fails (Cassandra down past the retry bound)."""
 
-    def bind(self, table: str, key: Sequence[str], sent_at: int, ttl: bytes) -> tuple[NameBound, NameBound]:
-        return (
-            NameBound(table, "first_seen", key, sent_at, ttl),
-            NameBound(table, "last_seen", key, sent_at, ttl),
-        )
+    refuse: frozenset[str] = frozenset()
+    reject: frozenset[str] = frozenset()
+    down: bool = False
+    taken: list[Taken] = field(default_factory=list)
+    blocks: list[Block] = field(default_factory=list)
+    rejected: list[Block] = field(default_factory=list)
+    finished: int = 0
+    _items: list[Framed] = field(default_factory=list)
 
+    def add(self, event: ChatEvent, origin: Any = None, mid: bytes | None = None) -> None:
+        if event.message_id in self.refuse:
+            raise ValueError("a key part is longer than 64 KiB")
+        item = framed(event, origin, mid)  # ValueError for an id that is no uuid's, as the storage's
+        self.taken.append(Taken(event, origin, mid))
+        self._items.append(item)
 
-class CassandraDouble:
-    """The writer's side of Cassandra: keeps what it is sent; rejects, as Cassandra would, every
-    statement whose message id is in ``invalid``."""
-
-    keyspace = "ks"
-
-    def __init__(self, invalid: frozenset[str] = frozenset()) -> None:
-        self._rows = EventRows(LIVE_COLUMNS)
-        self.tables = [TableDouble(t) for t in self._rows.tables]
-        self.names = NamesDouble()
-        self.invalid = invalid
-        self.sent: list[Item] = []
-        self.finished = 0
-
-    def cells(self, event: ChatEvent) -> list[Any]:
-        return list(self._rows.values(event))
-
-    def half_day(self, event: ChatEvent) -> Any:
-        return user_period(event.sent_at)
-
-    def spill(self, key: Sequence[Any], ttl: bytes) -> Bound:
-        return Bound("chat_by_user.spilled", key, ttl, ("channel_key", "user_key", "period"))
-
-    def ttl(self, seconds: int) -> bytes:
-        return seconds.to_bytes(4, "big")
-
-    def replicas(self, routing_key: bytes) -> Hashable:
-        return ()
-
-    def submit(self, chunk: Sequence[Item]) -> None:
-        self.sent.extend(chunk)
-
-    def finish(self, reject: Reject) -> tuple[int, int]:
+    def finish(self, reject: Callable[[Iterable[Item], BaseException], None] | None = None) -> Written:
         self.finished += 1
-        bad = [i for i in self.sent if i.statement.cells and i.origin and self._rejected(i)]
-        if bad:
-            reject(bad, ValueError("Key length of 102400 is longer than maximum of 65535"))
-        return 0, len(self.sent)
+        if self.down:
+            raise RuntimeError("Cassandra is down")
+        self.blocks = [
+            block for (table, key), items in partitions(self._items, lambda _t, _k: None).items()
+            for block in blocks_of(table, key, items)
+        ]  # fmt: skip
+        bad = {message_id_bytes(m) for m in self.reject}
+        for block in self.blocks:
+            if bad & set(frame.decode(block.frame).ids()):
+                self.rejected.append(block)
+                partition = (BLOCK_TABLES[block.table], repr(block.key).encode())
+                item = Item((), partition, len(block.frame), block, block.origins)
+                if reject is None:
+                    raise AssertionError("a rejected write without a reject callback")
+                reject([item], InvalidRequest(REJECTION))
+        rows = Counter(BLOCK_TABLES[block.table] for block in self.blocks)
+        return Written(events=len(self.taken), rows=dict(rows), requests=len(self.blocks))
 
-    def _rejected(self, item: Item) -> bool:
-        event = decode(bytes(item.origin[0]))
-        return event.message_id in self.invalid
-
-    def tables_written(self) -> Counter[str]:
-        return Counter(i.partition[0] for i in self.sent)
+    def ids(self) -> list[str]:
+        """The message ids of the events taken, in order."""
+        return [t.event.message_id for t in self.taken]
 
 
 class DeadLettersDouble:
@@ -115,3 +95,8 @@ class DeadLettersDouble:
 
     def flush(self) -> None:
         self.flushes += 1
+
+
+def wired(storage: StorageDouble, letters: DeadLettersDouble | None = None) -> Collaborators:
+    """Collaborators whose every task is ``storage`` (one partition written per test)."""
+    return Collaborators(lambda: storage, letters)

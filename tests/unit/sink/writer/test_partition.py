@@ -1,420 +1,225 @@
-"""One partition's write with its collaborators passed in (test doubles for Cassandra and the dead-letter
-sink); index rows are rewritten at most once per refresh period, and outlive the rows they point to; a
-name (user id and login, channel id and login) is written at most once per hour of event time."""
+"""One partition's write (sink/writer/partition.py) with its collaborators passed in: a storage double that
+keeps what it is given and frames it with the real store.blocks (tests/unit/sink/writer/partition_doubles.py),
+and a dead-letter double. Invalid records are dead letters with their reason and Kafka position; opted-out
+events are dropped and counted; copies are dropped (within the partition, and against the ids the last
+batches wrote, a copy before it is decoded); what Cassandra rejects dead-letters every record of the rejected
+block; the ids taken come back to the driver."""
 
 from __future__ import annotations
 
-from collections import Counter
+import json
 from typing import Any
 
 import pytest
-from schemas.cql import month_period, user_period
-from sink.writer.caches import IndexCache, NameCache, SpillGuard
-from sink.writer.cassandra import Reject
 
-from schemas.chat_event import ChatEvent, decode, encode
+from consent.rule import OptOutSet
+from core.irc_parse import parse_line
+from core.testing import twitch_line
+from schemas.chat_event import ChatEvent, encode
 from sink.dedup import ID_BYTES, id_of, id_set
 from sink.settings import SinkSettings
-from sink.writer.collaborators import Collaborators
 from sink.writer.partition import write_partition
 from sink.writer.stats import WriteStats
-from tests.unit.sink.writer.partition_doubles import CassandraDouble, DeadLettersDouble, NameBound
+from store.keys import message_id_bytes
+from tests.unit.sink.writer.partition_doubles import REJECTION, DeadLettersDouble, StorageDouble, wired
 
-
-def test_a_written_key_is_fresh_until_the_refresh_period_ends() -> None:
-    cache = IndexCache(refresh_s=300)
-    assert not cache.fresh("k", now=1000.0)
-    cache.add(["k"], when=1000.0)
-    assert cache.fresh("k", now=1000.0)
-    assert cache.fresh("k", now=1299.0)
-    assert not cache.fresh("k", now=1300.0)
-    assert not cache.fresh("other", now=1000.0)
-
-
-def test_index_rows_live_one_refresh_period_longer_than_data_rows() -> None:
-    cache = IndexCache(refresh_s=300)
-    assert cache.ttl(86_400) == 86_700
-    assert cache.ttl(0) == 0  # no expiry stays no expiry
-
-
-def test_the_cache_is_bounded() -> None:
-    cache = IndexCache(refresh_s=300, max_entries=10)
-    cache.add(range(11), when=0.0)
-    cache.add(["new"], when=0.0)
-    assert cache.fresh("new", now=1.0)
-    assert not cache.fresh(3, now=1.0)
-
-
-# -- write_partition with its collaborators passed in (no Cassandra, no Kafka) ----------------------------
+SETTINGS = SinkSettings(cassandra_ttl_s=86_400, topic_messages="chat.messages")  # type: ignore[call-arg]
+T0 = 1_700_000_000_000
+Record = tuple[bytes | None, int, int]
 
 
 def _event(n: int, **fields: Any) -> ChatEvent:
-    base: dict[str, Any] = {
-        "message_id": f"m{n}", "kind": "PRIVMSG", "channel": "chan", "user_login": "alice", "text": "hi",
-        "sent_at": 1_700_000_000_000 + n, "received_at": 1_700_000_000_100 + n, "raw": f"line {n}",
+    """A Twitch chat message (its id a uuid, as Twitch's are), parsed from its line."""
+    args: dict[str, Any] = {
+        "sent_at": T0 + n, "login": "alice", "text": f"hi {n}", "user_id": "42", "room_id": "7",
+        "message_id": f"00000000-0000-4000-8000-{n:012d}",
     }  # fmt: skip
-    base.update(fields)
-    return ChatEvent(**base)
+    args.update(fields)
+    kind = args.pop("kind", "PRIVMSG")
+    event = parse_line(twitch_line(kind, "chan", **args), received_at=args["sent_at"] + 5, ingester="r1")
+    assert event is not None
+    return event
 
 
-SETTINGS = SinkSettings(cassandra_ttl_s=86_400, topic_messages="chat.messages")  # type: ignore[call-arg]
+def _records(events: list[ChatEvent], partition: int = 0) -> list[Record]:
+    return [(encode(e), partition, offset) for offset, e in enumerate(events)]
 
 
-def test_valid_events_become_rows_and_invalid_records_dead_letters_with_their_position() -> None:
-    cassandra, letters = CassandraDouble(), DeadLettersDouble()
-    records: list[tuple[bytes | None, int, int]] = [
+# -- records that are no events: dead letters ------------------------------------------------------------
+
+
+def test_valid_events_are_taken_with_their_records_and_invalid_records_are_dead_letters() -> None:
+    storage, letters = StorageDouble(), DeadLettersDouble()
+    missing = json.dumps({"message_id": "m", "kind": "PRIVMSG"}).encode()
+    records: list[Record] = [
         (encode(_event(1)), 0, 10),
         (b"not json", 0, 11),
         (None, 2, 12),
-        (encode(_event(2, user_login=None, kind="NOTICE")), 1, 13),
+        (encode(_event(2, kind="CLEARCHAT", login=None, text="alice")), 1, 13),
+        (missing, 3, 14),
     ]
 
-    stats = write_partition(records, SETTINGS, Collaborators(cassandra, letters), index_cache=IndexCache())
+    stats = write_partition(records, SETTINGS, wired(storage, letters))
 
-    assert (stats.events, stats.deadletters, stats.requests) == (2, 2, len(cassandra.sent))
-    assert cassandra.tables_written() == Counter(
-        # one bucket of one channel; alice has no user id: her login key's month is indexed
-        {"chat_by_channel": 2, "chat_by_user": 1, "chat_buckets": 1, "user_login_keys": 1}
-    )
-    assert stats.rows == cassandra.tables_written()
-    indexes = ("chat_buckets", "user_login_keys")
-    data_ttl = {i.statement.ttl for i in cassandra.sent if i.partition[0] not in indexes}
-    assert data_ttl == {(86_400).to_bytes(4, "big")}
-    assert [(v, s) for v, _, s in letters.sent] == [
+    assert storage.ids() == [
+        _event(1).message_id,
+        _event(2, kind="CLEARCHAT", login=None, text="x").message_id,
+    ]
+    assert [t.origin for t in storage.taken] == [records[0], records[3]]  # the record each event came from
+    assert [t.mid for t in storage.taken] == [message_id_bytes(t.event.message_id) for t in storage.taken]
+    assert (stats.events, stats.deadletters, stats.duplicates, stats.optout_dropped) == (2, 3, 0, 0)
+    assert stats.rows == {"channel_blocks": 1, "user_blocks": 1} and stats.requests == 2
+    assert [(value, source) for value, _reason, source in letters.sent] == [
         (b"not json", "chat.messages/0/11"),
         (None, "chat.messages/2/12"),
+        (missing, "chat.messages/3/14"),
     ]
-    assert letters.sent[1][1] == "empty record (no value)"
-    assert letters.flushes == 1
+    reasons = [reason for _value, reason, _source in letters.sent]
+    assert reasons[0].startswith("not JSON") and reasons[1] == "empty record (no value)"
+    assert "sent_at" in reasons[2] or "channel" in reasons[2]  # a missing field, named
+    assert letters.flushes == 1 and storage.finished == 1
 
 
 def test_without_a_dead_letter_sink_invalid_records_are_only_counted() -> None:
-    cassandra = CassandraDouble()
-    stats = write_partition(
-        [(b"{}", 0, 1)], SETTINGS, Collaborators(cassandra, None), index_cache=IndexCache()
-    )
-    assert (stats.events, stats.deadletters, cassandra.sent) == (0, 1, [])
-    assert cassandra.finished == 1
+    storage = StorageDouble()
+    stats = write_partition([(b"{}", 0, 1)], SETTINGS, wired(storage, None))
+    assert (stats.events, stats.deadletters, storage.taken) == (0, 1, [])
+    assert storage.finished == 1  # the (empty) task is finished all the same
 
 
-def test_a_record_cassandra_rejects_becomes_a_dead_letter_and_not_an_event() -> None:
-    cassandra, letters = CassandraDouble(invalid=frozenset({"m2"})), DeadLettersDouble()
-    records = [(encode(_event(n)), 0, n) for n in (1, 2, 3)]
+def test_nothing_to_dead_letter_is_not_flushed() -> None:
+    storage, letters = StorageDouble(), DeadLettersDouble()
+    write_partition(_records([_event(1)]), SETTINGS, wired(storage, letters))
+    assert letters.sent == [] and letters.flushes == 0
 
-    stats = write_partition(records, SETTINGS, Collaborators(cassandra, letters), index_cache=IndexCache())
 
-    assert (stats.events, stats.deadletters) == (2, 1)
-    assert stats.rows["chat_by_channel"] == 2 and stats.rows["chat_by_user"] == 2
+def test_a_value_the_storage_refuses_is_a_dead_letter_of_that_record_only() -> None:
+    events = [_event(1), _event(2), _event(3)]
+    storage, letters = StorageDouble(refuse=frozenset({events[1].message_id})), DeadLettersDouble()
+    stats = write_partition(_records(events), SETTINGS, wired(storage, letters))
+    assert storage.ids() == [events[0].message_id, events[2].message_id]
     ((value, reason, source),) = letters.sent
-    assert value == records[1][0] and source == "chat.messages/0/2"
-    assert reason.startswith("Cassandra rejected it: ValueError: Key length")
+    assert (value, source) == (encode(events[1]), "chat.messages/0/1")
+    assert reason == "cannot be written to Cassandra: ValueError: a key part is longer than 64 KiB"
+    assert (stats.events, stats.deadletters) == (2, 1)
 
 
-def test_a_fresh_index_row_is_not_written_again() -> None:
-    cache = IndexCache(refresh_s=300)
-    first, second = CassandraDouble(), CassandraDouble()
-    write_partition([(encode(_event(1)), 0, 1)], SETTINGS, Collaborators(first, None), index_cache=cache)
-    write_partition([(encode(_event(2)), 0, 2)], SETTINGS, Collaborators(second, None), index_cache=cache)
-    assert first.tables_written()["chat_buckets"] == 1
-    assert second.tables_written()["chat_buckets"] == 0
+def test_a_rejected_write_dead_letters_every_record_of_its_block() -> None:
+    same_hour = [_event(1), _event(2), _event(3, user_id="43", login="bob")]
+    later = _event(3_600_000, user_id="44", login="carol")  # the next hour's channel block, carol's month
+    storage = StorageDouble(reject=frozenset({same_hour[1].message_id}))
+    letters = DeadLettersDouble()
+    records = _records([*same_hour, later])
 
+    stats = write_partition(records, SETTINGS, wired(storage, letters))
 
-# -- a user's month partition and its spill ------------------------------------------------------------------
-
-
-def _user_rows(cassandra: CassandraDouble) -> list[tuple[Any, ...]]:
-    """(user key, period) of each user row sent, and the spilled flags as ("spilled", key cells)."""
-    out: list[tuple[Any, ...]] = []
-    for item in cassandra.sent:
-        statement = item.statement
-        if statement.table == "chat_by_user.spilled":
-            out.append(("spilled", *statement.cells))
-        elif statement.table == "chat_by_user":
-            row = dict(zip(statement.columns, statement.cells, strict=True))
-            out.append((row["user_key"], row["period"]))
-    return out
-
-
-def test_a_user_month_goes_into_half_days_past_the_cap_and_its_month_is_flagged_once() -> None:
-    settings = SETTINGS.model_copy(update={"sink_user_month_rows": 3})
-    guard = SpillGuard()
-    at = 1_700_000_000_000  # 2023-11-14 22:13 UTC
-    month, half = month_period(at), user_period(at)
-    alice = [_event(n, sent_at=at + n) for n in range(5)]
-    bob = _event(9, user_login="bob", sent_at=at + 9)
-    first = CassandraDouble()
-    records = [(encode(e), 0, i) for i, e in enumerate([*alice[:4], bob, alice[4]])]
-    stats = write_partition(records, settings, Collaborators(first, None), spill_guard=guard)
-    assert _user_rows(first) == [
-        *[("login:alice", month)] * 3,
-        ("spilled", "login:chan", "login:alice", month),
-        ("login:alice", half),
-        ("login:bob", month),
-        ("login:alice", half),
-    ]
-    assert stats.rows["chat_by_user"] == 7  # the flag is a row written too
-    # the next task of the process: the month is known to be flagged, the user goes on in half days
-    second = CassandraDouble()
-    write_partition(
-        [(encode(_event(7, sent_at=at + 7)), 0, 7)], settings, Collaborators(second, None), spill_guard=guard
+    # the channel's block of that hour holds all three; alice's month block (the user copy) two of them
+    assert len(storage.rejected) == 2 and {b.table for b in storage.rejected} == {"channel", "user"}
+    assert sorted(source for _v, _r, source in letters.sent) == [f"chat.messages/0/{i}" for i in range(3)]
+    assert {value for value, _r, _s in letters.sent} == {r[0] for r in records[:3]}  # each record once
+    assert all(
+        reason == f"Cassandra rejected it: InvalidRequest: {REJECTION}" for _v, reason, _s in letters.sent
     )
-    assert _user_rows(second) == [("login:alice", half)]
-    # a new process (a new guard) starts counting again: the month partition takes up to the cap anew
-    third = CassandraDouble()
-    write_partition(
-        [(encode(_event(8, sent_at=at + 8)), 0, 8)],
-        settings,
-        Collaborators(third, None),
-        spill_guard=SpillGuard(),
-    )
-    assert _user_rows(third) == [("login:alice", month)]
+    assert (stats.events, stats.deadletters) == (1, 3)  # only the next hour's line is written
+    assert letters.flushes == 1
 
 
-def test_a_flag_is_remembered_only_once_its_task_wrote_it() -> None:
-    settings = SETTINGS.model_copy(update={"sink_user_month_rows": 1})
-    guard = SpillGuard()
-    records = [(encode(_event(n)), 0, n) for n in range(2)]
-    with pytest.raises(RuntimeError, match="down"):
-        write_partition(records, settings, Collaborators(FailingCassandra(), None), spill_guard=guard)
-    assert guard.spilled == set()
-    again = CassandraDouble()
-    write_partition(records, settings, Collaborators(again, None), spill_guard=guard)
-    assert [r[0] for r in _user_rows(again)].count("spilled") == 1
+def test_a_write_that_fails_fails_the_partition() -> None:
+    storage = StorageDouble(down=True)
+    with pytest.raises(RuntimeError, match="Cassandra is down"):
+        write_partition(_records([_event(1)]), SETTINGS, wired(storage, DeadLettersDouble()))
 
 
-class FailingCassandra(CassandraDouble):
-    """A Cassandra whose writes all fail (the task raises)."""
-
-    def finish(self, reject: Reject) -> tuple[int, int]:
-        raise RuntimeError("Cassandra is down")
+# -- opt-outs ---------------------------------------------------------------------------------------------
 
 
-# -- the index of login user keys (user_login_keys) ---------------------------------------------------------
-
-
-def _login_keys(cassandra: CassandraDouble) -> list[tuple[Any, ...]]:
-    """(channel key, period, user key, TTL) of each ``user_login_keys`` row sent."""
-    out: list[tuple[Any, ...]] = []
-    for item in cassandra.sent:
-        statement = item.statement
-        if statement.table == "user_login_keys":
-            row = dict(zip(statement.columns, statement.cells, strict=True))
-            out.append((row["channel_key"], row["period"], row["user_key"], statement.ttl))
-    return out
-
-
-def test_a_login_keyed_user_row_indexes_its_channel_month_once_per_process_with_its_user_row() -> None:
-    settings = SETTINGS.model_copy(update={"sink_user_month_rows": 2})
-    cache = IndexCache(refresh_s=300)
-    at = 1_700_000_000_000
-    month = month_period(at)
+def test_the_events_of_opted_out_users_and_channels_are_dropped_and_counted() -> None:
     events = [
-        *[_event(n, sent_at=at + n) for n in range(4)],  # alice: login only; past the cap, half days
-        _event(5, user_login="bob", user_id="42", sent_at=at + 5),  # an id: no index row
-        _event(6, user_login="carol", sent_at=at + 6),
+        _event(1, user_id="42", login="bob"),
+        _event(2, user_id="43", login="carol"),
+        _event(3, kind="CLEARCHAT", login=None, user_id="42", text="bob"),  # bob's ban: his too
+        _event(4, user_id="43", login="carol", room_id="600"),  # carol, in an opted-out channel
     ]
-    first = CassandraDouble()
-    write_partition(
-        [(encode(e), 0, i) for i, e in enumerate(events)],
-        settings,
-        Collaborators(first, None),
-        index_cache=cache,
-        spill_guard=SpillGuard(),
-    )
-    ttl = (86_400 + 300).to_bytes(4, "big")  # outlives the rows it points to (IndexCache.ttl)
-    assert _login_keys(first) == [
-        ("login:chan", month, "login:alice", ttl),  # the month, also for the rows put into half days
-        ("login:chan", month, "login:carol", ttl),
-    ]
-    # queued with the event's user row (the same chunk, the same flight): never after it
-    origins = {item.statement.table: item.origin for item in first.sent[:4]}
-    assert origins["user_login_keys"] is origins["chat_by_user"]
-    second = CassandraDouble()  # the next task of the process: already written
-    write_partition(
-        [(encode(_event(7, sent_at=at + 7)), 0, 7)], settings, Collaborators(second, None), index_cache=cache
-    )
-    assert _login_keys(second) == []
-    next_month = CassandraDouble()
-    later = at + 31 * 86_400_000
-    write_partition(
-        [(encode(_event(8, sent_at=later)), 0, 8)],
-        settings,
-        Collaborators(next_month, None),
-        index_cache=cache,
-    )
-    assert _login_keys(next_month) == [("login:chan", month_period(later), "login:alice", ttl)]
+    storage = StorageDouble()
+    optouts = OptOutSet(users=frozenset({"42"}), channels=frozenset({"600"}))
+    stats = write_partition(_records(events), SETTINGS, wired(storage), optouts=optouts)
+    assert storage.ids() == [events[1].message_id]
+    assert (stats.events, stats.optout_dropped, stats.deadletters) == (1, 3, 0)
+    assert stats.optout_logins == {"bob": "42"}  # not carol's: her line was dropped for its channel
 
 
-def test_an_index_row_is_remembered_only_once_its_task_wrote_it() -> None:
-    cache = IndexCache()
-    records = [(encode(_event(1)), 0, 1)]
-    with pytest.raises(RuntimeError, match="down"):
-        write_partition(records, SETTINGS, Collaborators(FailingCassandra(), None), index_cache=cache)
-    again = CassandraDouble()
-    write_partition(records, SETTINGS, Collaborators(again, None), index_cache=cache)
-    assert [key[2] for key in _login_keys(again)] == ["login:alice"]
+# -- copies -----------------------------------------------------------------------------------------------
 
 
-# -- the name history ---------------------------------------------------------------------------------------
-
-HOUR = 3_600_000
-T0 = 1_700_000_000_000 - 1_700_000_000_000 % HOUR  # the start of an hour
-
-
-def _named(n: int, at: int, **fields: Any) -> ChatEvent:
-    base: dict[str, Any] = {
-        "user_id": "42", "display_name": "Alice", "channel_id": "7", "sent_at": at, "received_at": at,
-    }  # fmt: skip
-    base.update(fields)
-    return _event(n, **base)
-
-
-def _write(events: list[ChatEvent], cache: NameCache, settings: SinkSettings = SETTINGS) -> CassandraDouble:
-    cassandra = CassandraDouble()
-    records = [(encode(e), 0, i) for i, e in enumerate(events)]
-    write_partition(
-        records, settings, Collaborators(cassandra, None), index_cache=IndexCache(), name_cache=cache
-    )
-    return cassandra
-
-
-def _names(cassandra: CassandraDouble) -> list[tuple[str, str, tuple[str, ...], int]]:
-    return [
-        (b.table, b.column, b.key, b.sent_at)
-        for b in (i.statement for i in cassandra.sent)
-        if isinstance(b, NameBound)
-    ]
-
-
-def test_a_name_is_written_once_per_hour_as_a_first_and_a_last_seen_of_both_directions() -> None:
-    cache = NameCache()
-    first = _write([_named(1, T0 + 10), _named(2, T0 + 20), _named(3, T0 + HOUR - 1)], cache)
-    assert sorted(_names(first)) == sorted(
-        (table, column, key, T0 + 10)
-        for table, key in (
-            ("user_names", ("42", "alice", "Alice")),
-            ("user_ids_by_login", ("alice", "42")),
-            ("channel_names", ("7", "chan")),
-            ("channel_ids_by_login", ("chan", "7")),
-        )
-        for column in ("first_seen", "last_seen")
-    )
-    assert first.tables_written()["user_names"] == 2  # counted per statement
-    later_same_hour = _write([_named(4, T0 + 1000)], cache)
-    assert _names(later_same_hour) == []
-    next_hour = _write([_named(5, T0 + HOUR + 5)], cache)
-    assert {(t, k) for t, _c, k, _at in _names(next_hour)} == {
-        ("user_names", ("42", "alice", "Alice")),
-        ("user_ids_by_login", ("alice", "42")),
-        ("channel_names", ("7", "chan")),
-        ("channel_ids_by_login", ("chan", "7")),
-    }
-    assert {at for *_, at in _names(next_hour)} == {T0 + HOUR + 5}
-
-
-def test_an_hour_between_hours_already_written_writes_nothing_but_one_outside_does() -> None:
-    cache = NameCache()
-    _write([_named(1, T0 + 5), _named(2, T0 + 3 * HOUR + 5)], cache)
-    assert _names(_write([_named(3, T0 + HOUR + 5), _named(4, T0 + 2 * HOUR)], cache)) == []  # a replay
-    earlier = _names(_write([_named(5, T0 - 10)], cache))
-    assert {at for *_, at in earlier} == {T0 - 10}  # it may be the first sighting
-    assert _names(_write([_named(6, T0 - HOUR + 1)], cache)) == []  # the same hour as T0 - 10
-
-
-def test_a_new_login_display_name_or_channel_login_is_written_in_the_same_hour() -> None:
-    cache = NameCache()
-    _write([_named(1, T0 + 5)], cache)
-    renamed = _write([_named(2, T0 + 6, user_login="bob", display_name="Bob", channel="newchan")], cache)
-    assert {(t, k) for t, _c, k, _at in _names(renamed)} == {
-        ("user_names", ("42", "bob", "Bob")),
-        ("user_ids_by_login", ("bob", "42")),
-        ("channel_names", ("7", "newchan")),
-        ("channel_ids_by_login", ("newchan", "7")),
-    }
-    recased = _write([_named(3, T0 + 7, display_name="ALICE")], cache)
-    assert {(t, k) for t, _c, k, _at in _names(recased)} == {
-        ("user_names", ("42", "alice", "ALICE")),
-        ("user_ids_by_login", ("alice", "42")),
-    }
-
-
-def test_events_without_ids_write_no_name() -> None:
-    cassandra = _write(
-        [
-            _event(1),  # plain IRC: neither id
-            _event(2, user_id="42", user_login=None, kind="NOTICE"),  # an id without a login
-        ],
-        NameCache(),
-    )
-    assert _names(cassandra) == []
-    assert cassandra.tables_written()["chat_by_channel"] == 2
-
-
-def test_a_channel_id_alone_writes_only_the_channel_and_no_display_name_is_an_empty_one() -> None:
-    channel_only = _write([_event(1, channel_id="7")], NameCache())
-    assert {t for t, *_ in _names(channel_only)} == {"channel_names", "channel_ids_by_login"}
-    no_display = _write([_named(2, T0, display_name=None, channel_id=None)], NameCache())
-    assert ("user_names", "first_seen", ("42", "alice", ""), T0) in _names(no_display)
-    too_long = _write([_named(3, T0, display_name="x" * 201, channel_id=None)], NameCache())
-    assert ("user_names", "last_seen", ("42", "alice", ""), T0) in _names(too_long)
-
-
-def test_names_are_marked_written_only_once_the_partition_is_written() -> None:
-    class _Failing(CassandraDouble):
-        def finish(self, reject: Reject) -> tuple[int, int]:
-            raise RuntimeError("Cassandra is down")
-
-    cache = NameCache()
-    records = [(encode(_named(1, T0)), 0, 1)]
-    with pytest.raises(RuntimeError, match="down"):
-        write_partition(
-            records, SETTINGS, Collaborators(_Failing(), None), index_cache=IndexCache(), name_cache=cache
-        )
-    assert cache.get(("ks", ("42", "alice", "Alice"))) is None
-    assert len(_names(_write([_named(1, T0)], cache))) == 8  # the retried batch writes them
-
-
-def test_name_rows_outlive_the_data_by_an_hour_and_the_cache_is_bounded() -> None:
-    ttls = {b.ttl for b in (i.statement for i in _write([_named(1, T0)], NameCache()).sent)}
-    assert ttls == {t.to_bytes(4, "big") for t in (86_400, 86_400 + 300, 86_400 + 3600)}  # data, index, names
-    assert NameCache.ttl(0) == 0
-    cache = NameCache(max_entries=2)
-    cache.add({"a": (1, 1), "b": (1, 1), "c": (1, 1)})
-    cache.add({"d": (1, 1)})
-    assert cache.get("a") is None and cache.get("d") == (1, 1)
-    cache.add({"d": (3, 3)})
-    assert cache.get("d") == (1, 3)  # spans merge: written for hour 1 and for hour 3
-
-
-# -- the writer's deduplication (sink_dedup=writer) ---------------------------------------------------------
-
-
-def _written_ids(cassandra: CassandraDouble) -> list[str]:
-    return [
-        decode(bytes(i.origin[0])).message_id for i in cassandra.sent if i.partition[0] == "chat_by_channel"
-    ]
-
-
-def test_the_writer_drops_copies_in_its_records_and_of_the_recent_ids() -> None:
-    cassandra = CassandraDouble()
-    earlier = id_of("m1")  # written by an earlier batch of the window
+def test_copies_in_the_partition_and_of_the_recent_ids_are_dropped() -> None:
+    storage = StorageDouble()
+    earlier = id_of(_event(1).message_id)  # written by an earlier batch of the window
     records = [(encode(_event(n)), 0, i) for i, n in enumerate((1, 2, 3, 2, 4, 3, 2))]
 
-    stats = write_partition(
-        records, SETTINGS, Collaborators(cassandra, None), index_cache=IndexCache(), recent=earlier
-    )
+    stats = write_partition(records, SETTINGS, wired(storage), recent=earlier)
 
-    assert _written_ids(cassandra) == ["m2", "m3", "m4"]
+    assert storage.ids() == [_event(n).message_id for n in (2, 3, 4)]
+    assert [t.origin for t in storage.taken] == [records[1], records[2], records[4]]  # the first copy of each
     assert (stats.events, stats.duplicates) == (3, 4)
-    assert id_set(stats.written_ids) == {id_of("m2"), id_of("m3"), id_of("m4")}
+    assert id_set(stats.written_ids) == {id_of(_event(n).message_id) for n in (2, 3, 4)}
     assert len(stats.written_ids) == 3 * ID_BYTES
+    assert stats.written_ids == b"".join(id_of(_event(n).message_id) for n in (2, 3, 4))  # in order taken
 
 
-def test_without_recent_ids_every_copy_is_written_and_no_id_is_kept() -> None:
-    cassandra = CassandraDouble()
+def test_a_copy_is_dropped_before_it_is_decoded() -> None:
+    """A record whose id (read from the head of its value) was written or taken is dropped whatever follows
+    it: a damaged copy is a duplicate, not a dead letter."""
+    storage, letters = StorageDouble(), DeadLettersDouble()
+    first, written = _event(1), _event(2)
+    records: list[Record] = [
+        (encode(first), 0, 0),
+        (encode(first)[:60], 0, 1),  # a copy of the first, cut short after its id: never decoded
+        (encode(written)[:-2] + b"!!", 0, 2),  # a copy of what an earlier batch wrote, damaged
+    ]
+    stats = write_partition(records, SETTINGS, wired(storage, letters), recent=id_of(written.message_id))
+    assert storage.ids() == [first.message_id]
+    assert (stats.events, stats.duplicates, stats.deadletters, letters.sent) == (1, 2, 0, [])
+    alone, its_letters = StorageDouble(), DeadLettersDouble()  # the damaged record alone: decoded, refused
+    write_partition(records[1:2], SETTINGS, wired(alone, its_letters), recent=b"")
+    assert alone.taken == [] and [source for _v, _r, source in its_letters.sent] == ["chat.messages/0/1"]
+
+
+def test_a_copy_in_another_field_order_is_decoded_and_then_dropped() -> None:
+    storage = StorageDouble()
+    event = _event(1)
+    other_order = json.dumps(dict(reversed(json.loads(encode(event)).items()))).encode()  # another producer
+    records: list[Record] = [(encode(event), 0, 0), (other_order, 0, 1), (other_order, 0, 2)]
+    stats = write_partition(records, SETTINGS, wired(storage), recent=b"")
+    assert storage.ids() == [event.message_id] and (stats.events, stats.duplicates) == (1, 2)
+    alone = StorageDouble()
+    write_partition([(other_order, 0, 0), (encode(event), 0, 1)], SETTINGS, wired(alone), recent=b"")
+    assert alone.ids() == [event.message_id]  # the peeked copy matches the id taken from the decoded one
+
+
+def test_an_id_of_an_event_the_storage_refused_is_not_handed_back_as_written() -> None:
+    events = [_event(1), _event(2)]
+    storage = StorageDouble(refuse=frozenset({events[0].message_id}))
+    stats = write_partition(_records([*events, events[0]]), SETTINGS, wired(storage), recent=b"")
+    assert stats.written_ids == id_of(events[1].message_id)
+    assert (stats.events, stats.deadletters, stats.duplicates) == (1, 1, 1)  # its copy: not sent again
+
+
+def test_without_recent_ids_every_copy_is_taken_and_no_id_is_kept() -> None:
+    storage = StorageDouble()
     records = [(encode(_event(1)), 0, 0), (encode(_event(1)), 0, 1)]
-    stats = write_partition(records, SETTINGS, Collaborators(cassandra, None), index_cache=IndexCache())
+    stats = write_partition(records, SETTINGS, wired(storage))  # a backfill: Spark deduplicated it
+    assert len(storage.taken) == 2 and [b.lines for b in storage.blocks] == [1, 1]  # the block keeps one
     assert (stats.events, stats.duplicates, stats.written_ids) == (2, 0, b"")
+
+
+def test_a_hashed_id_is_dropped_as_a_copy_by_its_uuid() -> None:
+    plain = parse_line(":bob!b@h PRIVMSG #chan :no twitch id", received_at=T0)
+    assert plain is not None and len(plain.message_id) != 36  # the hash of the line
+    storage = StorageDouble()
+    stats = write_partition(_records([plain, plain]), SETTINGS, wired(storage), recent=b"")
+    assert [t.mid for t in storage.taken] == [message_id_bytes(plain.message_id)]
+    assert stats.written_ids == id_of(plain.message_id) == message_id_bytes(plain.message_id)
+    assert stats.duplicates == 1
 
 
 def test_written_ids_travel_with_the_stats_and_add_up() -> None:
@@ -424,8 +229,3 @@ def test_written_ids_travel_with_the_stats_and_add_up() -> None:
     )
     one.add(WriteStats.from_dict(two.to_dict()))
     assert (one.duplicates, id_set(one.written_ids)) == (3, {id_of("a"), id_of("b")})
-
-
-def test_a_blob_of_ids_must_hold_whole_ids() -> None:
-    with pytest.raises(ValueError, match="multiple of 16 bytes"):
-        id_set(b"\x00" * 17)

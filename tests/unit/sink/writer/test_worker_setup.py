@@ -1,5 +1,5 @@
-"""A worker's set-up: the zip-import patch only with the private APIs (tested in
-tests/unit/sink/test_spark_private.py), and the frozen heap."""
+"""A worker's set-up: the zip-import patch (tested in tests/unit/sink/test_spark_private.py), and the frozen
+heap."""
 
 from __future__ import annotations
 
@@ -25,16 +25,13 @@ def _patched() -> bool:
     return bool(getattr(zipimport.zipimporter.invalidate_caches, "_chatlog_lazy", False))
 
 
-@pytest.mark.usefixtures("unpatched_zipimport")
-def test_without_the_private_apis_the_zip_import_is_left_alone() -> None:
-    worker_setup.prepare(private=False)
-    assert not _patched()
-
-
 @pytest.mark.skipif(sys.version_info >= (3, 12), reason="CPython 3.12+ invalidates lazily")
 @pytest.mark.usefixtures("unpatched_zipimport")
-def test_with_the_private_apis_the_zip_import_is_patched() -> None:
-    worker_setup.prepare(private=True)
+def test_a_prepared_worker_has_the_zip_import_patched() -> None:
+    assert not _patched()
+    worker_setup.prepare()
+    assert _patched()
+    worker_setup.prepare()  # idempotent
     assert _patched()
 
 

@@ -1,4 +1,4 @@
-"""serve/store/names.py without Cassandra: one partition read per lookup, each statement prepared once per
+"""store/names.py without Cassandra: one partition read per lookup, each statement prepared once per
 session, oldest first."""
 
 from __future__ import annotations

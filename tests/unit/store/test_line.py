@@ -1,6 +1,7 @@
-"""serve/store/row.py: a channel-table row gives back the ingester's event (but for ``ingester``), for the
-real Twitch lines other client libraries assert and for every kind chatlog's tests write; a line that does not
-parse comes back as a line, never as an exception."""
+"""store/line.py: a stored line (as the writer frames it: store.blocks.framed) gives back the ingester's event
+(but for ``ingester``), for the real Twitch lines other client libraries assert and for every kind chatlog's
+tests write; a line that does not parse comes back as a line, never as an exception; a LogLine answers its raw
+line and chat without a parse. The same lines read from v4 frames: tests/unit/store/test_line_frames.py."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from schemas.chat_event import ChatEvent
 from store.line import UNKNOWN_KIND, LogLine, stored_event
 from store.stored_line import strip, unmarked
 from tests.peer_lines import PEER_LINES
-from tests.unit.serve.store.stored_lines import (
+from tests.unit.store.stored_lines import (
     NOW,
     T,
     events_of_peer_lines,
@@ -117,7 +118,7 @@ def test_a_line_that_is_no_event_comes_back_as_itself(line: str, kind: str) -> N
 
 
 def stored_sender(line: str) -> tuple[str | None, str | None]:
-    """What counting by sender reads of a stored line (:meth:`CassandraStore.senders`)."""
+    """What counting by sender reads of a stored line (:meth:`store.read.LogReader.senders`)."""
     return sender_of(unmarked(line))
 
 

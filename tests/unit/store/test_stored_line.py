@@ -1,5 +1,6 @@
-"""The channel table's stored line (issue 17, layout E64s): the id and tmi-sent-ts values the row's key
-holds are left out, and restore gives back the exact line, for every line."""
+"""store/stored_line.py (issue 17, layout E64s): the id and tmi-sent-ts values a frame holds beside the line
+(its message uuid and send time) are left out of the stored line, and restore gives back the exact line, for
+every line."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from core.irc_parse import MalformedLine, parse_line
-from schemas.cql import message_uuid
+from store.keys import message_uuid
 from store.stored_line import VERBATIM, restore, strip
 from tests.peer_lines import PEER_LINES, peer_lines
 

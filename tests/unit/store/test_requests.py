@@ -1,4 +1,5 @@
-"""Batch planning, the concurrent window and the retry bound (over a session double)."""
+"""store/requests.py: batch planning, the concurrent window and the retry bound (over a session double), and
+what Cassandra rejects as invalid handed back with its items instead of retried."""
 
 from __future__ import annotations
 
@@ -6,7 +7,9 @@ from typing import Any
 
 import pytest
 from cassandra import InvalidRequest
-from sink.writer.cassandra import (
+
+from core.testing_cassandra import Call, FakeSession, fails_first
+from store.requests import (
     BatchLimits,
     CassandraWriteError,
     ConcurrentExecutor,
@@ -14,8 +17,6 @@ from sink.writer.cassandra import (
     plan_batches,
     retry_failed,
 )
-
-from core.testing_cassandra import Call, FakeSession, fails_first
 
 
 def _item(replicas: str, partition: str, size: int = 100) -> Item:
@@ -128,8 +129,8 @@ def _write(session: Any, batches: list[list[Item]], reject: Any, sleep: Any = No
 
 
 def test_a_batch_rejected_as_invalid_is_split_and_only_the_bad_row_is_rejected_without_retry() -> None:
-    good = [Item("r", ("t", b"p"), 10, f"good{i}", origin=("value", 0, i)) for i in range(3)]
-    bad = Item("r", ("t", b"q"), 10, "bad", origin=("huge", 0, 99))
+    good = [Item("r", ("t", b"p"), 10, f"good{i}", origins=(("value", 0, i),)) for i in range(3)]
+    bad = Item("r", ("t", b"q"), 10, "bad", origins=(("huge", 0, 99),))
     session = _rejecting()
     rejected: list[tuple[list[Item], BaseException]] = []
 
@@ -145,17 +146,17 @@ def test_a_batch_rejected_as_invalid_is_split_and_only_the_bad_row_is_rejected_w
 
 
 def test_a_single_statement_rejected_as_invalid_goes_straight_to_reject() -> None:
-    bad = Item("r", ("chat_by_channel", b"q"), 10, "bad", origin=("huge", 3, 7))
+    bad = Item("r", ("channel_blocks", b"q"), 10, "bad", origins=(("huge", 3, 7),))
     rejected: list[Item] = []
     assert _write(_rejecting(), [[bad]], lambda items, _exc: rejected.extend(items)) == 0
     assert rejected == [bad]
 
 
 def test_a_rejection_of_the_schema_fails_loudly_instead_of_dead_lettering() -> None:
-    bad = Item("r", ("chat_by_channel", b"q"), 10, "bad", origin=("v", 0, 1))
-    session = _rejecting("unconfigured table chat_by_channel")
+    bad = Item("r", ("channel_blocks", b"q"), 10, "bad", origins=(("v", 0, 1),))
+    session = _rejecting("unconfigured table channel_blocks")
     with pytest.raises(
-        CassandraWriteError, match=r"rejected a write to chat_by_channel as invalid.*unconfigured"
+        CassandraWriteError, match=r"rejected a write to channel_blocks as invalid.*unconfigured"
     ):
         _write(session, [[bad]], lambda _items, _exc: None)
 
@@ -171,7 +172,9 @@ def test_other_failures_are_still_retried_next_to_a_rejected_one() -> None:
     session = _rejecting(flaky=2)
     sleeps: list[float] = []
     rejected: list[Item] = []
-    items = [Item("r", ("t", bytes([i])), 1, name, origin=name) for i, name in enumerate(("bad", "flaky"))]
+    items = [
+        Item("r", ("t", bytes([i])), 1, name, origins=(name,)) for i, name in enumerate(("bad", "flaky"))
+    ]
     retries = _write(session, [[items[0]], [items[1]]], lambda it, _e: rejected.extend(it), sleeps.append)
     assert (retries, sleeps, rejected) == (2, [0.25, 0.5], [items[0]])
     assert session.statements.count("bad") == 1

@@ -1,4 +1,4 @@
-"""serve/store/random_pick.py: every line about equally likely however the lines are bunched (issue 36:
+"""store/random_pick.py: every line about equally likely however the lines are bunched (issue 36:
 40 draws over a user's 41 lines written within 4 s gave 2 distinct lines)."""
 
 from __future__ import annotations

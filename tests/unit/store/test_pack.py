@@ -1,0 +1,98 @@
+"""The pure parts of ``chatlog pack`` (store/pack.py): a partition's blocks read back into lines (each
+block's, copies included) and framed again into the blocks that replace them (every line once, in line
+order), the same blocks again for a partition packed already (so a second run packs nothing), the statements
+that delete a replaced block at its own write time, and the one line a run prints."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+import pytest
+
+from core.testing import chat_events
+from store import frame
+from store.blocks import CHANNEL, USER, Block, Framed, blocks_of, framed, partitions
+from store.pack import Blocks, PackReport, Read
+from tests.unit.store.session_doubles import PreparingSession
+
+AT = 1_700_000_000_000
+
+
+def _read(blocks: list[Block]) -> Read:
+    """A partition's rows as :func:`store.pack.read` gives them: (first_ms, block id, frame, written, ttl)."""
+    return Read([(b.first_at, b.block, b.frame, 1_000 + i, None) for i, b in enumerate(blocks)])
+
+
+def _partition() -> tuple[tuple[Any, ...], list[Framed]]:
+    """The lines of one channel day (many micro-batches' worth)."""
+    items = [framed(e) for e in chat_events(600, channels=1, now_ms=AT)]
+    ((key, run),) = [
+        (key, run) for (table, key), run in partitions(items, lambda *_: None).items() if table == CHANNEL
+    ]
+    return key, run
+
+
+def test_a_partitions_blocks_pack_into_every_line_once_in_line_order() -> None:
+    key, items = _partition()
+    batches = [items[i : i + 70] for i in range(0, len(items), 70)]  # micro-batches
+    replay = items[100:250]  # a replay cut into other batches: its lines in two blocks
+    written = [b for run in [*batches, replay] for b in blocks_of(CHANNEL, key, run)]
+    found = _read(written).lines(key)
+    assert len(found) == len(items) + len(replay)  # every block's lines, copies included
+    packed = blocks_of(CHANNEL, key, found, level=frame.PACKED_LEVEL)
+    lines = [line for b in packed for line in frame.decode(b.frame).lines(range(b.lines))]
+    assert lines == [f.line for f in sorted(items, key=lambda f: f.order)]
+    assert len(packed) < len(written) and {b.block for b in packed}.isdisjoint({b.block for b in written})
+    for item in found:  # each line keeps its keys: the channel's, and the user it is filed under
+        assert (item.channel_key, item.user_key) == (key[0], item.line[5])
+
+
+def test_a_partition_packed_already_packs_into_the_same_blocks() -> None:
+    """What store.pack.rewrite compares: the blocks of the lines read are the blocks read, so nothing is
+    written or deleted again."""
+    key, items = _partition()
+    packed = blocks_of(CHANNEL, key, items, level=frame.PACKED_LEVEL)
+    again = blocks_of(CHANNEL, key, _read(packed).lines(key), level=frame.PACKED_LEVEL)
+    assert [(b.block, b.frame) for b in again] == [(b.block, b.frame) for b in packed]
+
+
+def test_a_users_month_reads_back_under_its_user() -> None:
+    items = [framed(e) for e in chat_events(200, channels=1, now_ms=AT)]
+    months = {key: run for (table, key), run in partitions(items, lambda *_: None).items() if table == USER}
+    key, run = next(iter(months.items()))
+    found = _read(blocks_of(USER, key, run)).lines(key)
+    assert {item.user_key for item in found} == {key[1]} and len(found) == len(run)
+
+
+def test_a_replaced_block_is_deleted_at_its_own_write_time() -> None:
+    session = PreparingSession()
+    for table, where in ((CHANNEL, "channel_key = ? AND day = ? AND part = ?"),
+                         (USER, "channel_key = ? AND user_key = ? AND month = ? AND part = ?")):  # fmt: skip
+        blocks = Blocks(session, "ks", table)
+        name = "channel_blocks" if table == CHANNEL else "user_blocks"
+        index = "channel_days" if table == CHANNEL else "user_months"
+        assert (
+            blocks.delete
+            == f"DELETE FROM ks.{name} USING TIMESTAMP ? WHERE {where} AND first_at = ? AND block = ?"
+        )
+        assert blocks.delete_index == f"DELETE FROM ks.{index} USING TIMESTAMP ? WHERE {where}"
+        assert blocks.read == (
+            "SELECT toUnixTimestamp(first_at) AS first_ms, block, frame, writetime(frame) AS written, "
+            f"ttl(frame) AS ttl FROM ks.{name} WHERE {where}"
+        )
+
+
+def test_the_summary_names_what_was_packed_and_what_was_left() -> None:
+    report = PackReport(partitions=7, packed=4, blocks_before=1_200, blocks_after=5, lines=90_000)
+    report.skipped_recent = 2
+    assert report.summary() == (
+        "pack: 4 of 7 closed partition(s) packed (1200 block(s) -> 5, 90000 line(s)); "
+        "2 written within the settle time left for a later run"
+    )
+
+
+def test_reading_a_damaged_block_is_a_frame_error() -> None:
+    bad = Read([(0, uuid.uuid4(), b"not a frame", 1, None)])
+    with pytest.raises(frame.FrameError):
+        bad.lines(("7", 0, 0))
