@@ -5,8 +5,6 @@
   up to Spark 4.0, its ``checkpointing`` sub-package since 4.1 (sink/job/session.py);
 - ``SparkSession._jvm`` and ``DataFrame._jdf``: a ``Dataset[Array[Byte]]`` handed to the Python workers
   as raw bytes, without pickling (:func:`bytes_rdd`, sink/framing.py);
-- ``Dataset.rddQueryExecution`` through Py4J reflection (``SparkContext._gateway`` / ``_jvm``): the
-  metrics a bounded read observed while its RDD ran (:func:`rdd_observed_metrics`);
 - ``StreamingQuery._jsq.recentProgress()``: the JVM's progress updates, read one ``json()`` each
   (:func:`recent_progress`, sink/job/stream.py);
 - a patch of CPython's ``zipimporter.invalidate_caches`` in Spark's Python workers, which pyspark's
@@ -41,7 +39,6 @@ _CHECKPOINT_PACKAGES: Final = (
     ((0, 0), "org.apache.spark.sql.execution.streaming"),
 )
 DATASET_CLASSES: Final = ("org.apache.spark.sql.classic.Dataset", "org.apache.spark.sql.Dataset")
-RDD_QUERY_EXECUTION: Final = "rddQueryExecution"
 _ZIP_MARK: Final = "_chatlog_lazy"
 
 
@@ -83,13 +80,9 @@ def check(spark: SparkSession) -> None:
     if jvm is None:
         raise missing("SparkSession._jvm (a classic Py4J session)")
     try:
-        jdf = spark.range(1)._jdf
+        spark.range(1)._jdf  # noqa: B018 - the attribute is what is checked
     except AttributeError:
         raise missing("DataFrame._jdf") from None
-    try:
-        _declared_method(jdf, RDD_QUERY_EXECUTION)
-    except Exception:  # Py4JJavaError (NoSuchMethodException) or Py4JError
-        raise missing(f"Dataset.{RDD_QUERY_EXECUTION}") from None
     manager = spark.conf.get(CHECKPOINT_MANAGER_CONF, None)
     if manager:
         try:
@@ -111,7 +104,7 @@ def check_query(query: StreamingQuery) -> None:
 
 def bytes_rdd(binary: DataFrame) -> tuple[RDD[bytes], Any]:
     """``binary`` (one binary column) as an RDD of its values handed to Python as raw bytes (no
-    pickling), and the JVM Dataset it runs (for :func:`rdd_observed_metrics`)."""
+    pickling), and the JVM Dataset it runs."""
     from pyspark.rdd import RDD
     from pyspark.serializers import NoOpSerializer
 
@@ -119,31 +112,6 @@ def bytes_rdd(binary: DataFrame) -> tuple[RDD[bytes], Any]:
     encoder = spark._jvm.org.apache.spark.sql.Encoders.BINARY()  # type: ignore[union-attr]
     dataset = getattr(binary._jdf, "as")(encoder)
     return RDD(dataset.javaRDD(), spark.sparkContext, NoOpSerializer()), dataset
-
-
-def rdd_observed_metrics(dataset: Any, name: str) -> dict[str, Any]:
-    """The metrics the run of ``dataset``'s RDD (:func:`bytes_rdd`) observed under ``name``.
-
-    ``Dataset.rdd`` executes the plan through a query execution of its own, kept in the private
-    ``rddQueryExecution`` (Spark 3.x and 4.x); the Dataset's public ``queryExecution`` never runs.
-    """
-    import json
-
-    found = _declared_method(dataset, RDD_QUERY_EXECUTION)().observedMetrics().get(name)
-    return json.loads(found.get().json()) if found.isDefined() else {}
-
-
-def _declared_method(target: Any, name: str) -> Any:
-    """``target``'s (a JVM object) declared, possibly private, no-argument method ``name``, callable."""
-    from pyspark import SparkContext
-
-    sc = SparkContext._active_spark_context
-    if sc is None or sc._gateway is None or sc._jvm is None:
-        raise RuntimeError("no active Spark context")
-    gateway, jvm = sc._gateway, sc._jvm
-    method = target.getClass().getDeclaredMethod(name, gateway.new_array(jvm.java.lang.Class, 0))
-    method.setAccessible(True)
-    return lambda: method.invoke(target, gateway.new_array(jvm.java.lang.Object, 0))
 
 
 def recent_progress(query: StreamingQuery) -> Sequence[Any]:

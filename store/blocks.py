@@ -176,3 +176,68 @@ def partitions(items: Iterable[Framed], part_of: PartOf) -> dict[tuple[Table, tu
         place = part_of(USER, month_key)
         out.setdefault((USER, (*month_key, 0 if place is None else place(sent))), []).append(item)
     return out
+
+
+PART_LINES: Final = 200_000
+"""A period written whole (a backfill, a migration) with more lines than this goes into its parts (a half
+hour of a day, a day of a month): a partition's bound, as a writer's :data:`store.keys.PART_BYTES` is for
+what a stream writes."""
+
+
+class Cutter:
+    """Blocks of partitions given line by line in order (a backfill's sorted lines): each partition's lines
+    cut as :func:`blocks_of` cuts them, into the period's parts past :data:`PART_LINES`; a block is given back
+    once it is full (:meth:`add`) or its partition is over (:meth:`close`)."""
+
+    def __init__(self, table: Table, place: Callable[[int], int], *, level: int = frame.PACKED_LEVEL) -> None:
+        self.table, self._place, self._level = table, place, level
+        self._period: tuple[Any, ...] | None = None
+        self._count = 0
+        self._key: tuple[Any, ...] | None = None
+        self._run: list[Framed] = []
+        self._chars = 0
+        self._window: int | None = None
+        self._span = CHANNEL_SPAN_MS if table == CHANNEL else None
+
+    def add(self, period: tuple[Any, ...], item: Framed) -> list[Block]:
+        """Take the next line, of ``period`` (the partition key without its part); the blocks completed."""
+        out: list[Block] = []
+        if period != self._period:
+            out += self.close()
+            self._period, self._count = period, 0
+        self._count += 1
+        sent = item.line[0]
+        part = 0 if self._count <= PART_LINES else self._place(sent)
+        key = (*period, part)
+        window = None if self._span is None else sent // self._span
+        size = len(item.line[2])
+        if self._run and (
+            key != self._key
+            or window != self._window
+            or len(self._run) >= MAX_BLOCK_LINES
+            or self._chars + size > MAX_BLOCK_CHARS
+        ):
+            out.append(self._block())
+        self._key, self._window = key, window
+        self._run.append(item)
+        self._chars += size
+        return out
+
+    def close(self) -> list[Block]:
+        """The block of the lines taken and not given back yet (none: empty)."""
+        return [self._block()] if self._run else []
+
+    def _block(self) -> Block:
+        assert self._key is not None
+        run, self._run, self._chars = self._run, [], 0
+        lines = [f.line for f in run]
+        return Block(
+            self.table,
+            self._key,
+            lines[0][0],
+            max(line[0] for line in lines),
+            len(lines),
+            block_id(line[1] for line in lines),
+            frame.encode(lines, level=self._level),
+            [f.origin for f in run if f.origin is not None],
+        )

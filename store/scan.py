@@ -60,3 +60,23 @@ def channel_copies(
             written = row.wt // 1000
             for line in decoded.lines(decoded.window(since_ms, until_ms)):
                 yield key, line, written
+
+
+TABLES: dict[str, str] = {"channel": "channel_blocks", "user": "user_blocks"}
+"""The two copies of every line: by channel (per day) and by user (per month)."""
+
+
+def stored_lines(session: Any, keyspace: str, copy: str = "channel") -> Iterator[frame.Line]:
+    """Every line of every block of one copy (``"channel"`` or ``"user"``, :data:`TABLES`), once per block
+    that holds it: a whole-table scan, for checks of small keyspaces (tests, the chaos suites)."""
+    statement = f"SELECT frame FROM {keyspace}.{TABLES[copy]}"
+    for row in session.execute(statement, timeout=120):
+        decoded = frame.decode(row.frame)
+        yield from decoded.lines(range(len(decoded.sents)))
+
+
+def stored_ids(session: Any, keyspace: str, copy: str = "channel") -> list[str]:
+    """The message uuid (as text) of every stored line of one copy, once per block that holds it."""
+    import uuid
+
+    return [str(uuid.UUID(bytes=line[1])) for line in stored_lines(session, keyspace, copy)]

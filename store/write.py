@@ -408,6 +408,14 @@ class TaskWrite:
             if len(part.encode("utf-8")) > 65_535:
                 raise ValueError("a key part is longer than 64 KiB")
         self._items.append(item)
+        self._names_of(event)
+        self.written.events += 1
+
+    def add_names(self, event: ChatEvent) -> None:
+        """Take ``event``'s name rows only (its lines are written elsewhere: a backfill's blocks)."""
+        self._names_of(event)
+
+    def _names_of(self, event: ChatEvent) -> None:
         hour = event.sent_at // HOUR_MS
         cache = self._caches.names
         user, channel = user_name(event), channel_name(event)
@@ -417,7 +425,6 @@ class TaskWrite:
         if channel is not None and not cache.covers(("c", channel), hour):
             self._name("channel_names", channel, event.sent_at)
             self._name("channel_ids_by_login", (channel[1], channel[0]), event.sent_at)
-        self.written.events += 1
 
     def _name(self, table: str, key: tuple[str, ...], sent_at: int) -> None:
         found = self._names.get((table, key))

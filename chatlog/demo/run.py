@@ -774,9 +774,7 @@ def execute(settings: StackSettings, config: RunConfig, console: Console | None)
     return execute_run(settings, config, console)[1]
 
 
-def execute_run(
-    settings: StackSettings, config: RunConfig, console: Console | None
-) -> tuple[Run, RunReport]:
+def execute_run(settings: StackSettings, config: RunConfig, console: Console | None) -> tuple[Run, RunReport]:
     """:func:`execute`, with the run (its timeline, CPU marks and per-message points) for a benchmark."""
     if config.results_dir is not None:
         extras.require_plotting()  # now, not after the run

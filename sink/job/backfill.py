@@ -15,6 +15,7 @@ the streaming sink when it first read them, and are sent again only with ``deadl
 
 from __future__ import annotations
 
+import json
 import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -25,7 +26,6 @@ from sink import spark_private
 from sink.job import offsets, transform
 from sink.job.session import get_session, kafka_options
 from sink.job.stream import ensure_schema, failure_message
-from sink.job.write import write_dataframe_observed
 from sink.side.optout_follower import follower
 from sink.writer.stats import WriteStats
 
@@ -34,6 +34,7 @@ OBSERVED = "backfill"
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
+    from consent.rule import OptOutSet
     from sink.settings import SinkSettings
 
 
@@ -90,17 +91,18 @@ def run(
         .option("failOnDataLoss", str(settings.sink_fail_on_data_loss).lower())
         .load()
     )
-    rows = transform.deduplicated(transform.counted(kafka, OBSERVED))
+    from pyspark.sql import Observation
+
+    observation = Observation(OBSERVED)
+    rows = transform.deduplicated(transform.counted(kafka, observation))
     optouts = follower(settings, erase=settings.sink_optout_erase, catch_up=False)
     try:
         optouts.start()
         if optouts.current().users:
             optouts.learn(logins_in(kafka, optouts.current().users))
         with optouts.batch() as current:
-            written, counts = write_dataframe_observed(
-                rows, settings, OBSERVED, dead_letters=deadletter, optouts=current
-            )
-            read = int(counts.get("read", 0))
+            written = write_periods(rows, settings, dead_letters=deadletter, optouts=current)
+        read = int(observation.get.get("read", 0))
     except ChatlogError:
         raise
     except Exception as exc:
@@ -114,6 +116,32 @@ def run(
     result.duplicates = result.read - written.events - written.deadletters - written.optout_dropped
     result.seconds = time.monotonic() - started
     return result
+
+
+def write_periods(
+    rows: DataFrame, settings: SinkSettings, *, dead_letters: bool, optouts: OptOutSet | None
+) -> WriteStats:
+    """The deduplicated records written as whole periods: framed and keyed by partition
+    (:func:`sink.writer.backfill.frame_task`), sorted by partition and line order across the job (Spark's
+    shuffle, spilled to disk as it must), written as blocks (:func:`sink.writer.backfill.block_task`)."""
+    from pyspark.sql import functions as F
+
+    from sink.writer.backfill import LINES_SCHEMA, STATS_SCHEMA, block_task, frame_task
+
+    tasks = max(1, settings.spark_shuffle_partitions)
+    lines = rows.mapInArrow(frame_task(settings, dead_letters, optouts), LINES_SCHEMA)
+    ordered = lines.repartition(tasks, "kind", "key").sortWithinPartitions("kind", "key", "order")
+    total = WriteStats()
+    for row in ordered.mapInArrow(block_task(settings), STATS_SCHEMA).select(F.col("stats")).collect():
+        found = json.loads(row["stats"])
+        if "blocks" in found:
+            total.rows.update(found["blocks"])
+        else:
+            part = WriteStats.from_dict(found | {"written_ids": b""})
+            part.rows.clear()  # the name rows: counted with the blocks' tables below
+            total.add(part)
+            total.rows.update(found.get("rows", {}))
+    return total
 
 
 def logins_in(kafka: DataFrame, users: frozenset[str]) -> dict[str, str]:

@@ -23,6 +23,10 @@ class StorageTask(Protocol):
         hold."""
         ...
 
+    def add_names(self, event: ChatEvent) -> None:
+        """Take ``event``'s name rows only."""
+        ...
+
     def finish(self, reject: Callable[[Iterable[Item], BaseException], None] | None = None) -> Written:
         """Write what was taken; rejected writes go to ``reject`` with their items."""
         ...

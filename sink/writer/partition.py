@@ -85,8 +85,8 @@ def write_partition(
         if seen is not None and _seen_copy(record[0], seen):  # a copy: dropped before it is decoded
             stats.duplicates += 1
             continue
-        event = _decoded(record, dead_letter)
-        if event is None or _opted_out(event, optouts, stats):
+        event = decoded(record, dead_letter)
+        if event is None or opted_out(event, optouts, stats):
             continue
         mid = _id(event.message_id)
         dedup_id = mid
@@ -118,7 +118,7 @@ def write_partition(
     return stats
 
 
-def _decoded(record: Any, dead_letter: Any) -> ChatEvent | None:
+def decoded(record: Any, dead_letter: Any) -> ChatEvent | None:
     """The record's chat event, validated by the contract's decoder; None (and a dead letter) otherwise."""
     value = record[0]
     try:
@@ -130,7 +130,7 @@ def _decoded(record: Any, dead_letter: Any) -> ChatEvent | None:
         return None
 
 
-def _opted_out(event: ChatEvent, optouts: OptOutSet | None, stats: WriteStats) -> bool:
+def opted_out(event: ChatEvent, optouts: OptOutSet | None, stats: WriteStats) -> bool:
     """Whether the event is one of an opt-out's (counted, with the login its user sent it as)."""
     if optouts is None or not optouts.drops(event):
         return False

@@ -14,7 +14,7 @@ from confluent_kafka import Consumer, Producer, TopicPartition
 
 from core.testing import chat_events
 from schemas.chat_event import ChatEvent, encode
-from schemas.cql import message_uuid
+from store.keys import message_uuid
 from sink.settings import SinkSettings
 
 
@@ -81,31 +81,26 @@ def produce(
     return produced
 
 
-def count(settings: SinkSettings, table: str, keyspace: str | None = None) -> int:
+def count(settings: SinkSettings, copy: str = "channel", keyspace: str | None = None) -> int:
+    """How many lines one copy (``"channel"`` or ``"user"``) of the keyspace holds, once per block."""
+    return len(message_ids(settings, copy, keyspace))
+
+
+def message_ids(settings: SinkSettings, copy: str = "channel", keyspace: str | None = None) -> list[str]:
+    """The message ids of every line of one copy, once per block that holds it (as the uuids
+    :func:`uuids` gives for event ids)."""
     from core.cql import connect
+    from store.scan import stored_ids
 
-    cluster, session = connect(settings, keyspace=keyspace or settings.cassandra_keyspace)
+    cluster, session = connect(settings)
     try:
-        return int(session.execute(f"SELECT count(*) FROM {table}", timeout=60).one()[0])
-    finally:
-        cluster.shutdown()
-
-
-def message_ids(
-    settings: SinkSettings, table: str = "chat_by_channel", keyspace: str | None = None
-) -> list[str]:
-    """The message ids of every row of ``table`` (as the uuids :func:`uuids` gives for event ids)."""
-    from core.cql import connect
-
-    cluster, session = connect(settings, keyspace=keyspace or settings.cassandra_keyspace)
-    try:
-        return [str(r.message_id) for r in session.execute(f"SELECT message_id FROM {table}", timeout=60)]
+        return stored_ids(session, keyspace or settings.cassandra_keyspace, copy)
     finally:
         cluster.shutdown()
 
 
 def uuids(message_ids: Iterable[str]) -> list[str]:
-    """The ``message_id uuid`` column of each event id (:func:`schemas.cql.message_uuid`), as text."""
+    """The ``message_id uuid`` column of each event id (:func:`store.keys.message_uuid`), as text."""
     return [str(message_uuid(m)) for m in message_ids]
 
 
