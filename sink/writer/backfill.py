@@ -30,13 +30,10 @@ if TYPE_CHECKING:
     from consent.rule import OptOutSet
     from sink.settings import SinkSettings
 
-LINES_SCHEMA: Final = "kind tinyint, key string, order binary, line binary"
+LINES_SCHEMA: Final = "kind int, key string, order binary, line binary"
 STATS_SCHEMA: Final = "stats string"
 SEP: Final = "\x1f"
-_line_encoder: Final = msgspec.msgpack.Encoder()
-_line_decoder: Final = msgspec.msgpack.Decoder(
-    tuple[int, bytes, str, int | None, tuple[str, str | None, str, bool, bool] | None, str | None]
-)
+_LineType = tuple[int, bytes, str, int | None, tuple[str, str | None, str, bool, bool] | None, str | None]
 
 
 def order_bytes(sent_ms: int, message_id: bytes) -> bytes:
@@ -64,6 +61,10 @@ def frame_task(settings: SinkSettings, dead_letters: bool, optouts: OptOutSet | 
         from sink.writer.partition import decoded, opted_out
         from sink.writer.stats import WriteStats
 
+        schema = pa.schema(
+            [("kind", pa.int32()), ("key", pa.string()), ("order", pa.binary()), ("line", pa.binary())]
+        )
+        encode = msgspec.msgpack.Encoder().encode  # made in the task: a closure's globals are pickled
         wiring = production(settings, dead_letters=dead_letters)
         names = wiring.storage()
         stats = WriteStats()
@@ -95,7 +96,7 @@ def frame_task(settings: SinkSettings, dead_letters: bool, optouts: OptOutSet | 
                 stats.events += 1
                 line = item.line
                 order = order_bytes(line[0], line[1])
-                payload = _line_encoder.encode(line)
+                payload = encode(line)
                 kinds.append(0)
                 keys.append(f"{item.channel_key}{SEP}{day_of(line[0])}")
                 orders.append(order)
@@ -106,14 +107,16 @@ def frame_task(settings: SinkSettings, dead_letters: bool, optouts: OptOutSet | 
                     orders.append(order)
                     lines.append(payload)
             if kinds:
-                yield pa.RecordBatch.from_pydict({"kind": kinds, "key": keys, "order": orders, "line": lines})
+                yield pa.RecordBatch.from_pydict(
+                    {"kind": kinds, "key": keys, "order": orders, "line": lines}, schema=schema
+                )
         written = names.finish()
         stats.rows.update(written.rows)
         if letters is not None and stats.deadletters:
             letters.flush()
         row = _stats_row(stats.to_dict() | {"written_ids": ""})
         yield pa.RecordBatch.from_pydict(
-            {"kind": [row[0]], "key": [row[1]], "order": [row[2]], "line": [row[3]]}
+            {"kind": [row[0]], "key": [row[1]], "order": [row[2]], "line": [row[3]]}, schema=schema
         )
 
     return task
@@ -136,6 +139,7 @@ def block_task(settings: SinkSettings) -> Any:
         from store import frame
         from store.write import TaskWrite, WriteOptions, worker_session
 
+        decode = msgspec.msgpack.Decoder(_LineType).decode
         options: WriteOptions = write_options(settings)
         options = WriteOptions(**{**options.__dict__, "level": frame.PACKED_LEVEL})
         session = worker_session(settings, settings.sink_cassandra_retry_s, settings.sink_cassandra_timeout_s)
@@ -149,7 +153,7 @@ def block_task(settings: SinkSettings) -> Any:
                 if kind < 0:
                     counts.append(line.decode())
                     continue
-                decoded = _line_decoder.decode(line)
+                decoded = decode(line)
                 item = Framed(decoded, "", decoded[5], (0, 0, 0, 0))
                 done = cutters[kind].add(_period(kind, key), item)
                 if done:

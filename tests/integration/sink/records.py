@@ -14,8 +14,8 @@ from confluent_kafka import Consumer, Producer, TopicPartition
 
 from core.testing import chat_events
 from schemas.chat_event import ChatEvent, encode
-from store.keys import message_uuid
 from sink.settings import SinkSettings
+from store.keys import message_uuid
 
 
 @dataclass

@@ -10,7 +10,6 @@ import pytest
 
 from core.errors import ChatlogError
 from schemas.chat_event import InvalidEvent, decode
-from sink.dedup import checkpoint_mode
 from sink.job import backfill, stream
 from sink.job.progress import Metrics
 from sink.settings import SinkSettings
@@ -42,10 +41,7 @@ def test_each_distinct_valid_event_becomes_one_row_and_bad_records_dead_letters(
     ids = message_ids(sink_settings)
     assert sorted(ids) == sorted(uuids(produced.events))
     timeouts = [e for e in produced.events.values() if e.kind == "CLEARCHAT"]
-    assert count(sink_settings, "chat_by_user") == produced.with_user > len(timeouts) > 0
-    assert count(sink_settings, "chat_buckets") == len(
-        {(e.channel, e.sent_at - e.sent_at % 300_000) for e in produced.events.values()}
-    )
+    assert count(sink_settings, "user") == produced.with_user > len(timeouts) > 0
 
     letters = dead_letters(sink_settings)
     assert {h["source"]: v for v, h in letters} == produced.bad
@@ -82,6 +78,7 @@ def test_backfill_into_a_fresh_keyspace_gives_the_same_rows(
     sink_settings: SinkSettings, spark_session: Any, unique: str
 ) -> None:
     from core.cql import connect
+    from store.scan import stored_lines
 
     t0 = int(time.time() * 1000) - 3_600_000
     first = produce(sink_settings, make_events(600, tag="a"), timestamp_ms=t0)
@@ -91,18 +88,19 @@ def test_backfill_into_a_fresh_keyspace_gives_the_same_rows(
     fresh = sink_settings.model_copy(update={"cassandra_keyspace": f"b{unique}"})
     try:
         result = backfill.run(fresh, t0)
-        columns = "channel_key, bucket, sent_at, message_id, line, received_at"
         rows = {}
         for ks in (sink_settings.cassandra_keyspace, fresh.cassandra_keyspace):
-            cluster, session = connect(sink_settings, keyspace=ks)
+            cluster, session = connect(sink_settings)
             try:
-                rows[ks] = sorted(tuple(r) for r in session.execute(f"SELECT {columns} FROM chat_by_channel"))
-                rows[ks + "/user"] = sorted(tuple(r) for r in session.execute("SELECT * FROM chat_by_user"))
+                for copy in ("channel", "user"):  # each line as stored: time, id, line, received, split, user
+                    rows[ks + copy] = sorted(map(repr, stored_lines(session, ks, copy)))
             finally:
                 cluster.shutdown()
-        assert rows[sink_settings.cassandra_keyspace] == rows[fresh.cassandra_keyspace]
-        assert rows[sink_settings.cassandra_keyspace + "/user"] == rows[fresh.cassandra_keyspace + "/user"]
-        assert len(rows[fresh.cassandra_keyspace]) == len(first.events) + len(second.events)
+        assert (
+            rows[sink_settings.cassandra_keyspace + "channel"] == rows[fresh.cassandra_keyspace + "channel"]
+        )
+        assert rows[sink_settings.cassandra_keyspace + "user"] == rows[fresh.cassandra_keyspace + "user"]
+        assert len(rows[fresh.cassandra_keyspace + "channel"]) == len(first.events) + len(second.events)
         assert result.read == first.records + second.records
         assert result.invalid == len(first.bad) + len(second.bad)
         assert result.duplicates == first.duplicates + second.duplicates
@@ -133,7 +131,7 @@ def test_cassandra_unreachable_fails_loudly_and_a_restart_catches_up(
     ):
         stream.run(down, available_now=True)
     assert time.monotonic() - started < 120
-    assert count(sink_settings, "chat_by_channel") == 0
+    assert count(sink_settings) == 0
     stream.run(sink_settings, available_now=True)
     assert sorted(message_ids(sink_settings)) == sorted(uuids(produced.events))
 
@@ -164,66 +162,3 @@ def test_backfill_of_a_missing_topic_is_one_line(sink_settings: SinkSettings) ->
     missing = sink_settings.model_copy(update={"topic_messages": "no.such.topic.anywhere"})
     with pytest.raises(ChatlogError, match=r"^topic no\.such\.topic\.anywhere does not exist"):
         backfill.run(missing, 0)
-
-
-def test_with_public_spark_apis_only_the_stream_and_a_backfill_give_the_same_result(
-    sink_settings: SinkSettings, spark_session: Any, unique: str
-) -> None:
-    """CHATLOG_SINK_SPARK_PRIVATE_API=false: pickled hand-over, pyspark's recentProgress, Spark's default
-    checkpoint manager, a second read for the backfill's count; the same rows, dead letters and counts."""
-    from core.cql import connect
-
-    public = sink_settings.model_copy(update={"sink_spark_private_api": False})
-    t0 = int(time.time() * 1000) - 600_000
-    produced = produce(public, make_events(600), timestamp_ms=t0)
-
-    totals = stream.run(public, available_now=True)
-
-    assert sorted(message_ids(public)) == sorted(uuids(produced.events))
-    assert {h["source"]: v for v, h in dead_letters(public)} == produced.bad
-    assert (totals.events_in, totals.invalid, totals.duplicates) == (
-        produced.records,
-        len(produced.bad),
-        produced.duplicates,
-    )
-    assert totals.written.events == len(produced.events)
-
-    fresh = public.model_copy(update={"cassandra_keyspace": f"p{unique}"})
-    try:
-        result = backfill.run(fresh, t0)
-        assert sorted(message_ids(fresh)) == sorted(uuids(produced.events))
-        assert (result.read, result.invalid, result.duplicates) == (
-            produced.records,
-            len(produced.bad),
-            produced.duplicates,
-        )
-    finally:
-        cluster, session = connect(sink_settings)
-        session.execute(f"DROP KEYSPACE IF EXISTS p{unique}", timeout=120)
-        cluster.shutdown()
-
-
-def test_a_checkpoint_keeps_the_dedup_mode_it_started_with(
-    sink_settings: SinkSettings, spark_session: Any, tmp_path: Any, caplog: pytest.LogCaptureFixture
-) -> None:
-    """Spark refuses a checkpoint whose dedup operator was removed or added: a checkpoint started in one
-    mode goes on in it from where it stopped (a warning says so), and a fresh one takes the setting."""
-    spark_mode = sink_settings.model_copy(update={"sink_dedup": "spark"})
-    writer_mode = sink_settings.model_copy(update={"sink_dedup": "writer"})
-    batches = [make_events(200, tag=tag) for tag in ("s1", "w1")]
-    copies = 0
-    for events, settings in zip(batches, (spark_mode, writer_mode), strict=True):
-        produced = produce(sink_settings, events, bad_every=10**9)
-        copies += produced.duplicates
-        totals = stream.run(settings, available_now=True)
-        assert (totals.events_in, totals.duplicates) == (produced.records, produced.duplicates)
-        assert totals.written.events == len(events)
-    assert "was started with sink_dedup=spark: keeping it" in caplog.text
-    every = [e for events in batches for e in events]
-    assert sorted(message_ids(sink_settings)) == sorted(uuids(e.message_id for e in every))
-    assert checkpoint_mode(sink_settings.checkpoint_location) == "spark"
-
-    fresh = writer_mode.model_copy(update={"sink_checkpoint": str(tmp_path / "writer")})
-    again = stream.run(fresh, available_now=True)  # the whole topic again: every copy dropped by the writer
-    assert (again.duplicates, again.written.events) == (copies, len(every))
-    assert checkpoint_mode(fresh.checkpoint_location) == "writer"

@@ -41,7 +41,7 @@ def test_kill_9_mid_batch_then_restart_gives_exact_rows(sink_settings: SinkSetti
             deadline = time.monotonic() + 240
             written = 0
             while time.monotonic() < deadline and proc.poll() is None:
-                written = count(sink_settings, "chat_by_channel")
+                written = count(sink_settings)
                 if written >= 3000:
                     break
                 time.sleep(0.3)
@@ -50,7 +50,7 @@ def test_kill_9_mid_batch_then_restart_gives_exact_rows(sink_settings: SinkSetti
         finally:
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait(30)
-    partial = count(sink_settings, "chat_by_channel")
+    partial = count(sink_settings)
     assert 0 < partial < len(produced.events), "killed too late to be mid-run"
 
     again = subprocess.run(
@@ -66,6 +66,6 @@ def test_kill_9_mid_batch_then_restart_gives_exact_rows(sink_settings: SinkSetti
     ids = message_ids(sink_settings)
     assert len(ids) == len(set(ids)) == len(produced.events)
     assert set(ids) == set(uuids(produced.events))
-    assert count(sink_settings, "chat_by_user") == produced.with_user
+    assert count(sink_settings, "user") == produced.with_user
     sources = {h["source"] for _v, h in dead_letters(sink_settings)}
     assert sources == set(produced.bad)  # at least once each (a re-run batch may send one again)
