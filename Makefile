@@ -72,14 +72,12 @@ bench: setup $(STAMPS)/bench-extra ## every benchmark on the local stack; JSON a
 	$(BIN)/chatlog bench ingest
 	$(BIN)/chatlog bench rebalance
 	$(BIN)/chatlog bench sink
-	$(BIN)/chatlog bench e2e
+	$(BIN)/chatlog bench capacity
 	$(BIN)/chatlog bench scale
 	$(BIN)/chatlog bench monitor
-	$(BIN)/chatlog bench storage
 	$(BIN)/chatlog bench irc
 	$(BIN)/chatlog bench serve
 	$(BIN)/chatlog bench fresh
-	$(BIN)/chatlog bench read
 	$(BIN)/chatlog bench placement
 	@if [ -n "$(JUSTLOG)" ]; then $(BIN)/chatlog bench vs-justlog "$(JUSTLOG)"; else echo "chatlog bench vs-justlog: skipped (give a justlog binary: make bench JUSTLOG=PATH)"; fi
 	$(BIN)/chatlog bench report

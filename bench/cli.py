@@ -94,52 +94,24 @@ def bench_placement(
 
 @app.command("sink")
 def bench_sink(
-    events: Annotated[int, typer.Option(help="Events for the throughput run (0 = skip).")] = 150_000,
-    rate: Annotated[int, typer.Option(help="Events/s for the latency run.")] = 5000,
-    latency_s: Annotated[float, typer.Option(help="Seconds of the latency run (0 = skip).")] = 60.0,
-    warmup_s: Annotated[
-        float, typer.Option(help="Seconds of steady load before the latency run (not measured).")
-    ] = 30.0,
-    trigger: Annotated[str | None, typer.Option(help="Trigger interval of the latency run.")] = None,
+    events: Annotated[int, typer.Option(min=1000, help="Distinct events of the throughput run.")] = 150_000,
     name: Annotated[str, typer.Option(help="Results file name under results/.")] = "bench_sink",
-    outage_s: Annotated[
-        float,
-        typer.Option(
-            min=0,
-            help="Catch-up run: the sink stops this long under the load, then restarts (0 = skip).",
-        ),
-    ] = 0.0,
-    catch_up_s: Annotated[
-        float, typer.Option(min=1, help="Seconds of load after the restart of the catch-up run.")
-    ] = 300.0,
     copy_share: Annotated[
         float,
         typer.Option(
             min=0,
             max=1,
-            help="Throughput run: share of the messages sent twice (1 = every one, as with R = 2 groups).",
+            help="Share of the messages sent twice (1 = every one, as with R = 2 groups).",
         ),
     ] = 1.0,
 ) -> None:
-    """Sink throughput (Kafka -> Spark -> Cassandra) next to a raw driver insert, latency, and catch-up."""
+    """Sink throughput (Kafka -> Spark -> Cassandra) next to a raw driver insert, CPU per stored event (its
+    latency under load: `chatlog bench capacity`)."""
     from bench.sink import run_bench
     from core.settings import load
     from sink.settings import SinkSettings
 
-    typer.echo(
-        run_bench(
-            load(SinkSettings),
-            events=events,
-            rate=rate,
-            latency_s=latency_s,
-            warmup_s=warmup_s,
-            trigger=trigger,
-            name=name,
-            outage_s=outage_s,
-            catch_up_s=catch_up_s,
-            copy_share=copy_share,
-        )
-    )
+    typer.echo(run_bench(load(SinkSettings), events=events, name=name, copy_share=copy_share))
 
 
 @app.command("fresh")
@@ -233,32 +205,11 @@ def bench_irc(
     typer.echo(f"wrote {out}")
 
 
-@app.command("storage")
-def bench_storage(
-    messages: Annotated[
-        int, typer.Option(min=1000, help="Lines of the corpus written into each layout.")
-    ] = 100_000,
-    days: Annotated[float, typer.Option(min=0.01, help="Time the corpus spans.")] = 1.0,
-    layouts: Annotated[
-        str, typer.Option(help="Comma-separated candidate layouts (see bench/storage.py).")
-    ] = "A,B,C16,C64,D16,D64,E64,E64s",
-    out: Annotated[Path, typer.Option(help="Result JSON.")] = Path("results/bench_storage.json"),
-) -> None:
-    """Bytes on disk, rows/s and Cassandra CPU per message of candidate storage layouts (issue 17)."""
-    from bench import storage as b
-    from core.settings import StackSettings, load
-
-    names = [n.strip() for n in layouts.split(",") if n.strip()]
-    result = b.run(load(StackSettings), messages=messages, days=days, names=names, out=out)
-    typer.echo(b.summary(result))
-    typer.echo(f"wrote {out} and {out.with_suffix('.png')}")
-
-
 @app.command("serve")
 def bench_serve(
     month_lines: Annotated[
         int,
-        typer.Option(min=1000, help="Lines of the channel spread over its month (every 5-minute bucket)."),
+        typer.Option(min=1000, help="Lines of the channel spread over its month (every day)."),
     ] = 20_000,
     day_lines: Annotated[
         int, typer.Option(min=1000, help="Lines more on the busy day (streamed).")
@@ -297,57 +248,6 @@ def bench_serve(
         parallel=parallel,
     )
     result = b.run(load(SinkSettings), params, out)
-    typer.echo(b.summary(result))
-    typer.echo(f"wrote {out} and {out.with_suffix('.png')}")
-
-
-@app.command("read")
-def bench_read(
-    day_messages: Annotated[
-        int, typer.Option(min=0, help="Lines of the channel-day read (0 = skip that read).")
-    ] = 200_000,
-    channel_messages: Annotated[
-        int, typer.Option(min=0, help="Lines of the channel whose user-month is read, over its 30 days.")
-    ] = 2_000_000,
-    user_messages: Annotated[
-        int, typer.Option(min=0, help="Lines of the user over the month (0 = skip the user-month read).")
-    ] = 300,
-    reads: Annotated[int, typer.Option(min=1, help="User-month reads at each concurrency.")] = 200,
-    concurrency: Annotated[
-        str, typer.Option(help="Comma-separated concurrent user-month readers (asyncio tasks).")
-    ] = "1,32",
-    repeat: Annotated[int, typer.Option(min=1, help="Channel-day reads, reader and raw each.")] = 3,
-    workers: Annotated[int, typer.Option(min=1, max=16, help="Processes writing the data set.")] = 2,
-    out: Annotated[Path, typer.Option(help="Result JSON.")] = Path("results/bench_read.json"),
-) -> None:
-    """The reader on the id-keyed tables: channel-day lines/s vs raw, user-month p50/p99, bytes/message."""
-    from bench import read as b
-    from chatlog.stack.process import read_pid
-    from core.settings import StackSettings, load
-    from sink.settings import SinkSettings
-
-    try:
-        levels = tuple(int(c) for c in concurrency.split(",") if c.strip())
-    except ValueError:
-        raise typer.BadParameter(
-            f"not a list of numbers: {concurrency!r}", param_hint="--concurrency"
-        ) from None
-    if not levels or min(levels) < 1:
-        raise typer.BadParameter("give at least one concurrency, each at least 1", param_hint="--concurrency")
-    if day_messages + channel_messages + user_messages == 0:
-        raise typer.BadParameter("nothing to write: every count is 0", param_hint="--day-messages")
-    params = b.Params(
-        day_messages=day_messages,
-        channel_messages=channel_messages,
-        user_messages=user_messages,
-        reads=reads,
-        concurrency=levels,
-        repeat=repeat,
-        workers=workers,
-    )
-    stack = load(StackSettings)
-    pid = read_pid(stack.state_dir / "run" / "cassandra.pid")
-    result = b.run(load(SinkSettings), stack.state_dir / "cassandra" / "data", pid, params, out)
     typer.echo(b.summary(result))
     typer.echo(f"wrote {out} and {out.with_suffix('.png')}")
 

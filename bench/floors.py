@@ -109,11 +109,12 @@ def rows_written(settings: StackSettings, keyspace: str) -> dict[str, int]:
     from cassandra.query import SimpleStatement
 
     from core.cql import connect
+    from store.write import BLOCK_TABLES
 
     cluster, session = connect(settings, timeout=60)
     try:
         out = {}
-        for table in ("channel_blocks", "user_blocks"):
+        for table in BLOCK_TABLES.values():
             query = SimpleStatement(f"SELECT block FROM {keyspace}.{table}", fetch_size=5000)
             out[table] = sum(1 for _ in session.execute(query, timeout=300))
         return out
@@ -127,15 +128,17 @@ def cassandra_floor(settings: StackSettings, keyspace: str, rows: int = ROWS) ->
     from cassandra.query import SimpleStatement
 
     from core.cql import connect
+    from store.blocks import CHANNEL
     from store.schema import create
+    from store.write import BLOCK_TABLES
 
+    table = BLOCK_TABLES[CHANNEL]
     cluster, session = connect(settings, timeout=60, protocol_version=4)
     scratch = f"floor_{uuid.uuid4().hex[:8]}"
     try:
         found = []
         query = SimpleStatement(
-            "SELECT channel_key, day, part, first_at, block, last_at, lines, frame "
-            f"FROM {keyspace}.channel_blocks",
+            f"SELECT channel_key, day, part, first_at, block, last_at, lines, frame FROM {keyspace}.{table}",
             fetch_size=500,
         )
         for row in session.execute(query, timeout=120):
@@ -144,8 +147,8 @@ def cassandra_floor(settings: StackSettings, keyspace: str, rows: int = ROWS) ->
                 break
         create(session, scratch, settings.cassandra_replication)
         insert = session.prepare(
-            f"INSERT INTO {scratch}.channel_blocks (channel_key, day, part, first_at, block, last_at, lines, "
-            "frame) VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
+            f"INSERT INTO {scratch}.{table} (channel_key, day, part, first_at, block, last_at, lines, frame) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
         )
         time.sleep(2)  # the schema's own work out of the way
         before = _cpu("cassandra")

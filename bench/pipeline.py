@@ -1,4 +1,5 @@
-"""Whole-pipeline benchmarks: end-to-end latency at fixed rates, and scale to 100k channels."""
+"""``chatlog bench scale``: time to confirm 10k-100k channels over N ingesters, and RSS per ingester (the
+pipeline's latency and capacity at rising rates: ``chatlog bench capacity``, :mod:`bench.capacity`)."""
 
 from __future__ import annotations
 
@@ -7,13 +8,10 @@ import os
 import platform
 import time
 from pathlib import Path
-from typing import Any
 
 from bench.scratch import scratch_topics
-from chatlog import extras
-from chatlog.demo.run import RunConfig, execute
 from chatlog.demo.supervisor import Supervisor
-from chatlog.results import RESULTS_DIR, figure, write_json
+from chatlog.results import RESULTS_DIR, write_json
 from chatlog.scrape import scrape
 from chatlog.stack.process import rss_mib
 from core.settings import StackSettings
@@ -21,52 +19,6 @@ from core.settings import StackSettings
 
 def machine() -> dict[str, object]:
     return {"cpus": os.cpu_count(), "platform": platform.platform(), "python": platform.python_version()}
-
-
-def e2e_latency(
-    settings: StackSettings, rates: list[float], duration: float, channels: int
-) -> dict[str, object]:
-    """IRC send → Cassandra row, at each fixed rate, through 2x2 ingesters and the sink."""
-    extras.require_plotting()
-    runs: list[dict[str, Any]] = []
-    for rate in rates:
-        rep = execute(
-            settings,
-            RunConfig(
-                name=f"bench-e2e-{int(rate)}",
-                channels=channels,
-                rate=rate,
-                duration=duration,
-                results_dir=None,
-            ),
-            console=None,
-        )
-        runs.append(
-            {"rate": rate, "sent": rep.sent, "lost": rep.lost, "latency_ms": rep.details["latency_ms"]}
-        )
-        print(json.dumps(runs[-1]), flush=True)
-    result = {
-        "bench": "e2e",
-        "duration_s": duration,
-        "channels": channels,
-        "runs": runs,
-        "machine": machine(),
-        "note": "latency = Cassandra writetime of the row - the simulator's send time (same clock)",
-    }
-    _plot_e2e(runs, RESULTS_DIR / "bench_e2e.png")
-    write_json(RESULTS_DIR / "bench_e2e.json", result, indent=1)
-    return result
-
-
-def _plot_e2e(runs: list[dict[str, Any]], path: Path) -> None:
-    rates = [float(r["rate"]) for r in runs]
-    with figure(path, figsize=(6, 3.5), dpi=80) as (_fig, ax):
-        for key in ("p50", "p99"):
-            ax.plot(rates, [r["latency_ms"].get(key, 0) / 1000 for r in runs], marker="o", label=key)
-        ax.set_xlabel("messages/s sent")
-        ax.set_ylabel("IRC → Cassandra latency (s)")
-        ax.legend()
-        ax.set_title("end-to-end latency")
 
 
 def _confirmed(port: int) -> float:

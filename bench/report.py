@@ -19,7 +19,7 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from decimal import ROUND_HALF_UP, Decimal
 from pathlib import Path
@@ -380,7 +380,6 @@ def _placement_figures(r: Result) -> str:
 # -- sink ----------------------------------------------------------------------------------------------------
 
 SINK_GOAL_VS_RAW: Final = 0.7
-SINK_GOAL_P99_S: Final = 2.0
 _PARTS: Final = {
     "spark_jvm": "Spark JVM",
     "python_workers": "Python workers",
@@ -392,6 +391,7 @@ _PARTS: Final = {
     "sink_driver": "sink driver",
     "irc_server": "IRC server",
     "simulator": "simulator",
+    "serve": "serve",
 }
 
 
@@ -409,150 +409,90 @@ def _sink_cpu(r: Result, run: str = "spark_warm") -> tuple[str, str]:
 
 
 def _sink(r: Result) -> str:
-    warm, latency = r("throughput", "spark_warm"), r("latency")
+    warm = r("throughput", "spark_warm")
     total, split = _sink_cpu(r)
     return (
         f"warm {warm('rows_per_s').f(0, grouped=True)} rows/s ({warm('events_per_s').f(0, grouped=True)} "
         f"events/s) = {r('throughput', 'warm_vs_best_raw').f(2)}{X} the best raw insert of its run "
-        f"({_best_raw(r).f(0, grouped=True)} rows/s); {total} µs of CPU per stored event ({split}); latency "
-        f"at {latency('rate_target').k()} events/s: p50 {latency('p50_ms').ms_as_s()} s, p99 "
-        f"{latency('p99_ms').ms_as_s()} s"
+        f"({_best_raw(r).f(0, grouped=True)} rows/s); {total} µs of CPU per stored event ({split})"
     )
 
 
 def _sink_goal(r: Result) -> str:
-    latency = r("latency")
     raw_ok = at_least(r("throughput", "warm_vs_best_raw"), SINK_GOAL_VS_RAW)
-    p99_ok = at_most(latency("p99_ms"), SINK_GOAL_P99_S * 1000)
-    return (
-        f"≥ {SINK_GOAL_VS_RAW}{X} raw: {verdict(raw_ok)}; p99 ≤ {fixed(SINK_GOAL_P99_S, 0)} s at "
-        f"{latency('rate_target').k()}/s: {verdict(p99_ok)}"
-    )
+    return f"≥ {SINK_GOAL_VS_RAW}{X} raw: {verdict(raw_ok)}"
 
 
 def _sink_figures(r: Result) -> str:
-    warm, latency = r("throughput", "spark_warm"), r("latency")
+    warm = r("throughput", "spark_warm")
     total, split = _sink_cpu(r)
     return (
         f"warm {warm('events_per_s').f(0, grouped=True)} events/s = {warm('rows_per_s').f(0, grouped=True)} "
         f"rows/s, {r('throughput', 'warm_vs_best_raw').f(2)}{X} the best raw insert of its run "
         f"({_best_raw(r).f(0, grouped=True)} rows/s); CPU per stored event, warm: {split} ({total} with the "
-        f"bench); latency at {latency('rate_target').f(0, grouped=True)} events/s: p50 "
-        f"{latency('p50_ms').ms_as_s()} s, p95 {latency('p95_ms').ms_as_s()} s, p99 "
-        f"{latency('p99_ms').ms_as_s()} s."
-    )
-
-
-def _tenths(r: Result) -> tuple[str, str]:
-    """The median latency (s) of the first and of the last tenth of the run's timeline."""
-    points = [p(1).number() for p in r("latency", "timeline").each()]
-    values = [v for v in points if v is not None]
-    tenth = len(values) // 10
-    if tenth == 0:
-        return NA, NA
-
-    def median(xs: Sequence[float]) -> str:
-        ordered = sorted(xs)
-        return fixed(ordered[len(ordered) // 2] / 1000, 2)
-
-    return median(values[:tenth]), median(values[-tenth:])
-
-
-def _steady(r: Result) -> str:
-    latency = r("latency")
-    first, last = _tenths(r)
-    return (
-        f"{latency('events').f(2, scale=1e-6, unit='M')} events at {latency('rate_target').k()}/s: p50 "
-        f"{latency('p50_ms').ms_as_s()} s, p99 {latency('p99_ms').ms_as_s()} s; median of the run's first "
-        f"tenth {first} s, of its last {last} s"
-    )
-
-
-def _steady_goal(r: Result) -> str:
-    latency = r("latency")
-    ok = at_most(latency("p99_ms"), SINK_GOAL_P99_S * 1000)
-    return f"p99 ≤ {fixed(SINK_GOAL_P99_S, 0)} s: {verdict(ok)} at {latency('rate_target').k()}/s"
-
-
-def _steady_figures(r: Result) -> str:
-    latency = r("latency")
-    minutes = View(
-        None
-        if latency("seconds").number() is None or latency("warmup_s").number() is None
-        else ((latency("seconds").number() or 0) + (latency("warmup_s").number() or 0)) / 60
-    )
-    first, last = _tenths(r)
-    return (
-        f"{minutes.f(0)} minutes at a rate this machine sustains, {latency('events').f(2, scale=1e-6)}M "
-        f"events: p50 {latency('p50_ms').ms_as_s()} s, p95 {latency('p95_ms').ms_as_s()} s, p99 "
-        f"{latency('p99_ms').ms_as_s()} s, max {latency('max_ms').ms_as_s()} s; the median latency of the "
-        f"run's first tenth {first} s, of its last tenth {last} s (the plot)."
-    )
-
-
-def _catchup(r: Result) -> str:
-    c = r("catch_up")
-    return (
-        f"{c('backlog_at_restart').f(0, grouped=True)} events behind after a {c('outage_s').f(0)}-s outage, "
-        f"drained at {c('drain_events_per_s').f(0, grouped=True)} events/s in batches of ≤ "
-        f"{c('batches_after_restart', 'longest_at_most_s').f(0)} s (Spark's dedup)"
-    )
-
-
-def _catchup_goal(r: Result) -> str:
-    longest = r("catch_up", "batches_after_restart", "longest_at_most_s")
-    return f"bounded batches: the longest ≤ {longest.f(0)} s"
-
-
-def _catchup_figures(r: Result) -> str:
-    c = r("catch_up")
-    caught = c("caught_up").value
-    live = (
-        NA
-        if not isinstance(caught, bool)
-        else (
-            f"latency was under {fixed(SINK_GOAL_P99_S, 0)} s again {c('caught_up_s').f(0)} s after the "
-            "restart"
-            if caught
-            else f"latency did not stay under {fixed(SINK_GOAL_P99_S, 0)} s within the "
-            f"{c('seconds_after_restart').f(0)} s"
-        )
-    )
-    return (
-        f"{c('backlog_at_restart').f(0, grouped=True)} events behind after a {c('outage_s').f(0)}-s outage "
-        "at "
-        f"{c('rate_achieved').f(0, grouped=True)}/s, drained at {c('drain_events_per_s').f(0, grouped=True)} "
-        f"events/s in {c('batches_after_restart', 'batches').text()} batches (mean "
-        f"{c('batches_after_restart', 'mean_s').f(2)} s, the longest ≤ "
-        f"{c('batches_after_restart', 'longest_at_most_s').f(0)} s: a batch is bounded by the "
-        f"{c('max_offsets_per_trigger').f(0, grouped=True)} records it may read, not by the backlog); {live}."
+        "bench)."
     )
 
 
 # -- pipeline and demo ---------------------------------------------------------------------------------------
 
 
-def _e2e(r: Result) -> str:
-    cells = []
-    for i, run in enumerate(r("runs").each()):
-        lat = run("latency_ms")
-        rate = run("rate").f(0, grouped=True) + (" msg/s" if i == 0 else "")
-        cells.append(f"{lat('p50').ms_as_s()}/{lat('p99').ms_as_s()} s at {rate}")
-    lost = [run("lost").number() for run in r("runs").each()]
-    lost_text = NA if not lost or None in lost else fixed(sum(n for n in lost if n is not None), 0)
-    return f"p50/p99: {', '.join(cells) or NA}; {lost_text} lost"
+def _steps(r: Result) -> list[View]:
+    return r("steps").each()
 
 
-def _e2e_figures(r: Result) -> str:
+def _by_part(us_per_msg: View, digits: int, top: int | None = None) -> str:
+    """CPU µs per message by part, the largest first (``top`` of them), the parts that spent none left out."""
+    parts = [(k, v) for k, v in us_per_msg.items() if (v.number() or 0) > 0]
+    parts.sort(key=lambda kv: -(kv[1].number() or 0))
+    return ", ".join(f"{_PARTS.get(k, k)} {v.f(digits)}" for k, v in parts[:top]) or NA
+
+
+def _capacity(r: Result) -> str:
     cells = []
-    for run in r("runs").each():
-        lat = run("latency_ms")
+    for i, step in enumerate(_steps(r)):
+        api = step("api_e2e_s")
+        rate = step("rate").f(0, grouped=True) + (" msg/s" if i == 0 else "")
         cells.append(
-            f"{run('rate').f(0, grouped=True)}/s {lat('p50').ms_as_s()}/{lat('p90').ms_as_s()}/"
-            f"{lat('p99').ms_as_s()} s"
+            f"{rate}: {step('pipeline_us_per_msg').f(0)} µs, p99 {api('p99').f(2)} s"
+            + ("" if step("sustained").value is True else " (not sustained)")
         )
-    lost = ", ".join(run("lost").text() for run in r("runs").each()) or NA
-    return f"p50/p90/p99: {'; '.join(cells) or NA}; lost: {lost}."
+    return (
+        f"sustained {r('sustained_msgs_per_s').f(0, grouped=True)} msg/s at R = 2; pipeline CPU per message "
+        f"and api e2e p99 per step: {'; '.join(cells) or NA}"
+    )
+
+
+def _capacity_goal(r: Result) -> str:
+    goal = r("goal")
+    target = goal("msgs_per_s").number()
+    rate_ok = None if target is None else at_least(r("sustained_msgs_per_s"), target)
+    limit = goal("pipeline_us_per_msg").number()
+    sustained = [s for s in _steps(r) if s("sustained").value is True]
+    cpu = [s("pipeline_us_per_msg").number() for s in sustained]
+    cpu_ok = None if limit is None or not cpu or None in cpu else all((c or 0) <= limit for c in cpu)
+    return (
+        f"≥ {goal('msgs_per_s').f(0, grouped=True)} msg/s: {verdict(rate_ok)}; ≤ "
+        f"{goal('pipeline_us_per_msg').f(0)} µs per message where sustained: {verdict(cpu_ok)}"
+    )
+
+
+def _capacity_figures(r: Result) -> str:
+    cells = []
+    for step in _steps(r):
+        api, lag = step("api_e2e_s"), step("write_lag_s")
+        cells.append(
+            f"{step('rate').f(0, grouped=True)}/s (sent {step('sent_per_s').f(0, grouped=True)}/s, "
+            f"{step('lost').text()} lost): api e2e p50/p99 {api('p50').f(2)}/{api('p99').f(2)} s, write lag "
+            f"p99 {lag('p99').f(1)} s, sink lag growing: "
+            f"{'yes' if step('sink_lag_records', 'growing').value is True else 'no'}; pipeline "
+            f"{step('pipeline_us_per_msg').f(1)} µs per message "
+            f"({_by_part(step('cpu_us_per_msg'), 1, 4)}), the machine {step('machine_cores').f(2)} cores"
+        )
+    return (
+        f"Sustained {r('sustained_msgs_per_s').f(0, grouped=True)} msg/s; at rest the pipeline takes "
+        f"{r('at_rest_cores', 'pipeline').f(2)} cores. Per step: {'; '.join(cells) or NA}."
+    )
 
 
 DEMO_GOAL_P50_S: Final = 1.0
@@ -560,9 +500,7 @@ DEMO_GOAL_P99_S: Final = 2.0
 
 
 def _demo_parts(r: Result, digits: int, top: int | None = None) -> str:
-    parts = [(k, v) for k, v in r("details", "cpu_by_process", "us_per_msg").items() if (v.number() or 0) > 0]
-    parts.sort(key=lambda kv: -(kv[1].number() or 0))
-    return ", ".join(f"{_PARTS.get(k, k)} {v.f(digits)}" for k, v in parts[:top]) or NA
+    return _by_part(r("details", "cpu_by_process", "us_per_msg"), digits, top)
 
 
 def _demo_bins(r: Result) -> str:
@@ -659,46 +597,6 @@ def _per_worker(r: Result) -> float | None:
     return None if beats is None or not workers else beats / workers
 
 
-def _layouts(r: Result) -> list[View]:
-    return [layout for layout in r("layouts").each() if layout("bytes_per_message").number() is not None]
-
-
-def _storage(r: Result) -> str:
-    layouts = sorted(_layouts(r), key=lambda layout: layout("bytes_per_message").number() or 0)
-    if not layouts:
-        return NA
-    worst, best = layouts[-1], layouts[0]
-    return (
-        f"bytes on disk per message of {len(layouts)} candidate layouts, from "
-        f"{worst('bytes_per_message').f(1)} B ({worst('ratio_to_raw').f(2)}{X} the raw line) to "
-        f"{best('bytes_per_message').f(1)} B ({best('ratio_to_raw').f(2)}{X}): `docs/storage.md`"
-    )
-
-
-def _storage_goal(r: Result) -> str:
-    goal = r("anchor", "goal_ratio")
-    limit = goal.number()
-    best = min(
-        _layouts(r), key=lambda layout: layout("ratio_to_raw").number() or math.inf, default=View(None)
-    )
-    ok = None if limit is None else at_most(best("ratio_to_raw"), limit)
-    return f"≤ {goal.f(2)}{X}: {verdict(ok)} by its best layout ({best('layout').text()})"
-
-
-def _storage_figures(r: Result) -> str:
-    corpus = r("corpus")
-    return (
-        f"{corpus('messages').f(0, grouped=True)} realistic Twitch lines with full tags (mean "
-        f"{corpus('raw_bytes_mean').f(1)} B); "
-        + "; ".join(
-            f"{layout('layout').text()} {layout('bytes_per_message').f(1)} B "
-            f"({layout('ratio_to_raw').f(3)}{X})"
-            for layout in r("layouts").each()
-        )
-        + "."
-    )
-
-
 def _goals(r: Result, labels: dict[str, str]) -> str:
     """The goals of a result file's ``verdict``: those met, then those missed, each with its label."""
     met: list[str] = []
@@ -715,62 +613,6 @@ def _goals(r: Result, labels: dict[str, str]) -> str:
     if unknown:
         out.append(", ".join(unknown) + f": {NA}")
     return "; ".join(out)
-
-
-def _read(r: Result) -> str:
-    day, month = r("channel_day"), r("user_month", "levels")
-    return (
-        f"on disk {r('disk', 'bytes_per_message').f(1)} B per message = "
-        f"{r('disk', 'ratio_to_raw_line').f(3)}{X} "
-        f"the raw line; a {day('lines').k()}-line channel-day at {day('reader', 'best_lines_per_s').k(1)} "
-        f"lines/s = {day('ratio_to_raw').f(2)}{X} a raw driver read; user-month p99 "
-        f"{month('1', 'p99_ms').f(1)} ms at 1 reader, {month('32', 'p99_ms').f(0)} ms at 32"
-    )
-
-
-def _read_goal(r: Result) -> str:
-    g = r("goals")
-    return _goals(
-        r,
-        {
-            "channel_day_lines_per_s": f"≥ {g('channel_day_lines_per_s').k()} lines/s",
-            "channel_day_ratio_to_raw": f"≥ {g('channel_day_ratio_to_raw').f(1)}{X} raw",
-            "bytes_ratio_to_raw_line": f"≤ {g('bytes_ratio_to_raw_line').f(2)}{X} on disk",
-            "user_month_p99_ms_at_32": f"user-month p99 ≤ {g('user_month_p99_ms_at_32').f(0)} ms at 32",
-        },
-    )
-
-
-def _read_figures(r: Result) -> str:
-    disk, day, month = r("disk"), r("channel_day"), r("user_month", "levels")
-    tables = disk("tables")
-    at32 = month("32")
-    cpu = (
-        None
-        if at32("process_cpu_ms_per_read").number() is None
-        or at32("cassandra_cpu_ms_per_read").number() is None
-        else (at32("process_cpu_ms_per_read").number() or 0)
-        + (at32("cassandra_cpu_ms_per_read").number() or 0)
-    )
-    return (
-        f"On disk {disk('bytes_per_message').f(1)} B per message, {disk('ratio_to_raw_line').f(3)}{X} the "
-        "raw "
-        f"line (`chat_by_channel` {tables('chat_by_channel', 'bytes_per_message').f(1)}, `chat_by_user` "
-        f"{tables('chat_by_user', 'bytes_per_message').f(1)}). Channel-day, best of "
-        f"{len(day('reader', 'runs').each())}: the reader (each line's IRC text restored, no parse) "
-        f"{day('reader', 'best_lines_per_s').k(1)} lines/s against {day('raw', 'best_lines_per_s').k(1)} for "
-        "a "
-        f"raw driver read of the same rows bucket by bucket ({day('ratio_to_raw').f(2)}{X}) and "
-        f"{day('raw_reader_columns', 'best_lines_per_s').k(1)} for a raw read of the reader's columns only; "
-        f"making justlog text lines {day('reader_text', 'best_lines_per_s').k(1)}; parsing every line into "
-        "its "
-        f"event {day('reader_events', 'best_lines_per_s').k(1)}. User-month: p50/p99 "
-        f"{month('1', 'p50_ms').f(1)}/{month('1', 'p99_ms').f(1)} ms at 1 reader, "
-        f"{at32('p50_ms').f(0)}/{at32('p99_ms').f(0)} ms at 32 ({at32('requests_per_s').f(0)} reads/s); per "
-        f"read at 32, {at32('process_cpu_ms_per_read').f(1)} ms of client CPU and "
-        f"{at32('cassandra_cpu_ms_per_read').f(1)} ms of Cassandra CPU: ~{fixed(cpu, 0)} ms of CPU per "
-        "user-month on 2 cores"
-    )
 
 
 def _serve(r: Result) -> str:
@@ -802,10 +644,9 @@ def _serve_figures(r: Result) -> str:
     data, stream, grid, memory = r("data"), r("stream"), r("grid"), r("memory")
     text, json_ = grid("user_month_text"), grid("user_month_json")
     return (
-        f"Data: a month of {r('params', 'month_lines').f(0, grouped=True)} "
-        f"lines over every 5-minute bucket, a busy day of {data('busy_day_lines').f(0, grouped=True)} lines, "
-        "a "
-        f"user with {data('user_month_lines').text()} lines. User-month text: p50/p99 "
+        f"Data: a month of {r('params', 'month_lines').f(0, grouped=True)} lines over its days, a busy day "
+        f"of {data('busy_day_lines').f(0, grouped=True)} lines, a user with "
+        f"{data('user_month_lines').text()} lines. User-month text: p50/p99 "
         f"{text('http', '1', 'p50_ms').f(1)}/{text('http', '1', 'p99_ms').f(1)} ms at 1 client, "
         f"{text('http', '32', 'p50_ms').f(0)}/{text('http', '32', 'p99_ms').f(0)} ms at 32 "
         f"({text('http', '32', 'requests_per_s').f(1)} req/s; direct {text('direct', '32', 'p50_ms').f(0)}/"
@@ -855,8 +696,11 @@ def _cpu(r: Result, name: str) -> tuple[str, str, str, str]:
 def _vs_justlog(r: Result) -> str:
     day = _row(r, "channel_day_text_1")
     text_cpu, json_cpu = _cpu(r, "user_month_text_1"), _cpu(r, "user_month_json_1")
-    flush, compacted, floor = _row(r, "storage"), _row(r, "storage_compacted"), _row(r, "storage_floor")
-    tables = r("chatlog", "storage_compacted", "tables")
+    flush, compacted = _row(r, "storage"), _row(r, "storage_compacted")
+    tables = ", ".join(
+        f"`{name}` {table('bytes_per_message').f(1)}"
+        for name, table in r("chatlog", "storage_compacted", "tables").items()
+    )
 
     def rss(side: str) -> str:
         return largest(c("server_rss_mb_peak") for _, c in r(side, "grid").items()).f(2, scale=1e-3)
@@ -882,14 +726,9 @@ def _vs_justlog(r: Result) -> str:
         f"{json_cpu[0]} ({json_cpu[1]} + {json_cpu[2]}) against {json_cpu[3]}. Storage: justlog "
         f"{flush('justlog').f(1)} B per message (both gzipped copies); chatlog {flush('chatlog').f(1)} B as "
         "the "
-        f"sink wrote it, after a flush ({flush('ratio').f(2)}{X}), {compacted('chatlog').f(1)} B packed and "
-        f"major-compacted ({compacted('ratio').f(2)}{X}: channel table "
-        f"{tables('chat_by_channel', 'bytes_per_message').f(1)}, user table "
-        f"{tables('chat_by_user', 'bytes_per_message').f(1)}); the floor of any layout keeping each line "
-        f"twice, on this data, {floor('chatlog').f(1)} B ({floor('ratio').f(2)}{X}: "
-        "`bench/storage_floor.py`, of "
-        f"which {r('chatlog', 'storage_floor', 'two_copies_random_only_b').f(1)} B are the lines' random ids "
-        f"and nonces). RSS under load: justlog {rss('justlog')} GB, chatlog serve {rss('chatlog')} GB "
+        f"backfill wrote it, after a flush ({flush('ratio').f(2)}{X}), {compacted('chatlog').f(1)} B packed "
+        f"and major-compacted ({compacted('ratio').f(2)}{X}: {tables or NA}). RSS under load: justlog "
+        f"{rss('justlog')} GB, chatlog serve {rss('chatlog')} GB "
         f"(its default workers, one per CPU: {r('cpus').text()}). The passes' rates move (user-month json, 1 "
         f"client: justlog {rates('justlog', 'user_month_json_1')}, chatlog "
         f"{rates('chatlog', 'user_month_json_1')} req/s; text: {rates('justlog', 'user_month_text_1')} and "
@@ -923,13 +762,11 @@ def _vs_justlog_goal(r: Result) -> str:
         p99 = f"met in every cell but {', '.join(slower)}"
     else:
         p99 = "met in every cell"
-    compacted, floor = _row(r, "storage_compacted")("ratio"), _row(r, "storage_floor")("ratio")
+    compacted = _row(r, "storage_compacted")("ratio")
     storage = (
         f"≤ {fixed(VS_GOAL_STORAGE, 1)}{X}: {verdict(at_most(compacted, VS_GOAL_STORAGE))} "
         f"({compacted.f(2)}{X})"
     )
-    if at_most(floor, VS_GOAL_STORAGE) is False:
-        storage += f", and below the floor of two copies ({floor.f(2)}{X}): blocked, `docs/storage.md`"
     return (
         f"user-month ≥ {fixed(VS_GOAL_USER_MONTH, 1)}{X}: text {verdict(judged(text, VS_GOAL_USER_MONTH))} "
         f"({', '.join(v.f(2) + X for v in text) or NA}), json {verdict(judged(json_, VS_GOAL_USER_MONTH))} "
@@ -1042,46 +879,24 @@ BENCHMARKS: Final[tuple[Benchmark, ...]] = (
     Benchmark(
         "sink",
         "sink",
-        "Kafka → Spark → Cassandra against a raw driver insert, CPU per stored event, latency; every "
-        "message sent twice, as with R = 2 groups",
-        "chatlog bench sink --warmup-s 30 --latency-s 120",
+        "Kafka → Spark → Cassandra against a raw driver insert, CPU per stored event; every message sent "
+        "twice, as with R = 2 groups",
+        "chatlog bench sink",
         "bench_sink.json",
         _sink,
         _sink_goal,
         _sink_figures,
     ),
     Benchmark(
-        "steady",
-        "sink, 30 minutes",
-        "the sink's latency under a steady load this machine sustains, for 30 minutes",
-        "chatlog bench sink --events 0 --rate 3000 --warmup-s 60 --latency-s 1740 "
-        "--name bench_sink_latency_steady_writer",
-        "bench_sink_latency_steady_writer.json",
-        _steady,
-        _steady_goal,
-        _steady_figures,
-    ),
-    Benchmark(
-        "catchup",
-        "sink catch-up",
-        "the sink stopped under load, then restarted on its checkpoint: the backlog and how it drains",
-        "chatlog bench sink --events 0 --latency-s 0 --rate 3000 --outage-s 90 --catch-up-s 240 "
-        "--name bench_sink_catchup",
-        "bench_sink_catchup.json",
-        _catchup,
-        _catchup_goal,
-        _catchup_figures,
-    ),
-    Benchmark(
-        "e2e",
-        "IRC → Cassandra",
-        "IRC send to Cassandra row at fixed rates through 2 replica groups of 2 ingesters, Kafka and the "
-        "sink",
-        "chatlog bench e2e",
-        "bench_e2e.json",
-        _e2e,
-        _none,
-        _e2e_figures,
+        "capacity",
+        "capacity",
+        "the demo's pipeline (2 replica groups of 2 ingesters, Kafka, the sink, `chatlog serve`) at rising "
+        "rates: CPU per message by part, IRC send → visible over HTTP, the highest rate sustained",
+        "chatlog bench capacity",
+        "bench_capacity.json",
+        _capacity,
+        _capacity_goal,
+        _capacity_figures,
     ),
     Benchmark(
         "demo",
@@ -1103,27 +918,6 @@ BENCHMARKS: Final[tuple[Benchmark, ...]] = (
         _monitor,
         _none,
         _monitor_figures,
-    ),
-    Benchmark(
-        "storage",
-        "storage layouts",
-        "bytes on disk per message of candidate storage layouts",
-        "chatlog bench storage --messages 30000",
-        "bench_storage.json",
-        _storage,
-        _storage_goal,
-        _storage_figures,
-    ),
-    Benchmark(
-        "read",
-        "reader",
-        "the reader library on the id-keyed tables: bytes per message, a channel-day against a raw driver "
-        "read, user-month latency",
-        "chatlog bench read",
-        "bench_read.json",
-        _read,
-        _read_goal,
-        _read_figures,
     ),
     Benchmark(
         "serve",

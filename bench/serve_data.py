@@ -1,12 +1,12 @@
 """The data set of ``chatlog bench serve``: one channel's month of chat, one very busy day in it, and one
-heavy chatter, written into a scratch keyspace by the sink's own writer (no Spark, no Kafka).
+heavy chatter, written into a scratch keyspace through the sink's write path (:mod:`store.write`, with the
+sink's write options; no Spark, no Kafka).
 
 The lines are :func:`bench.sink_data.synthetic_events` (Twitch-shaped PRIVMSGs with ~14 tags, a
-5,000-user pool) re-timed over the month: ``month_lines`` spread evenly over every day (so a user-month
-read has the month's ~8,900 five-minute buckets to look through, as for a busy channel), ``day_lines``
-more on :data:`BIG_DAY`, and ``user_lines`` of :data:`USER` spread over the month. The readers derive
-every field of an event from its stored line, so each event's ``raw`` is rebuilt from its fields
-(:func:`event_line`) whenever they change: the line says what the event says.
+5,000-user pool) re-timed over the month: ``month_lines`` spread evenly over every day, ``day_lines`` more
+on :data:`BIG_DAY`, and ``user_lines`` of :data:`USER` spread over the month. The readers derive every field
+of an event from its stored line, so each event's ``raw`` is rebuilt from its fields (:func:`event_line`)
+whenever they change: the line says what the event says.
 """
 
 from __future__ import annotations
@@ -35,6 +35,8 @@ USER: Final = "benchheavy"
 """The heavy chatter whose month is read."""
 _DAY_MS: Final = 86_400_000
 _WRITE_CHUNK: Final = 20_000
+"""Events written at once, as a sink task writes a chunk (``sink.writer.partition.CHUNK_EVENTS``): each
+chunk's lines are blocks of their own."""
 
 
 def _ms(day: date) -> int:
@@ -149,34 +151,31 @@ def _share(n: int, lo: int, hi: int, day: date) -> int:
 
 
 def write(settings: Any, data: DataSet) -> dict[str, Any]:
-    """Create the schema in ``settings.cassandra_keyspace`` (sink settings) and write ``data`` with the
-    sink's :func:`~sink.writer.partition.write_partition`; what it took."""
-    from sink.writer.cassandra import close_sessions
-
-    from schemas.chat_event import encode
-    from sink.writer.partition import write_partition
+    """Create the keyspace ``settings.cassandra_keyspace`` (sink settings) at the current layout and write
+    ``data`` through :class:`store.write.TaskWrite` with the sink's write options, :data:`_WRITE_CHUNK`
+    events at a time; what it took."""
+    from sink.writer.collaborators import write_options
     from store.schema import apply_schema
+    from store.write import TaskWrite, close_sessions, worker_session
 
     apply_schema(settings)
+    options = write_options(settings)
     start = time.perf_counter()
-    written = rows = 0
-    chunk: list[tuple[bytes, None, None]] = []
     try:
-        for event in data.events():
-            chunk.append((encode(event), None, None))
-            if len(chunk) >= _WRITE_CHUNK:
-                stats = write_partition(chunk, settings)
-                written, rows = written + stats.events, rows + sum(stats.rows.values())
-                chunk = []
-        if chunk:
-            stats = write_partition(chunk, settings)
-            written, rows = written + stats.events, rows + sum(stats.rows.values())
+        task = TaskWrite(worker_session(settings, options.retry_s, options.timeout_s), options)
+        for n, event in enumerate(data.events(), 1):
+            task.add(event)
+            if n % _WRITE_CHUNK == 0:
+                task.finish()
+        written = task.finish()
     finally:
         close_sessions()
     seconds = time.perf_counter() - start
     return {
-        "events": written,
-        "rows": rows,
+        "events": written.events,
+        "rows": sum(written.rows.values()),
+        "rows_by_table": dict(written.rows),
+        "requests": written.requests,
         "seconds": round(seconds, 1),
-        "events_per_s": round(written / seconds) if seconds else None,
+        "events_per_s": round(written.events / seconds) if seconds else None,
     }

@@ -1,4 +1,4 @@
-"""``chatlog bench sink``: throughput of the sink next to a raw driver insert, and end-to-end latency.
+"""``chatlog bench sink``: throughput of the sink next to a raw driver insert.
 
 Throughput: N synthetic Twitch-like events (10% of them produced twice, the copy a few hundred records
 after the first, as a second replica's arrives) go into a fresh topic; the sink drains it (available-now
@@ -9,11 +9,9 @@ a sink that has run for a while is. The same distinct events are then inserted w
 writer code in 1 and 2 processes (the sink has 2 Python workers), and per row without batching, into
 other fresh keyspaces.
 The CPU time of each part (the Spark JVM, the Python workers, Cassandra, Kafka) is reported per
-event for the warm run and the raw inserts (:mod:`chatlog.demo.process_cpu`).
-Latency: events produced at a steady rate (by another process, as the ingesters are) with ``sent_at`` =
-produce time while the sink streams; latency = Cassandra write time of the row (``WRITETIME``, set by
-the driver when it sends the write) minus ``sent_at``. Results: ``results/bench_sink.json`` and
-``results/bench_sink.png``.
+event for the warm run and the raw inserts (:mod:`chatlog.demo.process_cpu`). Results:
+``results/<name>.json`` and ``.png`` (``bench_sink`` by default). The sink's latency and how it catches up
+under a load are measured on the whole pipeline by ``chatlog bench capacity`` (:mod:`bench.capacity`).
 """
 
 from __future__ import annotations
@@ -27,10 +25,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from bench.scratch import scratch_keyspaces
-from bench.sink_catchup import catch_up
-from bench.sink_catchup import summary as catch_up_summary
 from bench.sink_data import fresh, produce, synthetic_events
-from bench.sink_latency import latency
 from chatlog import extras
 from chatlog.demo import process_cpu
 from chatlog.results import RESULTS_DIR, figure, write_json
@@ -172,87 +167,37 @@ def _throughput(
 
 
 def _plot(result: dict[str, Any], path: Path) -> None:
-    with figure(path, 1, 2, figsize=(10, 3.6), dpi=80) as (_fig, (left, right)):
-        thr = result.get("throughput")
-        if thr is None:
-            left.set_axis_off()
-        else:
-            labels = ["sink cold", "sink warm"] + [
-                f"raw {r['processes']}p{' per row' if not r['batching'] else ''}" for r in thr["raw"]
-            ]
-            values = [thr["spark_cold"]["rows_per_s"], thr["spark_warm"]["rows_per_s"]] + [
-                r["rows_per_s"] for r in thr["raw"]
-            ]
-            left.bar(labels, values, color=["#d62728", "#ff7f0e"] + ["#1f77b4"] * len(thr["raw"]))
-            left.set_ylabel("Cassandra rows/s")
-            left.set_title("Throughput (same rows)")
-            left.tick_params(axis="x", labelsize=7)
-        lat = result.get("latency")
-        if lat and lat["timeline"]:
-            xs, ys = zip(*lat["timeline"], strict=True)
-            right.plot(xs, ys, ".", markersize=2)
-            right.axhline(lat["p99_ms"], color="#d62728", linewidth=1, label=f"p99 {lat['p99_ms']:.0f} ms")
-            if lat.get("warmup_s"):
-                right.axvspan(0, lat["warmup_s"], color="#cccccc", alpha=0.4, label="warm-up (not measured)")
-            right.set_xlabel("s since start")
-            right.set_ylabel("produce -> row written (ms)")
-            right.set_title(f"Latency at {lat['rate_achieved']}/s, trigger {lat['trigger']}")
-            right.legend(loc="upper right", fontsize=8)
-        else:
-            right.set_axis_off()
+    thr = result["throughput"]
+    with figure(path, figsize=(6, 3.6), dpi=80) as (_fig, ax):
+        labels = ["sink cold", "sink warm"] + [
+            f"raw {r['processes']}p{' per row' if not r['batching'] else ''}" for r in thr["raw"]
+        ]
+        values = [thr["spark_cold"]["rows_per_s"], thr["spark_warm"]["rows_per_s"]] + [
+            r["rows_per_s"] for r in thr["raw"]
+        ]
+        ax.bar(labels, values, color=["#d62728", "#ff7f0e"] + ["#1f77b4"] * len(thr["raw"]))
+        ax.set_ylabel("Cassandra rows/s")
+        ax.set_title("Throughput (same rows)")
+        ax.tick_params(axis="x", labelsize=7)
 
 
 def run_bench(
     settings: SinkSettings,
     *,
     events: int,
-    rate: int,
-    latency_s: float,
-    warmup_s: float = 30.0,
-    trigger: str | None = None,
     name: str = "bench_sink",
-    outage_s: float = 0.0,
-    catch_up_s: float = 300.0,
     copy_share: float = COPY_SHARE,
 ) -> str:
-    """Run the benchmarks (``events=0`` skips throughput, ``latency_s=0`` latency, ``outage_s=0`` the
-    catch-up); write results/<name>.json and .png; return a summary."""
+    """Run the throughput benchmark with ``events`` distinct events; write results/<name>.json and .png;
+    return a summary."""
     extras.require_plotting()
     extras.require_cpu_accounting()
     tag = uuid.uuid4().hex[:6]
     with tempfile.TemporaryDirectory(prefix="bench-sink-") as tmp:
-        work = Path(tmp)
-        result: dict[str, Any] = {}
-        if events > 0:
-            result["throughput"] = _throughput(settings, events, work, f"{tag}t", copy_share)
-        if latency_s > 0:
-            result["latency"] = latency(
-                settings,
-                rate,
-                latency_s,
-                trigger or settings.sink_trigger,
-                work,
-                f"{tag}l",
-                warmup_s=warmup_s,
-            )
-        if outage_s > 0:
-            result["catch_up"] = catch_up(
-                settings, rate, outage_s, catch_up_s, trigger or settings.sink_trigger, work, f"{tag}c"
-            )
+        result = {"throughput": _throughput(settings, events, Path(tmp), f"{tag}t", copy_share)}
     json_path = write_json(RESULTS_DIR / f"{name}.json", result, indent=1)
     _plot(result, json_path.with_suffix(".png"))
-    lines = []
-    if "throughput" in result:
-        lines += _throughput_lines(result["throughput"])
-    if "latency" in result:
-        lat = result["latency"]
-        lines.append(
-            f"latency at {lat['rate_achieved']} events/s (after {lat['warmup_s']}s of it), "
-            f"trigger {lat['trigger']}: p50 {lat['p50_ms']} ms, "
-            f"p95 {lat['p95_ms']} ms, p99 {lat['p99_ms']} ms, max {lat['max_ms']} ms ({lat['events']} events)"
-        )
-    if "catch_up" in result:
-        lines.append(catch_up_summary(result["catch_up"]))
+    lines = _throughput_lines(result["throughput"])
     lines.append(f"results: {json_path}, {json_path.with_suffix('.png')}")
     return "\n".join(lines)
 

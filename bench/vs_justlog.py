@@ -11,7 +11,7 @@ It builds nothing: it takes a justlog binary (built from justlog's repository, o
 3. chatlog alone: ``chatlog import`` of the same tree (its channel files) into scratch topics, ``chatlog
    sink --backfill`` into a scratch keyspace (both removed at the end), a flush, compactions left to
    settle; then ``chatlog pack`` (the month is over: a deployment's periodic job, as justlog's archiver)
-   and a major compaction (the packed months' old rows gone, as compactions do in time); then ``chatlog
+   and a major compaction (the blocks the pack replaced gone, as compactions do in time); then ``chatlog
    serve`` on it (it has no cache of whole answers), a pass of the grid to warm it up and, after
    compactions settled again, ``passes`` measured ones;
 4. the grid: a user's month (``/channelid/<id>/userid/<id>/<y>/<m>``, users of ~``user_month_lines``
@@ -26,10 +26,9 @@ It builds nothing: it takes a justlog binary (built from justlog's repository, o
    of the same lists (neither has a cache of whole answers; both have their page caches warm from the
    first pass) and a cell's figures are those of its median pass (by its rate);
 5. storage, in bytes per message: justlog's tree (every file, both copies, gzipped) and chatlog's line
-   tables (their ``*-Data.db``, as ``chatlog bench read`` counts; and every file of the keyspace) after the
-   flush, as the sink wrote them (flushes write LZ4 whatever a table's compressor), and after the pack and
-   the major compaction, as they were read (the tables' own compressor: ``chatlog bench read``'s and
-   ``storage``'s figure).
+   tables (the blocks and their indexes, :data:`bench.keyspace_disk.LOG_TABLES`: their ``*-Data.db``; and
+   every file of the keyspace) after the flush, as the backfill wrote them, and after the pack and the
+   major compaction, as they were read.
 
 The machine is shared: the 1-minute load average is recorded before and after every cell, and Cassandra's
 CPU includes whatever else the shared stack did meanwhile (an upper bound).
@@ -343,65 +342,13 @@ def pack_chatlog(scratch: Any) -> dict[str, Any]:
     return {"pack_s": round(pack_s, 1), "pack_said": said}
 
 
-def _keyspace_files(data_dir: Path, keyspace: str) -> tuple[tuple[str, int], ...]:
-    root = data_dir / keyspace
-    if not root.is_dir():
-        return ()
-    return tuple(
-        sorted(
-            (str(p.relative_to(root)), p.stat().st_size)
-            for p in root.rglob("*")
-            if p.is_file() and not {"snapshots", "backups"} & set(p.relative_to(root).parts)
-        )
-    )
-
-
-def flush(session: Any, keyspace: str, data_dir: Path, timeout_s: float) -> float:
-    """Flush every table of ``keyspace`` (a flush period of a second: the stack has no nodetool), until
-    each line table has an SSTable; the seconds it took."""
-    from bench.read import TABLES
-    from bench.storage import table_files
-
-    t0 = time.monotonic()
-    rows_ = session.execute(
-        "SELECT table_name FROM system_schema.tables WHERE keyspace_name = %s", (keyspace,), timeout=60
-    )
-    for row in rows_:
-        session.execute(
-            f"ALTER TABLE {keyspace}.{row.table_name} WITH memtable_flush_period_in_ms = 1000", timeout=120
-        )
-    while not all(any(f.endswith("-Data.db") for f in table_files(data_dir, keyspace, t)) for t in TABLES):
-        if time.monotonic() - t0 > timeout_s:
-            raise ChatlogError(f"{keyspace}: the tables were not flushed in {timeout_s:.0f} s")
-        time.sleep(0.5)
-    return time.monotonic() - t0
-
-
-def settle(session: Any, keyspace: str, data_dir: Path, timeout_s: float, quiet_s: float = 5.0) -> float:
-    """Wait until no compaction of ``keyspace`` runs and its files stayed the same for ``quiet_s``; the
-    seconds it took (at ``timeout_s`` it gives up and says so)."""
-    from bench.storage import compacting
-
-    t0 = time.monotonic()
-    last, since = _keyspace_files(data_dir, keyspace), time.monotonic()
-    while time.monotonic() - t0 < timeout_s:
-        time.sleep(1.0)
-        now = _keyspace_files(data_dir, keyspace)
-        if now != last or compacting(session, keyspace):
-            last, since = now, time.monotonic()
-        elif time.monotonic() - since >= quiet_s:
-            return time.monotonic() - t0
-    say(f"{keyspace}: compactions had not settled after {timeout_s:.0f} s; measuring anyway")
-    return time.monotonic() - t0
-
-
 def chatlog_storage(data_dir: Path, keyspace: str, tree: Tree) -> dict[str, Any]:
-    """chatlog's bytes on disk: the line tables' ``*-Data.db`` (as ``chatlog bench read``) and every file
-    of the keyspace, per message."""
-    from bench.read import disk_usage
+    """chatlog's bytes on disk: the line tables' ``*-Data.db`` (:func:`bench.keyspace_disk.disk_usage`)
+    and every file of the keyspace, per message."""
+    from bench.keyspace_disk import disk_usage, keyspace_files
 
     usage = disk_usage(data_dir, keyspace, tree.lines, tree.raw_bytes / tree.lines)
-    every = sum(size for _, size in _keyspace_files(data_dir, keyspace))
+    every = sum(size for _, size in keyspace_files(data_dir, keyspace))
     return {
         "data_db_bytes": usage["data_db_bytes"],
         "bytes_per_message": usage["bytes_per_message"],
@@ -414,10 +361,9 @@ def chatlog_storage(data_dir: Path, keyspace: str, tree: Tree) -> dict[str, Any]
 def measure_chatlog(settings: Any, tree: Tree, params: Params, work: Path) -> dict[str, Any]:
     """chatlog alone: load the tree, flush, let compactions settle, pack, compact, a pass of the grid to
     warm up, the measured passes, storage."""
-    from bench.read import flush_and_compact
+    from bench.keyspace_disk import flush, flush_and_compact, settle
     from bench.serve import serving
     from bench.sink_data import fresh
-    from bench.storage_floor import keyspace_floor
     from chatlog.stack.process import read_pid
     from core.cql import connect
     from core.settings import StackSettings, load
@@ -433,19 +379,17 @@ def measure_chatlog(settings: Any, tree: Tree, params: Params, work: Path) -> di
         cluster, session = connect(scratch, timeout=60)
         try:
             out["flush_s"] = round(flush(session, keyspace, data_dir, 300), 1)
-            out["settle_s"] = [round(settle(session, keyspace, data_dir, 600), 1)]
+            out["settle_s"] = [round(settle(session, keyspace, data_dir, 600, tell=say), 1)]
             out["storage"] = chatlog_storage(data_dir, keyspace, tree)
             say(f"chatlog keyspace: {out['storage']['bytes_per_message']} B/message (Data.db)")
             out["pack"] = pack_chatlog(scratch)
-            out["storage_floor"] = keyspace_floor(session, keyspace)
-            say(f"storage floor of one copy (packed months): {out['storage_floor']['one_copy_b']} B/message")
-            say("major compaction of the line tables (as chatlog bench read): the packed months' rows gone")
+            say("major compaction of the line tables: the blocks the pack replaced gone")
             out["compact_s"] = round(flush_and_compact(session, keyspace, data_dir, 900), 1)
             out["storage_compacted"] = chatlog_storage(data_dir, keyspace, tree)
             with serving(keyspace) as server:
                 pids: dict[str, int | None] = {"server": server.pid, "cassandra": cassandra}
                 out["pass_1"] = asyncio.run(grid(server.base, lists, params, pids, "chatlog pass 1"))
-                out["settle_s"].append(round(settle(session, keyspace, data_dir, 600), 1))
+                out["settle_s"].append(round(settle(session, keyspace, data_dir, 600, tell=say), 1))
                 out["grid"], out["passes"] = asyncio.run(
                     measured(server.base, lists, params, pids, "chatlog")
                 )
@@ -508,12 +452,6 @@ def ratio_table(justlog: dict[str, Any], chatlog: dict[str, Any], params: Params
             "bytes_per_message",
             "storage packed and major-compacted (as read), B/message",
             "compacted",
-        ),
-        (
-            "storage_floor",
-            "two_copies_b",
-            "floor of two copies (bench.storage_floor), B/message",
-            "floor, 2 copies",
         ),
     ):
         if key not in chatlog:
@@ -615,18 +553,6 @@ def _value(row: dict[str, Any]) -> Callable[[str], str]:
     return fmt
 
 
-def _floor_said(floor: dict[str, Any] | None) -> list[str]:
-    if floor is None:
-        return []
-    return [
-        f"floor of one copy (bench.storage_floor, the packed months' {floor['rows']:,} lines): "
-        f"{floor['one_copy_b']} B/message = random values {floor['random_values_b']} (16 B each: ids, "
-        f"nonces, reply ids) + texts {floor['texts_b']} + the rest of the lines {floor['rest_b']} + send "
-        f"times {floor['send_times_b']} (zstd level {floor['level']} per column and month); two copies "
-        f"{floor['two_copies_b']} B, of which random values {floor['two_copies_random_only_b']}"
-    ]
-
-
 def summary(result: dict[str, Any]) -> str:
     """The comparison as a Markdown table (justlog, chatlog, ratio per row) and what else was measured."""
     lines = [
@@ -658,13 +584,12 @@ def summary(result: dict[str, Any]) -> str:
         "",
         f"server RSS peak under load: justlog {max(j_rss):,.0f} MB, chatlog serve {max(c_rss):,.0f} MB",
         "storage: justlog's tree (both gzipped copies, every file); chatlog's line tables' Data.db "
-        "(after a flush: the rows as the sink wrote them; packed by chatlog pack and major-compacted: as "
-        "served here, and as chatlog bench read and storage count)",
+        "(after a flush: the blocks as the backfill wrote them; packed by chatlog pack and "
+        "major-compacted: as served here)",
         f"chatlog keyspace, every file: {c['storage']['keyspace_bytes_per_message']} B/message; "
         f"loaded by import {c['load']['import_s']} s + backfill {c['load']['backfill_s']} s; "
         f"packed in {c.get('pack', {}).get('pack_s', '-')} s; "
         f"compactions settled {c['settle_s']} s",
-        *_floor_said(c.get("storage_floor")),
         f"justlog archived the tree in {j['archive_s']} s; "
         f"its Twitch stand-in was asked {j['stand_in_asked']}",
     ]

@@ -8,9 +8,10 @@ import pytest
 from confluent_kafka import Consumer, TopicPartition
 
 from bench.scratch import scratch_keyspaces, scratch_topics
-from core.cql import apply_schema, connect
+from core.cql import connect
 from core.kafka_admin import admin_client, ensure_topics
 from core.settings import StackSettings
+from store.schema import apply_schema
 
 pytestmark = pytest.mark.integration
 

@@ -141,3 +141,56 @@ def test_the_command_writes_and_checks_the_page(tmp_path: Path) -> None:
     assert wrote.exit_code == 0 and out.read_text(encoding="utf-8") == PAGE.read_text(encoding="utf-8")
     fresh = runner.invoke(app, ["report", *paths, "--check"])
     assert fresh.exit_code == 0, fresh.output
+
+
+def _capacity_step(rate: float, us: float, p99: float, *, sustained: bool) -> dict[str, object]:
+    return {
+        "rate": rate,
+        "sent_per_s": rate,
+        "lost": 0,
+        "api_e2e_s": {"p50": p99 / 2, "p99": p99},
+        "write_lag_s": {"p50": 5.0, "p99": 10.0},
+        "sink_lag_records": {"growing": not sustained},
+        "cpu_us_per_msg": {"ingesters": us / 2, "kafka": us / 2, "simulator": 0.0},
+        "pipeline_us_per_msg": us,
+        "machine_cores": 1.0,
+        "sustained": sustained,
+    }
+
+
+def test_the_capacity_row_judges_the_rate_and_the_cpu_of_the_sustained_steps() -> None:
+    goal = {"msgs_per_s": 8000, "pipeline_us_per_msg": 350.0, "api_e2e_p99_s": 1.0}
+    steps = [
+        _capacity_step(4000, 340.0, 0.6, sustained=True),
+        _capacity_step(8000, 300.0, 0.8, sustained=True),
+    ]
+    met = report.Result("bench_capacity.json", {"sustained_msgs_per_s": 8000, "goal": goal, "steps": steps})
+    assert report._capacity_goal(met) == "≥ 8,000 msg/s: met; ≤ 350 µs per message where sustained: met"
+    assert "4,000 msg/s: 340 µs, p99 0.60 s; 8,000: 300 µs, p99 0.80 s" in report._capacity(met)
+    steps[1] = _capacity_step(8000, 400.0, 3.0, sustained=False)
+    missed = report.Result(
+        "bench_capacity.json", {"sustained_msgs_per_s": 4000, "goal": goal, "steps": steps}
+    )
+    assert report._capacity_goal(missed) == "≥ 8,000 msg/s: missed; ≤ 350 µs per message where sustained: met"
+    assert "8,000: 400 µs, p99 3.00 s (not sustained)" in report._capacity(missed)
+    figures = report._capacity_figures(missed)
+    assert "sink lag growing: yes; pipeline 400.0 µs per message (ingesters 200.0, Kafka 200.0)" in figures
+    assert "simulator" not in figures  # a part that spent nothing is left out
+
+
+def test_vs_justlog_storage_names_the_tables_the_result_holds() -> None:
+    tables = {"a_blocks": {"bytes_per_message": 60.04}, "a_days": {"bytes_per_message": 0.1}}
+    result = report.Result(
+        "bench_vs_justlog.json",
+        {
+            "table": [
+                {"row": "storage", "justlog": 200.0, "chatlog": 220.0, "ratio": 1.1},
+                {"row": "storage_compacted", "justlog": 200.0, "chatlog": 60.1, "ratio": 0.3},
+            ],
+            "chatlog": {"storage_compacted": {"tables": tables}},
+        },
+    )
+    x = report.X
+    said = report._vs_justlog(result)
+    assert f"60.1 B packed and major-compacted (0.30{x}: `a_blocks` 60.0, `a_days` 0.1)" in said
+    assert report._vs_justlog_goal(result).endswith(f"storage ≤ 0.5{x}: met (0.30{x})")

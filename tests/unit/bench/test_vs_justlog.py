@@ -168,50 +168,6 @@ def test_the_ratio_table_is_chatlog_over_justlog_per_row() -> None:
     assert [r["row"] for r in ratio_table(justlog, chatlog, Params())][-1] == "storage"
 
 
-_FLOOR = {
-    "rows": 1000,
-    "level": 19,
-    "random_values_b": 34.0,
-    "texts_b": 15.1,
-    "rest_b": 11.1,
-    "send_times_b": 3.7,
-    "one_copy_b": 65.0,
-    "two_copies_b": 130.0,
-    "two_copies_random_only_b": 68.0,
-}
-
-
-def test_the_floor_of_two_copies_is_a_storage_row_and_said() -> None:
-    justlog, chatlog = _side(1.0, 204.4), _side(1.0, 215.7)
-    chatlog["storage_floor"] = _FLOOR
-    table = ratio_table(justlog, chatlog, Params())
-    floor = table[-1]
-    assert (floor["row"], floor["metric"], floor["chatlog"], floor["ratio"]) == (
-        "storage_floor",
-        "bytes_per_message",
-        130.0,
-        0.636,
-    )
-    result = {
-        "data": {
-            "lines": 1000,
-            "days": [1],
-            "users": 10,
-            "line_bytes_mean": 500.0,
-            "user_month_urls": 1,
-            "user_month_lines_mean": 300.0,
-            "channel_day_urls": 1,
-        },
-        "load_average_start": [1.0, 1.0, 1.0],
-        "justlog": justlog,
-        "chatlog": chatlog,
-        "table": table,
-    }
-    text = summary(result)
-    assert "| floor of two copies (bench.storage_floor), B/message | 204.4 B | 130.0 B | 0.64x |" in text
-    assert "65.0 B/message = random values 34.0" in text
-
-
 def test_the_summary_is_a_markdown_table_with_every_row() -> None:
     justlog, chatlog = _side(1.0, 215.5), _side(0.5, 100.0)
     justlog["grid"]["user_month_text_32"]["p99_ms"] = None  # cut off at the limit
