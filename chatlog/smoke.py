@@ -51,7 +51,7 @@ def run(settings: StackSettings) -> str:
     consumer.close()
     if got is None:
         raise ChatlogError("smoke: the record did not come back from Kafka within 30s")
-    from store.keys import event_channel_key
+    from store.keys import event_channel_key, message_id_bytes, uuid_text
     from store.scan import channel_copies
     from store.schema import require_layout
     from store.stored_line import restore
@@ -67,9 +67,10 @@ def run(settings: StackSettings) -> str:
         copies = channel_copies(
             session, settings.cassandra_keyspace, [event_channel_key(got)], got.sent_at, got.sent_at + 1
         )
-        found = [line for _key, line, _at in copies if str(line[1]) == got.message_id]
+        mid = message_id_bytes(got.message_id)
+        found = [line for _key, line, _at in copies if line[1] == mid]
     finally:
         cluster.shutdown()
-    if not found or restore(found[0][2], found[0][1], got.sent_at) != raw:
+    if not found or restore(found[0][2], uuid_text(found[0][1]), found[0][0]) != raw:
         raise ChatlogError("smoke: the line was not readable from Cassandra")
     return f"smoke ok: event {event.message_id} went through Kafka and Cassandra"

@@ -59,21 +59,29 @@ def failure_message(exc: BaseException, settings: SinkSettings | None = None) ->
 
 
 def ensure_schema(settings: SinkSettings) -> None:
-    """Create the keyspace and tables if missing (a new keyspace is recorded at the current layout; one of
-    another layout is refused in one line: ``chatlog init`` moves it), retrying while Cassandra is
-    unreachable."""
+    """Create the keyspace and tables if missing (``sink_apply_schema``; a new keyspace is recorded at the
+    current layout) and refuse, in one line, a keyspace of another layout (``chatlog init`` moves it),
+    retrying while Cassandra is unreachable."""
+    from core.cql import connect
     from store.requests import CassandraWriteError, with_retry
-    from store.schema import LayoutMismatch, apply_schema
+    from store.schema import LayoutMismatch, apply_schema, require_layout
 
     def attempt() -> None:
         try:
-            apply_schema(settings, settings.cassandra_keyspace, migrate=False)
+            if settings.sink_apply_schema:
+                apply_schema(settings, settings.cassandra_keyspace, migrate=False)
+                return
+            cluster, session = connect(settings)
+            try:
+                require_layout(session, settings.cassandra_keyspace)
+            finally:
+                cluster.shutdown()
         except LayoutMismatch as exc:
             raise ChatlogError(str(exc)) from None
 
     try:
         with_retry(
-            f"applying the schema to keyspace {settings.cassandra_keyspace}",
+            f"checking the schema of keyspace {settings.cassandra_keyspace}",
             settings.sink_cassandra_retry_s,
             attempt,
             fatal=(LayoutMismatch, ChatlogError),
@@ -177,8 +185,7 @@ def run(
     from pyspark.errors import StreamingQueryException
 
     t0 = time.monotonic()
-    if settings.sink_apply_schema:
-        ensure_schema(settings)
+    ensure_schema(settings)
     spark = get_session(settings)
     session_s = time.monotonic() - t0
     spark_private.check(spark)

@@ -1,6 +1,6 @@
 """The sink on the cluster as a cluster wants it: submitted to the Spark standalone master (executors in the
 workers' JVMs, their own Python workers), its checkpoint on a path they all reach, reading a topic with RF 3
-and writing a keyspace with RF 3 at LOCAL_QUORUM: every distinct event becomes one row (``make cluster``)."""
+and writing a keyspace with RF 3 at LOCAL_QUORUM: every distinct event is stored once (``make cluster``)."""
 
 from __future__ import annotations
 
@@ -11,9 +11,10 @@ import pytest
 
 from chatlog.stack.cluster import Layout
 from chatlog.stack.spark import master_state
-from core.cql import apply_schema, connect
+from core.cql import connect
 from core.settings import StackSettings
 from sink.settings import SinkSettings
+from store.schema import apply_schema
 from tests.integration.sink.records import make_events, message_ids, produce, uuids
 
 pytestmark = [pytest.mark.integration, pytest.mark.cluster, pytest.mark.slow]

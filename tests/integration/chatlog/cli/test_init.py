@@ -1,13 +1,18 @@
-"""``chatlog init`` against the real stack: the topics of topics.toml and the keyspace appear."""
+"""``chatlog init`` against the real stack: the topics of topics.toml and the keyspace appear, the keyspace
+at this code's storage layout, which the other commands require."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
 from chatlog.cli.init import run_init
 from core.cql import connect
+from core.errors import ChatlogError
 from core.kafka_admin import admin_client
 from core.settings import KafkaSettings, StackSettings, load
 from schemas.topics import topic_specs
@@ -61,3 +66,86 @@ def test_init_creates_topics_and_keyspace_and_is_idempotent(isolated_env: StackS
     again: list[str] = []
     run_init(topics=True, cql=True, wait_s=0, report=again.append)
     assert again[0] == "topics: all present"
+
+
+def test_init_records_the_layout_once_and_other_commands_refuse_another(
+    isolated_env: StackSettings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A new keyspace is created at this code's storage layout and recorded; ``chatlog init`` again changes
+    nothing. A keyspace whose recorded layout is older is refused by ``chatlog logs`` and by the sink's
+    start in one line that says to run ``chatlog init``, which moves it; one of a newer layout is refused
+    by ``chatlog init`` itself."""
+    import store.schema
+    from chatlog.cli.log_reader import read_events
+    from core.testing import chat_events
+    from sink.job import stream
+    from sink.settings import SinkSettings
+    from store.schema import LAYOUT, LayoutMismatch, found_layout, record_layout, tables_of
+    from store.write import Caches, TaskWrite, WriteOptions, worker_session_of
+
+    keyspace = isolated_env.cassandra_keyspace
+    recorded: list[tuple[str, int]] = []
+    real_record = store.schema.record_layout
+
+    def spy(session: Any, ks: str, version: int = LAYOUT) -> None:
+        recorded.append((ks, version))
+        real_record(session, ks, version)
+
+    monkeypatch.setattr(store.schema, "record_layout", spy)
+    cluster, session = connect(isolated_env)
+    try:
+        assert found_layout(session, keyspace) is None
+        first: list[str] = []
+        run_init(topics=False, cql=True, wait_s=0, report=first.append)
+        assert found_layout(session, keyspace) == LAYOUT
+        assert recorded == [(keyspace, LAYOUT)]
+        tables = tables_of(session, keyspace)
+        (event,) = chat_events(1, channels=1)
+        task = TaskWrite(worker_session_of(session), WriteOptions(keyspace=keyspace), Caches())
+        task.add(event)
+        task.finish()
+
+        again: list[str] = []
+        run_init(topics=False, cql=True, wait_s=0, report=again.append)
+        assert again == first and len(first) == 1 and first[0].startswith("cql: "), first
+        assert recorded == [(keyspace, LAYOUT)]  # not recorded again
+        assert (found_layout(session, keyspace), tables_of(session, keyspace)) == (LAYOUT, tables)
+        assert [e.raw for e in read_events(isolated_env, event.channel)] == [event.raw]
+
+        record_layout(session, keyspace, LAYOUT - 1)
+        logs = subprocess.run(
+            [sys.executable, "-m", "chatlog", "logs", event.channel],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+        assert logs.returncode == 2, logs.stderr
+        assert logs.stdout == ""
+        assert logs.stderr.splitlines() == [
+            f"chatlog: error: keyspace {keyspace} holds storage layout {LAYOUT - 1}, this chatlog reads and "
+            f"writes layout {LAYOUT}: run `chatlog init` to move it"
+        ]
+        sink = load(SinkSettings)
+        assert sink.cassandra_keyspace == keyspace and sink.sink_apply_schema
+        with pytest.raises(ChatlogError) as refused:
+            stream.run(sink, available_now=True)
+        message = str(refused.value)
+        assert "\n" not in message and f"storage layout {LAYOUT - 1}" in message, message
+        assert "run `chatlog init` to move it" in message
+        assert found_layout(session, keyspace) == LAYOUT - 1  # the sink neither moved nor recorded it
+
+        moved: list[str] = []
+        run_init(topics=False, cql=True, wait_s=0, report=moved.append)
+        assert found_layout(session, keyspace) == LAYOUT
+        assert [e.raw for e in read_events(isolated_env, event.channel)] == [event.raw]
+
+        record_layout(session, keyspace, LAYOUT + 1)
+        with pytest.raises(LayoutMismatch) as newer:
+            run_init(topics=False, cql=True, wait_s=0, report=lambda _line: None)
+        assert str(newer.value) == (
+            f"keyspace {keyspace} holds storage layout {LAYOUT + 1}, newer than this chatlog's {LAYOUT}: "
+            "upgrade chatlog"
+        )
+    finally:
+        cluster.shutdown()

@@ -175,9 +175,8 @@ def test_a_gap_is_filled_from_a_peer_once(
     imported = records(settings)
     assert len(imported) == 4
     # the sink stores what the fill produced (as a backfill run would)
-    from sink.writer.cassandra import close_sessions
-
     from sink.writer.partition import write_partition
+    from store.write import close_sessions
 
     write_partition(((value, None, None) for value in imported), sink_settings(settings, tmp_path))
     close_sessions()

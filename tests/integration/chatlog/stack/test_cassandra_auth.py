@@ -18,9 +18,10 @@ from pydantic import SecretStr
 
 from chatlog.stack import manager, process, security
 from chatlog.stack.services import Cassandra
-from core.cql import CassandraLoginError, apply_schema, connect
+from core.cql import CassandraLoginError, connect
 from core.errors import ChatlogError
 from core.settings import StackSettings
+from store.schema import apply_schema
 
 pytestmark = [pytest.mark.integration, pytest.mark.auth, pytest.mark.slow]
 
@@ -98,20 +99,24 @@ def test_without_tls_the_node_is_not_reachable(secured: StackSettings) -> None:
 
 
 def test_sink_writer_and_reader_use_the_same_login(secured: StackSettings) -> None:
-    from sink.writer.cassandra import WorkerSession
-
     from chatlog.cli.log_reader import read_events
+    from core.testing import chat_events
     from sink.settings import SinkSettings
+    from store.write import Caches, TaskWrite, WorkerSession, WriteOptions
 
     apply_schema(secured)
     names = [n for n in SinkSettings.model_fields if n.startswith("cassandra_")]
     sink = SinkSettings(**{n: getattr(secured, n) for n in names}, sink_cassandra_retry_s=10)
-    writer = WorkerSession(sink)
+    (event,) = chat_events(1, channels=1)
+    writer = WorkerSession(sink, sink.sink_cassandra_retry_s, sink.sink_cassandra_timeout_s)
     try:
-        assert writer.keyspace(secured.cassandra_keyspace, "LOCAL_QUORUM", 10).rows is not None
+        task = TaskWrite(writer, WriteOptions(keyspace=secured.cassandra_keyspace, retry_s=10), Caches())
+        task.add(event)
+        assert task.finish().events == 1
     finally:
         writer.shutdown()
     assert list(read_events(secured, "nochannel")) == []
+    assert [e.message_id for e in read_events(secured, event.channel)] == [event.message_id]
     anonymous = secured.model_copy(update={"cassandra_username": None, "cassandra_password": None})
     with pytest.raises(ChatlogError) as info:
         list(read_events(anonymous, "nochannel"))

@@ -75,34 +75,43 @@ def test_topics_have_the_specified_partitions_and_policies(stack: StackSettings)
 
 
 def test_cql_write_and_read(fresh_keyspace: StackSettings) -> None:
+    """A line written through the one write path is stored once in each copy (the same line written again
+    rewrites its block), without the values its key holds, and read back as it came."""
+    from msgspec.structs import replace
+
+    from chatlog.cli.log_reader import read_events
     from core.cql import connect
-    from schemas.cql import bucket_of, channel_key, message_uuid
-    from store.stored_line import restore, strip
+    from core.irc_parse import parse_line
+    from store.keys import channel_key, event_channel_key, message_uuid, uuid_text
+    from store.scan import channel_copies, stored_ids
+    from store.stored_line import restore
+    from store.write import Caches, TaskWrite, WriteOptions, worker_session_of
 
     sent_at, message_id = 1_793_491_200_123, "0f6f4b4e-5a4c-4c1e-9d3b-6a1f2e3d4c5b"
     raw = f"@id={message_id};tmi-sent-ts={sent_at} :u!u@u.tmi.twitch.tv PRIVMSG #c :hello"
-    key, bucket, row_id = channel_key(None, "c"), bucket_of(sent_at), message_uuid(message_id)
-    line = strip(raw, row_id, sent_at)
-    assert key == "login:c" and row_id == uuid.UUID(message_id) and len(line) < len(raw)
-    cluster, session = connect(fresh_keyspace, keyspace=fresh_keyspace.cassandra_keyspace)
+    event = parse_line(raw, received_at=sent_at + 5)
+    assert event is not None and (event.sent_at, event.message_id) == (sent_at, message_id)
+    key, row_id = event_channel_key(event), message_uuid(message_id)
+    assert key == channel_key(None, "c") == "login:c" and row_id == uuid.UUID(message_id)
+    keyspace = fresh_keyspace.cassandra_keyspace
+    cluster, session = connect(fresh_keyspace, keyspace=keyspace)
     try:
-        insert = session.prepare(
-            "INSERT INTO chat_by_channel (channel_key, bucket, sent_at, message_id, line, received_at) "
-            "VALUES (?, ?, ?, ?, ?, ?)"
-        )
-        session.execute(insert, (key, bucket, sent_at, row_id, line, sent_at + 5))
-        # the same primary key again is an overwrite, not a second row
-        session.execute(insert, (key, bucket, sent_at, row_id, line, sent_at + 9))
-        rows = list(
-            session.execute(
-                "SELECT message_id, sent_at, line FROM chat_by_channel WHERE channel_key=%s AND bucket=%s",
-                (key, bucket),
-            )
-        )
-        assert [r.message_id for r in rows] == [row_id]
-        assert restore(rows[0].line, rows[0].message_id, sent_at) == raw
+        writer = worker_session_of(session)
+        # the same line again (another received time: another replica's copy) rewrites its block
+        for received in (sent_at + 5, sent_at + 9):
+            task = TaskWrite(writer, WriteOptions(keyspace=keyspace), Caches())
+            task.add(replace(event, received_at=received))
+            task.finish()
+        copies = list(channel_copies(session, keyspace, [key], sent_at, sent_at + 1))
+        by_copy = {copy: stored_ids(session, keyspace, copy) for copy in ("channel", "user")}
     finally:
         cluster.shutdown()
+    assert by_copy == {"channel": [message_id], "user": [message_id]}
+    assert [(k, line[0], line[1]) for k, line, _written in copies] == [(key, sent_at, row_id.bytes)]
+    stored = copies[0][1][2]
+    assert len(stored) < len(raw)
+    assert restore(stored, uuid_text(copies[0][1][1]), sent_at) == raw
+    assert [e.raw for e in read_events(fresh_keyspace, "c")] == [raw]
 
 
 def _irc(port: int, nick: str) -> socket.socket:
