@@ -1,5 +1,5 @@
 """Fixtures of the browser tests: ``chatlog serve`` (the real command, on a free port) over a fresh
-keyspace that the sink's executor filled with events made of real Twitch lines, and Debian's chromium
+keyspace filled by store.write with events made of real Twitch lines, and Debian's chromium
 driven headless by Playwright (``executable_path``; Playwright downloads no browser).
 
 ``CHATLOG_TEST_CHROMIUM`` names another chromium binary; ``CHATLOG_WEB_SCREENSHOTS`` a directory where the
@@ -22,8 +22,9 @@ import httpx
 import pytest
 from playwright.sync_api import Browser, BrowserContext, Page, Playwright, sync_playwright
 
-from core.cql import apply_schema, connect
+from core.cql import connect
 from core.settings import StackSettings
+from store.schema import apply_schema
 from tests.browser.chromium import CHROMIUM, new_context
 from tests.browser.served import Keyspace, Served
 from tests.uvicorn_thread import free_port

@@ -1,5 +1,5 @@
-"""What the browser tests read: events made of real Twitch lines, written into a keyspace by the sink's
-executor (and coverage ledger rows), and the ``chatlog serve`` that reads them."""
+"""What the browser tests read: events made of real Twitch lines, written into a keyspace by
+:mod:`store.write` (and coverage ledger rows), and the ``chatlog serve`` that reads them."""
 
 from __future__ import annotations
 
@@ -8,18 +8,14 @@ import zlib
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
 
 import httpx
-from sink.writer.caches import NameCache
-from sink.writer.cassandra import close_sessions
 
 from core.cql import connect
 from core.settings import StackSettings
 from core.testing import twitch_event
-from schemas.chat_event import ChatEvent, encode
-from sink.settings import SinkSettings
-from sink.writer.partition import write_partition
+from schemas.chat_event import ChatEvent
+from tests.integration.serve.events import write
 
 
 def ms(year: int, month: int, day: int, hour: int = 0, minute: int = 0, second: int = 0) -> int:
@@ -58,13 +54,9 @@ def event(
     )
 
 
-def write_events(settings: StackSettings, events: list[ChatEvent], checkpoint: Path) -> None:
-    """``events`` into the settings' keyspace through the sink's executor (its production writer)."""
-    values: dict[str, Any] = {"cassandra_keyspace": settings.cassandra_keyspace, "sink_metrics_port": 0}
-    sink = SinkSettings(**values, sink_checkpoint=str(checkpoint))
-    stats = write_partition(((encode(e), None, None) for e in events), sink, name_cache=NameCache())
-    close_sessions()
-    assert (stats.events, stats.deadletters) == (len(events), 0)
+def write_events(settings: StackSettings, events: list[ChatEvent]) -> None:
+    """``events`` into the settings' keyspace through :mod:`store.write`, as a sink's task writes them."""
+    write(settings, events)
 
 
 def write_coverage(settings: StackSettings, rows: list[tuple[str, int, str, str]], last_seen: int) -> None:

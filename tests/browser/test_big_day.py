@@ -33,10 +33,10 @@ DAY = "2024-03-05"
 @pytest.fixture(scope="module")
 def big_day(keyspace: Keyspace, served: Served) -> Iterator[Served]:
     """#chan0 on 2024-03-05: 100k lines 37 ms apart ending at 12:00 UTC (with a timeout every 97 and a
-    deleted message every 89), written by the sink's executor."""
+    deleted message every 89), written by store.write."""
     start = time.monotonic()
     events = chat_events(LINES, channels=1, now_ms=ms(2024, 3, 5, 12))
-    write_events(keyspace.settings, events, keyspace.dir / "checkpoint-big")
+    write_events(keyspace.settings, events)
     print(f"\n100k-line day written in {time.monotonic() - start:.1f} s")
     yield served
 

@@ -34,7 +34,7 @@ def live_site(keyspace: Keyspace, served: Served) -> Iterator[Served]:
     now = _now()
     earlier = max(now - 60_000, now - now % DAY_MS)
     past = event("PRIVMSG", CHANNEL, earlier, login="bob", text="stored before", user_id="42")
-    write_events(keyspace.settings, [past], keyspace.dir / "checkpoint-live")
+    write_events(keyspace.settings, [past])
     with httpx.stream("GET", f"{served.base}/api/live/{CHANNEL}", timeout=30) as answer:
         status = answer.status_code
         body = b"" if status == 200 else answer.read()

@@ -80,7 +80,6 @@ def ingester(keyspace: Keyspace, served: Served) -> Iterator[subprocess.Popen[by
     write_events(
         settings,
         [event("PRIVMSG", CHANNEL, earlier, login="bob", text="stored before", user_id="42")],
-        keyspace.dir / "checkpoint-live-irc",
     )
     Registry(settings).add([CHANNEL])
     worker = f"web{secrets.token_hex(3)}"

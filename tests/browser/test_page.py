@@ -1,5 +1,5 @@
 """The web page of ``chatlog serve`` in Debian's chromium: each deep link shows what a person expects,
-from events the sink's executor stored (real Twitch lines) and a coverage ledger with a gap."""
+from events store.write stored (real Twitch lines) and a coverage ledger with a gap."""
 
 from __future__ import annotations
 
@@ -53,7 +53,7 @@ def site(keyspace: Keyspace, served: Served) -> Iterator[Served]:
         event("PRIVMSG", "alpha", ms(2024, 2, 3, 0, 0, 5), login="bob", text="february", user_id="42"),
         event("PRIVMSG", "beta", ms(2024, 2, 3), login="dave", text="beta line", user_id="44"),
     ]  # fmt: skip
-    write_events(keyspace.settings, events, keyspace.dir / "checkpoint-page")
+    write_events(keyspace.settings, events)
     write_coverage(
         keyspace.settings,
         [

@@ -28,7 +28,7 @@ def site(keyspace: Keyspace, served: Served) -> Iterator[Served]:
         event("PRIVMSG", "gamma", jan2(10, 15), login="bob", text="from the peer", user_id="42"),
         event("PRIVMSG", "gamma", jan2(11), login="bob", text="after", user_id="42"),
     ]
-    write_events(keyspace.settings, events, keyspace.dir / "checkpoint-fill")
+    write_events(keyspace.settings, events)
     write_coverage(
         keyspace.settings,
         [

@@ -1,5 +1,6 @@
-"""Fixtures of the read side's integration tests: sink settings on a fresh keyspace (the sink's executor
-writes what the read side reads back; the events to write are in :mod:`tests.integration.serve.events`)."""
+"""Fixtures of the read side's integration tests: sink settings on a fresh keyspace and fresh topics (what
+the read side reads back is written by :func:`tests.integration.serve.events.write`, through store.write;
+the live routes read the topics)."""
 
 from __future__ import annotations
 

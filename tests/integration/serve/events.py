@@ -1,19 +1,18 @@
-"""Chat events for the read side's integration tests, written by the sink's executor: real Twitch lines
-parsed as the ingester does (:func:`core.testing.twitch_line`, :func:`core.testing.chat_events`), since
-every field the readers give back is derived from the stored line."""
+"""Chat events for the read side's integration tests, written by the storage's one write path
+(:class:`store.write.TaskWrite`, as a sink's task does): real Twitch lines parsed as the ingester does
+(:func:`core.testing.twitch_line`, :func:`core.testing.chat_events`), since every field the readers give back
+is derived from the stored line."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
-from sink.writer.caches import NameCache
-from sink.writer.cassandra import close_sessions
-
+from core.cql import connect
+from core.settings import CassandraSettings
 from core.testing import chat_events, twitch_event
-from schemas.chat_event import ChatEvent, encode
-from sink.settings import SinkSettings
-from sink.writer.partition import write_partition
-from sink.writer.stats import WriteStats
+from schemas.chat_event import ChatEvent
+from store.write import Caches, TaskWrite, WriteOptions, Written, worker_session_of
 
 
 def make_events(n: int, *, channels: int = 7, now_ms: int | None = None, ids: bool = True) -> list[ChatEvent]:
@@ -29,12 +28,33 @@ def line_event(kind: str, channel: str, at: int, **line: Any) -> ChatEvent:
     return twitch_event(kind, channel, sent_at=at, **line)
 
 
-def write(settings: SinkSettings, events: list[ChatEvent]) -> WriteStats:
-    """Write ``events`` with the sink's executor (production collaborators, a new name cache)."""
-    stats = write_partition(((encode(e), None, None) for e in events), settings, name_cache=NameCache())
-    close_sessions()
-    assert (stats.events, stats.deadletters) == (len(events), 0)
-    return stats
+def write(
+    settings: CassandraSettings,
+    events: Sequence[ChatEvent],
+    *,
+    batch: int | None = None,
+    caches: Caches | None = None,
+) -> Written:
+    """Write ``events`` into the keyspace of ``settings`` through :class:`store.write.TaskWrite`, as one
+    task of a new process (``caches``: a new :class:`~store.write.Caches` unless given, so every index and
+    name row is written). ``batch``: the task finishes every ``batch`` events, as the sink does at each
+    micro-batch, so a period's lines are in several blocks; None: one finish."""
+    cluster, session = connect(settings)
+    try:
+        task = TaskWrite(
+            worker_session_of(session),
+            WriteOptions(keyspace=settings.cassandra_keyspace, retry_s=30.0),
+            Caches() if caches is None else caches,
+        )
+        for n, event in enumerate(events, 1):
+            task.add(event)
+            if batch is not None and n % batch == 0:
+                task.finish()
+        written = task.finish()
+    finally:
+        cluster.shutdown()
+    assert written.events == len(events)
+    return written
 
 
 def alice_and_bob(months: tuple[int, int], *, lines: int, step_ms: int) -> list[ChatEvent]:

@@ -8,10 +8,9 @@ import calendar
 import uuid
 
 import msgspec
-from schemas.cql import clustering_order, message_uuid
-from sink.writer.rows import DERIVED
 
 from schemas.chat_event import ChatEvent
+from store.keys import event_channel_key, filed_under, line_order, message_id_bytes
 from tests.integration.serve.events import line_event
 
 HOUR = 3_600_000
@@ -47,7 +46,7 @@ def says(at: int, login: str, user_id: str | None, text: str, *, channel: str | 
 def rename_story() -> list[ChatEvent]:
     """User 1001 is `oldname` for a day, then `newname`; channel 500 is `oldchan` for two days, then
     `newchan`; 6 days from 2026-01-30 into February. Besides: another user, a plain IRC user and lines of
-    1001 without ids, timeouts and a deleted message of 1001, a burst of 300 lines in one bucket, lines of
+    1001 without ids, timeouts and a deleted message of 1001, a burst of 300 lines in one hour, lines of
     two keys at the same millisecond, and 1001 in another channel."""
     out = []
     for k in range(24):
@@ -87,7 +86,7 @@ def rename_story() -> list[ChatEvent]:
                     "PRIVMSG", "elsewhere", at, login=user_at(at), text="away", user_id="1001", room_id="600"
                 )
             )
-    burst = T0 + 3 * DAY + 10 * 60_000  # a bucket's start: 300 lines in 150 s, more than one IN query
+    burst = T0 + 3 * DAY + 10 * 60_000  # 300 lines in 150 s: more than a page of a user's month
     out += [says(burst + i * 500, "newname", "1001", f"burst{i}") for i in range(300)]
     tie = T0 + 4 * DAY + 777  # one millisecond, two keys: Twitch uuids (v4) and a hashed id (v5)
     out += [says(tie, "other", "2002", "tie a"), says(tie, "other", "2002", "tie b")]
@@ -97,14 +96,14 @@ def rename_story() -> list[ChatEvent]:
 
 def in_read_order(events: list[ChatEvent], *, reverse: bool = False) -> list[ChatEvent]:
     ordered = sorted(
-        events, key=lambda e: clustering_order(e.sent_at, message_uuid(e.message_id)), reverse=reverse
+        events, key=lambda e: line_order(e.sent_at, message_id_bytes(e.message_id)), reverse=reverse
     )
     return [msgspec.structs.replace(e, ingester=None) for e in ordered]
 
 
 def of_channel(events: list[ChatEvent]) -> list[ChatEvent]:
-    return [e for e in events if DERIVED["channel_key"](e) in CHANNEL_KEYS]
+    return [e for e in events if event_channel_key(e) in CHANNEL_KEYS]
 
 
 def of_user(events: list[ChatEvent]) -> list[ChatEvent]:
-    return [e for e in of_channel(events) if DERIVED["user_key"](e) in USER_KEYS]
+    return [e for e in of_channel(events) if filed_under(e) in USER_KEYS]

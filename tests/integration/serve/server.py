@@ -1,4 +1,4 @@
-"""``chatlog serve``'s app on uvicorn, over events the sink's writer stored in a fresh keyspace."""
+"""``chatlog serve``'s app on uvicorn, over events written into a fresh keyspace by :mod:`store.write`."""
 
 from __future__ import annotations
 
@@ -9,15 +9,14 @@ from typing import Any
 
 import httpx
 import pytest
-from sink.writer.cassandra import close_sessions
 
-from core.cql import apply_schema, connect
+from core.cql import connect
 from core.settings import StackSettings
-from schemas.chat_event import ChatEvent, encode
+from schemas.chat_event import ChatEvent
 from serve.api.app import create_app
 from serve.settings import ServeSettings
-from sink.settings import SinkSettings
-from sink.writer.partition import write_partition
+from store.schema import apply_schema
+from tests.integration.serve.events import write
 from tests.uvicorn_thread import served
 
 
@@ -34,17 +33,15 @@ class Server:
 def serving(
     stack: StackSettings, tmp_path_factory: pytest.TempPathFactory, events: list[ChatEvent]
 ) -> Iterator[Server]:
-    """uvicorn on a free port serving ``events``, written by the sink's writer into a fresh keyspace."""
+    """uvicorn on a free port serving ``events``, written into a fresh keyspace by
+    :func:`tests.integration.serve.events.write` (``tmp_path_factory``: unused, kept for the callers)."""
+    del tmp_path_factory
     keyspace = f"t{uuid.uuid4().hex[:10]}"
     settings = stack.model_copy(update={"cassandra_keyspace": keyspace})
-    apply_schema(settings)
-    sink_values: dict[str, Any] = {"cassandra_keyspace": keyspace, "sink_metrics_port": 0}
-    sink = SinkSettings(**sink_values, sink_checkpoint=str(tmp_path_factory.mktemp("cp")))
-    stats = write_partition(((encode(e), None, None) for e in events), sink)
-    close_sessions()
-    assert stats.events == len(events)
     serve_values: dict[str, Any] = {"cassandra_keyspace": keyspace, "serve_channels_ttl_s": 0}
     try:
+        apply_schema(settings)
+        write(settings, events)
         with served(create_app(ServeSettings(**serve_values))) as base:
             yield Server(base, events)
     finally:

@@ -1,5 +1,5 @@
-"""`chatlog serve` over a real socket: every route and format of the justlog/rustlog API, on events the
-sink's writer stored in a fresh keyspace."""
+"""`chatlog serve` over a real socket: every route and format of the justlog/rustlog API, on events
+store.write stored in a fresh keyspace."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""``GET /namehistory/{user_id}`` over a real socket, on the name history the sink's writer stored in a
+"""``GET /namehistory/{user_id}`` over a real socket, on the name history store.write stored in a
 fresh keyspace from real Twitch lines: a user renamed midway is one id with both logins, each with its
 first and last sighting, in rustlog's shape; an unknown id is a 404, a malformed one a 400."""
 

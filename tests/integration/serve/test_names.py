@@ -1,5 +1,5 @@
-"""The name history on the real Cassandra: written by the sink's executor (without Spark) from the events'
-ids, read back by serve/store/names.py and `chatlog names`. A renamed user and a renamed channel keep one
+"""The name history on the real Cassandra: written by :mod:`store.write` (as a sink's task) from the events'
+ids, read back by store/names.py and `chatlog names`. A renamed user and a renamed channel keep one
 history by id and by either name; a login taken by another id lists both ids; replays change nothing."""
 
 from __future__ import annotations
@@ -12,17 +12,15 @@ from typing import Any
 
 import pytest
 import typer
-from sink.writer.caches import NameCache
-from sink.writer.cassandra import close_sessions
 from typer.testing import CliRunner
 
 from core.cql import connect
-from schemas.chat_event import ChatEvent, encode
+from schemas.chat_event import ChatEvent
 from sink.settings import SinkSettings
-from sink.writer.partition import write_partition
-from sink.writer.stats import WriteStats
 from store.names import IdSeen, NameSeen, channel_ids, channel_names, user_ids, user_names
-from tests.integration.serve.events import line_event
+from store.write import NAME_TABLES as NAME_COLUMNS
+from store.write import Written
+from tests.integration.serve.events import line_event, write
 
 pytestmark = pytest.mark.integration
 
@@ -46,7 +44,9 @@ def channel_ids_for_login(session: Any, ks: str, login: str) -> list[IdSeen]:
 HOUR = 3_600_000
 DAY = 24 * HOUR
 T0 = 1_795_273_200_000 - 1_795_273_200_000 % HOUR  # the start of an hour in 2026
-NAME_TABLES = ("user_names", "user_ids_by_login", "channel_names", "channel_ids_by_login")
+NAME_TABLES = tuple(NAME_COLUMNS)
+USER_NAMES, USER_IDS, CHANNEL_NAMES, CHANNEL_IDS = NAME_TABLES
+"""The name history's tables (:data:`store.write.NAME_TABLES`): an id's logins, a login's ids."""
 
 
 def _event(
@@ -86,11 +86,9 @@ def _story() -> list[ChatEvent]:
     return events
 
 
-def _write(settings: SinkSettings, events: list[ChatEvent]) -> WriteStats:
-    """Write ``events`` with the sink's executor and a new name cache (every name is written)."""
-    stats = write_partition(((encode(e), None, None) for e in events), settings, name_cache=NameCache())
-    assert (stats.events, stats.deadletters) == (len(events), 0)
-    return stats
+def _write(settings: SinkSettings, events: list[ChatEvent]) -> Written:
+    """Write ``events`` as a new process's task (a new name cache: every name is written)."""
+    return write(settings, events)
 
 
 @pytest.fixture
@@ -98,7 +96,6 @@ def session(sink_settings: SinkSettings) -> Iterator[Any]:
     cluster, session = connect(sink_settings)
     yield session
     cluster.shutdown()
-    close_sessions()
 
 
 def _dump(session: Any, keyspace: str) -> dict[str, list[tuple[Any, ...]]]:
@@ -154,9 +151,9 @@ def test_replaying_the_events_in_another_order_changes_no_cell(
     events = _story()
     _write(sink_settings, events)
     before = _dump(session, ks)
-    assert len(before["user_names"]) == 3 and len(before["channel_ids_by_login"]) == 2
-    assert _write(sink_settings, events[::-1]).rows["user_names"] >= 6  # written again, in another order
-    assert _write(sink_settings, events[3:] + events[:3]).rows["channel_names"] >= 4
+    assert len(before[USER_NAMES]) == 3 and len(before[CHANNEL_IDS]) == 2
+    assert _write(sink_settings, events[::-1]).rows[USER_NAMES] >= 6  # written again, in another order
+    assert _write(sink_settings, events[3:] + events[:3]).rows[CHANNEL_NAMES] >= 4
     assert _dump(session, ks) == before
 
 

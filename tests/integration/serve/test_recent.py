@@ -1,5 +1,5 @@
 """``/api/v2/recent-messages/{login}`` over a real socket (recent-messages2's shape and marking), on events
-the sink's writer stored in a fresh keyspace."""
+store.write stored in a fresh keyspace."""
 
 from __future__ import annotations
 

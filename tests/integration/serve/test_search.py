@@ -1,5 +1,5 @@
 """`chatlog serve`'s search over a real socket: a user's lines in a channel (rustlog's ``/search``) and a
-channel's lines in a time range, on events the sink's writer stored in a fresh keyspace."""
+channel's lines in a time range, on events store.write stored in a fresh keyspace."""
 
 from __future__ import annotations
 
