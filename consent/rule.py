@@ -4,8 +4,8 @@ live) it. Every process that enforces consent calls this module; none decides on
 Whose: an event concerns its channel (``channel_id``, the Twitch ``room-id``) and one user, the sender
 (``user_id``/``user_login``) or, for a ban, a timeout or a deleted message (the server sends those), the
 user it targets: CLEARCHAT's ``target-user-id`` and the login in its text, CLEARMSG's ``login`` tag (a
-CLEARMSG carries no user id). :func:`whose` gives that user, and the sink keys the user's rows
-(``chat_by_user``) by it, so erasure finds exactly the rows the sink wrote.
+CLEARMSG carries no user id). :func:`whose` gives that user, and the storage files the event under it (the
+user's blocks, ``user_blocks``), so erasure finds exactly the lines the sink wrote.
 
 Whether: :func:`verdict` is :data:`OUT` when the channel or the user's id opted out, :data:`BY_LOGIN` when
 the event names its user by login only (no id: a deleted message, a ban read back from its text, a line
@@ -75,9 +75,9 @@ def keyed_verdict(
     channel_id: str, user_id: str, users: AbstractSet[str], channels: AbstractSet[str]
 ) -> Verdict:
     """:func:`verdict` of every event the sink keyed under the channel id ``channel_id`` and the user id
-    ``user_id`` (a ``chat_by_user`` partition of two id keys: the event's ``channel_id`` and :func:`whose`
-    user id are those), without reading it. For a row that does not parse (then :func:`verdict` knows no
-    id) it errs on the side of the opt-out."""
+    ``user_id`` (a stored line of a channel id key filed under a user id key: the event's ``channel_id``
+    and :func:`whose` user id are those), without reading it. For a line that does not parse (then
+    :func:`verdict` knows no id) it errs on the side of the opt-out."""
     return OUT if channel_id in channels or user_id in users else IN
 
 

@@ -1,5 +1,5 @@
 """Settings of the sink (``chatlog sink``, ``chatlog sink --backfill``; the benchmarks that write as the sink
-does, ``chatlog bench sink``, ``serve`` and ``read``, load them too).
+does, ``chatlog bench sink``, ``serve`` and ``vs-justlog``, load them too).
 
 Every key is a ``CHATLOG_*`` environment variable documented here with its default; flags override
 them. Kafka and Cassandra keys come from :class:`core.settings.KafkaSettings` (with the opt-out topic,
@@ -102,8 +102,9 @@ class SinkSettings(ConsentSettings, CassandraSettings):
         description="How long (batch time) the ids a batch wrote are handed to the "
         "next batches. Copies of a message arrive within a fraction of a second of each other (4 make demo "
         "runs: skew p99.9 0.05-0.13 s, max 0.12-0.26 s), so 10 s is > 35x the largest; a copy later than "
-        "the window still lands on its own row (every primary key holds message_id). Each batch carries "
-        "16 bytes per id of the window (at 5k events/s: 800 KB).",
+        "the window is written again, into another block: reads drop a line they have read already, and "
+        "`chatlog pack` merges the blocks. Each batch carries 16 bytes per id of the window (at 5k "
+        "events/s: 800 KB).",
     )
     sink_trigger: str = Field(
         "10 seconds",

@@ -1,15 +1,16 @@
-"""A ``chat_by_channel`` row back into the :class:`~schemas.chat_event.ChatEvent` the ingester produced.
+"""A stored line back into the :class:`~schemas.chat_event.ChatEvent` the ingester produced.
 
-The row holds the line without the values its key already holds (:mod:`store.stored_line`), the key's
-``sent_at`` and ``message_id`` (a uuid), and ``received_at``. Every other field of the event is derived by
-parsing the restored line (:func:`core.irc_parse.parse_line`) with the stored receive time, so the event
-is the one the ingester wrote but for ``ingester`` (not stored: None) and, for rows without a receive
-time, ``received_at`` (then ``sent_at``). Pure; no driver. A record that another producer wrote with a
-``sent_at`` its line does not give keeps the row's (its place in the table).
+A block's frame (:mod:`store.frame`) holds each line without the values of its id and time tags
+(:mod:`store.stored_line`), with its ``sent_at``, its ``message_id`` (a uuid) and its ``received_at``. Every
+other field of the event is derived by parsing the restored line (:func:`core.irc_parse.parse_line`) with
+the stored receive time, so the event is the one the ingester wrote but for ``ingester`` (not stored: None)
+and, for lines without a receive time, ``received_at`` (then ``sent_at``). Pure; no driver. A record that
+another producer wrote with a ``sent_at`` its line does not give keeps the stored one (its place in the
+table).
 
 A line the parser does not turn into an event (a third-party producer's record that is not IRC, a command
 that is not chat, a line that is now over a bound) is still given back, never raised: an event whose
-``kind`` is the line's command word (else ``UNKNOWN``), ``raw`` the line, ``message_id`` the row's uuid and
+``kind`` is the line's command word (else ``UNKNOWN``), ``raw`` the line, ``message_id`` the stored uuid and
 ``channel`` the channel it was read from.
 """
 
@@ -51,7 +52,7 @@ def stored_event(
     received_at_ms: int | None,
     channel_login_hint: str,
 ) -> ChatEvent:
-    """The event of a ``chat_by_channel`` row (see the module doc); never raises for any ``line``."""
+    """The event of a stored line (see the module doc); never raises for any ``line``."""
     raw = restore(line, message_id, sent_at_ms)
     received_at = received_at_ms if received_at_ms is not None else sent_at_ms
     try:
@@ -59,7 +60,7 @@ def stored_event(
     except MalformedLine:
         event = None
     if event is not None:
-        if event.sent_at != sent_at_ms:  # a record whose sent_at was not its line's: the row's key stands
+        if event.sent_at != sent_at_ms:  # a record whose sent_at was not its line's: the stored one stands
             event.sent_at = sent_at_ms
         return event
     command = command_of(raw) if raw else None
@@ -83,22 +84,22 @@ Chat = tuple[str, str | None, str | None]
 
 class LogLine:
     """One stored event as the reader gives it, parsed at most once, lazily, and handed as it is to every
-    formatter and to the consent check: the row's values; the line restored (:attr:`raw`) and parsed
+    formatter and to the consent check: the stored values; the line restored (:attr:`raw`) and parsed
     (:attr:`event`, :func:`core.irc_parse.parse_line`, kept once made) only when asked. A text answer of a
     chat message needs only its channel, sender and text (:meth:`chat`: from :attr:`event` once that is
     made, else read from the stored line without its tags by :func:`core.irc_parse.privmsg_parts`, not
     kept: keeping it costs a text answer more than the rare second read saves); a json answer of one needs
     its tags as well, parsed from the restored line (:meth:`privmsg`); a raw answer no parse. ``sent_at``
-    is the row's, as :attr:`event`'s is.
+    is the stored one, as :attr:`event`'s is.
 
-    A row of a packed month (:mod:`store.frame`) comes with its chat found when it was packed
+    A line of a block (:mod:`store.frame`) comes with its chat split as found when it was written
     (``chat`` and ``is_action``, given only where they are the event's): :meth:`chat` is then that, and
-    :meth:`privmsg` parses only the restored line's tags. Such a row may come as its month's ``frame`` and
-    its ``index`` there instead of its id, line and receive time: those are read from the frame when first
+    :meth:`privmsg` parses only the restored line's tags. It comes as its block's ``frame`` and its
+    ``index`` there instead of its id, line and receive time: those are read from the frame when first
     asked (:meth:`store.frame.Frame.rest`), which a text answer of chat messages never does.
 
-    A row read from a user's partition of a channel id and a user id comes with those ids (``owner``): the
-    opt-out rule's answer for it without parsing it (:func:`consent.rule.keyed_verdict`)."""
+    A line of a channel id, filed under a user id, comes with those ids (``owner``): the opt-out rule's
+    answer for it without parsing it (:func:`consent.rule.keyed_verdict`)."""
 
     __slots__ = (
         "_action",
@@ -133,7 +134,7 @@ class LogLine:
         self.sent_at = sent_at
         self._received_at = received_at
         self._frame = frame
-        """The packed month the row is ``index`` of (its id, line and receive time are read from there when
+        """The frame the line is ``index`` of (its id, line and receive time are read from there when
         first asked: ``stored``, ``message_id``, ``received_at`` are then those, not the values given)."""
         self._index = index
         self._unread = frame is not None
@@ -141,11 +142,11 @@ class LogLine:
         """The channel it was read under (the event's channel when its line does not name one)."""
         self._event: ChatEvent | None = None
         self._chat = chat
-        """The event's ``(channel, user_login, text)`` as a packed row gives them (a PRIVMSG's), or None."""
+        """The event's ``(channel, user_login, text)`` as its frame gives them (a PRIVMSG's), or None."""
         self._action = is_action
         """The event's ``is_action`` where :attr:`_chat` is given (else unused)."""
         self.owner = owner
-        """``(channel id, user id)`` of the partition the row was read from, where both keys are ids."""
+        """``(channel id, user id)`` of the line, where its channel key and filed-under user key are ids."""
 
     def _unframe(self) -> None:
         frame = self._frame
@@ -157,7 +158,7 @@ class LogLine:
 
     @property
     def stored(self) -> str:
-        """The line as the row holds it (:mod:`store.stored_line`)."""
+        """The line as its frame holds it (:mod:`store.stored_line`)."""
         if self._unread:
             self._unframe()
         return self._stored
@@ -176,7 +177,7 @@ class LogLine:
 
     @classmethod
     def of(cls, event: ChatEvent) -> LogLine:
-        """An event already parsed (read from elsewhere than a row) as a line."""
+        """An event already parsed (read from elsewhere than a block) as a line."""
         line = cls(VERBATIM + event.raw, event.message_id, event.sent_at, event.received_at, event.channel)
         line._event = event
         return line
@@ -199,7 +200,7 @@ class LogLine:
 
     def chat(self) -> Chat | None:
         """``(channel, user_login, text)`` of a chat message (PRIVMSG) as :attr:`event` has them; None for
-        every other line (then :attr:`event` tells): as the row's frame gave them, else from the event when
+        every other line (then :attr:`event` tells): as its frame gave them, else from the event when
         it is parsed, else from the stored line without its tags."""
         chat = self._chat
         if chat is not None:
@@ -216,7 +217,7 @@ class LogLine:
         """``(raw, tags, channel, user_login, text, is_action)`` of a chat message (PRIVMSG) as :attr:`event`
         has them; None for every other line (then :attr:`event` tells): from the event when it is parsed,
         else from the restored line by :func:`core.irc_parse.privmsg_fields` (its tags parsed, not the rest:
-        what a json answer shows; not kept, as :meth:`chat`'s are not), or only its tags where the row's
+        what a json answer shows; not kept, as :meth:`chat`'s are not), or only its tags where its
         frame gave the rest."""
         event = self._event
         if event is not None:
@@ -232,7 +233,7 @@ class LogLine:
     def plain_privmsg(self) -> PlainPrivmsg | None:
         """:meth:`privmsg` with the tags as their JSON text, made by replaces
         (:func:`core.irc_tags.tags_json`), with the ``display-name`` and ``id`` tags' values (None without
-        one), for a packed month's chat message whose tag section its split found plain
+        one), for a framed chat message whose tag section its split found plain
         (:attr:`store.frame.Frame.plains`); None for every other line (:meth:`privmsg` then)."""
         frame, chat = self._frame, self._chat
         if frame is None or chat is None or not frame.plains[self._index] or self._event is not None:
@@ -242,7 +243,7 @@ class LogLine:
         raw = restore(self._stored, self._message_id, self.sent_at)
         section = tag_section(raw)
         tags = plain_json(section) if section else None
-        if tags is None:  # not as packed (a frame written by another hand): the parse decides
+        if tags is None:  # not as framed (a frame written by another hand): the parse decides
             return None
         return raw, tags[0], tags[1], tags[2], chat[0], chat[1], chat[2], self._action
 

@@ -1,9 +1,9 @@
-"""The raw IRC line as the channel table stores it: without what the row's key already holds.
+"""The raw IRC line as a block stores it: without the values the block's frame already holds.
 
 A Twitch line carries its message id (``id=<uuid>``) and its send time (``tmi-sent-ts=<ms>``) as tags;
-the channel table keys every row by exactly these two values (``message_id uuid``, ``sent_at``). So the
-stored line keeps the tag names but not those two values, and a reader puts them back from the row's
-key (docs/storage.md; layout E64s of ``chatlog bench storage``: 0.32x the raw line on disk).
+a frame (:mod:`store.frame`) holds exactly these two values of every line in columns of their own (the
+16-byte uuid, the send time). So the stored line keeps the tag names but not those two values, and a
+reader puts them back from the frame's columns (docs/storage.md).
 
 The rule, applied to the tag section (``@...`` up to the first space) only, never to the text:
 
@@ -11,13 +11,13 @@ The rule, applied to the tag section (``@...`` up to the first space) only, neve
   exactly ``str(message_id)``, and likewise the first ``tmi-sent-ts`` element when its value is exactly
   ``str(sent_at_ms)``: ``id=<uuid>`` becomes ``id=``. Any other value (an escaped one, another id, a
   number with leading zeros) stays, so the line keeps its own value and nothing is lost;
-* :func:`restore` fills a first ``id=`` / ``tmi-sent-ts=`` element with the row's value;
+* :func:`restore` fills a first ``id=`` / ``tmi-sent-ts=`` element with the line's value;
 * a line that would be ambiguous (its first ``id`` or ``tmi-sent-ts`` element already has an empty
   value, which restore would fill) or that begins with :data:`VERBATIM` is stored as ``VERBATIM + line``
   and given back as it is. Chat lines begin with ``@``, ``:`` or a command, so this costs nothing for
   real lines and makes ``restore(strip(x, m, t), m, t) == x`` hold for every string ``x``.
 
-``message_id`` must be what the reader has: the text of the row's uuid (``str(message_uuid(...))``), so
+``message_id`` must be what the reader has: the text of the line's uuid (``str(message_uuid(...))``), so
 a line whose id tag is not that uuid's canonical text (an upper-case uuid, a hashed id) is not stripped.
 """
 

@@ -43,9 +43,9 @@ def stored_key(channel: str) -> str:
 
 
 def text_of_stored(line: str | None) -> str | None:
-    """The message text of a ``chat_by_channel.line``: the text is never stripped (only the values of
-    the ``id`` and ``tmi-sent-ts`` tags are), so it is parsed from the stored line as it is (a line
-    stored verbatim loses its marker first); ``None`` for a line that is not chat."""
+    """The message text of a stored line (:mod:`store.stored_line`): the text is never stripped (only the
+    values of the ``id`` and ``tmi-sent-ts`` tags are), so it is parsed from the stored line as it is (a
+    line stored verbatim loses its marker first); ``None`` for a line that is not chat."""
     if not line:
         return None
     if line[:1] == VERBATIM:

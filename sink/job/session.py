@@ -72,7 +72,7 @@ def session_conf(settings: SinkSettings) -> dict[str, str]:
         # starts a `readlink` process per rename (FileUtil.readLink): ~16 processes per micro-batch
         # (offset log, commit log, state changelogs). The FileSystem-based manager (a private class,
         # sink/spark_private.py) renames in Java: a shorter walCommit + commitOffsets per batch (the
-        # durations of Spark's progress; `chatlog bench sink` measures the batches' latency).
+        # durations in Spark's progress).
         conf[CHECKPOINT_MANAGER_CONF] = FILESYSTEM_CHECKPOINTS
     if not submit or "CHATLOG_SPARK_MASTER" in os.environ:
         conf["spark.master"] = settings.spark_master

@@ -5,10 +5,10 @@ Zip imports. pyspark's worker calls ``importlib.invalidate_caches()`` before eve
 3.12 reads it lazily). A worker holds ~15 of them: one per package directory imported from
 ``pyspark.zip``, the py4j zip and the ``spark-core`` jar that Spark puts on the workers'
 ``PYTHONPATH``. That is CPU paid by every task, two tasks per micro-batch: the largest cost of a small
-batch, and so of the sink's latency (``chatlog bench sink``'s latency run measures it). :func:`prepare`
-makes a ``zipimporter`` re-read its archive only when the file changed (size or modification time),
-which keeps what the invalidation is for. It patches CPython's ``zipimporter``, so it is fenced with
-the private Spark APIs (:func:`sink.spark_private.lazy_zip_invalidation`).
+batch, and so of the sink's latency. :func:`prepare` makes a ``zipimporter`` re-read its archive only
+when the file changed (size or modification time), which keeps what the invalidation is for. It patches
+CPython's ``zipimporter``, so it is fenced with the private Spark APIs
+(:func:`sink.spark_private.lazy_zip_invalidation`).
 
 The cyclic garbage collector. A writer allocates a few dozen containers per event (cells, bound
 statements, batches, the driver's futures), so CPython's collector runs often, and every full
