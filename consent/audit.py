@@ -1,6 +1,6 @@
 """The consent audit: one ``consent_audit`` row per opt-out, lift, erasure and self-service code.
 
-Rows hold ids, who acted and counts, never the text of a message (``schemas/cassandra.cql``). The key
+Rows hold ids, who acted and counts, never the text of a message (``store/cassandra.cql``). The key
 is (month, at, action, kind, id): recording the same action twice (an opt-out record seen by several
 processes, keyed by the record's own ``at``) writes the same row.
 """

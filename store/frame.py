@@ -58,7 +58,7 @@ LIVE_LEVEL: Final = 3
 while their period is open)."""
 PACKED_LEVEL: Final = 19
 """Zstandard level of a closed period packed into one frame: packed once, read many times; reading does not
-depend on the level (~90 µs a line to pack at 19; docs/storage.md)."""
+depend on the level."""
 RAW_MAX_BYTES: Final = 1024
 """A frame's msgpack up to this size is stored uncompressed."""
 _ZSTD_MAGIC: Final = b"\x28\xb5\x2f\xfd"

@@ -2,7 +2,7 @@
 login belonged to. The one reader of the four name tables, for ``GET /namehistory/{user_id}`` (through
 :meth:`store.read.LogReader.user_name_history`) and ``chatlog names``.
 
-The sink keeps four small tables (``schemas/cassandra.cql``, written by :mod:`sink.writer.partition`):
+The sink keeps four small tables (``store/cassandra.cql``, written by :mod:`store.write`):
 ``user_names`` (user id -> logins and display names), ``user_ids_by_login`` (login -> user ids),
 ``channel_names`` (channel id -> logins) and ``channel_ids_by_login`` (login -> channel ids), each row
 with the first and last time it was seen. Every lookup here is one partition read, awaited without a

@@ -30,8 +30,8 @@ def register(app: typer.Typer) -> None:
             typer.Option(
                 min=1,
                 max=22,
-                help="Zstandard level of the frames (19: the smallest frames at ~90 us of CPU a row; 9: "
-                "~10 % larger at ~3 us). Reads cost the same at any level.",
+                help="Zstandard level of the packed frames (higher: smaller frames, more CPU to pack). "
+                "Reads cost the same at any level.",
             ),
         ] = PACKED_LEVEL,
         keyspace: Annotated[str | None, typer.Option(help="Cassandra keyspace.")] = None,

@@ -131,9 +131,10 @@ def code_archive(path: Path) -> Path:
     import core
     import schemas
     import sink
+    import store
 
     with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as archive:
-        for package in (schemas, core, consent, sink):
+        for package in (schemas, core, consent, store, sink):
             directory = Path(str(package.__file__)).resolve().parent
             for file in directory.rglob("*"):
                 if file.is_file() and "__pycache__" not in file.parts:

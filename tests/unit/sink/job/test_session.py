@@ -94,12 +94,6 @@ def _imported(entry: str) -> set[str]:
     return found
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="product bug: sink.job.session.code_archive zips schemas, core, consent and sink, not store/, "
-    "which the writer imports since store/ exists (a cluster's executors fail with ModuleNotFoundError: "
-    "store)",
-)
 def test_the_code_shipped_to_a_cluster_holds_every_module_the_writer_imports(tmp_path: Path) -> None:
     import zipfile
 
