@@ -23,6 +23,7 @@ from sink import spark_private
 from sink.dedup import RecentIds
 from sink.job import transform
 from sink.job.progress import BatchTracker, Metrics, Totals
+from sink.job.restart_ids import restart_ids
 from sink.job.session import get_session, kafka_options
 from sink.job.warm_up import warm_executors
 from sink.job.write import write_dataframe
@@ -115,6 +116,9 @@ def start_query(
     is written without the events of the opt-outs ``optouts`` holds when it starts."""
     rows = transform.sink_rows(kafka_stream(spark, settings), observation=OBSERVATION)
     recent = RecentIds(settings.dedup_window_ms)
+    seeded = restart_ids(settings)  # a re-run batch drops the copies the killed run dropped
+    if seeded:
+        recent.add(seeded)
 
     def process(batch: DataFrame, batch_id: int) -> None:
         ids = recent.blob()

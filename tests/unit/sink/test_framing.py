@@ -8,7 +8,6 @@ from typing import Any
 import pytest
 
 from sink.framing import records, unframe
-from sink.job.write import observed
 
 ROWS: list[tuple[bytes | None, int, int]] = [
     (b'{"message_id": "m1"}', 0, 0),
@@ -26,18 +25,6 @@ def test_rows_reach_python_as_they_were_in_the_jvm(spark: Any) -> None:
     got = rdd.map(unframe).map(lambda r: (None if r[0] is None else bytes(r[0]), r[1], r[2])).collect()
     assert sorted(got, key=lambda r: r[1]) == sorted(ROWS, key=lambda r: r[1])
     assert dataset is not None
-
-
-@pytest.mark.spark
-def test_the_private_hand_over_reads_what_the_rows_observed(spark: Any) -> None:
-    from pyspark.sql import functions as F
-
-    df = spark.createDataFrame(ROWS, "value binary, partition int, offset long").repartition(3)
-    counted = df.observe("handover_test", F.count(F.lit(1)).alias("read"))
-    rdd, dataset = records(counted)
-    assert rdd.count() == len(ROWS)
-    assert observed(dataset, "handover_test") == {"read": len(ROWS)}
-    assert observed(dataset, "never_observed") == {}
 
 
 def test_unframe_splits_the_header_off_and_keeps_the_value_bytes() -> None:

@@ -19,8 +19,6 @@ import pytest
 from sink import spark_private
 from sink.spark_private import (
     CHECKPOINT_MANAGER_CONF,
-    DATASET_CLASSES,
-    RDD_QUERY_EXECUTION,
     PrivateApiMissing,
     check,
     check_query,
@@ -46,13 +44,6 @@ def test_the_configured_spark_classes_exist_in_the_installed_spark(name: str) ->
     assert _class_bytes(name) is not None, f"{name} is not in Spark {pyspark.__version__}'s spark-sql jar"
 
 
-def test_the_dataset_still_has_rdd_query_execution() -> None:
-    found = [
-        c for c in DATASET_CLASSES if (b := _class_bytes(c)) is not None and RDD_QUERY_EXECUTION.encode() in b
-    ]
-    assert found, f"no Dataset class of Spark {pyspark.__version__} has {RDD_QUERY_EXECUTION}"
-
-
 def test_the_checkpoint_manager_moved_in_spark_4_1() -> None:
     assert checkpoint_manager_class((4, 0)).endswith("streaming.FileSystemBasedCheckpointFileManager")
     assert checkpoint_manager_class((4, 2)).endswith(
@@ -66,10 +57,10 @@ def test_the_checkpoint_manager_moved_in_spark_4_1() -> None:
 
 def test_a_missing_api_is_one_line_naming_what_to_install() -> None:
     """There is no public-API fallback any more: the way out is the pyspark release chatlog pins."""
-    message = str(spark_private.missing("Dataset.rddQueryExecution"))
+    message = str(spark_private.missing("DataFrame._jdf"))
     assert "\n" not in message
     assert message == (
-        f"Spark {pyspark.__version__} lacks Dataset.rddQueryExecution, a private Spark API the sink uses: "
+        f"Spark {pyspark.__version__} lacks DataFrame._jdf, a private Spark API the sink uses: "
         "install the pyspark release chatlog's pyproject.toml names"
     )
 
@@ -93,13 +84,18 @@ def test_the_installed_spark_passes_the_check(spark: Any) -> None:
     assert spark.conf.get(CHECKPOINT_MANAGER_CONF) == checkpoint_manager_class()  # checked, not just unset
 
 
-@pytest.mark.spark
-def test_a_method_spark_lacks_fails_the_check_with_its_name(
-    spark: Any, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setattr(spark_private, "RDD_QUERY_EXECUTION", "rddQueryExecutionGone")
-    with pytest.raises(PrivateApiMissing, match=r"lacks Dataset\.rddQueryExecutionGone"):
-        check(spark)
+def test_a_dataframe_without_its_jvm_dataset_fails_the_check() -> None:
+    class Frame:  # no _jdf: the Dataset the records are handed over from
+        pass
+
+    class Session:
+        _jvm = object()
+
+        def range(self, _n: int) -> Frame:
+            return Frame()
+
+    with pytest.raises(PrivateApiMissing, match=r"lacks DataFrame\._jdf"):
+        check(Session())  # type: ignore[arg-type]
 
 
 @pytest.mark.spark

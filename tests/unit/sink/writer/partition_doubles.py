@@ -48,6 +48,8 @@ class StorageDouble:
     taken: list[Taken] = field(default_factory=list)
     blocks: list[Block] = field(default_factory=list)
     rejected: list[Block] = field(default_factory=list)
+    named: list[ChatEvent] = field(default_factory=list)
+    """Events whose name rows only were taken (a backfill's)."""
     finished: int = 0
     _items: list[Framed] = field(default_factory=list)
 
@@ -57,6 +59,9 @@ class StorageDouble:
         item = framed(event, origin, mid)  # ValueError for an id that is no uuid's, as the storage's
         self.taken.append(Taken(event, origin, mid))
         self._items.append(item)
+
+    def add_names(self, event: ChatEvent) -> None:
+        self.named.append(event)
 
     def finish(self, reject: Callable[[Iterable[Item], BaseException], None] | None = None) -> Written:
         self.finished += 1
