@@ -123,11 +123,12 @@ def rewrite(
     *,
     level: int = frame.PACKED_LEVEL,
     index_at: int | None = None,
-) -> tuple[int, int, int, int]:
+) -> tuple[int, int, int, int, bool]:
     """The lines of ``found`` (each once; those ``keep`` takes) written as new blocks of partition ``key``,
     the blocks they replace deleted at their own write times, in one single-partition batch; with nothing
     left, the partition's index row deleted too at ``index_at`` (µs). Returns (blocks before, blocks after,
-    lines, lines dropped)."""
+    lines, lines dropped, whether anything was written: False when the blocks read are already the blocks
+    of their lines, as a channel day packed before is, one block per hour)."""
     from cassandra.query import BatchStatement, BatchType
 
     lines = found.lines(key)
@@ -137,7 +138,7 @@ def rewrite(
     new_ids = {b.block for b in new}
     unique = len({item.line[1] for item in lines})
     if old_ids == new_ids:
-        return len(found.rows), len(new), unique, 0
+        return len(found.rows), len(new), unique, 0, False
     ttls = [row[4] for row in found.rows if row[4]]
     ttl = max(ttls) if len(ttls) == len(found.rows) else 0  # the longest left (none: no expiry)
     batch = BatchStatement(batch_type=BatchType.UNLOGGED)
@@ -152,7 +153,7 @@ def rewrite(
         blocks.session.execute(batch, timeout=120)
     if not new and index_at is not None:
         blocks.session.execute(blocks.delete_index, (index_at, *key), timeout=60)
-    return len(found.rows), len(new), unique, unique - len({item.line[1] for item in kept})
+    return len(found.rows), len(new), unique, unique - len({item.line[1] for item in kept}), True
 
 
 def _naive(ms: int) -> Any:
@@ -204,8 +205,8 @@ def pack(
         newest = max((row[3] for row in found.rows), default=0)
         if newest > time.time_ns() // 1000 - settle_us:
             return "recent", 0, 0, 0
-        before, after, lines, _dropped = rewrite(blocks, key, found, level=level)
-        return "packed", before, after, lines
+        before, after, lines, _dropped, changed = rewrite(blocks, key, found, level=level)
+        return ("packed", before, after, lines) if changed else ("single", 0, 0, 0)
 
     items = list(closed_partitions(session, keyspace, int(settle_s * 1000)))
     report.partitions = len(items)

@@ -14,11 +14,9 @@ from chatlog.cli import erase as erase_cli
 from chatlog.cli import optout as optout_cli
 from consent.settings import ConsentSettings
 from core.errors import ChatlogError
-from tests.integration.consent.filled_keyspace import TARGET_ID, Filled, read_tables
+from tests.integration.consent.filled_keyspace import TARGET_ID, TARGET_KEYS, Filled, read_stored
 
 pytestmark = pytest.mark.integration
-
-TARGET_KEYS = {TARGET_ID, "login:user5"}
 
 
 def cli() -> typer.Typer:
@@ -44,8 +42,9 @@ def test_add_erases_list_shows_it_remove_lifts_and_the_audit_has_ids_only(env: F
     assert added.exit_code == 0, added.output
     assert f"opted out user {TARGET_ID}" in added.output
     assert f"erased user {TARGET_ID}:" in added.output
-    assert "  chat_by_channel: " in added.output and "  user_names: 2 row(s)" in added.output
-    assert [k for _c, k in read_tables(session).chat_by_channel if k in TARGET_KEYS] == []
+    assert "  channel_blocks: " in added.output and "  user_names: 2 row(s)" in added.output
+    stored = read_stored(session, env.settings.cassandra_keyspace)
+    assert stored.ids("channel", keys=TARGET_KEYS) == {} and stored.ids("user", keys=TARGET_KEYS) == {}
 
     listed = run("optout", "list")
     assert listed.exit_code == 0, listed.output
@@ -61,23 +60,26 @@ def test_add_erases_list_shows_it_remove_lifts_and_the_audit_has_ids_only(env: F
     entries = [json.loads(line) for line in audit.output.splitlines()]
     assert [e["action"] for e in entries] == ["lift", "erase", "optout"]
     assert {(e["kind"], e["id"]) for e in entries} == {("user", TARGET_ID)}
-    assert entries[1]["deleted"]["chat_by_channel"] > 0
+    assert entries[1]["deleted"]["channel_blocks"] > 0
     assert all(e["by"].startswith("cli:") for e in entries)
     text = run("optout", "list", "--audit").output
     assert "message " not in text and "alone" not in text  # no chat text, ever
 
 
 def test_keep_history_and_erase_of_a_channel_as_json(env: Filled, session: Any) -> None:
-    before = read_tables(session)
+    keyspace = env.settings.cassandra_keyspace
+    before = read_stored(session, keyspace)
     kept = run("optout", "add", "--channel-id", "502", "--keep-history")
     assert kept.exit_code == 0, kept.output
     assert "erased" not in kept.output
-    assert read_tables(session) == before
+    assert read_stored(session, keyspace) == before
     erased = run("erase", "--channel-id", "502", "--json")
     assert erased.exit_code == 0, erased.output
     report = json.loads(erased.output)
-    assert report["rows"]["chat_by_channel"] == sum(1 for c, _k in before.chat_by_channel if c == "502")
-    assert [c for c, _k in read_tables(session).chat_by_channel if c == "502"] == []
+    gone = set(env.ids(channel="502"))
+    assert report["rows"]["channel_blocks"] == len(gone)
+    after = read_stored(session, keyspace)
+    assert after.channel == before.without("channel", gone) and after.user == before.without("user", gone)
     listed = run("optout", "list", "--channel-id", "502")
     assert "keep-history" in listed.output
 

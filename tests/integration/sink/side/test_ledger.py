@@ -14,7 +14,6 @@ from pathlib import Path
 import pytest
 import typer
 from confluent_kafka import Consumer, Producer, TopicPartition
-from sink.writer.cassandra import close_sessions
 from typer.testing import CliRunner
 
 from chatlog.cli.log_reader import text_with_gaps
@@ -30,6 +29,7 @@ from serve.coverage import read_coverage
 from sink.settings import SinkSettings
 from sink.side.ledger import LedgerWriter
 from sink.writer.partition import write_partition
+from store.write import close_sessions
 
 pytestmark = pytest.mark.integration
 
