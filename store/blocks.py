@@ -77,9 +77,15 @@ def chat_split(event: ChatEvent) -> frame.Split | None:
     return event.channel, event.user_login, event.text, event.is_action, bool(section) and plain_tags(section)
 
 
+_MAX_MS: Final = (2**31 - 1) * 86_400_000
+"""The latest (and, negated, earliest) ``sent_at`` whose UTC day fits a partition key's ``int``."""
+
+
 def framed(event: ChatEvent, origin: Any = None, mid: bytes | None = None) -> Framed:
     """``event``'s line, with the keys of its blocks (``mid``: its message uuid's bytes, when the caller has
     them); ValueError for an id or key Cassandra cannot hold."""
+    if not -_MAX_MS <= event.sent_at <= _MAX_MS:
+        raise ValueError(f"sent_at {event.sent_at} is outside the days a partition key can hold")
     message_id = event.message_id
     if mid is None:
         mid = message_id_bytes(message_id)

@@ -94,10 +94,15 @@ class _Old:
             )
             self.channel_rows.fetch_size = 5000
         if self.has_user:
-            user_columns = rows if "line" in columns else rows.replace("line,", "'' AS line,")
-            statics = ", packed" if self.packed else ", null AS packed"
+            # a column an earlier generation lacks is left out, and read as absent (getattr below)
+            user_columns = ["toUnixTimestamp(sent_at) AS sent_ms", "CAST(message_id AS text) AS mid"]
+            user_columns += ["line"] if "line" in columns else []
+            user_columns += (
+                ["toUnixTimestamp(received_at) AS received_ms"] if "received_at" in columns else []
+            )
+            user_columns += ["packed"] if self.packed else []
             self.user_rows = session.prepare(
-                f"SELECT {user_columns}{statics} FROM {keyspace}.chat_by_user "
+                f"SELECT {', '.join(user_columns)} FROM {keyspace}.chat_by_user "
                 "WHERE channel_key = ? AND user_key = ? AND period = ?"
             )
             self.user_rows.fetch_size = 5000
@@ -183,10 +188,11 @@ def _user_blocks(old: _Old, key: str, partitions: Iterable[tuple[str, int]]) -> 
         found = months.setdefault((user, month), {})
         packed: bytes | None = None
         for row in old.session.execute(old.user_rows, (key, user, period), timeout=120):
-            packed = packed or row.packed
+            packed = packed or getattr(row, "packed", None)
             if row.sent_ms is None:  # a partition holding only its statics
                 continue
-            item = _line(row.sent_ms, row.mid, row.line or "", row.received_ms, hint, user, user=True)
+            line, received = getattr(row, "line", None) or "", getattr(row, "received_ms", None)
+            item = _line(row.sent_ms, row.mid, line, received, hint, user, user=True)
             found.setdefault(item.line[1], item)
         if packed:
             old_frame = frame.decode(packed)

@@ -144,6 +144,15 @@ class Caches:
     index: IndexCache = field(default_factory=IndexCache)
     names: NameCache = field(default_factory=NameCache)
     parts: PartGuard = field(default_factory=PartGuard)
+    consent: Hashable = None
+
+    def consent_is(self, state: Hashable) -> None:
+        """The opt-outs are now ``state``: when they changed, forget the index and name rows written (an
+        erasure may have deleted them: a lifted user's next lines write them again)."""
+        if state != self.consent:
+            self.consent = state
+            self.index = IndexCache(self.index.refresh_s)
+            self.names = NameCache()
 
 
 PROCESS_CACHES = Caches()

@@ -170,8 +170,11 @@ def partition_task(
         from sink.framing import unframe
         from sink.writer.collaborators import production
         from sink.writer.worker_setup import prepare
+        from store.write import PROCESS_CACHES
 
         prepare()
+        if optouts is not None:  # an erasure deletes index rows: a change of the opt-outs forgets them
+            PROCESS_CACHES.consent_is((optouts.users, optouts.channels))
         wiring = production(settings, dead_letters=dead_letters)
         yield write_partition(
             map(unframe, records), settings, wiring, optouts=optouts, recent=recent

@@ -11,7 +11,6 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from cassandra import InvalidRequest
 
 from core.cql import connect
 from core.settings import StackSettings
@@ -119,14 +118,6 @@ def test_a_keyspace_of_layout_1_is_refused_without_a_migration_and_left_untouche
     assert tables_of(session, keyspace) == {"chat_by_user"}
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=InvalidRequest,
-    reason="product bug: store.migrate selects `'' AS line`, `null AS packed` and `received_at` from a user "
-    "table without those columns: Cassandra refuses the statement ('Cannot infer type for term', 'Undefined "
-    "column'), so `chatlog init` cannot move a keyspace of stop 24's pointer rows (nor, for `null AS "
-    "packed`, any layout-1 keyspace from before `chatlog pack`)",
-)
 def test_a_keyspace_of_pointer_rows_is_moved_to_blocks_and_a_second_apply_changes_nothing(
     made: tuple[StackSettings, Any],
 ) -> None:

@@ -383,3 +383,16 @@ def test_the_names_an_event_writes(
 def test_a_ban_names_no_user_and_a_channel_id_alone_only_its_channel() -> None:
     ban = twitch_event("CLEARCHAT", "c", sent_at=T0, text="bob", user_id="42", room_id="7")
     assert (user_name(ban), channel_name(ban)) == (None, ("7", "c"))  # the target's login is not its sender's
+
+
+def test_a_change_of_the_opt_outs_forgets_the_index_and_name_rows_written() -> None:
+    from store.write import Caches
+
+    caches = Caches()
+    caches.consent_is((frozenset({"1"}), frozenset()))
+    caches.index.add(["k"], 100.0)
+    caches.names.add({"n": (5, 5)})
+    caches.consent_is((frozenset({"1"}), frozenset()))  # the same opt-outs: kept
+    assert caches.index.fresh("k", 101.0) and caches.names.covers("n", 5)
+    caches.consent_is((frozenset(), frozenset()))  # one lifted (an erasure had deleted its rows)
+    assert not caches.index.fresh("k", 101.0) and not caches.names.covers("n", 5)
