@@ -4,7 +4,7 @@ Each test runs the real pipeline (simulated chatters → InspIRCd → ingesters 
 injects one fault while traffic flows, drains, and checks the invariant: every message the simulator sent
 while its channel had a logger is stored in Cassandra, once (a fault that restarts the sink: also read once,
 :mod:`tests.integration.chaos.read_once`). Faults on the stack's own services (Kafka, Cassandra, InspIRCd)
-restart them, so these tests must not run beside other tests. """
+restart them, so these tests must not run beside other tests."""
 
 from __future__ import annotations
 
