@@ -5,7 +5,7 @@ Whose: an event concerns its channel (``channel_id``, the Twitch ``room-id``) an
 (``user_id``/``user_login``) or, for a ban, a timeout or a deleted message (the server sends those), the
 user it targets: CLEARCHAT's ``target-user-id`` and the login in its text, CLEARMSG's ``login`` tag (a
 CLEARMSG carries no user id). :func:`whose` gives that user, and the storage files the event under it (the
-user's blocks, ``user_blocks``), so erasure finds exactly the lines the sink wrote.
+user's copy of its lines, :mod:`store.keys`), so erasure finds exactly the lines the sink wrote.
 
 Whether: :func:`verdict` is :data:`OUT` when the channel or the user's id opted out, :data:`BY_LOGIN` when
 the event names its user by login only (no id: a deleted message, a ban read back from its text, a line
