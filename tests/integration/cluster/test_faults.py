@@ -203,6 +203,6 @@ def test_backfill_on_the_standalone_master_stores_every_message_once(cluster: La
     until = max(m.sent_at_ms for m in sent) + 60_000
     stored = stored_tokens(replay, channels, since, until)
     lost = [m.token for m in sent if m.token not in stored]
-    doubled = [t for t, n in stored.items() if n > 1]
+    doubled = [m.token for m in sent if stored.get(m.token, 0) > 1]  # the demo's warm-up lines share one
     print(f"backfill: sent {len(sent)}, in the replayed keyspace {len(stored)}, lost {len(lost)}")
     assert not lost and not doubled
