@@ -85,8 +85,10 @@ class RunConfig:
     with its checkpoint under the run's directory (on the state directory every executor here reaches)."""
 
 
-WARM_UP_ROUNDS = (1, 200, 1000, 2000, 2000)
-"""Events per round of the sink's warm-up (:meth:`Run.warm_up_sink`)."""
+WARM_UP_ROUNDS = (1, 5000)
+"""Events per round of the sink's warm-up (:meth:`Run.warm_up_sink`): each round is one micro-batch at
+least (a trigger's wait, 10 s by default), so two: the first pays for the workers and sessions, the second,
+the size of an ordinary batch, for the JVM's compilation."""
 
 
 def demo_config(channels: int = 500, rate: float = 1000.0, duration: float = 120.0) -> RunConfig:
@@ -467,7 +469,7 @@ class Run:
         """Events through the sink before traffic, in rounds of :data:`WARM_UP_ROUNDS` (each sent twice,
         as two replica groups send it), each round waited for: the first batch pays for Python workers
         and Cassandra sessions (seconds to tens of seconds: the first batch line of the sink's log says
-        how long), the next few for the JVM's compilation of the read and write path (a second batch of
+        how long), the next for the JVM's compilation of the read and write path (a second batch of
         100 records took 3.8 s in a demo warmed with one event). That is start-up, not the latency being
         measured."""
         from confluent_kafka import Producer

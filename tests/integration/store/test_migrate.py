@@ -31,6 +31,7 @@ pytestmark = pytest.mark.integration
 PREVIOUS = "cfc39ddab445c8f914fb771c5469bdc9910a9ac2"
 ROOT = Path(__file__).resolve().parents[3]
 DAY = 86_400_000
+NO_TAIL = {"CHATLOG_SERVE_FRESH": "false"}  # the stored lines only: no Kafka tail read on either side
 
 OLD_SIDE = r"""
 import base64, json, subprocess, sys
@@ -122,7 +123,7 @@ def old_keyspace(stack: StackSettings, tmp_path: Path) -> Iterator[tuple[str, Pa
     (tmp_path / "after_pack.jsonl").write_bytes(b"\n".join(encode(e) for e in late))
     urls = _urls(past + late + today)
     (tmp_path / "urls.json").write_text(json.dumps(urls))
-    env = {**os.environ, "PYTHONPATH": str(old), "CHATLOG_CASSANDRA_KEYSPACE": keyspace}
+    env = {**os.environ, "PYTHONPATH": str(old), "CHATLOG_CASSANDRA_KEYSPACE": keyspace, **NO_TAIL}
     script = tmp_path / "old_side.py"
     script.write_text(OLD_SIDE)
     done = subprocess.run(
@@ -147,7 +148,7 @@ def old_keyspace(stack: StackSettings, tmp_path: Path) -> Iterator[tuple[str, Pa
 
 
 def test_init_moves_a_keyspace_of_the_previous_release_and_every_answer_stays_the_same(
-    stack: StackSettings, old_keyspace: tuple[str, Path, list[str]]
+    stack: StackSettings, old_keyspace: tuple[str, Path, list[str]], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from core.cql import connect
     from serve.api.app import create_app, open_store
@@ -156,6 +157,8 @@ def test_init_moves_a_keyspace_of_the_previous_release_and_every_answer_stays_th
     from store.schema import LayoutMismatch
 
     keyspace, work, urls = old_keyspace
+    for name, value in NO_TAIL.items():
+        monkeypatch.setenv(name, value)
     old = json.loads((work / "old.json").read_text())
     assert old["rows"]["chat_by_channel"] > 0  # rows the pack left (today's and the late ones)
     env = {**os.environ, "CHATLOG_CASSANDRA_KEYSPACE": keyspace}
