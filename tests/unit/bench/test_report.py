@@ -28,11 +28,19 @@ def test_the_committed_page_is_what_the_results_make() -> None:
 
 
 def uncited(root: Path = REPO) -> list[str]:
-    """Files under results/ whose name no page names: README.md, docs/*.md (the generated page included)."""
+    """Files under results/ whose name no page names: README.md, docs/*.md (the generated page included);
+    files .gitignore leaves out of the repository (the chaos suite's own runs) aside."""
+    import fnmatch
+
     pages = [root / "README.md", *sorted((root / "docs").glob("*.md"))]
     text = "\n".join(page.read_text(encoding="utf-8") for page in pages if page.is_file())
+    ignore = root / ".gitignore"
+    ignored = [line.strip() for line in ignore.read_text().splitlines()] if ignore.is_file() else []
     files = sorted(p for p in (root / "results").rglob("*") if p.is_file())
-    return [p.relative_to(root).as_posix() for p in files if p.name not in text]
+    paths = [p.relative_to(root).as_posix() for p in files if p.name not in text]
+    return [
+        path for path in paths if not any(fnmatch.fnmatch(path, pattern) for pattern in ignored if pattern)
+    ]
 
 
 def test_every_result_file_is_cited_by_a_page() -> None:
@@ -46,6 +54,8 @@ def test_a_result_file_no_page_cites_is_found(tmp_path: Path) -> None:
         (tmp_path / "results" / name).write_text("{}")
     (tmp_path / "README.md").write_text("See `results/bench_a.json`.\n")
     (tmp_path / "docs" / "x.md").write_text("![a](../results/bench_a.png) ![b](../results/sub/shot.png)\n")
+    (tmp_path / "results" / "chaos-run.json").write_text("{}")
+    (tmp_path / ".gitignore").write_text("results/chaos-*\n")
     assert uncited(tmp_path) == ["results/bench_old.json"]
 
 
