@@ -128,6 +128,30 @@ class BlockOwner:
         return None if user_id is None else (self.channel_id, user_id)
 
 
+async def _in_order(
+    scans: Sequence[tuple[Partition, PagedQuery]], *, newest_first: bool
+) -> AsyncIterator[tuple[Any, Partition, list[Any]]]:
+    """The block rows of several partitions' scans in order of their first lines (descending with
+    ``newest_first``): each with its partition and the first lines of the rows still to come (one a scan)."""
+    heads = [(p, query.rows()) for p, query in scans]
+    sign = -1 if newest_first else 1
+    try:
+        firsts = await asyncio.gather(*(anext(rows, None) for _, rows in heads))
+        live = [(row, p, rows) for row, (p, rows) in zip(firsts, heads, strict=True) if row is not None]
+        while live:
+            live.sort(key=lambda item: sign * item[0][_FIRST])
+            row, partition, rows = live[0]
+            nxt = await anext(rows, None)
+            if nxt is None:
+                live.pop(0)
+            else:
+                live[0] = (nxt, partition, rows)
+            yield row, partition, [item[0][_FIRST] for item in live]
+    finally:
+        for _, rows in heads:
+            await aclose(rows)
+
+
 class LogReader:
     """The logs of one keyspace, read through a connected cassandra-driver ``session`` (its keyspace set)."""
 
@@ -482,24 +506,10 @@ class LogReader:
                 merge.add(frame, _owner(partition[0], frame))
             yield merge.take(None)
             return
-        heads = [(p, query.rows()) for p, query in scans]
-        try:
-            firsts = await asyncio.gather(*(anext(rows, None) for _, rows in heads))
-            live = [(row, p, rows) for row, (p, rows) in zip(firsts, heads, strict=True) if row is not None]
-            while live:
-                live.sort(key=lambda item: item[0][_FIRST])
-                row, partition, rows = live[0]
-                frame = decode(row[_FRAME])
-                merge.add(frame, _owner(partition[0], frame))
-                nxt = await anext(rows, None)
-                if nxt is None:
-                    live.pop(0)
-                else:
-                    live[0] = (nxt, partition, rows)
-                yield merge.take(min((item[0][_FIRST] for item in live), default=None) if live else None)
-        finally:
-            for _, rows in heads:
-                await aclose(rows)
+        async for row, partition, firsts in _in_order(scans, newest_first=False):
+            frame = decode(row[_FRAME])
+            merge.add(frame, _owner(partition[0], frame))
+            yield merge.take(min(firsts) if firsts else None)
 
     async def _blocks_reversed(
         self,
@@ -529,26 +539,11 @@ class LogReader:
             at = bisect.bisect_right(starts, received_first)
             return reach[at - 1] if at else None
 
-        heads = [(p, query.rows()) for p, query in scans]
-        try:
-            firsts = await asyncio.gather(*(anext(rows, None) for _, rows in heads))
-            live = [(row, p, rows) for row, (p, rows) in zip(firsts, heads, strict=True) if row is not None]
-            while live:
-                live.sort(key=lambda item: -item[0][_FIRST])
-                row, partition, rows = live[0]
-                frame = decode(row[_FRAME])
-                merge.add(frame, _owner(partition[0], frame))
-                nxt = await anext(rows, None)
-                if nxt is None:
-                    live.pop(0)
-                else:
-                    live[0] = (nxt, partition, rows)
-                held = bound(int(row[_FIRST])) if live else None
-                yield merge.take(held if held is not None else None) if live else merge.take(None)
-            yield merge.take(None)
-        finally:
-            for _, rows in heads:
-                await aclose(rows)
+        async for row, partition, firsts in _in_order(scans, newest_first=True):
+            frame = decode(row[_FRAME])
+            merge.add(frame, _owner(partition[0], frame))
+            yield merge.take(bound(int(row[_FIRST])) if firsts else None)
+        yield merge.take(None)
 
     # -- counts and random picks ---------------------------------------------------------------------------
 

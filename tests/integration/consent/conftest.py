@@ -4,31 +4,13 @@ events over several channels, buckets and user periods, and a fresh opt-out topi
 from __future__ import annotations
 
 from collections.abc import Iterator
-from pathlib import Path
-from typing import Any
 
 import pytest
 
 from consent.settings import ConsentSettings
 from core.settings import StackSettings
-from tests.integration.consent.filled_keyspace import Filled, fill
+from tests.integration.consent.filled_keyspace import filled, session  # noqa: F401  (fixtures)
 from tests.integration.consent.optout_topic import optout_topic
-
-
-@pytest.fixture
-def filled(fresh_keyspace: StackSettings, tmp_path: Path) -> Filled:
-    return fill(fresh_keyspace.cassandra_keyspace, tmp_path)
-
-
-@pytest.fixture
-def session(filled: Filled) -> Iterator[Any]:
-    from core.cql import connect
-
-    cluster, session = connect(filled.settings, keyspace=filled.settings.cassandra_keyspace)
-    try:
-        yield session
-    finally:
-        cluster.shutdown()
 
 
 @pytest.fixture

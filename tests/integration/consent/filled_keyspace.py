@@ -8,10 +8,14 @@ from __future__ import annotations
 import asyncio
 import uuid
 from collections import Counter
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
+import pytest
+
+from core.settings import StackSettings
 from core.testing import chat_events, twitch_event
 from schemas.chat_event import ChatEvent, encode
 from sink.settings import SinkSettings
@@ -240,3 +244,21 @@ def read_stored(session: Any, keyspace: str) -> Stored:
         )
 
     return asyncio.run(main())
+
+
+@pytest.fixture
+def filled(fresh_keyspace: StackSettings, tmp_path: Path) -> Filled:
+    """A fresh keyspace filled (:func:`fill`)."""
+    return fill(fresh_keyspace.cassandra_keyspace, tmp_path)
+
+
+@pytest.fixture
+def session(filled: Filled) -> Iterator[Any]:
+    """A session on the filled keyspace."""
+    from core.cql import connect
+
+    cluster, session = connect(filled.settings, keyspace=filled.settings.cassandra_keyspace)
+    try:
+        yield session
+    finally:
+        cluster.shutdown()

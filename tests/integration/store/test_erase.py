@@ -12,13 +12,11 @@ import os
 import signal
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from core.settings import StackSettings
 from store import pack as store_pack
 from store.blocks import CHANNEL, USER, Table
 from store.erase import erase
@@ -31,7 +29,6 @@ from tests.integration.consent.filled_keyspace import (
     TARGET_KEYS,
     TARGET_LOGIN,
     Filled,
-    fill,
     read_stored,
     write,
 )
@@ -43,22 +40,6 @@ REPO = Path(__file__).resolve().parents[3]
 Partition = tuple[Any, ...]
 BlockLines = dict[Any, tuple[int, list[tuple[str, str | None]]]]
 """Block id -> (its write time in µs, its lines as (message uuid text, filed-under user key))."""
-
-
-@pytest.fixture
-def filled(fresh_keyspace: StackSettings, tmp_path: Path) -> Filled:
-    return fill(fresh_keyspace.cassandra_keyspace, tmp_path)
-
-
-@pytest.fixture
-def session(filled: Filled) -> Iterator[Any]:
-    from core.cql import connect
-
-    cluster, session = connect(filled.settings, keyspace=filled.settings.cassandra_keyspace)
-    try:
-        yield session
-    finally:
-        cluster.shutdown()
 
 
 def channel_partitions(filled: Filled) -> list[Partition]:
