@@ -3,6 +3,7 @@ messages sent just before it and just after it. Pure: times are seconds since th
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -10,7 +11,8 @@ from dataclasses import dataclass
 BASELINE_S = 10.0
 """The send rate the stored rate is held to: the mean over this many seconds before the fault."""
 WINDOW_S = 5
-"""The stored rate at a second is the mean over this many seconds ending with it (micro-batches are spiky)."""
+"""The stored rate at a second is the mean over at least this many seconds ending with it (micro-batches are
+spiky), and over 2.5 of the sink's batch intervals where they are longer (:func:`rate_window_s`)."""
 SHARE = 0.5
 """The stored rate is down while it is below this share of the send rate before the fault."""
 AROUND_S = 30.0
@@ -43,8 +45,24 @@ def per_second(times: Iterable[float], start: float, seconds: int) -> list[int]:
     return counts
 
 
+def rate_window_s(batch_starts: Sequence[float]) -> int:
+    """The window of the stored rate: :data:`WINDOW_S`, or 2.5 median intervals between the sink's batch
+    starts where that is longer. A sink that writes once every 10 s stores nothing in most 5 s windows of a
+    healthy run; 2.5 intervals hold at least two batches, 0.8 of the send rate."""
+    starts = sorted(batch_starts)
+    gaps = sorted(b - a for a, b in itertools.pairwise(starts))
+    if not gaps:
+        return WINDOW_S
+    return max(WINDOW_S, math.ceil(2.5 * gaps[len(gaps) // 2]))
+
+
 def stored_recovery_s(
-    sent: Sequence[float], stored: Sequence[float], fault: float, *, traffic_end: float | None = None
+    sent: Sequence[float],
+    stored: Sequence[float],
+    fault: float,
+    *,
+    traffic_end: float | None = None,
+    window_s: int = WINDOW_S,
 ) -> float | None:
     """See :attr:`FaultImpact.stored_recovery_s`: ``sent`` are the send times of the run's messages,
     ``stored`` the write times of their rows. The last second that was down counts up to the last send (or
@@ -57,20 +75,20 @@ def stored_recovery_s(
     baseline = sum(1 for t in sent if fault - BASELINE_S <= t < fault) / BASELINE_S
     if baseline <= 0 or end <= fault:
         return None
-    start = fault - WINDOW_S
+    start = fault - window_s
     seconds = math.floor(end - start)
     counts = per_second(stored, start, math.floor(max(end, *stored) - start) + 1 if stored else seconds)
 
     def down(i: int) -> bool:  # second i is [start + i, start + i + 1)
-        return sum(counts[i - WINDOW_S + 1 : i + 1]) / WINDOW_S < SHARE * baseline
+        return sum(counts[i - window_s + 1 : i + 1]) / window_s < SHARE * baseline
 
-    last_down = max((i for i in range(WINDOW_S, seconds) if down(i)), default=None)
+    last_down = max((i for i in range(window_s, seconds) if down(i)), default=None)
     if last_down is None:
         return 0.0
     if last_down == seconds - 1:
         back = next((i for i in range(seconds, len(counts)) if not down(i)), None)
-        return None if back is None else float(back - WINDOW_S)
-    return float(last_down + 1 - WINDOW_S)
+        return None if back is None else float(back - window_s)
+    return float(last_down + 1 - window_s)
 
 
 def p99(values: Iterable[float]) -> float | None:
@@ -100,15 +118,16 @@ def fault_impact(
     stored: Sequence[float],
     e2e: Sequence[tuple[float, float]],
     writes: Sequence[tuple[float, float]],
+    window_s: int = WINDOW_S,
 ) -> FaultImpact:
     """A fault's :class:`FaultImpact` from the run's send and row-write times (``stored``), its e2e probe
-    points and its write latencies (send time, row write - send)."""
+    points and its write latencies (send time, row write - send); ``window_s``: of the stored rate."""
     e2e_before, e2e_after = p99_around(e2e, fault)
     write_before, write_after = p99_around(writes, fault)
     return FaultImpact(
         label=label,
         at_s=fault,
-        stored_recovery_s=stored_recovery_s(sent, stored, fault),
+        stored_recovery_s=stored_recovery_s(sent, stored, fault, window_s=window_s),
         e2e_p99_before_s=e2e_before,
         e2e_p99_after_s=e2e_after,
         write_p99_before_s=write_before,

@@ -26,7 +26,7 @@ from chatlog import extras
 from chatlog.demo import process_cpu, progress
 from chatlog.demo.e2e import ProbeStats, ReadProbe, sample_channels
 from chatlog.demo.faults import Fault, Outage, at, kill_ingester, start_ingester
-from chatlog.demo.impact import fault_impact
+from chatlog.demo.impact import fault_impact, rate_window_s
 from chatlog.demo.look import busiest, look_lines, program_name, serve_address
 from chatlog.demo.machine import busy_s, cpu_us_per_msg
 from chatlog.demo.observer import NamesObserver, worker_of
@@ -556,6 +556,8 @@ class Run:
             sink_log_totals(sink_log.read_text(errors="replace")) if sink_log.exists() else (0, 0)
         )
 
+        batches = sink_batches(sink_log.read_text(errors="replace")) if sink_log.exists() else []
+        self.batches = [(b.started - self.t0, b.duration_s, b.records) for b in batches]
         e2e, e2e_details = self._e2e(sent, stored)
         impacts = self._impacts(sent, written_at)
         self.sample_cpu()
@@ -569,8 +571,6 @@ class Run:
             else None
         )
         write_lag = percentiles(latencies).get("p99")
-        batches = sink_batches(sink_log.read_text(errors="replace")) if sink_log.exists() else []
-        self.batches = [(b.started - self.t0, b.duration_s, b.records) for b in batches]
         return RunReport(
             sent=len(sent),
             stored=stored_count,
@@ -711,8 +711,10 @@ class Run:
             if m.token in written_at
         ]
         labels = {f.label for f in self.config.faults}
+        w = rate_window_s([start for start, _d, records in self.batches if records])
+        e2e = self.e2e_points
         return [
-            asdict(fault_impact(label, t, sent=sent_s, stored=stored_s, e2e=self.e2e_points, writes=writes))
+            asdict(fault_impact(label, t, sent=sent_s, stored=stored_s, e2e=e2e, writes=writes, window_s=w))
             for label, t in self.events.items()
             if label in labels
         ]

@@ -2,7 +2,14 @@
 
 from __future__ import annotations
 
-from chatlog.demo.impact import fault_impact, p99, p99_around, per_second, stored_recovery_s
+from chatlog.demo.impact import (
+    fault_impact,
+    p99,
+    p99_around,
+    per_second,
+    rate_window_s,
+    stored_recovery_s,
+)
 
 
 def steady(start: float, end: float, rate: int) -> list[float]:
@@ -69,3 +76,35 @@ def test_fault_impact_puts_them_together() -> None:
     assert (impact.label, impact.at_s, impact.stored_recovery_s) == ("kill -9 kafka-2", 20.0, 0.0)
     assert (impact.e2e_p99_before_s, impact.e2e_p99_after_s) == (1.0, 3.0)
     assert impact.write_p99_before_s is None
+
+
+def batched(sent: list[float], every_s: float, *, stall: tuple[float, float] | None = None) -> list[float]:
+    """Write times of ``sent`` by a sink that writes what arrived once every ``every_s`` (1 s after its
+    start); during ``stall`` (from, to) it writes nothing, then the backlog at ``to``."""
+    out = []
+    for t in sent:
+        write = (int(t // every_s) + 1) * every_s + 1.0
+        if stall is not None and stall[0] <= write < stall[1]:
+            write = stall[1]
+        out.append(write)
+    return out
+
+
+def test_the_window_spans_the_sinks_batch_interval() -> None:
+    assert rate_window_s([]) == 5
+    assert rate_window_s([0.0, 1.0, 2.0, 3.0]) == 5
+    assert rate_window_s([0.0, 10.0, 20.5, 30.0, 40.0]) == 25
+
+
+def test_a_sink_writing_every_ten_seconds_is_not_down_between_its_batches() -> None:
+    sent = steady(0, 80, 100)
+    stored = batched(sent, 10.0)
+    assert stored_recovery_s(sent, stored, 30.0) not in (None, 0.0)  # the 5 s window sees the gaps
+    assert stored_recovery_s(sent, stored, 30.0, window_s=rate_window_s([10, 20, 30, 40])) == 0.0
+
+
+def test_a_batched_sink_stalled_is_back_with_its_backlog() -> None:
+    sent = steady(0, 90, 100)
+    stored = batched(sent, 10.0, stall=(30.0, 52.0))
+    got = stored_recovery_s(sent, stored, 30.0, window_s=rate_window_s([10, 20, 30, 40]))
+    assert got is not None and 15.0 <= got <= 22.0
