@@ -53,11 +53,21 @@ _SEEN_CQL = "SELECT last_seen FROM {ks}.coverage_sessions WHERE replica = ? AND 
 
 
 def read_coverage(
-    session: Any, keyspace: str, channel: str, since_ms: int, until_ms: int, *, now_ms: int | None = None
+    session: Any,
+    keyspace: str,
+    channel: str,
+    since_ms: int,
+    until_ms: int,
+    *,
+    now_ms: int | None = None,
+    whole_range: bool = False,
 ) -> Coverage:
     """Spans and gaps of ``channel`` in ``[since_ms, until_ms)`` from the ledger (a connected session).
 
-    A span that ended before the range (within the look-back) shows no more, but the gap after it does."""
+    A span that ended before the range (within the look-back) shows no more, but the gap after it does.
+    The gaps count from the channel's first coverage or fill on (a time filled from a peer before a logger
+    of ours had the channel is a gap, filled); ``whole_range``: from ``since_ms`` (every time no logger
+    covered, as ``chatlog fill`` asks)."""
     now = now_ms if now_ms is not None else times.now_ms()
     until = min(until_ms, now)
     query = session.prepare(EVENTS_CQL.format(ks=keyspace))
@@ -69,11 +79,15 @@ def read_coverage(
     known = spans(events, last_seen, now_ms=now, silent_after_ms=SILENT_AFTER_MS)
     found = [s for s in known if s.end > since_ms and s.start < until]
     fills = read_fills(session, keyspace, channel, since_ms, until)
-    holes = with_fills(gaps(known, since_ms=since_ms, until_ms=until), fills)
+    starts = [s.start for s in known] + [f.start for f in fills]
+    first = since_ms if whole_range else (min(starts) if fills else None)
+    holes = with_fills(gaps(known, since_ms=since_ms, until_ms=until, covered_from=first), fills)
     return Coverage(channel, since_ms, until, found, holes, fills)
 
 
-def read_ledger(session: Any, keyspace: str, channel: str, since_ms: int, until_ms: int) -> Coverage:
+def read_ledger(
+    session: Any, keyspace: str, channel: str, since_ms: int, until_ms: int, *, whole_range: bool = False
+) -> Coverage:
     """:func:`read_coverage` for a command: what fails is one line (:class:`core.errors.ChatlogError`)
     naming the keyspace, and ``chatlog init`` when the tables are missing."""
     from cassandra import DriverException, InvalidRequest
@@ -82,7 +96,7 @@ def read_ledger(session: Any, keyspace: str, channel: str, since_ms: int, until_
     from core.errors import ChatlogError, one_line
 
     try:
-        return read_coverage(session, keyspace, channel, since_ms, until_ms)
+        return read_coverage(session, keyspace, channel, since_ms, until_ms, whole_range=whole_range)
     except InvalidRequest as exc:
         reason = refusal_reason(exc)
         raise ChatlogError(

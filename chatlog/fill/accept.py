@@ -44,26 +44,36 @@ def belongs(event: ChatEvent, channel: str, channel_id: str | None = None) -> bo
 
 
 class Accepting:
-    """An :class:`EventSink` passing on to ``sink`` the events of ``channel`` within ``window``
-    (``[lo, hi)`` epoch ms); it never finishes ``sink``: one sink serves every answer of a fill."""
+    """An :class:`EventSink` passing on to ``sink`` the events of ``channel`` within one of ``windows``
+    (``[lo, hi)`` epoch ms, in order); it never finishes ``sink``: one sink serves every answer of a fill.
+    ``per_window``: the lines taken in each window."""
 
     def __init__(
-        self, sink: EventSink, channel: str, window: tuple[int, int], channel_id: str | None = None
+        self,
+        sink: EventSink,
+        channel: str,
+        windows: tuple[tuple[int, int], ...],
+        channel_id: str | None = None,
     ) -> None:
         self._sink = sink
         self._channel = channel
         self._channel_id = channel_id
-        self._lo, self._hi = window
+        self._windows = windows
         self.taken = Taken()
+        self.per_window = [0] * len(windows)
 
     def event(self, event: ChatEvent) -> None:
         if not belongs(event, self._channel, self._channel_id):
             self.taken.other_channel += 1
-        elif not self._lo <= event.sent_at < self._hi:
-            self.taken.outside += 1
-        else:
-            self.taken.lines += 1
-            self._sink.event(event)
+            return
+        at = event.sent_at
+        for i, (lo, hi) in enumerate(self._windows):
+            if lo <= at < hi:
+                self.taken.lines += 1
+                self.per_window[i] += 1
+                self._sink.event(event)
+                return
+        self.taken.outside += 1
 
     def dead_letter(self, raw: bytes, reason: str, source: str) -> None:
         del raw, reason, source

@@ -1,4 +1,5 @@
-"""What to ask a peer for: the gaps not yet filled from it, one request per UTC day (pure logic).
+"""What to ask a peer for: the times not logged here and not yet filled from it, one request per UTC day
+(pure logic).
 
 A justlog/rustlog/chatlog peer serves a channel's UTC day at ``/channel/<login>/<y>/<m>/<d>`` (or
 ``/channelid/<id>/...``); ``?raw`` gives the IRC lines as received, and ``from``/``to`` (unix seconds, both
@@ -9,7 +10,7 @@ log parameters have none: both answer the whole day, so the lines outside the ti
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from dataclasses import dataclass
 from urllib.parse import quote, urlsplit, urlunsplit
 
@@ -18,13 +19,32 @@ from core.errors import ChatlogError
 from core.times import utc_day
 from schemas.coverage import DAY_MS
 
+Window = tuple[int, int]
+"""``[start, end)`` in epoch ms."""
+
 
 @dataclass(frozen=True)
 class Ask:
-    """The lines of ``[start, end)`` (epoch ms, within one UTC day) from the peer."""
+    """One request: the lines of the times ``windows`` (in order, within one UTC day) from the peer."""
 
-    start: int
-    end: int
+    windows: tuple[Window, ...]
+
+    @property
+    def start(self) -> int:
+        return self.windows[0][0]
+
+    @property
+    def end(self) -> int:
+        return self.windows[-1][1]
+
+    @property
+    def day(self) -> int:
+        """The UTC day (days since the epoch)."""
+        return self.start // DAY_MS
+
+    @property
+    def seconds(self) -> float:
+        return sum(hi - lo for lo, hi in self.windows) / 1000
 
     @property
     def from_s(self) -> int:
@@ -37,31 +57,40 @@ class Ask:
         return (self.end - 1) // 1000
 
     @property
-    def window(self) -> tuple[int, int]:
-        """The times ``[lo, hi)`` (epoch ms) of the lines the answer may hold: whole seconds asked."""
-        return self.from_s * 1000, (self.to_s + 1) * 1000
+    def accepted(self) -> tuple[Window, ...]:
+        """The times (epoch ms) of the lines the answer may hold: each window in the whole seconds asked."""
+        return tuple((lo // 1000 * 1000, ((hi - 1) // 1000 + 1) * 1000) for lo, hi in self.windows)
 
     def path(self, channel: str, channel_id: str | None = None) -> str:
         """``/channel/<c>/<y>/<m>/<d>?raw&from=<unix>&to=<unix>`` (``/channelid/<id>/...`` given an id)."""
         day = utc_day(self.start)
-        who = (
-            f"channelid/{quote(channel_id, safe='')}" if channel_id else f"channel/{quote(channel, safe='')}"
-        )
-        return f"/{who}/{day.year}/{day.month}/{day.day}?raw&from={self.from_s}&to={self.to_s}"
+        where = f"{subject(channel, channel_id)}/{day.year}/{day.month}/{day.day}"
+        return f"/{where}?raw&from={self.from_s}&to={self.to_s}"
 
 
-def asks(found: Iterable[Gap], peer: str) -> list[Ask]:
-    """The times of ``found`` not filled from ``peer`` yet, cut at UTC midnights, in time order."""
-    out: list[Ask] = []
+def subject(channel: str, channel_id: str | None = None) -> str:
+    """``channel/<login>``, or ``channelid/<id>`` given an id (the path's first two parts)."""
+    return f"channelid/{quote(channel_id, safe='')}" if channel_id else f"channel/{quote(channel, safe='')}"
+
+
+def asks(found: Iterable[Gap], peer: str, days: Collection[int] | None = None) -> list[Ask]:
+    """The times of ``found`` not filled from ``peer`` yet, one request per UTC day (of ``days`` only, when
+    given: the days the peer lists), in time order."""
+    by_day: dict[int, list[Window]] = {}
     for gap in sorted(found, key=lambda g: g.start):
         if peer in gap.filled_from or gap.end <= gap.start:
             continue
         start = gap.start
         while start < gap.end:
             end = min(gap.end, (start // DAY_MS + 1) * DAY_MS)
-            out.append(Ask(start, end))
+            if days is None or start // DAY_MS in days:
+                pieces = by_day.setdefault(start // DAY_MS, [])
+                if pieces and pieces[-1][1] == start:  # two gaps that touch: one time
+                    pieces[-1] = (pieces[-1][0], end)
+                else:
+                    pieces.append((start, end))
             start = end
-    return out
+    return [Ask(tuple(by_day[day])) for day in sorted(by_day)]
 
 
 def peer_name(url: str) -> str:

@@ -1,11 +1,15 @@
-"""Asking a peer over HTTP (httpx): the raw lines of one request, or :class:`PeerFailed` saying in one
-line why there are none (down, too slow, an HTTP error, an answer that is not text)."""
+"""Asking a peer over HTTP (httpx): the days it lists, the raw lines of one request, or :class:`PeerFailed`
+saying in one line why there are none (down, too slow, rate-limited, an HTTP error, an answer that is not
+what was asked)."""
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Iterator
-from typing import TYPE_CHECKING, Final
+from contextlib import contextmanager
+from email.utils import parsedate_to_datetime
+from typing import TYPE_CHECKING, Any, Final
 
 from core.errors import ChatlogError, one_line
 from ingest.importer import bounded_lines
@@ -15,17 +19,51 @@ if TYPE_CHECKING:
 
 ANSWER_LIMIT_S: Final = 900.0
 """Longest time one answer may take in all (a peer that trickles a byte now and then is too slow)."""
+LIST_LIMIT_BYTES: Final = 16 << 20
+"""Largest ``/list`` answer read (a channel logged for 30 years lists ~11k days in ~400 kB)."""
 USER_AGENT: Final = "chatlog-fill"
 _NOT_LINES: Final = ("html", "json", "xml", "image/", "audio/", "video/")
+WAIT_STATUSES: Final = (429, 503)
+"""Answers that ask the client to come back later (with ``Retry-After``, or without)."""
 
 
 class PeerFailed(ChatlogError):
-    """One request to the peer gave no lines; the message says why in one line. ``gone``: the peer
-    itself failed (down, too slow), so asking it more now is no use."""
+    """One request to the peer gave no answer; the message says why in one line. ``away``: the peer itself
+    failed (down, too slow, the connection cut), so it may come back; ``wait``: the peer asked to be asked
+    again later (HTTP 429 or 503), after ``wait_s`` seconds when it said (``Retry-After``); ``status``: the
+    HTTP status it answered, if any."""
 
-    def __init__(self, message: str, *, gone: bool = False) -> None:
+    def __init__(
+        self,
+        message: str,
+        *,
+        away: bool = False,
+        wait: bool = False,
+        wait_s: float | None = None,
+        status: int | None = None,
+    ) -> None:
         super().__init__(message)
-        self.gone = gone
+        self.away = away
+        self.wait = wait
+        self.wait_s = wait_s
+        self.status = status
+
+
+def retry_after_s(value: str | None, now_s: float | None = None) -> float | None:
+    """Seconds to wait from a ``Retry-After`` header (seconds, or an HTTP date); None when absent or
+    unreadable."""
+    if not value or not value.strip():
+        return None
+    text = value.strip()
+    if text.isdigit():
+        return float(text)
+    try:
+        when = parsedate_to_datetime(text)
+    except (TypeError, ValueError, IndexError):
+        return None
+    if when.tzinfo is None:
+        return None
+    return max(0.0, when.timestamp() - (time.time() if now_s is None else now_s))
 
 
 class _Chunks:
@@ -39,7 +77,7 @@ class _Chunks:
     def read1(self, size: int = -1, /) -> bytes:
         del size
         if time.monotonic() >= self._deadline:
-            raise PeerFailed(f"the answer took more than {self._limit_s:.0f} s", gone=True)
+            raise PeerFailed(f"the answer took more than {self._limit_s:.0f} s", away=True)
         for chunk in self._chunks:
             if chunk:
                 return chunk
@@ -63,8 +101,11 @@ def client(timeout_s: float) -> httpx.Client:
     )
 
 
-def raw_lines(http: httpx.Client, url: str, limit_s: float = ANSWER_LIMIT_S) -> Iterator[bytes]:
-    """The lines of the answer to ``GET url``, as they arrive; raises :class:`PeerFailed` (also midway)."""
+@contextmanager
+def _asking(http: httpx.Client, url: str, *, missing: str) -> Iterator[httpx.Response]:
+    """``GET url`` streamed, its status checked: 200 is yielded; anything else and every transport
+    failure (also while the body is read in the block) is :class:`PeerFailed`. ``missing``: what a 404
+    means."""
     import httpx
 
     timeout = http.timeout.read or 0.0
@@ -73,17 +114,53 @@ def raw_lines(http: httpx.Client, url: str, limit_s: float = ANSWER_LIMIT_S) -> 
             if answer.status_code != 200:
                 body = answer.read()[:300].decode("utf-8", "replace")
                 said = f": {one_line(body, 120)}" if body.strip() else ""
-                if answer.status_code == 404:  # justlog's and chatlog's answer for a time with no lines
-                    raise PeerFailed(f"has no lines of that time (HTTP 404{said})")
-                raise PeerFailed(f"answered HTTP {answer.status_code}{said}")
-            kind = answer.headers.get("content-type", "").lower()
-            if any(word in kind for word in _NOT_LINES):
-                raise PeerFailed(f"answered {one_line(kind, 60)}, not raw IRC lines")
-            stream = _Chunks(answer.iter_bytes(), time.monotonic() + limit_s, limit_s)
-            yield from bounded_lines(stream)
+                status = answer.status_code
+                if status == 404:  # justlog's, rustlog's and chatlog's answer for nothing logged
+                    raise PeerFailed(f"{missing} (HTTP 404{said})", status=status)
+                if status in WAIT_STATUSES:
+                    wait_s = retry_after_s(answer.headers.get("retry-after"))
+                    after = f", Retry-After {wait_s:.0f} s" if wait_s is not None else ""
+                    raise PeerFailed(
+                        f"asks to wait (HTTP {status}{after})", wait=True, wait_s=wait_s, status=status
+                    )
+                raise PeerFailed(f"answered HTTP {status}{said}", status=status)
+            yield answer
     except httpx.TimeoutException:
-        raise PeerFailed(f"did not answer within {timeout:g} s (timed out)", gone=True) from None
+        raise PeerFailed(f"did not answer within {timeout:g} s (timed out)", away=True) from None
     except httpx.ConnectError as exc:
-        raise PeerFailed(f"is not reachable: {one_line(exc, 160)}", gone=True) from None
-    except httpx.HTTPError as exc:  # a cut connection, a bad answer, too many redirects
+        raise PeerFailed(f"is not reachable: {one_line(exc, 160)}", away=True) from None
+    except httpx.TransportError as exc:  # the connection cut midway (the peer stopped, a proxy restarted)
+        raise PeerFailed(f"cut the answer: {one_line(exc, 160, typed=True)}", away=True) from None
+    except httpx.HTTPError as exc:  # too many redirects, a body that does not decode
         raise PeerFailed(f"failed: {one_line(exc, 160, typed=True)}") from None
+
+
+def raw_lines(http: httpx.Client, url: str, limit_s: float = ANSWER_LIMIT_S) -> Iterator[bytes]:
+    """The lines of the answer to ``GET url``, as they arrive; raises :class:`PeerFailed` (also midway)."""
+    with _asking(http, url, missing="has no lines of that time") as answer:
+        kind = answer.headers.get("content-type", "").lower()
+        if any(word in kind for word in _NOT_LINES):
+            raise PeerFailed(f"answered {one_line(kind, 60)}, not raw IRC lines")
+        stream = _Chunks(answer.iter_bytes(), time.monotonic() + limit_s, limit_s)
+        yield from bounded_lines(stream)
+
+
+def json_answer(http: httpx.Client, url: str, *, missing: str) -> Any | None:
+    """The JSON the peer answers to ``GET url``; None for a 404 (nothing there); :class:`PeerFailed` for
+    anything else that is not JSON."""
+    try:
+        with _asking(http, url, missing=missing) as answer:
+            body = b""
+            for chunk in answer.iter_bytes():
+                body += chunk
+                if len(body) > LIST_LIMIT_BYTES:
+                    raise PeerFailed(f"answered more than {LIST_LIMIT_BYTES >> 20} MB to {url}")
+    except PeerFailed as exc:
+        if exc.status == 404:
+            return None
+        raise
+    try:
+        return json.loads(body)
+    except ValueError:
+        said = one_line(body[:200].decode("utf-8", "replace"), 80)
+        raise PeerFailed(f"answered {url} with something that is not JSON: {said!r}") from None

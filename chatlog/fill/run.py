@@ -1,117 +1,137 @@
-"""One fill: the ledger's gaps of a channel (not yet filled from the peer), the peer's lines of those
-times through ``chatlog import``'s parser into the messages topic, and the times filled into the ledger.
+"""One fill: the times of a channel no logger of ours covered (the ledger's gaps, and the time before the
+channel was first logged here or a channel never logged here) and not yet filled from the peer; of those,
+the days the peer lists (``/list``); the peer's lines of each day through ``chatlog import``'s parser into
+the messages topic; each day recorded as filled in the ledger as soon as its lines are delivered.
 
-The order makes a failure harmless: the ledger is read first (no gaps: nothing to do), Kafka is checked
-before the peer is asked, and a time is recorded as filled only after its lines were delivered. Lines
-are imported by their ids (Twitch's ``id`` tag), so a fill asked again stores nothing twice. A peer that
-cannot be reached or is too slow ends the fill at the first request (one line); an HTTP error or an
-answer holding nothing that belongs fails that request only.
+The order makes a failure harmless: the ledger is read first (nothing to fill: nothing to do), Kafka is
+checked before the peer is asked, and a time is recorded as filled only after its lines were delivered, so
+a fill stopped anywhere and started again asks only what is not filled yet. Lines are imported by their
+ids (Twitch's ``id`` tag), so a day asked again stores nothing twice. A peer that asks to wait (HTTP 429
+or 503, ``Retry-After``) is waited for; one that goes away midway (down, too slow, the connection cut) is
+asked again, with growing pauses, until ``patience_s`` has passed, then the fill stops (one line); one that
+cannot be reached at the first request ends the fill there. An HTTP error or an answer holding nothing that
+belongs fails that day only.
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Protocol
 
-from chatlog.fill.accept import Accepting, Taken
+from chatlog.fill.accept import Accepting
 from chatlog.fill.asks import Ask, asks, peer_name
+from chatlog.fill.listing import peer_days
 from chatlog.fill.peer import PeerFailed, client, raw_lines
-from core.coverage_spans import Fill
+from chatlog.fill.result import Answer, FillResult, days_of, failure_of
+from core.coverage_spans import Fill, Gap
 from core.errors import ChatlogError, one_line
-from core.times import format_time, now_ms
+from core.times import now_ms
+from schemas.coverage import DAY_MS
 
 if TYPE_CHECKING:
+    import httpx
+
     from core.settings import CassandraSettings, KafkaSettings
+    from ingest.importer import KafkaImportSink
+
+AWAY_PAUSES_S = (1.0, 2.0, 4.0, 8.0, 15.0)
+"""Pauses before asking a peer that went away again (the last one repeats)."""
+LONGEST_WAIT_S = 900.0
+"""A peer that asks to wait longer than this (``Retry-After``) stops the fill: fill again later."""
+WAIT_WITHOUT_RETRY_AFTER_S = 5.0
+
+
+class Watcher(Protocol):
+    """What a fill tells as it goes (the command's progress bar)."""
+
+    def planned(self, days: int) -> None: ...
+
+    def answered(self, answer: Answer) -> None: ...
+
+    def waiting(self, seconds: float, why: str) -> None: ...
 
 
 @dataclass
-class Answer:
-    """One request and what came of it: the lines taken, or why none."""
+class _Fill:
+    """The parts of one fill: the peer's client, the Kafka sink, the ledger's session."""
 
-    ask: Ask
-    taken: Taken = field(default_factory=Taken)
-    failure: str = ""
-
-
-@dataclass
-class FillResult:
     channel: str
+    channel_id: str | None
     peer: str
-    gaps: int = 0
-    answers: list[Answer] = field(default_factory=list)
-    produced: int = 0
-    undelivered: int = 0
-    recorded: int = 0
-    stopped: str = ""
-    """Why the fill stopped before asking everything (the peer is down or too slow), or ``""``."""
+    http: httpx.Client
+    sink: KafkaImportSink
+    session: Any
+    keyspace: str
+    watcher: Watcher | None
+    patience_s: float
+    sleep: Callable[[float], None]
 
-    @property
-    def filled(self) -> list[Answer]:
-        return [a for a in self.answers if not a.failure]
+    def ask(self, ask: Ask, result: FillResult) -> Answer:
+        """One day from the peer: waited for when it asks to wait, asked again while it is away (until
+        :attr:`patience_s`)."""
+        from ingest.importer import import_lines
 
-    @property
-    def failed(self) -> list[Answer]:
-        return [a for a in self.answers if a.failure]
+        answer = Answer(ask)
+        away_since: float | None = None
+        pauses = 0
+        url = self.peer + ask.path(self.channel, self.channel_id)
+        while True:
+            accepting = Accepting(self.sink, self.channel, ask.accepted, self.channel_id)
+            problems: list[str] = []
+            try:
+                import_lines(raw_lines(self.http, url), source=url, sink=accepting, report=problems.append)
+            except PeerFailed as exc:
+                answer.resent += accepting.taken.lines
+                if exc.wait:
+                    self.wait(exc, result)
+                    continue
+                if not exc.away:
+                    answer.failure = str(exc)
+                    return answer
+                away_since = away_since if away_since is not None else time.monotonic()
+                if time.monotonic() - away_since >= self.patience_s:
+                    result.stopped = f"{exc} (away for {self.patience_s:.0f} s)"
+                    return answer
+                pause = AWAY_PAUSES_S[min(pauses, len(AWAY_PAUSES_S) - 1)]
+                pauses += 1
+                if self.watcher is not None:
+                    self.watcher.waiting(pause, str(exc))
+                self.sleep(pause)
+                continue
+            answer.taken, answer.per_window = accepting.taken, accepting.per_window
+            answer.failure = failure_of(accepting.taken, problems)
+            return answer
 
-    def summary(self) -> str:
-        """One line: what was asked, filled, imported and left out."""
-        if not self.gaps:
-            return f"fill #{self.channel} from {self.peer}: no gaps left to fill in this range"
-        lines = sum(a.taken.lines for a in self.filled)
-        dropped = Taken(
-            other_channel=sum(a.taken.other_channel for a in self.answers),
-            outside=sum(a.taken.outside for a in self.answers),
-            not_irc=sum(a.taken.not_irc for a in self.answers),
-        )
-        seconds = sum(a.ask.end - a.ask.start for a in self.filled) / 1000
-        text = (
-            f"fill #{self.channel} from {self.peer}: {self.gaps} gap{'s' * (self.gaps != 1)}, "
-            f"asked {len(self.answers)}, filled {len(self.filled)} ({seconds:.0f} s), "
-            f"failed {len(self.failed)}; lines imported {lines}, produced {self.produced}"
-        )
-        if dropped.dropped:
-            text += f", left out {dropped.dropped} ({dropped.dropped_text()})"
-        if self.undelivered:
-            text += f"; {self.undelivered} not delivered: nothing recorded as filled"
-        return text
+    def wait(self, exc: PeerFailed, result: FillResult) -> None:
+        """Wait as the peer asked (:class:`_Stop` when that is longer than :data:`LONGEST_WAIT_S`)."""
+        wait_s = exc.wait_s if exc.wait_s is not None else WAIT_WITHOUT_RETRY_AFTER_S
+        if wait_s > LONGEST_WAIT_S:
+            raise _Stop(f"{exc}: longer than {LONGEST_WAIT_S:.0f} s; fill again later")
+        result.waits += 1
+        if self.watcher is not None:
+            self.watcher.waiting(wait_s, str(exc))
+        self.sleep(wait_s)
+
+    def record(self, answer: Answer) -> int:
+        """The answer's times as filled in the ledger (the day's left-out lines on its first time)."""
+        now = now_ms()
+        fills = [
+            Fill(lo, hi, self.peer, now, lines, answer.taken.dropped if i == 0 else 0)
+            for i, ((lo, hi), lines) in enumerate(zip(answer.ask.windows, answer.per_window, strict=True))
+        ]
+        return _record(self.session, self.keyspace, self.channel, fills)
 
 
-def failure_of(taken: Taken, problems: list[str]) -> str:
-    """Why an answer counts as no answer: it held lines, and none belonged; ``""`` when it is fine."""
-    if taken.lines or not taken.dropped:
-        return ""
-    first = f" (first: {problems[0].split(': ', 1)[-1]})" if problems and taken.not_irc else ""
-    return f"answered {taken.dropped} lines and none of them fits: {taken.dropped_text()}{first}"
-
-
-def describe(ask: Ask) -> str:
-    return f"{format_time(ask.start)} .. {format_time(ask.end)}"
-
-
-def failure_lines(result: FillResult) -> list[str]:
-    """What to say of the peer's failures: one line when nothing was filled (the first failure, and how
-    many more requests failed or were not made), else one line per failed request."""
-    if not result.failed:
-        return []
-    head = f"fill #{result.channel} from {result.peer}"
-    if not result.filled:
-        first = result.failed[0]
-        more = len(result.failed) - 1
-        rest = f"; {more} more request{'s' * (more != 1)} failed too" if more else ""
-        if result.stopped:
-            rest += "; stopped asking"
-        return [f"{head}: {first.failure} (asked for {describe(first.ask)}); nothing filled{rest}"]
-    lines = [f"{head}: {describe(a.ask)}: {a.failure}" for a in result.failed]
-    if result.stopped:
-        lines.append(f"{head}: stopped asking: the peer {result.stopped}")
-    return lines
+class _Stop(Exception):
+    """The fill stops here (the message says why)."""
 
 
 def fill(
     channel: str,
     url: str,
-    since_ms: int,
+    since_ms: int | None,
     until_ms: int,
     *,
     kafka: KafkaSettings,
@@ -119,63 +139,93 @@ def fill(
     report: Callable[[str], None],
     channel_id: str | None = None,
     timeout_s: float = 30.0,
+    patience_s: float = 120.0,
+    watcher: Watcher | None = None,
+    sleep: Callable[[float], None] = time.sleep,
 ) -> FillResult:
-    """Fill the gaps of ``channel`` in ``[since_ms, until_ms)`` from the peer at ``url``. Raises
-    :class:`ChatlogError` (one line) when the ledger or Kafka cannot be used; a peer's failures are in
-    the result, for the caller to report (:func:`failure_lines`)."""
+    """Fill the times of ``channel`` in ``[since_ms, until_ms)`` no logger of ours covered, from the peer
+    at ``url`` (``since_ms`` None: from the first day the peer lists). Raises :class:`ChatlogError` (one
+    line) when the ledger or Kafka cannot be used; a peer's failures are in the result, for the caller to
+    report (:func:`failure_lines`)."""
     from core.cql import open_session, quiet_driver_logs
-    from ingest.importer import ImportStats, KafkaImportSink, import_lines
+    from ingest.importer import ImportStats, KafkaImportSink
 
     peer = peer_name(url)
     result = FillResult(channel, peer)
     quiet_driver_logs()
     cluster, session = open_session(cassandra)
+    keyspace = cassandra.cassandra_keyspace
     try:
-        found = _read_gaps(session, cassandra.cassandra_keyspace, channel, since_ms, until_ms)
-        todo = asks(found, peer)
-        result.gaps = len([g for g in found if peer not in g.filled_from])
-        if not todo:
-            return result
+        if since_ms is not None:  # nothing to fill: neither Kafka nor the peer is asked
+            result.times = _fillable(session, keyspace, channel, peer, since_ms, until_ms)
+            if not result.times:
+                return result
         sink = KafkaImportSink(kafka, report=report)  # Kafka down or no topic: one line, before the peer
         with client(timeout_s) as http:
-            for ask in todo:
-                answer = Answer(ask)
-                result.answers.append(answer)
-                accepting = Accepting(sink, channel, ask.window, channel_id)
-                problems: list[str] = []
-                try:
-                    import_lines(
-                        raw_lines(http, peer + ask.path(channel, channel_id)),
-                        source=peer + ask.path(channel, channel_id),
-                        sink=accepting,
-                        report=problems.append,
-                    )
-                    answer.failure = failure_of(accepting.taken, problems)
-                except PeerFailed as exc:
-                    answer.failure = str(exc)
-                    if exc.gone:
-                        result.stopped = answer.failure
-                answer.taken = accepting.taken
-                if result.stopped:
-                    break
-        stats = ImportStats()
-        sink.finish(stats)
-        result.produced, result.undelivered = stats.produced, stats.failed
-        if not result.undelivered:
-            now = now_ms()
-            fills = [
-                Fill(a.ask.start, a.ask.end, peer, now, a.taken.lines, a.taken.dropped) for a in result.filled
-            ]
-            result.recorded = _record(session, cassandra.cassandra_keyspace, channel, fills)
+            parts = _Fill(
+                channel, channel_id, peer, http, sink, session, keyspace, watcher, patience_s, sleep
+            )
+            try:
+                days = _listed(parts, result)
+                if since_ms is None and days:  # --all: every day the peer lists
+                    since_ms, until_ms = min(days) * DAY_MS, min(until_ms, (max(days) + 1) * DAY_MS)
+                    result.times = _fillable(session, keyspace, channel, peer, since_ms, until_ms)
+                result.listed = len(days & days_of(result.times))
+                _ask_all(parts, asks(result.times, peer, days), result)
+            except _Stop as stop:
+                result.stopped = str(stop)
+            stats = ImportStats()
+            sink.finish(stats)
+            result.produced, result.undelivered = stats.produced, stats.failed
     finally:
         cluster.shutdown()
     return result
 
 
-def _read_gaps(session: Any, keyspace: str, channel: str, since_ms: int, until_ms: int) -> list[Any]:
+def _listed(parts: _Fill, result: FillResult) -> set[int]:
+    """The days the peer lists; the fill stops (first request) when it cannot be asked."""
+    while True:
+        try:
+            return peer_days(parts.http, parts.peer, parts.channel, parts.channel_id)
+        except PeerFailed as exc:
+            if exc.wait:
+                parts.wait(exc, result)
+                continue
+            raise _Stop(str(exc)) from None
+
+
+def _ask_all(parts: _Fill, todo: list[Ask], result: FillResult) -> None:
+    """Each day in turn: asked, its lines delivered, recorded; stops when the peer is gone too long or a
+    line was not delivered (nothing more recorded)."""
+    from ingest.importer import ImportStats
+
+    result.first_request = False
+    if parts.watcher is not None:
+        parts.watcher.planned(len(todo))
+    for ask in todo:
+        answer = parts.ask(ask, result)
+        if result.stopped:  # the peer went away for good during this day: not asked, as far as it goes
+            return
+        result.answers.append(answer)
+        delivered = ImportStats()
+        parts.sink.finish(delivered)  # every line of the day delivered (or failed) before it is recorded
+        if delivered.failed:
+            result.undelivered = delivered.failed
+            return
+        if not answer.failure:
+            result.recorded += parts.record(answer)
+        if parts.watcher is not None:
+            parts.watcher.answered(answer)
+
+
+def _fillable(
+    session: Any, keyspace: str, channel: str, peer: str, since_ms: int, until_ms: int
+) -> list[Gap]:
+    """The times of the range no logger of ours covered and not filled from ``peer`` yet."""
     from serve.coverage import read_ledger
 
-    return read_ledger(session, keyspace, channel, since_ms, until_ms).gaps
+    found = read_ledger(session, keyspace, channel, since_ms, until_ms, whole_range=True).gaps
+    return [g for g in found if peer not in g.filled_from and g.end > g.start]
 
 
 def _record(session: Any, keyspace: str, channel: str, fills: list[Fill]) -> int:

@@ -1,12 +1,11 @@
 """``chatlog fill`` on the real stack: a peer (``chatlog serve``'s app on a real socket, its own keyspace,
-holding a day of a channel) fills the ledger's gap of another instance; the gap's lines are then readable
-there, the ledger shows the time filled from the peer, a second fill adds nothing, and a peer that is
-down is one line and fills nothing."""
+holding a day of a channel) fills the ledger's gap of another instance and the time before it first logged
+the channel; the gap's lines are then readable there, the ledger shows the time filled from the peer, a
+second fill adds nothing, and a peer that is down is one line and fills nothing."""
 
 from __future__ import annotations
 
 import calendar
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -14,7 +13,6 @@ from typing import Any
 import httpx
 import pytest
 import typer
-from confluent_kafka import Consumer, TopicPartition
 from typer.testing import CliRunner
 
 from chatlog.cli import coverage as coverage_cli
@@ -24,7 +22,7 @@ from core.settings import StackSettings
 from schemas.chat_event import ChatEvent
 from serve.api.app import create_app
 from serve.settings import ServeSettings
-from sink.settings import SinkSettings
+from tests.integration.chatlog.fill.instance import records, sink_settings, store_records
 from tests.integration.serve.events import line_event, write
 from tests.integration.serve.server import serving
 from tests.uvicorn_thread import free_port, served
@@ -60,21 +58,6 @@ def in_gap(event: ChatEvent) -> bool:
 
 
 @pytest.fixture
-def filled_instance(fresh_topics: StackSettings, fresh_keyspace: StackSettings) -> StackSettings:
-    """This test's topics and keyspace, as one instance."""
-    return fresh_keyspace.model_copy(
-        update={
-            n: getattr(fresh_topics, n) for n in ("topic_messages", "topic_deadletter", "messages_partitions")
-        }
-    )
-
-
-@pytest.fixture
-def channel() -> str:
-    return f"fill{uuid.uuid4().hex[:8]}"
-
-
-@pytest.fixture
 def with_gap(filled_instance: StackSettings, channel: str, tmp_path: Path) -> StackSettings:
     """The instance's ledger: worker a logged the channel until it was lost at :data:`GAP`'s start, worker b
     from its end; and what they logged (the day's lines outside the gap)."""
@@ -103,17 +86,6 @@ def with_gap(filled_instance: StackSettings, channel: str, tmp_path: Path) -> St
     return settings
 
 
-def sink_settings(settings: StackSettings, tmp_path: Path) -> SinkSettings:
-    values: dict[str, Any] = {
-        "cassandra_keyspace": settings.cassandra_keyspace,
-        "topic_messages": settings.topic_messages,
-        "topic_deadletter": settings.topic_deadletter,
-        "sink_checkpoint": str(tmp_path / "checkpoint"),
-        "sink_metrics_port": 0,
-    }
-    return SinkSettings(**values)
-
-
 @pytest.fixture
 def peer(stack: StackSettings, tmp_path_factory: pytest.TempPathFactory, channel: str) -> Iterator[str]:
     """The peer: its own keyspace with the whole day of the channel, served on a real socket."""
@@ -134,33 +106,6 @@ def cli(settings: StackSettings, monkeypatch: pytest.MonkeyPatch, args: list[str
     return CliRunner().invoke(app, args)
 
 
-def records(settings: StackSettings) -> list[bytes]:
-    """Every value of the instance's messages topic."""
-    topic = settings.topic_messages
-    consumer = Consumer(
-        settings.kafka_client_config()
-        | {
-            "group.id": f"t-{uuid.uuid4().hex[:8]}",
-            "enable.auto.commit": False,
-            "auto.offset.reset": "earliest",
-        }
-    )
-    try:
-        parts = consumer.list_topics(topic, timeout=10).topics[topic].partitions
-        tps = [TopicPartition(topic, p, 0) for p in parts]
-        total = sum(consumer.get_watermark_offsets(tp, timeout=10)[1] for tp in tps)
-        consumer.assign(tps)
-        out: list[bytes] = []
-        while len(out) < total:
-            msg = consumer.poll(10)
-            assert msg is not None, f"read {len(out)} of {total} records"
-            if msg.error() is None:
-                out.append(msg.value() or b"")
-        return out
-    finally:
-        consumer.close()
-
-
 def test_a_gap_is_filled_from_a_peer_once(
     with_gap: StackSettings, peer: str, channel: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -168,18 +113,13 @@ def test_a_gap_is_filled_from_a_peer_once(
     result = cli(settings, monkeypatch, ["fill", channel, "--from", peer, *DAY])
 
     assert result.exit_code == 0, result.output
-    assert result.stderr.splitlines()[-1] == (
-        f"fill #{channel} from {peer}: 1 gap, asked 1, filled 1 (240 s), failed 0; "
-        "lines imported 4, produced 4"
+    assert result.stderr.splitlines()[-1].startswith(  # 00:00 until worker a joined at 09:00, and the gap
+        f"fill #{channel} from {peer}: 2 times not logged here (32640 s) on 1 day, 1 listed by the peer; "
+        "asked 1, filled 1 (32640 s), failed 0; lines imported 4, produced 4, left out 3 (3 outside the "
+        "time asked); "
     )
-    imported = records(settings)
-    assert len(imported) == 4
-    # the sink stores what the fill produced (as a backfill run would)
-    from sink.writer.partition import write_partition
-    from store.write import close_sessions
-
-    write_partition(((value, None, None) for value in imported), sink_settings(settings, tmp_path))
-    close_sessions()
+    assert len(records(settings)) == 4
+    store_records(settings, tmp_path)  # the sink stores what the fill produced (as a backfill run would)
 
     # the instance now serves the whole day, the gap's lines among them, and shows where it was filled from
     values: dict[str, Any] = {"cassandra_keyspace": settings.cassandra_keyspace, "serve_channels_ttl_s": 0}
@@ -201,7 +141,7 @@ def test_a_gap_is_filled_from_a_peer_once(
 
     again = cli(settings, monkeypatch, ["fill", channel, "--from", peer, *DAY])
     assert again.exit_code == 0, again.output
-    assert again.stderr.splitlines() == [f"fill #{channel} from {peer}: no gaps left to fill in this range"]
+    assert again.stderr.splitlines() == [f"fill #{channel} from {peer}: nothing left to fill in this range"]
     assert len(records(settings)) == 4
 
 
@@ -216,9 +156,7 @@ def test_a_peer_that_is_down_is_one_line_and_fills_nothing(
     lines = result.stderr.splitlines()
     assert len(lines) == 1, lines
     assert lines[0].startswith(f"chatlog: error: fill #{channel} from {down}: is not reachable: ")
-    assert lines[0].endswith(
-        "(asked for 2026-11-20 10:02:30 .. 2026-11-20 10:06:30); nothing filled; stopped asking"
-    )
+    assert lines[0].endswith("(asked for the days it lists); nothing filled")
     assert records(with_gap) == []
     shown = cli(with_gap, monkeypatch, ["coverage", channel, *DAY])
     assert "filled from" not in shown.stdout and "(240.0 s): r0 a: lost\n" in shown.stdout

@@ -39,7 +39,7 @@ def privmsg(channel: str, at: int, text: str, room: str = "11") -> bytes:
 
 def test_only_the_channels_lines_in_the_window_go_on_and_the_rest_is_counted() -> None:
     kept = Kept()
-    accepting = Accepting(kept, "forsen", (T, T + 60_000))
+    accepting = Accepting(kept, "forsen", ((T, T + 60_000),))
     answer = [
         privmsg("forsen", T, "first"),
         privmsg("forsen", T + 59_999, "last"),
@@ -65,20 +65,34 @@ def test_only_the_channels_lines_in_the_window_go_on_and_the_rest_is_counted() -
 
 def test_a_renamed_channel_is_known_by_its_id_when_asked_by_id() -> None:
     kept = Kept()
-    accepting = Accepting(kept, "newname", (T, T + 1_000), channel_id="11")
+    accepting = Accepting(kept, "newname", ((T, T + 1_000),), channel_id="11")
 
     import_lines([privmsg("oldname", T, "hi")], source="peer", sink=accepting, report=lambda _line: None)
 
     assert [e.channel for e in kept.events] == ["oldname"]
-    by_login = Accepting(Kept(), "newname", (T, T + 1_000))
+    by_login = Accepting(Kept(), "newname", ((T, T + 1_000),))
     import_lines([privmsg("oldname", T, "hi")], source="peer", sink=by_login, report=lambda _line: None)
     assert by_login.taken == Taken(other_channel=1)
 
 
 def test_a_line_without_a_time_of_its_own_is_outside_the_time_asked() -> None:
     kept = Kept()
-    accepting = Accepting(kept, "forsen", (T, T + 1_000))
+    accepting = Accepting(kept, "forsen", ((T, T + 1_000),))
 
     import_lines([b":bob!bob@h PRIVMSG #forsen :no time"], source="peer", sink=accepting, report=print)
 
     assert kept.events == [] and accepting.taken.outside == 1
+
+
+def test_lines_in_any_of_several_windows_go_on_and_are_counted_per_window() -> None:
+    kept = Kept()
+    accepting = Accepting(kept, "forsen", ((T, T + 1_000), (T + 5_000, T + 9_000)))
+    lines = [
+        privmsg("forsen", at, str(at)) for at in (T, T + 999, T + 1_000, T + 5_000, T + 8_999, T + 9_000)
+    ]
+
+    import_lines(lines, source="peer", sink=accepting, report=lambda _line: None)
+
+    assert [e.sent_at for e in kept.events] == [T, T + 999, T + 5_000, T + 8_999]
+    assert accepting.per_window == [2, 2]
+    assert accepting.taken == Taken(lines=4, outside=2)

@@ -1,4 +1,5 @@
-"""What a fill asks a peer for: the gaps not filled from it, one request per UTC day (pure logic)."""
+"""What a fill asks a peer for: the times not logged here nor filled from it, one request per UTC day of
+those the peer lists (pure logic)."""
 
 from __future__ import annotations
 
@@ -20,9 +21,9 @@ def test_a_gap_over_midnight_is_asked_as_one_request_per_day() -> None:
     found = asks([gap], "https://peer")
 
     assert found == [
-        Ask(NOV_20 - 3_600_000 + 500, NOV_20),
-        Ask(NOV_20, NOV_20 + DAY),
-        Ask(NOV_20 + DAY, NOV_20 + DAY + 60_000),
+        Ask(((NOV_20 - 3_600_000 + 500, NOV_20),)),
+        Ask(((NOV_20, NOV_20 + DAY),)),
+        Ask(((NOV_20 + DAY, NOV_20 + DAY + 60_000),)),
     ]
     assert [a.path("forsen") for a in found] == [
         f"/channel/forsen/2026/11/19?raw&from={(NOV_20 - 3_600_000) // 1000}&to={NOV_20 // 1000 - 1}",
@@ -31,11 +32,12 @@ def test_a_gap_over_midnight_is_asked_as_one_request_per_day() -> None:
     ]
 
 
-def test_to_is_the_last_whole_second_and_the_window_takes_the_seconds_asked() -> None:
-    ask = Ask(NOV_20 + 10_250, NOV_20 + 20_000)
+def test_to_is_the_last_whole_second_and_the_windows_take_the_seconds_asked() -> None:
+    ask = Ask(((NOV_20 + 10_250, NOV_20 + 20_000), (NOV_20 + 30_000, NOV_20 + 40_001)))
 
-    assert (ask.from_s, ask.to_s) == (NOV_20 // 1000 + 10, NOV_20 // 1000 + 19)
-    assert ask.window == (NOV_20 + 10_000, NOV_20 + 20_000)
+    assert (ask.from_s, ask.to_s) == (NOV_20 // 1000 + 10, NOV_20 // 1000 + 40)
+    assert ask.accepted == ((NOV_20 + 10_000, NOV_20 + 20_000), (NOV_20 + 30_000, NOV_20 + 41_000))
+    assert ask.seconds == 19.751
     assert ask.path("x", channel_id="22484632") == (
         f"/channelid/22484632/2026/11/20?raw&from={ask.from_s}&to={ask.to_s}"
     )
@@ -46,12 +48,23 @@ def test_what_was_filled_from_this_peer_is_not_asked_again_what_another_filled_i
         Gap(NOV_20, NOV_20 + 1_000, "a", ("https://peer",)),
         Gap(NOV_20 + 5_000, NOV_20 + 9_000, "a", ("https://other",)),
         Gap(NOV_20 + 2_000, NOV_20 + 3_000, "a"),
+        Gap(NOV_20 + 3_000, NOV_20 + 4_000, "a"),  # touches the one before: one time
     ]
 
     assert asks(gaps, "https://peer") == [
-        Ask(NOV_20 + 2_000, NOV_20 + 3_000),
-        Ask(NOV_20 + 5_000, NOV_20 + 9_000),
+        Ask(((NOV_20 + 2_000, NOV_20 + 4_000), (NOV_20 + 5_000, NOV_20 + 9_000))),
     ]
+
+
+def test_only_the_days_the_peer_lists_are_asked() -> None:
+    never_logged = Gap(NOV_20 - DAY, NOV_20 + 2 * DAY, "no logger")
+    listed = {NOV_20 // DAY - 1, NOV_20 // DAY + 1, NOV_20 // DAY + 7}
+
+    assert asks([never_logged], "https://peer", listed) == [
+        Ask(((NOV_20 - DAY, NOV_20),)),
+        Ask(((NOV_20 + DAY, NOV_20 + 2 * DAY),)),
+    ]
+    assert asks([never_logged], "https://peer", set()) == []
 
 
 @pytest.mark.parametrize(
