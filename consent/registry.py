@@ -1,4 +1,5 @@
-"""The opt-out registry: the whole compacted ``chatlog.optout`` topic, followed in a background thread.
+"""The opt-out registry: the whole compacted ``chatlog.optout`` topic, followed in a background thread
+(:mod:`core.background_consumer`).
 
 Every process that enforces consent (ingesters, the sink, ``chatlog serve``) holds one
 :class:`OptOutRegistry`. It assigns itself every partition of the topic from the beginning (no consumer
@@ -10,7 +11,6 @@ Reads (:meth:`user_out`, :meth:`users`...) are lock-free: the sets are replaced,
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import os
 import socket
@@ -23,6 +23,7 @@ from typing import Any, Final, Protocol
 from confluent_kafka import Consumer, KafkaError
 
 from consent.records import Code, InvalidRecord, OptOut, Value, decode
+from core.background_consumer import BackgroundConsumer
 from core.compacted import TopicReader, TopicReadError, reader_config
 from core.errors import ChatlogError, one_line
 from core.kafka_probe import QUIET, describe, probe
@@ -61,10 +62,12 @@ class RegistryView(Protocol):
     def subscribe(self, callback: Callback) -> None: ...
 
 
-class OptOutRegistry:
-    """Who opted out, from the topic ``topic`` (see the module doc)."""
+class OptOutRegistry(BackgroundConsumer[TopicReader]):
+    """Who opted out, from the topic ``topic`` (see the module doc). A failure (Kafka away, the topic
+    missing) is kept in ``error`` and the topic read again, from its beginning, every ``RETRY_S``."""
 
     def __init__(self, settings: KafkaSettings, topic: str) -> None:
+        super().__init__(f"optout-{topic}", "opt-out registry consumer", retry_s=RETRY_S)
         self.settings = settings
         self.topic = topic
         self._values: dict[str, Value] = {}
@@ -75,27 +78,17 @@ class OptOutRegistry:
         self._dirty = False
         self._callbacks: list[Callback] = []
         self._lock = threading.Lock()
-        self._stop = threading.Event()
         self._ready = threading.Event()
-        self._thread: threading.Thread | None = None
         self.error: str | None = None
         """Why the topic cannot be read now (Kafka down, no topic), None while it can."""
         self.records_read = 0
 
     # --- life ---------------------------------------------------------------------------------------
 
-    def start(self) -> None:
-        """Start the reader thread (returns at once; :meth:`wait_ready` waits for the catch-up)."""
-        if self._thread is not None:
-            return
-        self._thread = threading.Thread(target=self._run, name=f"optout-{self.topic}", daemon=True)
-        self._thread.start()
-
     def wait_ready(self, timeout_s: float) -> None:
         """Return once the topic was read to the end offsets it had at start; ChatlogError (one line,
         naming the setting to check) when that does not happen within ``timeout_s``."""
-        if self._thread is None:
-            self.start()
+        self.start()
         if self._ready.wait(timeout_s):
             return
         reason = self.error or (
@@ -109,10 +102,8 @@ class OptOutRegistry:
         return self._ready.is_set()
 
     def close(self) -> None:
-        self._stop.set()
-        thread = self._thread
-        if thread is not None and thread is not threading.current_thread():
-            thread.join(30)
+        self.stop()
+        self.join(30)
 
     def __enter__(self) -> OptOutRegistry:
         self.start()
@@ -191,26 +182,21 @@ class OptOutRegistry:
                 self._channels = frozenset(self._channel_ids)
                 self._dirty = False
 
-    def _run(self) -> None:
-        while not self._stop.is_set():
-            reader = None
-            try:
-                reader = self._connect()
-                self.error = None
-                self._consume(reader)
-            except ChatlogError as exc:
-                if str(exc) != self.error:  # once per new reason, not every retry
-                    log.warning("opt-out registry: %s; retrying every %.0fs", exc, RETRY_S)
-                self.error = str(exc)
-                self._stop.wait(RETRY_S)
-            except Exception as exc:  # the thread keeps trying; the reason is kept for wait_ready
-                self.error = one_line(exc, typed=True)
-                log.exception("opt-out registry failed; retrying in %.0fs", RETRY_S)
-                self._stop.wait(RETRY_S)
-            finally:
-                if reader is not None:
-                    with contextlib.suppress(Exception):
-                        reader.close()
+    def _open(self) -> TopicReader:
+        reader = self._connect()
+        self.error = None
+        if reader.caught_up:
+            self._ready.set()
+        return reader
+
+    def _failed(self, exc: Exception) -> None:
+        if isinstance(exc, ChatlogError):
+            if str(exc) != self.error:  # once per new reason, not every retry
+                log.warning("opt-out registry: %s; retrying every %.0fs", exc, RETRY_S)
+            self.error = str(exc)
+        else:  # the thread keeps trying; the reason is kept for wait_ready
+            self.error = one_line(exc, typed=True)
+            log.exception("opt-out registry failed; retrying in %.0fs", RETRY_S)
 
     def _connect(self) -> TopicReader:
         metadata = probe(self.settings, PROBE_TIMEOUT_S)
@@ -236,20 +222,17 @@ class OptOutRegistry:
         if err.code() in (KafkaError._ALL_BROKERS_DOWN, KafkaError._AUTHENTICATION, KafkaError._SSL):
             self.error = describe(self.settings, [err])
 
-    def _consume(self, reader: TopicReader) -> None:
-        if reader.caught_up:
+    def _poll(self, reader: TopicReader) -> None:
+        records, errors = reader.read(POLL_S, BATCH)
+        if any(err.code() == KafkaError.UNKNOWN_TOPIC_OR_PART for err in errors):
+            raise ChatlogError(f"the opt-out topic {self.topic} is gone (CHATLOG_TOPIC_OPTOUT)")
+        if records:
+            self.error = None
+            for record in records:
+                self._record(record, publish=self._ready.is_set())
+            self.publish()
+        if reader.caught_up and not self._ready.is_set():
             self._ready.set()
-        while not self._stop.is_set():
-            records, errors = reader.read(POLL_S, BATCH)
-            if any(err.code() == KafkaError.UNKNOWN_TOPIC_OR_PART for err in errors):
-                raise ChatlogError(f"the opt-out topic {self.topic} is gone (CHATLOG_TOPIC_OPTOUT)")
-            if records:
-                self.error = None
-                for record in records:
-                    self._record(record, publish=self._ready.is_set())
-                self.publish()
-            if reader.caught_up and not self._ready.is_set():
-                self._ready.set()
 
     def _record(self, record: Any, *, publish: bool) -> None:
         raw_key = record.key()

@@ -2,8 +2,9 @@
 
 :class:`CoverageTracker` (pure) turns the IRC pool's confirmed set into ``joined`` / ``left`` events
 (``schemas.coverage``), with the reason a channel stopped being covered. :class:`ConfirmationWatch`
-reads ``chatlog.coverage`` from its end, in a thread, and reports every channel that *another* worker
-of the same replica group has confirmed since: the hand-off waits for exactly that before parting.
+reads ``chatlog.coverage`` from its end, in a thread (:mod:`core.background_consumer`), and reports every
+channel that *another* worker of the same replica group has confirmed since: the hand-off waits for
+exactly that before parting.
 """
 
 from __future__ import annotations
@@ -15,8 +16,9 @@ from collections.abc import Callable, Iterable
 from collections.abc import Set as AbstractSet
 from typing import Any, Final
 
-from confluent_kafka import Consumer, KafkaException, TopicPartition
+from confluent_kafka import Consumer, TopicPartition
 
+from core.background_consumer import BackgroundConsumer
 from schemas.coverage import ALIVE, JOINED, LEFT, CoverageEvent, decode_records
 
 log = logging.getLogger(__name__)
@@ -112,9 +114,10 @@ def confirmations(events: Iterable[CoverageEvent], *, replica: int, worker: str)
     return joined, left
 
 
-class ConfirmationWatch:
+class ConfirmationWatch(BackgroundConsumer[Consumer]):
     """Tails the coverage topic from its end and calls ``on_confirmed`` with the channels another worker
-    of this replica group has confirmed (a thread; no consumer group, nothing committed)."""
+    of this replica group has confirmed (a thread; no consumer group, nothing committed). A failure ends
+    the watch, kept in ``failure``: the worker stops on it."""
 
     def __init__(
         self,
@@ -125,6 +128,7 @@ class ConfirmationWatch:
         worker: str,
         on_confirmed: Callable[[set[str]], None],
     ) -> None:
+        super().__init__("coverage-watch", "coverage watch consumer")
         self._conf = {
             **conf,
             "group.id": f"chatlog-coverage-watch-{uuid.uuid4().hex}",
@@ -135,28 +139,19 @@ class ConfirmationWatch:
         self._replica = replica
         self._worker = worker
         self._on_confirmed = on_confirmed
-        self._stop = threading.Event()
         self._ready = threading.Event()
-        self._thread: threading.Thread | None = None
-        self.failure: BaseException | None = None
         self.undecodable = 0
 
     def start(self, timeout: float = 15.0) -> None:
         """Start tailing; returns once the consumer is positioned at the end (so nothing is missed)."""
-        self._thread = threading.Thread(target=self._run, name="coverage-watch", daemon=True)
-        self._thread.start()
+        super().start()
         self._ready.wait(timeout)
 
     def close(self, timeout: float = 10.0) -> None:
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join(timeout)
+        self.stop()
+        self.join(timeout)
 
-    @property
-    def alive(self) -> bool:
-        return self._thread is not None and self._thread.is_alive()
-
-    def _run(self) -> None:
+    def _open(self) -> Consumer:
         consumer = Consumer(self._conf)
         try:
             meta = consumer.list_topics(self._topic, timeout=15).topics[self._topic]
@@ -165,16 +160,21 @@ class ConfirmationWatch:
                 _low, high = consumer.get_watermark_offsets(TopicPartition(self._topic, p), timeout=15)
                 parts.append(TopicPartition(self._topic, p, high))
             consumer.assign(parts)
-            self._ready.set()
-            while not self._stop.is_set():
-                events, bad = decode_records(consumer.consume(_POLL_BATCH, _POLL_TIMEOUT_S))
-                self.undecodable += bad
-                joined, _left = confirmations(events, replica=self._replica, worker=self._worker)
-                if joined:
-                    self._on_confirmed(joined)
-        except (KafkaException, KeyError) as exc:
-            log.error("coverage watch on %s failed: %s", self._topic, exc)
-            self.failure = exc
-        finally:
-            self._ready.set()
+        except Exception:
             consumer.close()
+            raise
+        self._ready.set()
+        return consumer
+
+    def _poll(self, consumer: Consumer) -> None:
+        events, bad = decode_records(consumer.consume(_POLL_BATCH, _POLL_TIMEOUT_S))
+        self.undecodable += bad
+        joined, _left = confirmations(events, replica=self._replica, worker=self._worker)
+        if joined:
+            self._on_confirmed(joined)
+
+    def _failed(self, exc: Exception) -> None:
+        log.error("coverage watch on %s failed: %s", self._topic, exc)
+
+    def _ended(self) -> None:
+        self._ready.set()  # start() returns when the watch failed before it was positioned, too

@@ -8,12 +8,12 @@ A revoked bucket's channel leaves the overlap when the new owner confirms its JO
 (:meth:`BucketTable.confirm`, fed from ``chatlog.coverage``), or when the hand-off timeout passes:
 then it is parted without a confirmation, counted and logged as a gap risk.
 
-:class:`Membership` runs a confluent-kafka consumer in its own thread. The rebalance callbacks live
-here, in one place; each one only records what changed in the table, and is wrapped so an error does
-not escape into librdkafka: it is counted and stops the member (:class:`RebalanceFailed` in
-``failure``), so the worker exits non-zero and is restarted instead of owning buckets it does not log.
-After every poll the thread publishes a :class:`Snapshot` when the table changed; the worker hands it
-to its asyncio loop.
+:class:`Membership` runs a confluent-kafka consumer in its own thread (:mod:`core.background_consumer`).
+The rebalance callbacks live here, in one place; each one only records what changed in the table, and is
+wrapped so an error does not escape into librdkafka: it is counted and stops the member
+(:class:`RebalanceFailed` in ``failure``), so the worker exits non-zero and is restarted instead of owning
+buckets it does not log. After every poll the thread publishes a :class:`Snapshot` when the table changed;
+the worker hands it to its asyncio loop.
 """
 
 from __future__ import annotations
@@ -25,9 +25,10 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, TopicPartition
+from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, TopicPartition
 from confluent_kafka.admin import AdminClient
 
+from core.background_consumer import BackgroundConsumer
 from core.errors import one_line
 
 log = logging.getLogger(__name__)
@@ -204,15 +205,16 @@ def consumer_config(
 
 
 def _discard(_snap: Snapshot) -> None:
-    """Where snapshots go before :meth:`Membership.start`."""
+    """Where snapshots go before :meth:`Membership.start`, or when it is given nowhere to send them."""
 
 
 class RebalanceFailed(Exception):
     """A rebalance callback failed: librdkafka's assignment and the bucket table may now disagree."""
 
 
-class Membership:
-    """The consumer-group member of one ingester; a thread polls and publishes snapshots."""
+class Membership(BackgroundConsumer[Consumer]):
+    """The consumer-group member of one ingester; a thread polls and publishes snapshots. A failure
+    (:class:`RebalanceFailed`, or any other) stops the member, kept in ``failure``, and with it the worker."""
 
     def __init__(
         self,
@@ -223,6 +225,7 @@ class Membership:
         clock: Callable[[], float] = time.monotonic,
         consumer_factory: Callable[[dict[str, Any]], Consumer] = Consumer,
     ) -> None:
+        super().__init__("membership", "membership consumer")
         self._conf = conf
         self._consumer_factory = consumer_factory
         self._topic = topic
@@ -230,16 +233,15 @@ class Membership:
         self._clock = clock
         self._lock = threading.Lock()
         self._table = BucketTable(handoff_timeout_s=handoff_timeout_s)
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
+        self._published = -1
+        """The version of the last snapshot published."""
         self._consumer: Consumer | None = None
         self.stats = MembershipStats()
-        self.failure: BaseException | None = None
         self._callback_failure: RebalanceFailed | None = None
         self.member_id: str | None = None
 
     # -- lifecycle ---------------------------------------------------------------------------------
-    def start(self, publish: Callable[[Snapshot], None]) -> None:
+    def start(self, publish: Callable[[Snapshot], None] = _discard) -> None:
         """Join the group; every changed :class:`Snapshot` goes to ``publish``, called on the poll thread."""
         self._publish = publish
         self._consumer = self._consumer_factory(self._conf)
@@ -249,18 +251,12 @@ class Membership:
             on_revoke=self._guard("on_revoke", self._on_revoke),
             on_lost=self._guard("on_lost", self._on_lost),
         )
-        self._thread = threading.Thread(target=self._run, name="membership", daemon=True)
-        self._thread.start()
+        super().start()
 
     def close(self, timeout: float = 30.0) -> None:
         """Leave the group (blocking): the poll thread closes the consumer and ends."""
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join(timeout)
-
-    @property
-    def alive(self) -> bool:
-        return self._thread is not None and self._thread.is_alive()
+        self.stop()
+        self.join(timeout)
 
     def snapshot(self) -> Snapshot:
         with self._lock:
@@ -281,35 +277,29 @@ class Membership:
             return self._table.overlap_channels, self._table.timed_out
 
     # -- the poll thread ---------------------------------------------------------------------------
-    def _run(self) -> None:
+    def _open(self) -> Consumer:
         consumer = self._consumer
-        assert consumer is not None
-        published = -1
-        try:
-            while not self._stop.is_set():
-                messages = consumer.consume(_POLL_BATCH, _POLL_TIMEOUT_S)
-                if self._callback_failure is not None:
-                    raise self._callback_failure
-                self.member_id = consumer.memberid()
-                with self._lock:
-                    for msg in messages:
-                        self._record(msg)
-                    self._table.expire(self._clock())
-                    changed = self._table.version != published
-                    snap = self._table.snapshot() if changed else None
-                if snap is not None:
-                    published = snap.version
-                    self._publish(snap)
-        except RebalanceFailed as exc:  # the worker sees `failure`, logs it in one line and exits 1
-            self.failure = exc
-        except BaseException as exc:  # the worker sees `failure` and stops with an error
+        assert consumer is not None  # made and subscribed by start()
+        return consumer
+
+    def _poll(self, consumer: Consumer) -> None:
+        messages = consumer.consume(_POLL_BATCH, _POLL_TIMEOUT_S)
+        if self._callback_failure is not None:
+            raise self._callback_failure
+        self.member_id = consumer.memberid()
+        with self._lock:
+            for msg in messages:
+                self._record(msg)
+            self._table.expire(self._clock())
+            changed = self._table.version != self._published
+            snap = self._table.snapshot() if changed else None
+        if snap is not None:
+            self._published = snap.version
+            self._publish(snap)
+
+    def _failed(self, exc: Exception) -> None:
+        if not isinstance(exc, RebalanceFailed):  # that one the worker logs in one line (and exits 1)
             log.exception("membership consumer failed")
-            self.failure = exc
-        finally:
-            try:
-                consumer.close()
-            except (KafkaException, RuntimeError) as exc:
-                log.warning("closing the membership consumer: %s", exc)
 
     def _record(self, msg: Any) -> None:
         err = msg.error()
@@ -363,7 +353,7 @@ class Membership:
             self._table.revoke(buckets, self._clock())
         self.stats.rebalances += 1
         self.stats.revoked += len(buckets)
-        if self._stop.is_set():
+        if self.stopping:
             log.info("released buckets %s (leaving the group)", buckets)
         else:
             log.info("revoked buckets %s (kept until the new owner confirms each channel)", buckets)

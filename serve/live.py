@@ -5,10 +5,11 @@ The route ``GET /api/live/{channel}`` (:mod:`serve.api.live`) subscribes; this m
 * :class:`LiveHub` starts on the first subscriber (never before: a ``chatlog serve`` nobody follows live
   reads nothing from Kafka) and stops when the app stops. Starting checks that Kafka answers and the
   topic exists, in one line (:class:`LiveUnavailable`, answered as a 503) when not.
-* The consumer reads in a thread of its own. It has no consumer group: it assigns itself every
-  partition of the topic at its end (the high watermark, read before the first subscriber is answered, so
-  an event produced after that is delivered), commits nothing, and takes partitions added later from their
-  beginning. Its ``group.id`` is unique to the process (librdkafka wants one) and never joined.
+* The consumer reads in a thread of its own (:mod:`core.background_consumer`). It has no consumer group:
+  it assigns itself every partition of the topic at its end (the high watermark, read before the first
+  subscriber is answered, so an event produced after that is delivered), commits nothing, and takes
+  partitions added later from their beginning. Its ``group.id`` is unique to the process (librdkafka wants
+  one) and never joined.
 * Only the channels someone follows are decoded (the record key is the channel). Each event is
   deduplicated by ``message_id`` over a bounded window of recent ids (:class:`RecentIds`): the replica
   groups each log every event, seconds apart, and a subscriber sees it once. Its JSON is made once, in the
@@ -29,7 +30,6 @@ import contextlib
 import logging
 import os
 import socket
-import threading
 import time
 import uuid
 from collections import deque
@@ -40,6 +40,7 @@ from typing import Any, Final, Protocol
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, TopicPartition
 
 from consent.rule import named_login
+from core.background_consumer import BackgroundConsumer
 from core.errors import ChatlogError, one_line
 from core.kafka_probe import QUIET, describe, probe
 from schemas.chat_event import ChatEvent, InvalidEvent, decode
@@ -265,8 +266,9 @@ def consumer_config(settings: LiveSettings, error_cb: Callable[[KafkaError], Non
     }
 
 
-class LiveHub:
-    """The process's live side: the consumer thread and the fan-out (see the module's docstring)."""
+class LiveHub(BackgroundConsumer[ConsumerLike]):
+    """The process's live side: the consumer thread and the fan-out (see the module's docstring). A
+    failure ends the thread and its subscribers; the next subscriber starts it again."""
 
     def __init__(
         self,
@@ -275,13 +277,19 @@ class LiveHub:
         consumer_factory: ConsumerFactory = kafka_consumer,
         prober: Prober = probe,
     ) -> None:
+        super().__init__("live-consumer", "live consumer")
         self.settings = settings
         self.fanout = Fanout(settings.serve_live_queue, settings.serve_live_max_subscribers)
         self._consumer_factory = consumer_factory
         self._prober = prober
         self._start_lock = asyncio.Lock()
-        self._thread: threading.Thread | None = None
-        self._stop = threading.Event()
+        self._consumer: ConsumerLike | None = None
+        """Made, and assigned ``_assigned``, by :meth:`_start`; the thread's from then on."""
+        self._assigned: set[int] = set()
+        self._recent = RecentIds(settings.serve_live_dedup_window)
+        """The message ids the thread saw last (new at each start of the thread)."""
+        self._next_look = 0.0
+        """When the thread next looks for partitions added to the topic (time.monotonic())."""
         self._loop: asyncio.AbstractEventLoop | None = None
         self.down: str | None = None
         """Why Kafka cannot be read now (set by the consumer's thread), None while it can."""
@@ -294,13 +302,13 @@ class LiveHub:
 
     @property
     def running(self) -> bool:
-        return self._thread is not None and self._thread.is_alive()
+        return self.alive
 
     async def subscribe(self, channel: str, user: str | None = None) -> Subscriber:
         """A subscriber of ``channel`` (and ``user``): it gets every event of it published from now on.
         Starts the consumer first if it is not running; :class:`LiveUnavailable` when Kafka is not there."""
         async with self._start_lock:
-            if self._stop.is_set():
+            if self.stopping:
                 raise LiveUnavailable("the server is stopping")
             if not self.running:
                 await self._start()
@@ -313,10 +321,9 @@ class LiveHub:
 
     async def close(self) -> None:
         """Stops the consumer (it leaves nothing behind: no group, no offsets) and ends every subscriber."""
-        self._stop.set()
-        thread = self._thread
-        if thread is not None:
-            await asyncio.to_thread(thread.join, 30)
+        self.stop()
+        if self.alive:
+            await asyncio.to_thread(self.join, 30)
         self.fanout.end_all("the server is stopping")
 
     async def _start(self) -> None:
@@ -331,10 +338,8 @@ class LiveHub:
             self._last_failure = (time.monotonic(), str(exc))
             raise
         self._last_failure = None
-        self._thread = threading.Thread(
-            target=self._run, args=(consumer, assigned), name="live-consumer", daemon=True
-        )
-        self._thread.start()
+        self._consumer, self._assigned = consumer, assigned
+        self.start()
 
     def _connect(self) -> tuple[ConsumerLike, set[int]]:
         settings, topic = self.settings, self.settings.topic_messages
@@ -367,39 +372,34 @@ class LiveHub:
         if err.code() in KAFKA_DOWN:
             self.down = describe(self.settings, [err])
 
-    def _run(self, consumer: ConsumerLike, assigned: set[int]) -> None:
-        reason = "the live consumer stopped"
-        try:
-            self._consume(consumer, assigned)
-        except Exception as exc:  # the thread must say why it ended, and end its subscribers
-            reason = f"the live consumer failed: {one_line(exc, typed=True)}"
-            self.failed = reason
-            log.warning("%s", reason)
-        finally:
-            try:
-                consumer.close()
-            except Exception as exc:
-                log.warning("closing the live consumer: %s", exc)
-            if not self._stop.is_set():
-                self._call_soon(self.fanout.end_all, reason)
+    def _open(self) -> ConsumerLike:
+        consumer = self._consumer
+        assert consumer is not None  # made and assigned by _start()
+        self._recent = RecentIds(self.settings.serve_live_dedup_window)
+        self._next_look = time.monotonic() + PARTITIONS_EVERY_S
+        return consumer
 
-    def _consume(self, consumer: ConsumerLike, assigned: set[int]) -> None:
-        recent = RecentIds(self.settings.serve_live_dedup_window)
-        topic = self.settings.topic_messages
-        next_look = time.monotonic() + PARTITIONS_EVERY_S
-        while not self._stop.is_set():
-            first = consumer.poll(POLL_S)
-            records = [first, *consumer.consume(BATCH - 1, 0)] if first is not None else []
-            if records and self.down is not None:
-                self.down = None
-            batch = self.select(records, recent)
-            if batch:
-                self.events_published += len(batch)
-                self._call_soon(self.fanout.publish, batch)
-            now = time.monotonic()
-            if self.down is not None or now >= next_look:
-                next_look = now + (RECHECK_S if self.down is not None else PARTITIONS_EVERY_S)
-                self._look(consumer, topic, assigned)
+    def _poll(self, consumer: ConsumerLike) -> None:
+        first = consumer.poll(POLL_S)
+        records = [first, *consumer.consume(BATCH - 1, 0)] if first is not None else []
+        if records and self.down is not None:
+            self.down = None
+        batch = self.select(records, self._recent)
+        if batch:
+            self.events_published += len(batch)
+            self._call_soon(self.fanout.publish, batch)
+        now = time.monotonic()
+        if self.down is not None or now >= self._next_look:
+            self._next_look = now + (RECHECK_S if self.down is not None else PARTITIONS_EVERY_S)
+            self._look(consumer, self.settings.topic_messages, self._assigned)
+
+    def _failed(self, exc: Exception) -> None:
+        self.failed = f"the live consumer failed: {one_line(exc, typed=True)}"
+        log.warning("%s", self.failed)
+
+    def _ended(self) -> None:
+        if not self.stopping:  # the thread must say why it ended, and end its subscribers
+            self._call_soon(self.fanout.end_all, self.failed or "the live consumer stopped")
 
     def select(self, records: Iterable[Any], recent: RecentIds) -> list[LiveEvent]:
         """The records that someone follows, decoded, each message id once."""

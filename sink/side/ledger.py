@@ -1,20 +1,20 @@
 """The coverage ledger in Cassandra, written from ``chatlog.coverage`` (read by :mod:`serve.coverage`).
 
-:class:`LedgerWriter` runs beside the streaming sink (a thread of the driver; the events are a few per
-channel per day, no work for Spark): it consumes the coverage topic in its own consumer group, writes
-each event into ``coverage_by_channel`` and each worker run's last sign of life into
-``coverage_sessions``, and commits only what Cassandra acknowledged. Undecodable records are counted
-and skipped (the topic is written by chatlog's own ingesters only).
+:class:`LedgerWriter` runs beside the streaming sink (a thread of the driver,
+:mod:`core.background_consumer`; the events are a few per channel per day, no work for Spark): it consumes
+the coverage topic in its own consumer group, writes each event into ``coverage_by_channel`` and each
+worker run's last sign of life into ``coverage_sessions``, and commits only what Cassandra acknowledged.
+Undecodable records are counted and skipped (the topic is written by chatlog's own ingesters only).
 """
 
 from __future__ import annotations
 
 import logging
-import threading
 from typing import TYPE_CHECKING, Final
 
 from confluent_kafka import Consumer, KafkaException
 
+from core.background_consumer import BackgroundConsumer
 from core.coverage_spans import SessionKey
 from schemas.coverage import ALIVE, DAY_MS, decode_records
 
@@ -24,6 +24,8 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 _BATCH: Final = 2000
+_RETRY_S: Final = 5.0
+"""Seconds before a batch that failed (Kafka or Cassandra away, a write rejected) is tried again."""
 
 _INSERT_EVENT = (
     "INSERT INTO {ks}.coverage_by_channel (channel, day, at, replica, worker, session, state, reason) "
@@ -37,12 +39,14 @@ _SEEN = (
 come through several partitions of the topic) never moves ``last_seen`` back."""
 
 
-class LedgerWriter:
-    """Coverage topic -> Cassandra, in a thread; :meth:`step` is one batch (tests call it directly)."""
+class LedgerWriter(BackgroundConsumer[Consumer]):
+    """Coverage topic -> Cassandra, in a thread; :meth:`step` is one batch (tests call it directly). A
+    batch that failed is tried again every ``_RETRY_S``."""
 
     def __init__(self, kafka: KafkaSettings, cassandra: CassandraSettings, *, group: str = "chatlog-ledger"):
         from core.cql import connect
 
+        super().__init__("coverage-ledger", "coverage ledger consumer", retry_s=_RETRY_S)
         self._topic = kafka.topic_coverage
         self._keyspace = cassandra.cassandra_keyspace
         self._consumer = Consumer(
@@ -58,11 +62,8 @@ class LedgerWriter:
         ks = self._keyspace
         self._insert = self._session.prepare(_INSERT_EVENT.format(ks=ks))
         self._seen = self._session.prepare(_SEEN.format(ks=ks))
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
         self.written = 0
         self.undecodable = 0
-        self.failure: BaseException | None = None
         self._consumer.subscribe([self._topic])
 
     def step(self, timeout: float = 0.5) -> int:
@@ -98,25 +99,24 @@ class LedgerWriter:
         self.written += len(rows)
         return len(rows)
 
-    def start(self) -> None:
-        self._thread = threading.Thread(target=self._run, name="coverage-ledger", daemon=True)
-        self._thread.start()
-
-    def _run(self) -> None:
-        while not self._stop.is_set():
-            try:
-                self.step()
-            except (KafkaException, OSError) as exc:  # Kafka or Cassandra away: wait, retry the batch
-                log.warning("coverage ledger: %s; retrying in 5 s", exc)
-                self._stop.wait(5)
-            except Exception as exc:  # a write rejected by Cassandra: retry, and say so
-                log.warning("coverage ledger: writing failed: %s; retrying in 5 s", exc)
-                self.failure = exc
-                self._stop.wait(5)
-
     def close(self) -> None:
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join(10)
+        self.stop()
+        self.join(10)
         self._consumer.close()
         self._cluster.shutdown()
+
+    def _open(self) -> Consumer:
+        return self._consumer  # subscribed once, kept across failures
+
+    def _poll(self, consumer: Consumer) -> None:
+        self.step()
+
+    def _failed(self, exc: Exception) -> None:
+        if isinstance(exc, (KafkaException, OSError)):  # Kafka or Cassandra away: wait, retry the batch
+            log.warning("coverage ledger: %s; retrying in %.0f s", exc, _RETRY_S)
+        else:  # a write rejected by Cassandra: retry, and say so
+            log.warning("coverage ledger: writing failed: %s; retrying in %.0f s", exc, _RETRY_S)
+
+    def _close(self, consumer: Consumer) -> None:
+        """Nothing when the thread ends: :meth:`close` closes the consumer, which :meth:`step` uses without
+        the thread too."""
