@@ -80,6 +80,7 @@ bench: setup $(STAMPS)/bench-extra ## every benchmark on the local stack; JSON a
 	$(BIN)/chatlog bench fresh
 	$(BIN)/chatlog bench placement
 	@if [ -n "$(JUSTLOG)" ]; then $(BIN)/chatlog bench vs-justlog "$(JUSTLOG)"; else echo "chatlog bench vs-justlog: skipped (give a justlog binary: make bench JUSTLOG=PATH)"; fi
+	@if [ -n "$(JUSTLOG)" ]; then $(BIN)/chatlog bench fill "$(JUSTLOG)"; else echo "chatlog bench fill: skipped (give a justlog binary: make bench JUSTLOG=PATH)"; fi
 	$(BIN)/chatlog bench report
 
 demo: setup $(STAMPS)/bench-extra ## the main job

@@ -252,17 +252,25 @@ def bench_serve(
     typer.echo(f"wrote {out} and {out.with_suffix('.png')}")
 
 
+JustlogBinary = Annotated[
+    Path,
+    typer.Argument(
+        help="The justlog binary (built from its repository, outside this one).", show_default=False
+    ),
+]
+"""The argument of the benchmarks against a real justlog."""
+MonthDays = Annotated[int, typer.Option(min=1, max=30, help="Days of the channel's month.")]
+LinesPerDay = Annotated[int, typer.Option(min=1000, help="Lines of each day.")]
+Chatters = Annotated[int, typer.Option(min=100, help="Chatters of the channel.")]
+"""The options of a channel's month of lines (:class:`bench.justlog_tree.TreeParams`)."""
+
+
 @app.command("vs-justlog")
 def bench_vs_justlog(
-    justlog: Annotated[
-        Path,
-        typer.Argument(
-            help="The justlog binary (built from its repository, outside this one).", show_default=False
-        ),
-    ],
-    days: Annotated[int, typer.Option(min=1, max=30, help="Days of the channel's month.")] = 10,
-    lines_per_day: Annotated[int, typer.Option(min=1000, help="Lines of each day.")] = 20_000,
-    users: Annotated[int, typer.Option(min=100, help="Chatters of the channel.")] = 2_000,
+    justlog: JustlogBinary,
+    days: MonthDays = 10,
+    lines_per_day: LinesPerDay = 20_000,
+    users: Chatters = 2_000,
     user_month_lines: Annotated[
         int, typer.Option(min=10, help="About how many lines each user whose month is read has.")
     ] = 300,
@@ -302,6 +310,26 @@ def bench_vs_justlog(
     result = b.run(load(SinkSettings), justlog.resolve(), params, out, work)
     typer.echo(b.summary(result))
     typer.echo(f"wrote {out} and {out.with_suffix('.png')}")
+
+
+@app.command("fill")
+def bench_fill(
+    justlog: JustlogBinary,
+    days: MonthDays = 30,
+    lines_per_day: LinesPerDay = 50_000,
+    users: Chatters = 2_000,
+    out: Annotated[Path, typer.Option(help="Result JSON.")] = Path("results/bench_fill.json"),
+) -> None:
+    """chatlog fill --all from a real justlog vs chatlog import of the same lines from its files."""
+    from bench import fill as b
+    from bench.justlog_tree import TreeParams
+    from core.settings import load
+    from sink.settings import SinkSettings
+
+    params = TreeParams(days=days, lines_per_day=lines_per_day, users=users)
+    result = b.run(load(SinkSettings), justlog.resolve(), params, out)
+    typer.echo(b.summary(result))
+    typer.echo(f"wrote {out}")
 
 
 def _counts(text: str, hint: str) -> tuple[int, ...]:

@@ -16,6 +16,7 @@ import time
 import uuid
 from typing import Any, Final
 
+from bench.loading import produce
 from chatlog.demo import process_cpu
 from core.settings import StackSettings
 
@@ -69,12 +70,7 @@ def kafka_floor(settings: StackSettings, topic: str, records: int = RECORDS) -> 
         )
         before = _cpu("kafka")
         for key, value in taken:
-            while True:
-                try:
-                    producer.produce(scratch, value, key)
-                    break
-                except BufferError:
-                    producer.poll(0.05)
+            produce(producer, scratch, value, key)
         producer.flush(120)
         produced = _cpu("kafka") - before
         consumer = Consumer(

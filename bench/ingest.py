@@ -45,6 +45,7 @@ from typing import Any, Final
 
 from confluent_kafka import Producer
 
+from bench.loading import produce
 from bench.parse import corpus
 from bench.scratch import scratch_topics
 from chatlog import extras
@@ -190,12 +191,7 @@ def _raw_rate(
     start = time.perf_counter()
     for i in range(total):
         value, key = records[i % n]
-        while True:
-            try:
-                producer.produce(topic, value, key)
-                break
-            except BufferError:
-                producer.poll(0.01)
+        produce(producer, topic, value, key, wait_s=0.01)
     left = producer.flush(120)
     elapsed = time.perf_counter() - start
     time.sleep(0.6)

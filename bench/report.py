@@ -129,6 +129,13 @@ def at_least(value: View, limit: float) -> bool | None:
     return None if n is None else n >= limit
 
 
+def against(check: Callable[[View, float], bool | None], value: View, goal: View) -> bool | None:
+    """``check`` (:func:`at_most`, :func:`at_least`) of ``value`` with the goal a result file states; None
+    when it states none."""
+    limit = goal.number()
+    return None if limit is None else check(value, limit)
+
+
 def span(values: Iterable[View], digits: int = 2, sep: str = "-") -> str:
     """The smallest and largest of ``values`` (``1.30-1.39``), one value alone, or :data:`NA`."""
     numbers = [n for n in (v.number() for v in values) if n is not None]
@@ -205,9 +212,7 @@ def _parse(r: Result) -> str:
 
 def _parse_goal(r: Result) -> str:
     goal = r("goal_lines_per_s")
-    limit = goal.number()
-    ok = None if limit is None else at_least(r("lines_per_s", "parse"), limit)
-    return f"≥ {goal.k()}/s: {verdict(ok)}"
+    return f"≥ {goal.k()}/s: {verdict(against(at_least, r('lines_per_s', 'parse'), goal))}"
 
 
 def _parse_figures(r: Result) -> str:
@@ -234,8 +239,8 @@ def _ingest(r: Result) -> str:
 
 def _ingest_goal(r: Result) -> str:
     rate, ratio = r("goal", "events_per_s"), r("goal", "vs_raw")
-    rate_ok = None if rate.number() is None else at_least(r("ingest", "events_per_s"), rate.number() or 0)
-    ratio_ok = None if ratio.number() is None else at_least(r("ingest_vs_raw"), ratio.number() or 0)
+    rate_ok = against(at_least, r("ingest", "events_per_s"), rate)
+    ratio_ok = against(at_least, r("ingest_vs_raw"), ratio)
     return f"≥ {rate.k()}/s: {verdict(rate_ok)}; ≥ {ratio.f(1)}{X}: {verdict(ratio_ok)}"
 
 
@@ -279,8 +284,7 @@ def _rebalance(r: Result) -> str:
 
 def _rebalance_goal(r: Result) -> str:
     goal = r("goal_kill_to_all_confirmed_s")
-    limit = goal.number()
-    ok = None if limit is None else at_most(r("kill_to_all_confirmed_s", "max"), limit)
+    ok = against(at_most, r("kill_to_all_confirmed_s", "max"), goal)
     return f"≤ {goal.f(0)} s (every round): {verdict(ok)}"
 
 
@@ -360,9 +364,8 @@ def _placement(r: Result) -> str:
 
 def _placement_goal(r: Result) -> str:
     goal = r("goal_max_over_mean_per_connection")
-    limit = goal.number()
     worst = largest(r("per_connection_max_over_mean_by_seed", "after_placement").each())
-    return f"≤ {goal.f(1)}: {verdict(None if limit is None else at_most(worst, limit))}"
+    return f"≤ {goal.f(1)}: {verdict(against(at_most, worst, goal))}"
 
 
 def _placement_figures(r: Result) -> str:
@@ -465,8 +468,7 @@ def _capacity(r: Result) -> str:
 
 def _capacity_goal(r: Result) -> str:
     goal = r("goal")
-    target = goal("msgs_per_s").number()
-    rate_ok = None if target is None else at_least(r("sustained_msgs_per_s"), target)
+    rate_ok = against(at_least, r("sustained_msgs_per_s"), goal("msgs_per_s"))
     limit = goal("pipeline_us_per_msg").number()
     sustained = [s for s in _steps(r) if s("sustained").value is True]
     cpu = [s("pipeline_us_per_msg").number() for s in sustained]
@@ -786,6 +788,20 @@ def _fresh(r: Result) -> str:
     )
 
 
+def _fill(r: Result) -> str:
+    imported, filled = r("import"), r("fill")
+    return (
+        f"{r('lines').k(0)} lines: `chatlog fill --all` from justlog {filled('lines_per_s').k(1)} lines/s "
+        f"({filled('cpu_us_per_line').f(1)} µs CPU per line; justlog {filled('peer_cpu_s').f(1)} CPU s), "
+        f"`chatlog import` of its files {imported('lines_per_s').k(1)} lines/s "
+        f"({imported('cpu_us_per_line').f(1)} µs): fill/import {r('fill_rate_vs_import').f(2)}{X}"
+    )
+
+
+def _fill_goal(r: Result) -> str:
+    return f"fill ≥ import's rate: {verdict(at_least(r('fill_rate_vs_import'), 1.0))}"
+
+
 FRESH_GOAL_P99_MS: Final = 1000
 
 
@@ -939,6 +955,16 @@ BENCHMARKS: Final[tuple[Benchmark, ...]] = (
         "bench_vs_justlog.json",
         _vs_justlog,
         _vs_justlog_goal,
+    ),
+    Benchmark(
+        "fill",
+        "fill from a peer",
+        "`chatlog fill --all` of a channel never logged here from a real justlog (its archiver's gzipped "
+        "tree of 30 days x 50,000 lines) against `chatlog import` of the same files, in one run, into Kafka",
+        "chatlog bench fill /path/to/justlog",
+        "bench_fill.json",
+        _fill,
+        _fill_goal,
     ),
     Benchmark(
         "fresh",

@@ -9,6 +9,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from bench.loading import produce as produce_record
 from bench.scratch import scratch_keyspaces, scratch_topics
 from schemas.chat_event import ChatEvent
 from sink.settings import SinkSettings
@@ -90,12 +91,7 @@ def produce(settings: SinkSettings, values: list[tuple[bytes, bytes]]) -> float:
     producer = Producer({**settings.kafka_client_config(), "linger.ms": 20, "compression.type": "lz4"})
     start = time.perf_counter()
     for key, value in values:
-        while True:
-            try:
-                producer.produce(settings.topic_messages, value, key)
-                break
-            except BufferError:
-                producer.poll(0.05)
+        produce_record(producer, settings.topic_messages, value, key)
         producer.poll(0)
     producer.flush(60)
     return time.perf_counter() - start

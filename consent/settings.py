@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from typing import Final
 
-from pydantic import Field, SecretStr, field_validator
+from pydantic import Field, PositiveFloat, SecretStr, field_validator
 
 from core.settings import KafkaSettings
 
@@ -72,9 +72,8 @@ class ConsentSettings(KafkaSettings):
         default="120/minute",
         description="Self-service codes all clients together may ask for (each: a record and an audit row).",
     )
-    optout_ready_timeout_s: float = Field(
+    optout_ready_timeout_s: PositiveFloat = Field(
         default=30.0,
-        gt=0,
         description="Seconds a service waits at start for the opt-out registry to read the whole topic.",
     )
     serve_consent: bool = Field(

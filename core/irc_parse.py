@@ -261,7 +261,8 @@ def prefix_nick(prefix: str) -> str | None:
 
 
 def parse_line(line: str, *, received_at: int, ingester: str | None = None) -> ChatEvent | None:
-    """The chat event of one raw line (no CRLF); ``None`` for non-chat lines; :class:`MalformedLine`."""
+    """The chat event of one raw line (no CRLF); ``None`` for non-chat lines; :class:`MalformedLine`. This
+    frames the line and finds its command, channel and text; :func:`_event` makes the event of them."""
     if line[-1:] == "\r":
         line = line[:-1]
     if not 0 < len(line) <= MAX_LINE_CHARS:
@@ -307,11 +308,7 @@ def parse_line(line: str, *, received_at: int, ingester: str | None = None) -> C
     channel, sep, trailing = params.partition(" :")
     text: str | None = trailing if sep else None
     if not channel or " " in channel or channel[0] == ":":  # not the `#chan :text` shape: general rule
-        parts = _split_params(params)
-        if not parts:
-            raise MalformedLine(f"{command} without a channel parameter")
-        channel = parts[0]
-        text = parts[-1] if len(parts) > 1 else None
+        channel, text = _general_params(command, params)
     if channel[:1] != "#":
         if command == "NOTICE":
             return None  # a notice to us or to `*`, not channel chat
@@ -321,7 +318,32 @@ def parse_line(line: str, *, received_at: int, ingester: str | None = None) -> C
         if not channel:
             raise MalformedLine(f"{command} to an empty channel name")
         raise _too_long("channel name", channel, MAX_LOGIN_CHARS)
+    return _event(line, tag_section, prefix, command, channel, text, received_at, ingester)
 
+
+def _general_params(command: str, params: str) -> tuple[str, str | None]:
+    """``(channel, text)`` of chat parameters not in the ``#channel :text`` shape, by the general grammar
+    (:func:`_split_params`): the first parameter, and the last when there are more; a
+    :class:`MalformedLine` when there is none."""
+    parts = _split_params(params)
+    if not parts:
+        raise MalformedLine(f"{command} without a channel parameter")
+    return parts[0], parts[-1] if len(parts) > 1 else None
+
+
+def _event(
+    line: str,
+    tag_section: str | None,
+    prefix: str | None,
+    command: str,
+    channel: str,
+    text: str | None,
+    received_at: int,
+    ingester: str | None,
+) -> ChatEvent:
+    """The event of a chat line that :func:`parse_line` has framed: its ids and server time from its tags,
+    its sender, and a ``/me``'s text unwrapped; :class:`MalformedLine` for an id or login over its bound.
+    One call, one value back: a tuple returned per line would cost more than the call."""
     # -- tags ----------------------------------------------------------------------------------
     tags = parse_tags(tag_section) if tag_section else {}  # at most MAX_TAGS: a tag takes 2 characters
     get = tags.get
@@ -333,23 +355,15 @@ def parse_line(line: str, *, received_at: int, ingester: str | None = None) -> C
         _check_ids(message_id, channel_id, user_id)
     bad_sent_ts = None  # a server time not believed: the receive time is used, this keeps the server's
     stamp = get("tmi-sent-ts")
-    if stamp:  # 13 ASCII digits, the first not 0: 2001-09-09 to 2286, so only the future needs a look
-        if len(stamp) == 13 and stamp.isdigit() and stamp.isascii() and stamp[0] != "0":
-            sent_at = int(stamp)
-            if sent_at > received_at + MAX_SENT_AHEAD_MS:
-                sent_at, bad_sent_ts = received_at, stamp
-        else:
+    # 13 ASCII digits, the first not 0: 2001-09-09 to 2286, so only the future needs a look
+    if stamp and len(stamp) == 13 and stamp.isdigit() and stamp.isascii() and stamp[0] != "0":
+        sent_at = int(stamp)
+        if sent_at > received_at + MAX_SENT_AHEAD_MS:
             sent_at, bad_sent_ts = received_at, stamp
+    elif stamp or "time" in tags:
+        sent_at, bad_sent_ts = _other_sent_at(stamp, tags, received_at)
     else:
-        stamp = get("time")
-        if stamp:
-            iso_ms = _iso_to_ms(stamp)
-            if iso_ms is not None and MIN_PLAUSIBLE_SENT_MS <= iso_ms <= received_at + MAX_SENT_AHEAD_MS:
-                sent_at = iso_ms
-            else:
-                sent_at, bad_sent_ts = received_at, stamp
-        else:
-            sent_at = received_at
+        sent_at = received_at
 
     # -- sender ---------------------------------------------------------------------------------
     user_login = get("login")
@@ -365,19 +379,10 @@ def parse_line(line: str, *, received_at: int, ingester: str | None = None) -> C
     else:
         user_login = None
 
-    # -- CTCP ACTION (/me) -------------------------------------------------------------------
+    # -- CTCP ACTION (/me); a one-character slice is a cached string: no copy for plain text ---------
     is_action = False
-    if (
-        text is not None
-        and text[:1] == "\x01"  # a one-character slice is a cached string: no copy for plain text
-        and text[:7] == "\x01ACTION"
-        and command == "PRIVMSG"
-        and text[7:8] in (" ", "\x01", "")
-    ):
-        is_action = True
-        text = text[8:] if text[7:8] == " " else text[7:]
-        if text[-1:] == "\x01":
-            text = text[:-1]
+    if text is not None and text[:1] == "\x01" and command == "PRIVMSG":
+        text, is_action = _action(text)
 
     return ChatEvent(
         message_id=message_id,
@@ -396,6 +401,31 @@ def parse_line(line: str, *, received_at: int, ingester: str | None = None) -> C
         ingester=ingester,
         bad_sent_ts=bad_sent_ts,
     )
+
+
+def _other_sent_at(stamp: str | None, tags: dict[str, str], received_at: int) -> tuple[int, str | None]:
+    """``(sent_at, bad_sent_ts)`` of a line whose ``tmi-sent-ts`` (``stamp``) is missing or not 13 digits:
+    such a ``stamp`` is not believed (the receive time, and the stamp kept); without one, the IRCv3
+    ``time`` tag when it is a plausible time (else the receive time, and the tag kept), or the receive
+    time."""
+    if stamp:
+        return received_at, stamp
+    stamp = tags.get("time")
+    if not stamp:
+        return received_at, None
+    iso_ms = _iso_to_ms(stamp)
+    if iso_ms is not None and MIN_PLAUSIBLE_SENT_MS <= iso_ms <= received_at + MAX_SENT_AHEAD_MS:
+        return iso_ms, None
+    return received_at, stamp
+
+
+def _action(text: str) -> tuple[str, bool]:
+    """``(text, is_action)`` of a PRIVMSG's text that starts with ``\\x01``: a CTCP ACTION (``/me``) is its
+    text without the ``\\x01ACTION`` wrapping; any other text is as it is."""
+    if text[:7] != "\x01ACTION" or text[7:8] not in (" ", "\x01", ""):
+        return text, False
+    text = text[8:] if text[7:8] == " " else text[7:]
+    return (text[:-1] if text[-1:] == "\x01" else text), True
 
 
 def sender_of(line: str) -> tuple[str | None, str | None]:
@@ -486,16 +516,8 @@ def _plain_privmsg(line: str) -> tuple[str, int, str, str | None, str | None, bo
     if user_login is not None and len(user_login) > MAX_LOGIN_CHARS:
         return None
     is_action = False
-    if (
-        text is not None
-        and text[:1] == "\x01"
-        and text[:7] == "\x01ACTION"
-        and text[7:8] in (" ", "\x01", "")
-    ):
-        is_action = True
-        text = text[8:] if text[7:8] == " " else text[7:]
-        if text[-1:] == "\x01":
-            text = text[:-1]
+    if text is not None and text[:1] == "\x01":
+        text, is_action = _action(text)
     return line, tags_end, channel, user_login, text, is_action
 
 

@@ -16,9 +16,9 @@ import re
 import ssl
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Final, Literal, Self, TypeVar, get_args
+from typing import Annotated, Any, Final, Literal, Self, TypeVar, get_args
 
-from pydantic import Field, SecretStr, ValidationError, field_validator, model_validator
+from pydantic import Field, PositiveFloat, SecretStr, ValidationError, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from core.errors import SettingsError, one_line
@@ -50,6 +50,10 @@ MAX_PARTITIONS: Final = 100_000
 """Most partitions of a topic librdkafka creates (``NewTopic``: 1..100000)."""
 MAX_REPLICATION_FACTOR: Final = 10_000
 """Largest replication factor librdkafka creates a topic with (``NewTopic``: up to 10000)."""
+Port = Annotated[int, Field(ge=1, le=65535)]
+"""A TCP port a setting names."""
+PortOrZero = Annotated[int, Field(ge=0, le=65535)]
+"""A TCP port, or 0 (the setting's description says what 0 means: none, off, or any free port)."""
 SETTINGS_CLASSES: list[type[BaseSettings]] = []
 """Every settings class imported so far; each adds itself. The operator layer imports every settings
 module (``chatlog/cli/schema.py``), so there this is all of them."""
@@ -189,6 +193,14 @@ _CASSANDRA_FILES: Final = (
     "cassandra_ssl_certificate_location",
     "cassandra_ssl_key_location",
 )
+ClientKeyFile = Annotated[
+    Path | None, Field(description="Private key (PEM) of the client certificate; default: none.")
+]
+"""The private key of a TLS client certificate (Kafka's, Cassandra's): a PEM file."""
+ClientKeyPassword = Annotated[
+    SecretStr | None, Field(description="Password of an encrypted client key (secret); default: none.")
+]
+"""The password of an encrypted :data:`ClientKeyFile`."""
 SecurityProtocol = Literal["PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"]
 SaslMechanism = Literal["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "GSSAPI", "OAUTHBEARER"]
 
@@ -215,12 +227,8 @@ class KafkaSettings(_Base):
     kafka_ssl_certificate_location: Path | None = Field(
         default=None, description="Client certificate (PEM) for brokers that require one; default: none."
     )
-    kafka_ssl_key_location: Path | None = Field(
-        default=None, description="Private key (PEM) of the client certificate; default: none."
-    )
-    kafka_ssl_key_password: SecretStr | None = Field(
-        default=None, description="Password of an encrypted client key (secret); default: none."
-    )
+    kafka_ssl_key_location: ClientKeyFile = None
+    kafka_ssl_key_password: ClientKeyPassword = None
     kafka_ssl_check_hostname: bool = Field(
         default=True, description="Check that the broker's certificate names the host connected to."
     )
@@ -427,7 +435,7 @@ class CassandraSettings(_Base):
     """Where Cassandra is and which keyspace holds the logs."""
 
     cassandra_hosts: str = Field(default="127.0.0.1", description="Comma-separated contact points.")
-    cassandra_port: int = Field(default=9042, ge=1, le=65535, description="CQL native port.")
+    cassandra_port: Port = Field(default=9042, description="CQL native port.")
     cassandra_keyspace: str = Field(
         default="chatlog", pattern=r"^[a-z][a-z0-9_]{0,47}$", description="Keyspace."
     )
@@ -459,12 +467,8 @@ class CassandraSettings(_Base):
     cassandra_ssl_certificate_location: Path | None = Field(
         default=None, description="Client certificate (PEM) when Cassandra requires one; default: none."
     )
-    cassandra_ssl_key_location: Path | None = Field(
-        default=None, description="Private key (PEM) of the client certificate; default: none."
-    )
-    cassandra_ssl_key_password: SecretStr | None = Field(
-        default=None, description="Password of an encrypted client key (secret); default: none."
-    )
+    cassandra_ssl_key_location: ClientKeyFile = None
+    cassandra_ssl_key_password: ClientKeyPassword = None
     cassandra_ssl_check_hostname: bool = Field(
         default=True, description="Check that Cassandra's certificate names the host connected to."
     )
@@ -513,18 +517,14 @@ class StackSettings(KafkaSettings, CassandraSettings):
 
     state_dir: Path = Field(default=CHATLOG_HOME / ".state", description="Data, logs and pid files.")
     cache_dir: Path = Field(default=CHATLOG_HOME / ".cache", description="Maven artifacts.")
-    kafka_port: int = Field(
+    kafka_port: Port = Field(
         default=9092,
-        ge=1,
-        le=65535,
         description="Kafka client port; the stack's clients use it unless CHATLOG_KAFKA_BOOTSTRAP_SERVERS "
         "is set.",
     )
-    kafka_controller_port: int = Field(default=9093, ge=1, le=65535, description="KRaft controller port.")
-    kafka_sasl_ssl_port: int = Field(
+    kafka_controller_port: Port = Field(default=9093, description="KRaft controller port.")
+    kafka_sasl_ssl_port: PortOrZero = Field(
         default=9095,
-        ge=0,
-        le=65535,
         description="A second Kafka listener, SASL_SSL (SCRAM-SHA-512/256, the stack's own CA in "
         "<state_dir>/kafka/tls), for clients that test TLS and SASL; 0: none. The PLAINTEXT port stays.",
     )
@@ -532,10 +532,10 @@ class StackSettings(KafkaSettings, CassandraSettings):
     kafka_group_session_timeout_ms: int = Field(
         default=4000, ge=1000, description="Broker default consumer-group session timeout (dev: short)."
     )
-    cassandra_storage_port: int = Field(default=7000, ge=1, le=65535, description="Cassandra gossip port.")
+    cassandra_storage_port: Port = Field(default=7000, description="Cassandra gossip port.")
     cassandra_heap: str = Field(default="1200m", description="Cassandra JVM heap.")
-    irc_port: int = Field(default=6667, ge=1, le=65535, description="InspIRCd client port.")
-    start_timeout_s: float = Field(default=150.0, gt=0, description="How long `up` waits for each service.")
+    irc_port: Port = Field(default=6667, description="InspIRCd client port.")
+    start_timeout_s: PositiveFloat = Field(default=150.0, description="How long `up` waits for each service.")
     cluster_state_dir: Path | None = Field(
         default=None,
         description="Data, logs and pid files of the multi-node stack (`chatlog stack up --nodes 3`); "
@@ -556,21 +556,17 @@ class StackSettings(KafkaSettings, CassandraSettings):
         "CHATLOG_CASSANDRA_STORAGE_PORT).",
     )
     cluster_cassandra_heap: str = Field(default="768m", description="JVM heap of each Cassandra node.")
-    cluster_irc_port: int = Field(
+    cluster_irc_port: Port = Field(
         default=16667,
-        ge=1,
-        le=65535,
         description="Client port of the cluster's own InspIRCd (the IRC server of runs on the cluster).",
     )
-    cluster_sink_metrics_port: int = Field(
+    cluster_sink_metrics_port: Port = Field(
         default=19181,
-        ge=1,
-        le=65535,
         description="Prometheus port of the sink of a run on the cluster (`chatlog demo --nodes 3`, its "
         "fault tests), apart from the single stack's runs.",
     )
-    cluster_spark_port: int = Field(
-        default=17077, ge=1, le=65535, description="Port of the cluster's Spark standalone master."
+    cluster_spark_port: Port = Field(
+        default=17077, description="Port of the cluster's Spark standalone master."
     )
     cluster_spark_ui_port: int = Field(
         default=18080,
@@ -618,7 +614,7 @@ class IrcSettings(_Base):
     """The IRC server the ingesters read from."""
 
     irc_host: str = Field(default="127.0.0.1", description="IRC server host (Twitch: irc.chat.twitch.tv).")
-    irc_port: int = Field(default=6667, ge=1, le=65535, description="IRC port (Twitch TLS: 6697).")
+    irc_port: Port = Field(default=6667, description="IRC port (Twitch TLS: 6697).")
     irc_tls: bool = Field(default=False, description="Connect with TLS.")
     irc_nick: str | None = Field(default=None, description="Nick; default anonymous justinfan<digits>.")
     irc_oauth: SecretStr | None = Field(

@@ -11,10 +11,10 @@ import re
 import socket
 from typing import Literal
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import Field, NonNegativeFloat, PositiveFloat, field_validator, model_validator
 
 from consent.settings import ConsentSettings
-from core.settings import INT32_MAX, IrcSettings, KafkaSettings
+from core.settings import INT32_MAX, IrcSettings, KafkaSettings, PortOrZero
 from ingest.irc.settings import PoolSettings
 
 _WORKER_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_\-]{0,63}")  # IRC nicks start with it (ingest/irc/login.py)
@@ -33,10 +33,8 @@ class RegistrySettings(IrcSettings, KafkaSettings):
 class StatusSettings(RegistrySettings):
     """`chatlog status`: which heartbeats still count."""
 
-    status_stale_s: float = Field(
-        default=10.0,
-        gt=0,
-        description="Heartbeats older than this many seconds are ignored (the worker is gone).",
+    status_stale_s: PositiveFloat = Field(
+        default=10.0, description="Heartbeats older than this many seconds are ignored (the worker is gone)."
     )
 
 
@@ -64,26 +62,23 @@ class IngestSettings(PoolSettings, ConsentSettings):
         description="Session timeout of the classic protocol (KIP-848: set on the broker); at most 300000 "
         "(librdkafka's max.poll.interval.ms).",
     )
-    ingest_handoff_timeout_s: float = Field(
+    ingest_handoff_timeout_s: NonNegativeFloat = Field(
         default=900.0,
-        ge=0,
         description="A revoked bucket's channels are logged until the new owner confirms its JOIN of each "
         "(make-before-break), at most this long; then parted and logged as a gap risk. At Twitch's JOIN "
         "limit a new owner joins 20 channels per 10 s; 0 = no hand-off.",
     )
-    ingest_shutdown_drain_s: float = Field(
+    ingest_shutdown_drain_s: NonNegativeFloat = Field(
         default=45.0,
-        ge=0,
         description="On SIGTERM: after leaving the group, keep logging each channel until its new owner "
         "confirms it, at most this long, then part (keep below the pod's termination grace period).",
     )
-    ingest_coverage_refresh_s: float = Field(
+    ingest_coverage_refresh_s: PositiveFloat = Field(
         default=6 * 3600.0,
-        gt=0,
         description="Covered channels are announced again on chatlog.coverage this often (the ledger "
         "reader looks back this far).",
     )
-    ingest_heartbeat_s: float = Field(default=2.0, gt=0, description="Seconds between status heartbeats.")
+    ingest_heartbeat_s: PositiveFloat = Field(default=2.0, description="Seconds between status heartbeats.")
     ingest_compression: Literal["zstd", "lz4", "snappy", "gzip", "none"] = Field(
         default="zstd",
         description="Producer compression; zstd: half the bytes of lz4, no slower (bench ingest).",
@@ -121,8 +116,8 @@ class IngestSettings(PoolSettings, ConsentSettings):
     ingest_delivery_attempts: int = Field(
         default=3, ge=1, description="Produce attempts of one record before it goes to the dead-letter topic."
     )
-    ingest_malformed_log_interval_s: float = Field(
-        default=60.0, gt=0, description="Malformed lines are logged once per reason, then at most this often."
+    ingest_malformed_log_interval_s: PositiveFloat = Field(
+        default=60.0, description="Malformed lines are logged once per reason, then at most this often."
     )
     ingest_client_id_tags: bool = Field(
         default=False,
@@ -130,10 +125,8 @@ class IngestSettings(PoolSettings, ConsentSettings):
         "when it has none: for test servers (InspIRCd relays the tags a client sets), never on a real "
         "network. Only with CHATLOG_IRC_FLAVOR=ircv3.",
     )
-    metrics_port: int = Field(
+    metrics_port: PortOrZero = Field(
         default=9100,
-        ge=0,
-        le=65535,
         description="Prometheus port (/metrics, /ready). Unset: 9100, or a free port when 9100 is taken "
         "(several ingesters on one host; the port is logged and sent in the heartbeats); 0: a free port. "
         "A port set explicitly that is taken is an error.",

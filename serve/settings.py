@@ -10,9 +10,9 @@ from __future__ import annotations
 import os
 from typing import Final, Literal
 
-from pydantic import Field, SecretStr, field_validator
+from pydantic import Field, NonNegativeFloat, PositiveFloat, SecretStr, field_validator
 
-from core.settings import CassandraSettings, KafkaSettings
+from core.settings import CassandraSettings, KafkaSettings, PortOrZero
 
 ADMIN_KEY_MIN: Final = 16
 
@@ -26,7 +26,7 @@ class ServeSettings(CassandraSettings):
         pattern=r"^\S+$",
         description="Address the HTTP service listens on (0.0.0.0: every interface, said explicitly).",
     )
-    serve_port: int = Field(8025, ge=0, le=65535, description="Port the HTTP service listens on (0: any).")
+    serve_port: PortOrZero = Field(8025, description="Port the HTTP service listens on (0: any).")
     serve_workers: int = Field(
         0,
         ge=0,
@@ -42,13 +42,12 @@ class ServeSettings(CassandraSettings):
         description="Blocks per Cassandra page while streaming a response (a block holds the lines of one "
         "micro-batch of a channel or user: from one to thousands).",
     )
-    serve_channels_ttl_s: float = Field(
+    serve_channels_ttl_s: NonNegativeFloat = Field(
         60.0,
-        ge=0,
         description="Seconds the channel list and the name lookups (login to id, id to logins) are cached.",
     )
-    serve_request_timeout_s: float = Field(
-        10.0, gt=0, description="Timeout of one Cassandra request made by the service."
+    serve_request_timeout_s: PositiveFloat = Field(
+        10.0, description="Timeout of one Cassandra request made by the service."
     )
     serve_log_level: Literal["critical", "error", "warning", "info", "debug", "trace"] = Field(
         "info", description="uvicorn's log level."

@@ -13,10 +13,10 @@ import re
 from pathlib import Path
 from typing import Literal
 
-from pydantic import Field, field_validator
+from pydantic import Field, PositiveFloat, field_validator
 
 from consent.settings import ConsentSettings
-from core.settings import INT32_MAX, PROJECT_ROOT, CassandraSettings, Consistency
+from core.settings import INT32_MAX, PROJECT_ROOT, CassandraSettings, Consistency, PortOrZero
 
 _UNITS_MS = {
     "ms": 1,
@@ -210,9 +210,9 @@ class SinkSettings(ConsentSettings, CassandraSettings):
         description="Consistency level of the sink's row writes (its other reads and writes: "
         "CHATLOG_CASSANDRA_CONSISTENCY).",
     )
-    sink_cassandra_timeout_s: float = Field(10.0, gt=0, description="Timeout of one Cassandra request.")
-    sink_metrics_port: int = Field(
-        9101, ge=0, le=65535, description="Prometheus metrics HTTP port of the sink (0 = off)."
+    sink_cassandra_timeout_s: PositiveFloat = Field(10.0, description="Timeout of one Cassandra request.")
+    sink_metrics_port: PortOrZero = Field(
+        9101, description="Prometheus metrics HTTP port of the sink (0 = off)."
     )
     sink_apply_schema: bool = Field(True, description="Create the keyspace and tables at start if missing.")
     sink_optout_erase: bool = Field(

@@ -34,8 +34,8 @@ from __future__ import annotations
 import bisect
 import itertools
 import uuid
-from collections.abc import Sequence
-from typing import Final
+from collections.abc import Iterable, Sequence
+from typing import Final, NamedTuple
 
 import cramjam
 import msgspec
@@ -45,9 +45,12 @@ __all__ = [
     "PACKED_LEVEL",
     "RAW_MAX_BYTES",
     "VERSION",
+    "ChatColumns",
     "Frame",
     "FrameError",
     "Line",
+    "Split",
+    "chat_columns",
     "decode",
     "encode",
 ]
@@ -130,28 +133,29 @@ def _trailing(text: str, is_action: bool) -> str:
     return f"{_ACTION}{text}{_ACTION_END}" if is_action else text
 
 
-def encode(lines: Sequence[Line], *, level: int = LIVE_LEVEL) -> bytes:
-    """The frame of ``lines`` (in :func:`store.keys.line_order`, at least one). A line is split by its chat
-    split only where its stored line ends with that chat's text exactly."""
-    if not lines:
-        raise ValueError("nothing to frame")
-    n = len(lines)
-    sents = [line[0] for line in lines]
-    first = sents[0]
-    deltas = [b - a for a, b in zip([first, *sents], sents, strict=False)]
-    heads = [line[2] for line in lines]
-    received = [None if line[3] is None else line[3] - line[0] for line in lines]
+class ChatColumns(NamedTuple):
+    """The chat split columns of a frame (versions 2 to 4): each stored line's head (the line without its
+    split-off text), the table of distinct ``(channel, user_login)``, and each line's sender (its index in
+    the table), text, ``/me`` flag and plainness (0, None, False, False where the line has no split)."""
+
+    heads: list[str]
+    table: dict[tuple[str, str | None], int]
+    senders: list[int]
+    texts: list[str | None]
+    actions: list[bool]
+    plains: list[bool]
+
+
+def chat_columns(heads: list[str], splits: Iterable[Split | None]) -> ChatColumns:
+    """``heads``, the stored lines, split in place by their items of ``splits``: a line is split only where
+    it ends with its chat's text exactly (an action's: ``\\x01ACTION text\\x01``)."""
+    n = len(heads)
     table: dict[tuple[str, str | None], int] = {}
-    users: dict[str, int] = {}
     senders = [0] * n
     texts: list[str | None] = [None] * n
     actions = [False] * n
     plains = [False] * n
-    whos = [-1] * n
-    for i, line in enumerate(lines):
-        split, user = line[4], line[5]
-        if user is not None:
-            whos[i] = users.setdefault(user, len(users))
+    for i, split in enumerate(splits):
         if split is None:
             continue
         channel, login, text, is_action, plain = split
@@ -162,19 +166,34 @@ def encode(lines: Sequence[Line], *, level: int = LIVE_LEVEL) -> bytes:
         heads[i] = stored[: len(stored) - len(trailing)]
         senders[i] = table.setdefault((channel, login), len(table))
         texts[i], actions[i], plains[i] = text, is_action, plain
+    return ChatColumns(heads, table, senders, texts, actions, plains)
+
+
+def encode(lines: Sequence[Line], *, level: int = LIVE_LEVEL) -> bytes:
+    """The frame of ``lines`` (in :func:`store.keys.line_order`, at least one). A line is split by its chat
+    split only where its stored line ends with that chat's text exactly."""
+    if not lines:
+        raise ValueError("nothing to frame")
+    sents = [line[0] for line in lines]
+    first = sents[0]
+    deltas = [b - a for a, b in zip([first, *sents], sents, strict=False)]
+    received = [None if line[3] is None else line[3] - line[0] for line in lines]
+    users: dict[str, int] = {}
+    whos = [-1 if line[5] is None else users.setdefault(line[5], len(users)) for line in lines]
+    chats = chat_columns([line[2] for line in lines], [line[4] for line in lines])
     pack = _encoder.encode
     frame = _V4(
         first,
         deltas,
         b"".join(line[1] for line in lines),
-        msgspec.Raw(pack(heads)),
+        msgspec.Raw(pack(chats.heads)),
         msgspec.Raw(pack(received)),
-        [channel for channel, _ in table],
-        [login for _, login in table],
-        senders,
-        texts,
-        actions,
-        plains,
+        [channel for channel, _ in chats.table],
+        [login for _, login in chats.table],
+        chats.senders,
+        chats.texts,
+        chats.actions,
+        chats.plains,
         list(users),
         whos,
     )

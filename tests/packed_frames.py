@@ -4,7 +4,8 @@ deleted ``schemas/packed_month.py`` (git history, before store/): a keyspace of 
 
 * version 1: ``zstd(msgpack([1, first_sent_ms, sent_deltas, ids, lines, received_offsets]))``, whole lines;
 * version 2: ``[2, first, deltas, ids, heads, received, channels, logins, senders, texts, actions]``: a chat
-  message's line split into its head and its text (found when it was packed);
+  message's line split into its head and its text (found when it was packed, as version 4's are:
+  :func:`store.frame.chat_columns`);
 * version 3: version 2 and ``plains``.
 
 Ids are the uuids' canonical text (as ``CAST(message_id AS text)`` read them); always Zstandard-compressed.
@@ -18,20 +19,15 @@ from typing import Final
 import cramjam
 import msgspec
 
+from store.frame import Split, chat_columns
+
 LEVEL: Final = 19
 """The level ``chatlog pack`` packed at."""
 
 PackedRow = tuple[int, str, str, int | None]
 """``(sent_ms, message id text, stored line, received_ms)``, in clustering order."""
-ChatSplit = tuple[str, str | None, str, bool, bool]
-"""``(channel, user_login, text, is_action, plain)``."""
-
-_ACTION: Final = "\x01ACTION "
-_ACTION_END: Final = "\x01"
-
-
-def _trailing(text: str, is_action: bool) -> str:
-    return f"{_ACTION}{text}{_ACTION_END}" if is_action else text
+ChatSplit = Split
+"""``(channel, user_login, text, is_action, plain)``: the chat split of a line, as version 4's."""
 
 
 def old_frame(
@@ -58,40 +54,23 @@ def old_frame(
         return bytes(cramjam.zstd.compress(msgspec.msgpack.encode(frame), level=level))
     if version not in (2, 3):
         raise ValueError(f"no version {version} of the old frame")
-    heads = [row[2] for row in rows]
-    n = len(rows)
-    table: dict[tuple[str, str | None], int] = {}
-    senders = [0] * n
-    texts: list[str | None] = [None] * n
-    actions = [False] * n
-    plains = [False] * n
-    for i, chat in enumerate(chats or ()):
-        if chat is None:
-            continue
-        channel, login, text, is_action, plain = chat
-        line = heads[i]
-        trailing = _trailing(text, is_action)
-        if not line.endswith(trailing):
-            continue
-        heads[i] = line[: len(line) - len(trailing)]
-        senders[i] = table.setdefault((channel, login), len(table))
-        texts[i], actions[i], plains[i] = text, is_action, plain
+    split = chat_columns([row[2] for row in rows], chats or ())
     encode = msgspec.msgpack.encode
     frame = [
         version,
         first,
         deltas,
         msgspec.Raw(encode(ids)),
-        msgspec.Raw(encode(heads)),
+        msgspec.Raw(encode(split.heads)),
         msgspec.Raw(encode(received)),
-        [channel for channel, _ in table],
-        [login for _, login in table],
-        senders,
-        texts,
-        actions,
+        [channel for channel, _ in split.table],
+        [login for _, login in split.table],
+        split.senders,
+        split.texts,
+        split.actions,
     ]
     if version == 3:
-        frame.append(plains)
+        frame.append(split.plains)
     return bytes(cramjam.zstd.compress(encode(frame), level=level))
 
 

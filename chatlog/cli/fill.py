@@ -62,62 +62,75 @@ class FillProgress:
         self.progress.update(self._task, description=f"the peer {why}: asking again in {seconds:.0f} s")
 
 
+Peer = Annotated[
+    str,
+    typer.Option(
+        "--from",
+        help="The peer: base URL of a justlog, rustlog or chatlog instance that logged the channel.",
+        show_default=False,
+    ),
+]
+Since = Annotated[
+    str | None, typer.Option(help="From this time: ISO-8601 or epoch ms (default: 24 hours ago).")
+]
+AllDays = Annotated[
+    bool, typer.Option("--all", help="Every day the peer lists (instead of --since/--until).")
+]
+ChannelId = Annotated[
+    str | None,
+    typer.Option(help="Ask by Twitch channel id (/channelid/ID/...), for peers that answer only so."),
+]
+Timeout = Annotated[
+    float, typer.Option(help="Seconds to wait for the peer to connect, and between two reads.")
+]
+Patience = Annotated[
+    float, typer.Option(help="Seconds to keep asking a peer that went away midway before stopping.")
+]
+ShowProgress = Annotated[
+    bool | None, typer.Option(help="Show a progress bar (default: when stderr is a terminal).")
+]
+Servers = Annotated[
+    str | None, typer.Option(help="Kafka bootstrap servers (CHATLOG_KAFKA_BOOTSTRAP_SERVERS).")
+]
+
+
 def register(app: typer.Typer) -> None:
     @app.command("fill")
     def fill_command(
         channel: Annotated[str, typer.Argument(help="Channel login (with or without #).")],
-        peer: Annotated[
-            str,
-            typer.Option(
-                "--from",
-                help="The peer: base URL of a justlog, rustlog or chatlog instance that logged the channel.",
-                show_default=False,
-            ),
-        ],
-        since: Annotated[
-            str | None, typer.Option(help="From this time: ISO-8601 or epoch ms (default: 24 hours ago).")
-        ] = None,
+        peer: Peer,
+        since: Since = None,
         until: Annotated[str | None, typer.Option(help="Until this time (default: now).")] = None,
-        all_days: Annotated[
-            bool, typer.Option("--all", help="Every day the peer lists (instead of --since/--until).")
-        ] = False,
-        channel_id: Annotated[
-            str | None,
-            typer.Option(help="Ask by Twitch channel id (/channelid/ID/...), for peers that answer only so."),
-        ] = None,
-        timeout: Annotated[
-            float, typer.Option(help="Seconds to wait for the peer to connect, and between two reads.")
-        ] = 30.0,
-        patience: Annotated[
-            float, typer.Option(help="Seconds to keep asking a peer that went away midway before stopping.")
-        ] = 120.0,
-        progress: Annotated[
-            bool | None, typer.Option(help="Show a progress bar (default: when stderr is a terminal).")
-        ] = None,
+        all_days: AllDays = False,
+        channel_id: ChannelId = None,
+        timeout: Timeout = 30.0,
+        patience: Patience = 120.0,
+        progress: ShowProgress = None,
         keyspace: Annotated[str | None, typer.Option(help="Cassandra keyspace.")] = None,
-        bootstrap_servers: Annotated[
-            str | None, typer.Option(help="Kafka bootstrap servers (CHATLOG_KAFKA_BOOTSTRAP_SERVERS).")
-        ] = None,
+        bootstrap_servers: Servers = None,
     ) -> None:
-        """Fill the times no logger of ours covered of a channel from a peer that logged it.
+        """Fill a channel's times no logger of ours covered, from a peer.
 
-        The times in the range that no logger of ours covered: the coverage ledger's
-        gaps, and the time before the channel was first logged here (all of it for a
-        channel never logged here), except what was filled from this peer already. Asks
-        the peer which days it has (GET URL/list?channel=C), then one request per such
-        UTC day (GET URL/channel/C/Y/M/D?raw&from=UNIX&to=UNIX), imports the lines of
-        the channel in those times as `chatlog import` does (lines of another channel,
-        outside the times asked, or not IRC are left out and counted), and records each
-        day in the ledger as soon as its lines are delivered (`chatlog coverage` and the
-        page show which peer filled what). Stopped and started again, a fill asks only
-        what is not filled yet; lines keep their ids: nothing is stored twice. A peer
-        that answers 429 or 503 is waited for (Retry-After); one that goes away midway
-        is asked again for --patience seconds.
+        The times in the range that no logger of ours covered: the coverage
+        ledger's gaps, and the time before the channel was first logged here
+        (all of it for a channel never logged here), except what was filled from
+        this peer already. Asks the peer which days it has (GET
+        URL/list?channel=C), then one request per such UTC day (GET
+        URL/channel/C/Y/M/D?raw&from=UNIX&to=UNIX), imports the lines of the
+        channel in those times as `chatlog import` does (lines of another
+        channel, outside the times asked, or not IRC are left out and counted),
+        and records each day in the ledger as soon as its lines are delivered
+        (`chatlog coverage` and the page show which peer filled what). Stopped
+        and started again, a fill asks only what is not filled yet; lines keep
+        their ids: nothing is stored twice. A peer that answers 429 or 503 is
+        waited for (Retry-After); one that goes away midway is asked again for
+        --patience seconds.
 
-        Exit 0 when something was filled or there was nothing to fill; 1 when the peer
-        filled nothing (down, too slow, HTTP errors, garbage: one line says why); 2 when
-        the ledger or Kafka cannot be used; 3 when lines were not delivered; 4 when the
-        peer went away midway (what was filled is recorded: fill again for the rest).
+        Exit 0 when something was filled or there was nothing to fill; 1 when
+        the peer filled nothing (down, too slow, HTTP errors, garbage: one line
+        says why); 2 when the ledger or Kafka cannot be used; 3 when lines were
+        not delivered; 4 when the peer went away midway (what was filled is
+        recorded: fill again for the rest).
         """
         from core.errors import ChatlogError
         from core.logins import login_of
@@ -162,15 +175,11 @@ def run_fill(
     progress: bool,
 ) -> None:
     """The fill behind the command: run with a progress bar or without, then its lines and exit code."""
+    from chatlog.cli.reporting import reporter
     from chatlog.fill.run import fill
 
     bar = FillProgress() if progress else None
-
-    def report(line: str) -> None:
-        if bar is not None:
-            bar.report(line)
-        else:
-            print(line, file=sys.stderr, flush=True)
+    report = reporter(bar)
 
     kafka, cassandra = settings
     if bar is not None:

@@ -125,41 +125,53 @@ def register(app: typer.Typer) -> None:
         topic is missing; 2 if Kafka is not reachable or refuses the login (one
         line naming the setting); 3 if some records were not delivered.
         """
-        from core.settings import KafkaSettings, load
-        from ingest.importer import ImportFailed, OutputClosed, import_paths, paths_label
-
-        if progress is None:
-            progress = sys.stderr.isatty() and not (dry_run and sys.stdout.isatty())
-        bar = BarProgress() if progress else None
-
-        def report(message: str) -> None:
-            if bar is not None:
-                bar.report(message)
-            else:
-                print(message, file=sys.stderr, flush=True)
-
-        settings = load(
-            KafkaSettings,
-            kafka_bootstrap_servers=bootstrap_servers,
-            options={"kafka_bootstrap_servers": "--bootstrap-servers"},
+        _import(
+            paths, dry_run=dry_run, justlog=justlog, progress=progress, bootstrap_servers=bootstrap_servers
         )
-        try:
-            with bar.progress if bar is not None else contextlib.nullcontext():
-                stats = import_paths(
-                    paths,
-                    dry_run=dry_run,
-                    settings=settings,
-                    out=sys.stdout.buffer,
-                    report=report,
-                    justlog=justlog,
-                    progress=bar,
-                )
-        except ImportFailed as exc:
-            print(f"chatlog: error: {exc}", file=sys.stderr, flush=True)
-            raise typer.Exit(EXIT_NOTHING_READ) from None
-        except OutputClosed:  # `--dry-run | head`: quiet, as a shell tool on SIGPIPE
-            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no error flushing at exit
-            raise typer.Exit(EXIT_OUTPUT_CLOSED) from None
-        print(stats.summary(paths_label(paths)), file=sys.stderr, flush=True)
-        if stats.failed:
-            raise typer.Exit(EXIT_UNDELIVERED)
+
+
+def _import(
+    paths: list[str],
+    *,
+    dry_run: bool,
+    justlog: bool | None,
+    progress: bool | None,
+    bootstrap_servers: str | None,
+) -> None:
+    """The work of ``chatlog import`` (the command :func:`register` adds), given its options: the paths read
+    into Kafka (or, with ``dry_run``, to stdout as ndjson), a progress bar or the reports on stderr, the
+    summary last; :class:`typer.Exit` with the command's exit code when that is not 0."""
+    from chatlog.cli.reporting import reporter
+    from core.settings import KafkaSettings, load
+    from ingest.importer import ImportFailed, OutputClosed, import_paths, paths_label
+
+    if progress is None:
+        progress = sys.stderr.isatty() and not (dry_run and sys.stdout.isatty())
+    bar = BarProgress() if progress else None
+    report = reporter(bar)
+
+    settings = load(
+        KafkaSettings,
+        kafka_bootstrap_servers=bootstrap_servers,
+        options={"kafka_bootstrap_servers": "--bootstrap-servers"},
+    )
+    try:
+        with bar.progress if bar is not None else contextlib.nullcontext():
+            stats = import_paths(
+                paths,
+                dry_run=dry_run,
+                settings=settings,
+                out=sys.stdout.buffer,
+                report=report,
+                justlog=justlog,
+                progress=bar,
+            )
+    except ImportFailed as exc:
+        print(f"chatlog: error: {exc}", file=sys.stderr, flush=True)
+        raise typer.Exit(EXIT_NOTHING_READ) from None
+    except OutputClosed:  # `--dry-run | head`: quiet, as a shell tool on SIGPIPE
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no error flushing at exit
+        raise typer.Exit(EXIT_OUTPUT_CLOSED) from None
+    print(stats.summary(paths_label(paths)), file=sys.stderr, flush=True)
+    if stats.failed:
+        raise typer.Exit(EXIT_UNDELIVERED)

@@ -205,33 +205,42 @@ def register(app: typer.Typer) -> None:
 
         Exit 1 when a registered channel is logged by nobody in some replica.
         """
-        from core.kafka_probe import probe
-        from core.settings import load
-        from ingest import status as st
-        from ingest.registry import Registry
-        from ingest.settings import StatusSettings
-        from serve import fleet_gaps
+        _status(as_json=as_json, replicas=replicas, stale=stale, with_gaps=with_gaps, keyspace=keyspace)
 
-        settings = load(StatusSettings, status_stale_s=stale, options={"status_stale_s": "--stale"})
-        probe(settings)
-        registered = Registry(settings, flavor=settings.irc_flavor).channels()
-        now = now_ms()
-        since = now - int(settings.status_stale_s * 1000)
-        beats = st.fresh(
-            st.read_heartbeats(settings, since_ms=since), now_ms=now, stale_s=settings.status_stale_s
-        )
-        report = st.heartbeat_view(registered, beats, range(replicas) if replicas is not None else None)
-        gaps = _fleet_gaps(registered, [c.replica for c in report], keyspace) if with_gaps else None
-        if as_json:
-            doc = st.report_json(report)
-            if isinstance(gaps, str):
-                doc["gaps"], doc["gaps_note"] = None, gaps
-            elif gaps is not None:
-                doc["gaps"] = fleet_gaps.report_json(gaps)
-            typer.echo(json.dumps(doc))
-        else:
-            typer.echo(st.report_text(report))
-            if gaps is not None:
-                typer.echo(gaps if isinstance(gaps, str) else fleet_gaps.report_text(gaps))
-        if not all(c.ok for c in report):
-            raise typer.Exit(1)
+
+def _status(
+    *, as_json: bool, replicas: int | None, stale: float | None, with_gaps: bool, keyspace: str | None
+) -> None:
+    """The work of ``chatlog status`` (the command :func:`register` adds), given its options: the
+    heartbeats' view of every replica and the ledger's gaps (:func:`_fleet_gaps`), as text or JSON on
+    stdout; :class:`typer.Exit` 1 when a registered channel is logged by nobody in some replica."""
+    from core.kafka_probe import probe
+    from core.settings import load
+    from ingest import status as st
+    from ingest.registry import Registry
+    from ingest.settings import StatusSettings
+    from serve import fleet_gaps
+
+    settings = load(StatusSettings, status_stale_s=stale, options={"status_stale_s": "--stale"})
+    probe(settings)
+    registered = Registry(settings, flavor=settings.irc_flavor).channels()
+    now = now_ms()
+    since = now - int(settings.status_stale_s * 1000)
+    beats = st.fresh(
+        st.read_heartbeats(settings, since_ms=since), now_ms=now, stale_s=settings.status_stale_s
+    )
+    report = st.heartbeat_view(registered, beats, range(replicas) if replicas is not None else None)
+    gaps = _fleet_gaps(registered, [c.replica for c in report], keyspace) if with_gaps else None
+    if as_json:
+        doc = st.report_json(report)
+        if isinstance(gaps, str):
+            doc["gaps"], doc["gaps_note"] = None, gaps
+        elif gaps is not None:
+            doc["gaps"] = fleet_gaps.report_json(gaps)
+        typer.echo(json.dumps(doc))
+    else:
+        typer.echo(st.report_text(report))
+        if gaps is not None:
+            typer.echo(gaps if isinstance(gaps, str) else fleet_gaps.report_text(gaps))
+    if not all(c.ok for c in report):
+        raise typer.Exit(1)

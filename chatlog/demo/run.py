@@ -44,8 +44,8 @@ from chatlog.demo.report import (
     sink_batches,
     sink_log_totals,
 )
-from chatlog.demo.supervisor import Supervisor
-from chatlog.demo.verify import TopicSize, scan_topic, sink_wrote_all, stored_tokens
+from chatlog.demo.supervisor import Child, Supervisor
+from chatlog.demo.verify import TopicScan, TopicSize, scan_topic, sink_wrote_all, stored_tokens
 from chatlog.results import RESULTS_DIR, write_json
 from chatlog.simulator import SentMessage, read_sent
 from chatlog.stack.cluster import Layout, failover_env
@@ -153,6 +153,17 @@ class Timeline:
     lag: list[tuple[float, int]] = field(
         default_factory=list
     )  # (s since t0, Kafka records the sink has not read)
+
+
+@dataclass(frozen=True)
+class _Watch:
+    """What a run follows its traffic with: the simulator's process, the IRC observer (who is in which
+    channel), the messages topic's size, and the live table (None without a console)."""
+
+    sim: Child
+    observer: NamesObserver
+    topic_size: TopicSize
+    live: Live | None
 
 
 class Run:
@@ -325,18 +336,11 @@ class Run:
         return table
 
     async def main(self, sup: Supervisor) -> RunReport:
-        cfg = self.config
-        self.prepare()
-        reg = sup.start("channels-add", ["channels", "add", "--file", str(self.run_dir / "channels.txt")])
-        if reg.proc.wait(timeout=120) != 0:
-            raise ChatlogError(f"registering channels failed; see {reg.log}")
-        sup.start("sink", ["sink"])
-        if cfg.e2e_probe:
-            sup.start(
-                "serve", ["serve", "--host", "127.0.0.1", "--port", str(self.serve_port), "--workers", "1"]
-            )
-        for w, r in list(self.workers.items()):
-            self.start_ingester(sup, w, r)
+        """The run, phase after phase: the pipeline started (:meth:`_start_pipeline`), every channel joined
+        (:meth:`_join`), the pipeline warmed and traffic started (:meth:`_start_traffic`), sent with the
+        faults at their times (:meth:`_send`) and drained (:meth:`_drain`); then its report. The live table
+        shows it on the console; the probe, the table, the topic's size and the observer end with it."""
+        self._start_pipeline(sup)
         observer = NamesObserver("127.0.0.1", self.settings.irc_port)
         await observer.connect()
         topic_size = TopicSize(self.settings, self.settings.topic_messages)
@@ -352,110 +356,13 @@ class Run:
             if self.console is not None
             else None
         )
-
-        def show(phase: str, sample: CoverageSample) -> None:
-            if live is not None:
-                live.update(self.table(phase, sample, stats))
-
         if live is not None:
             live.start()
         try:
-            deadline = time.time() + 120
-            while True:
-                sample = await self.observe(observer)
-                self.record(sample, 0.0, 0.0)
-                show("joining", sample)
-                sink_log = sup.children["sink"].log
-                sink_up = sink_log.exists() and "sink started" in sink_log.read_text(errors="replace")
-                if sink_up and all(len(sample.confirmed[r]) == len(self.channels) for r in self.replicas):
-                    break
-                self._check_alive(sup)
-                if time.time() > deadline:
-                    raise ChatlogError(
-                        "the ingesters did not confirm every channel (or the sink did not start) within 120 s"
-                    )
-                await asyncio.sleep(1.0)
-            await asyncio.to_thread(self.warm_up_sink)
-            if cfg.at_rest_s > 0:  # before the probe: nothing asks the pipeline anything
-                await self.measure_at_rest(cfg.at_rest_s)
-            if cfg.e2e_probe:
-                self.probe = ReadProbe(
-                    f"http://127.0.0.1:{self.serve_port}",
-                    sample_channels(self.channels, cfg.sim_seed),
-                    sent_file,
-                )
-                await asyncio.to_thread(self.probe.start)
-            self.mark("traffic starts")
-            self.sample_cpu()
-            self.processes_at_start = self.process_snapshot()
-            sim_args = [
-                "simulate",
-                "--file",
-                str(self.run_dir / "channels.txt"),
-                "--rate",
-                str(cfg.rate),
-                "--duration",
-                str(cfg.duration),
-                "--out",
-                str(sent_file),
-                "--connections",
-                str(cfg.sim_connections),
-                "--seed",
-                str(cfg.sim_seed),
-            ]
-            if cfg.schedule:
-                sim_args += ["--schedule", ",".join(f"{r:g}:{s:g}" for r, s in cfg.schedule)]
-            if cfg.burst is not None:
-                frac, factor, seconds = cfg.burst
-                sim_args += [
-                    "--burst-at",
-                    str(frac * cfg.duration),
-                    "--burst-factor",
-                    str(factor),
-                    "--burst-seconds",
-                    str(seconds),
-                ]
-            sim = sup.start("simulator", sim_args)
-            start = time.time()
-            pending = sorted(cfg.faults, key=lambda f: f.at)
-            running: list[asyncio.Task[None]] = []
-            marks = sorted(cfg.cpu_marks)
-            while sim.alive or time.time() - start < 2:
-                await asyncio.sleep(1.0)
-                while marks and time.time() - start >= marks[0]:
-                    taken = self.process_snapshot()
-                    if taken is not None:
-                        self.marks.append((marks[0], *taken))
-                    marks.pop(0)
-                stats = progress.poll(stats, sim.log, topic_size(), cfg.sink_metrics_port)
-                self.timeline.lag.append((time.time() - self.t0, max(0, stats.produced - stats.read)))
-                sample = await self.observe(observer)
-                self.record(sample, stats.sent_rate, stats.rows_rate)
-                show("sending", sample)
-                while pending and time.time() - start >= pending[0].at * cfg.duration:
-                    fault = pending.pop(0)
-                    self.mark(fault.label)
-                    running.append(asyncio.create_task(asyncio.to_thread(fault.action, self, sup)))
-            self.mark("traffic stops")
-            await asyncio.gather(*running)
-            drain_deadline = time.time() + cfg.drain_timeout_s
-            while time.time() < drain_deadline:
-                await asyncio.sleep(1.0)
-                stats = progress.poll(stats, sim.log, topic_size(), cfg.sink_metrics_port)
-                sample = await self.observe(observer)
-                self.record(sample, 0.0, stats.rows_rate)
-                show("draining", sample)
-                if stats.drained() or (
-                    sup.starts["sink"] > 1  # a restarted sink's counters cover its last run only
-                    and stats.sim_done
-                    and await asyncio.to_thread(
-                        sink_wrote_all,
-                        self.settings,
-                        self.settings.topic_messages,
-                        self.settings.cassandra_keyspace,
-                    )
-                ):
-                    break
+            await self._join(sup, observer, live, stats)
+            watch = _Watch(await self._start_traffic(sup, sent_file), observer, topic_size, live)
+            stats = await self._send(sup, watch, stats)
+            await self._drain(sup, watch, stats)
         finally:
             if self.probe is not None:
                 await asyncio.to_thread(self.probe.stop)
@@ -464,6 +371,151 @@ class Run:
             topic_size.close()
             await observer.close()
         return self.report(sent_file, sup.children["sink"].log, sink_restarted=sup.starts["sink"] > 1)
+
+    def _start_pipeline(self, sup: Supervisor) -> None:
+        """The run's topics, keyspace and channels (:meth:`prepare`) registered, then the sink, ``chatlog
+        serve`` for the e2e probe and the ingesters started."""
+        self.prepare()
+        reg = sup.start("channels-add", ["channels", "add", "--file", str(self.run_dir / "channels.txt")])
+        if reg.proc.wait(timeout=120) != 0:
+            raise ChatlogError(f"registering channels failed; see {reg.log}")
+        sup.start("sink", ["sink"])
+        if self.config.e2e_probe:
+            sup.start(
+                "serve", ["serve", "--host", "127.0.0.1", "--port", str(self.serve_port), "--workers", "1"]
+            )
+        for w, r in list(self.workers.items()):
+            self.start_ingester(sup, w, r)
+
+    def _show(self, live: Live | None, phase: str, sample: CoverageSample, stats: progress.Stats) -> None:
+        """The live table at ``phase`` (when there is a console)."""
+        if live is not None:
+            live.update(self.table(phase, sample, stats))
+
+    async def _join(
+        self, sup: Supervisor, observer: NamesObserver, live: Live | None, stats: progress.Stats
+    ) -> None:
+        """Each second, who is in which channel, until every replica group has confirmed every channel and
+        the sink has started; a :class:`ChatlogError` when a process exits or that takes over 120 s."""
+        deadline = time.time() + 120
+        while True:
+            sample = await self.observe(observer)
+            self.record(sample, 0.0, 0.0)
+            self._show(live, "joining", sample, stats)
+            sink_log = sup.children["sink"].log
+            sink_up = sink_log.exists() and "sink started" in sink_log.read_text(errors="replace")
+            if sink_up and all(len(sample.confirmed[r]) == len(self.channels) for r in self.replicas):
+                return
+            self._check_alive(sup)
+            if time.time() > deadline:
+                raise ChatlogError(
+                    "the ingesters did not confirm every channel (or the sink did not start) within 120 s"
+                )
+            await asyncio.sleep(1.0)
+
+    async def _start_traffic(self, sup: Supervisor, sent_file: Path) -> Child:
+        """The sink warmed (:meth:`warm_up_sink`), the pipeline measured at rest (``at_rest_s``), the e2e
+        probe started; then traffic starts (marked, the CPU taken): the simulator, which writes what it sent
+        to ``sent_file``."""
+        cfg = self.config
+        await asyncio.to_thread(self.warm_up_sink)
+        if cfg.at_rest_s > 0:  # before the probe: nothing asks the pipeline anything
+            await self.measure_at_rest(cfg.at_rest_s)
+        if cfg.e2e_probe:
+            self.probe = ReadProbe(
+                f"http://127.0.0.1:{self.serve_port}",
+                sample_channels(self.channels, cfg.sim_seed),
+                sent_file,
+            )
+            await asyncio.to_thread(self.probe.start)
+        self.mark("traffic starts")
+        self.sample_cpu()
+        self.processes_at_start = self.process_snapshot()
+        return sup.start("simulator", self._simulator_args(sent_file))
+
+    def _simulator_args(self, sent_file: Path) -> list[str]:
+        """``chatlog simulate``'s arguments for the run's channels, rate (or schedule), duration and burst."""
+        cfg = self.config
+        sim_args = [
+            "simulate",
+            "--file",
+            str(self.run_dir / "channels.txt"),
+            "--rate",
+            str(cfg.rate),
+            "--duration",
+            str(cfg.duration),
+            "--out",
+            str(sent_file),
+            "--connections",
+            str(cfg.sim_connections),
+            "--seed",
+            str(cfg.sim_seed),
+        ]
+        if cfg.schedule:
+            sim_args += ["--schedule", ",".join(f"{r:g}:{s:g}" for r, s in cfg.schedule)]
+        if cfg.burst is not None:
+            frac, factor, seconds = cfg.burst
+            sim_args += [
+                "--burst-at",
+                str(frac * cfg.duration),
+                "--burst-factor",
+                str(factor),
+                "--burst-seconds",
+                str(seconds),
+            ]
+        return sim_args
+
+    async def _send(self, sup: Supervisor, watch: _Watch, stats: progress.Stats) -> progress.Stats:
+        """Each second while the simulator sends (2 s at least): the CPU marks that are due
+        (``cpu_marks``), progress and Kafka lag, coverage, and each fault started (in a thread) once its
+        time has come; traffic stops when the simulator ends, and the faults are waited for. The last
+        progress."""
+        cfg = self.config
+        start = time.time()
+        pending = sorted(cfg.faults, key=lambda f: f.at)
+        running: list[asyncio.Task[None]] = []
+        marks = sorted(cfg.cpu_marks)
+        while watch.sim.alive or time.time() - start < 2:
+            await asyncio.sleep(1.0)
+            while marks and time.time() - start >= marks[0]:
+                taken = self.process_snapshot()
+                if taken is not None:
+                    self.marks.append((marks[0], *taken))
+                marks.pop(0)
+            stats = progress.poll(stats, watch.sim.log, watch.topic_size(), cfg.sink_metrics_port)
+            self.timeline.lag.append((time.time() - self.t0, max(0, stats.produced - stats.read)))
+            sample = await self.observe(watch.observer)
+            self.record(sample, stats.sent_rate, stats.rows_rate)
+            self._show(watch.live, "sending", sample, stats)
+            while pending and time.time() - start >= pending[0].at * cfg.duration:
+                fault = pending.pop(0)
+                self.mark(fault.label)
+                running.append(asyncio.create_task(asyncio.to_thread(fault.action, self, sup)))
+        self.mark("traffic stops")
+        await asyncio.gather(*running)
+        return stats
+
+    async def _drain(self, sup: Supervisor, watch: _Watch, stats: progress.Stats) -> None:
+        """Each second, progress and coverage until the sink has written all that was sent (by its
+        counters; a restarted sink's by the rows stored) or ``drain_timeout_s`` has passed."""
+        drain_deadline = time.time() + self.config.drain_timeout_s
+        while time.time() < drain_deadline:
+            await asyncio.sleep(1.0)
+            stats = progress.poll(stats, watch.sim.log, watch.topic_size(), self.config.sink_metrics_port)
+            sample = await self.observe(watch.observer)
+            self.record(sample, 0.0, stats.rows_rate)
+            self._show(watch.live, "draining", sample, stats)
+            if stats.drained() or (
+                sup.starts["sink"] > 1  # a restarted sink's counters cover its last run only
+                and stats.sim_done
+                and await asyncio.to_thread(
+                    sink_wrote_all,
+                    self.settings,
+                    self.settings.topic_messages,
+                    self.settings.cassandra_keyspace,
+                )
+            ):
+                return
 
     def warm_up_sink(self, timeout: float = 180.0) -> None:
         """Events through the sink before traffic, in rounds of :data:`WARM_UP_ROUNDS` (each sent twice,
@@ -514,62 +566,33 @@ class Run:
                 raise ChatlogError(f"{name} exited early (code {child.proc.returncode}); see {child.log}")
 
     def report(self, sent_file: Path, sink_log: Path, *, sink_restarted: bool = False) -> RunReport:
+        """The run's report: every message sent checked against the rows stored (:meth:`_stored`) and the
+        records of the messages topic, the copies' skews and late copies (:meth:`_copies`), e2e
+        (:meth:`_e2e`), each fault's impact (:meth:`_impacts`) and the CPU per stored message
+        (:meth:`_cpu`). The plot's points are kept on the run."""
         sent = read_sent(sent_file) if sent_file.exists() else []
         self.look_channel = busiest((m.channel for m in sent), self.look_channel)
-        since = min((m.sent_at_ms for m in sent), default=int(self.t0 * 1000)) - 60_000
-        until = max((m.sent_at_ms for m in sent), default=now_ms()) + 60_000
         # The sink's own counters, read now that it has drained (its Prometheus endpoint; this run's sink
         # is the only one on the demo's metrics port). Its log's per-batch lines give the same numbers.
         metrics = progress.sink_metrics(self.config.sink_metrics_port)
-        written_at: dict[str, int] = {}
         prefix = sent[0].token.split("-")[0] if sent else "sim"
-        stored = stored_tokens(self.settings, self.channels, since, until, written_at)
-        stored = Counter({t: n for t, n in stored.items() if t.startswith(prefix)})
+        stored, written_at = self._stored(sent, prefix)
         latencies = sorted(written_at[m.token] - m.sent_at_ms for m in sent if m.token in written_at)
-        self.write_points = [
-            (m.sent_at_ms / 1000 - self.t0, (written_at[m.token] - m.sent_at_ms) / 1000)
-            for m in sent
-            if m.token in written_at
-        ]
         scan = scan_topic(self.settings, prefix)
         in_topic = scan.tokens
         lost = [m for m in sent if m.token not in stored]
-        self.lost_points = [m.sent_at_ms / 1000 - self.t0 for m in lost]
-        self.sent_points = [m.sent_at_ms / 1000 - self.t0 for m in sent]
+        self._keep_points(sent, written_at, lost)
         samples = self.timeline.samples
         lost_covered = [m for m in lost if covered_at(samples, m.channel, m.sent_at_ms / 1000)]
         traffic_start = self.events.get("traffic starts", 0.0) + self.t0
         first_kill = self.killed[0] if self.killed else None
-
-        copies = scan.copies
-        skew = Spread.of(copies.kafka_skews_ms())
-        skew_received = Spread.of(copies.received_skews_ms())
-        skew_append = Spread.of(copies.append_skews_ms())
-        events_written = progress.pick(metrics, progress.ROWS)
-        dead_letters = progress.pick(metrics, progress.DEADLETTERS)
-        late = (  # a restarted sink's counters hold its last run only: then it cannot be counted (n/a)
-            late_copies(int(events_written), int(dead_letters or 0), copies.distinct)
-            if events_written is not None and not sink_restarted
-            else None
-        )
-        log_written, log_dead = (
-            sink_log_totals(sink_log.read_text(errors="replace")) if sink_log.exists() else (0, 0)
-        )
-
+        skew, late, copy_details = self._copies(scan, metrics, sink_log, sink_restarted=sink_restarted)
         batches = sink_batches(sink_log.read_text(errors="replace")) if sink_log.exists() else []
         self.batches = [(b.started - self.t0, b.duration_s, b.records) for b in batches]
         e2e, e2e_details = self._e2e(sent, stored)
         impacts = self._impacts(sent, written_at)
-        self.sample_cpu()
         stored_count = sum(1 for m in sent if m.token in stored)
-        last_row = max((written_at[m.token] for m in sent if m.token in written_at), default=0) / 1000
-        cpu = cpu_us_per_msg(self.timeline.cpu, traffic_start, last_row, stored_count)
-        by_process = self.cpu_by_process(stored_count)
-        pipeline = (
-            round(sum(by_process["us_per_msg"][part] for part in process_cpu.PIPELINE_PARTS), 1)
-            if by_process is not None
-            else None
-        )
+        cpu, pipeline, cpu_details = self._cpu(sent, written_at, traffic_start, stored_count)
         write_lag = percentiles(latencies).get("p99")
         return RunReport(
             sent=len(sent),
@@ -603,6 +626,62 @@ class Run:
                 "latency_ms": percentiles(latencies),
                 "latency_ms_note": "Cassandra writetime of each stored row (the sink's client-side "
                 "timestamp, set as it sends the write) - the simulator's send time, every message",
+                **copy_details,
+                "e2e": e2e_details,
+                **cpu_details,
+                "sink_batches": batch_summary(batches, self.t0),
+                "lost_sample": sorted(m.token for m in lost)[:20],
+                "logs": str(self.run_dir / "logs"),
+            },
+        )
+
+    def _stored(self, sent: list[SentMessage], prefix: str) -> tuple[Counter[str], dict[str, int]]:
+        """The run's tokens (those that start with ``prefix``) in the rows stored from a minute before the
+        first send to a minute after the last, each with its number of rows; and each stored token's write
+        time (epoch ms)."""
+        since = min((m.sent_at_ms for m in sent), default=int(self.t0 * 1000)) - 60_000
+        until = max((m.sent_at_ms for m in sent), default=now_ms()) + 60_000
+        written_at: dict[str, int] = {}
+        stored = stored_tokens(self.settings, self.channels, since, until, written_at)
+        return Counter({t: n for t, n in stored.items() if t.startswith(prefix)}), written_at
+
+    def _keep_points(
+        self, sent: list[SentMessage], written_at: dict[str, int], lost: list[SentMessage]
+    ) -> None:
+        """The plot's points of every message (seconds since t0): :attr:`write_points`,
+        :attr:`lost_points`, :attr:`sent_points`."""
+        self.write_points = [
+            (m.sent_at_ms / 1000 - self.t0, (written_at[m.token] - m.sent_at_ms) / 1000)
+            for m in sent
+            if m.token in written_at
+        ]
+        self.lost_points = [m.sent_at_ms / 1000 - self.t0 for m in lost]
+        self.sent_points = [m.sent_at_ms / 1000 - self.t0 for m in sent]
+
+    def _copies(
+        self, scan: TopicScan, metrics: dict[str, float], sink_log: Path, *, sink_restarted: bool
+    ) -> tuple[Spread | None, int | None, dict[str, Any]]:
+        """The copies of a message in the topic: the skew of their Kafka timestamps, the late copies the sink
+        wrote again (None when a restarted sink's counters cannot count them), and the report's details of
+        both (``copy_skew``, ``late_copies``)."""
+        copies = scan.copies
+        skew = Spread.of(copies.kafka_skews_ms())
+        skew_received = Spread.of(copies.received_skews_ms())
+        skew_append = Spread.of(copies.append_skews_ms())
+        events_written = progress.pick(metrics, progress.ROWS)
+        dead_letters = progress.pick(metrics, progress.DEADLETTERS)
+        late = (  # a restarted sink's counters hold its last run only: then it cannot be counted (n/a)
+            late_copies(int(events_written), int(dead_letters or 0), copies.distinct)
+            if events_written is not None and not sink_restarted
+            else None
+        )
+        log_written, log_dead = (
+            sink_log_totals(sink_log.read_text(errors="replace")) if sink_log.exists() else (0, 0)
+        )
+        return (
+            skew,
+            late,
+            {
                 "copy_skew": {
                     "kafka_timestamp_ms": asdict(skew) if skew else None,
                     "received_at_ms": asdict(skew_received) if skew_received else None,
@@ -630,7 +709,28 @@ class Run:
                     "- distinct message ids in the topic: copies that got past the deduplication and "
                     "were written again (onto the same rows)",
                 },
-                "e2e": e2e_details,
+            },
+        )
+
+    def _cpu(
+        self, sent: list[SentMessage], written_at: dict[str, int], traffic_start: float, stored_count: int
+    ) -> tuple[float | None, float | None, dict[str, Any]]:
+        """CPU µs per stored message: the whole machine's from traffic start to the last row's write, and
+        the pipeline's parts' (:meth:`cpu_by_process`), with the report's details of both (``cpu``,
+        ``cpu_by_process``)."""
+        self.sample_cpu()
+        last_row = max((written_at[m.token] for m in sent if m.token in written_at), default=0) / 1000
+        cpu = cpu_us_per_msg(self.timeline.cpu, traffic_start, last_row, stored_count)
+        by_process = self.cpu_by_process(stored_count)
+        pipeline = (
+            round(sum(by_process["us_per_msg"][part] for part in process_cpu.PIPELINE_PARTS), 1)
+            if by_process is not None
+            else None
+        )
+        return (
+            cpu,
+            pipeline,
+            {
                 "cpu": {
                     "us_per_msg": cpu,
                     "from_s": traffic_start - self.t0,
@@ -640,9 +740,6 @@ class Run:
                     "1 s samples) from traffic start to the last row's write time, per message stored",
                 },
                 "cpu_by_process": by_process,
-                "sink_batches": batch_summary(batches, self.t0),
-                "lost_sample": sorted(m.token for m in lost)[:20],
-                "logs": str(self.run_dir / "logs"),
             },
         )
 

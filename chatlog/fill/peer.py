@@ -67,21 +67,14 @@ def retry_after_s(value: str | None, now_s: float | None = None) -> float | None
 
 
 class _Chunks:
-    """An answer's body as the stream :func:`ingest.importer.bounded_lines` reads (``read1``)."""
+    """Chunks as the stream :func:`ingest.importer.bounded_lines` reads (``read1``)."""
 
-    def __init__(self, chunks: Iterator[bytes], deadline: float, limit_s: float) -> None:
+    def __init__(self, chunks: Iterator[bytes]) -> None:
         self._chunks = chunks
-        self._deadline = deadline
-        self._limit_s = limit_s
 
     def read1(self, size: int = -1, /) -> bytes:
         del size
-        if time.monotonic() >= self._deadline:
-            raise PeerFailed(f"the answer took more than {self._limit_s:.0f} s", away=True)
-        for chunk in self._chunks:
-            if chunk:
-                return chunk
-        return b""
+        return next(self._chunks, b"")
 
     def close(self) -> None:
         pass
@@ -135,14 +128,23 @@ def _asking(http: httpx.Client, url: str, *, missing: str) -> Iterator[httpx.Res
         raise PeerFailed(f"failed: {one_line(exc, 160, typed=True)}") from None
 
 
-def raw_lines(http: httpx.Client, url: str, limit_s: float = ANSWER_LIMIT_S) -> Iterator[bytes]:
-    """The lines of the answer to ``GET url``, as they arrive; raises :class:`PeerFailed` (also midway)."""
+def raw_chunks(http: httpx.Client, url: str, limit_s: float = ANSWER_LIMIT_S) -> Iterator[bytes]:
+    """The body of the answer to ``GET url`` as it arrives; raises :class:`PeerFailed` (also midway)."""
     with _asking(http, url, missing="has no lines of that time") as answer:
         kind = answer.headers.get("content-type", "").lower()
         if any(word in kind for word in _NOT_LINES):
             raise PeerFailed(f"answered {one_line(kind, 60)}, not raw IRC lines")
-        stream = _Chunks(answer.iter_bytes(), time.monotonic() + limit_s, limit_s)
-        yield from bounded_lines(stream)
+        deadline = time.monotonic() + limit_s
+        for chunk in answer.iter_bytes():
+            if time.monotonic() >= deadline:
+                raise PeerFailed(f"the answer took more than {limit_s:.0f} s", away=True)
+            if chunk:
+                yield chunk
+
+
+def raw_lines(http: httpx.Client, url: str, limit_s: float = ANSWER_LIMIT_S) -> Iterator[bytes]:
+    """The lines of the answer to ``GET url``, as they arrive; raises :class:`PeerFailed` (also midway)."""
+    yield from bounded_lines(_Chunks(raw_chunks(http, url, limit_s)))
 
 
 def json_answer(http: httpx.Client, url: str, *, missing: str) -> Any | None:

@@ -21,9 +21,10 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
 from chatlog.fill.accept import Accepting
+from chatlog.fill.ahead import ReadAhead
 from chatlog.fill.asks import Ask, asks, peer_name
 from chatlog.fill.listing import peer_days
-from chatlog.fill.peer import PeerFailed, client, raw_lines
+from chatlog.fill.peer import PeerFailed, client
 from chatlog.fill.result import Answer, FillResult, days_of, failure_of
 from core.coverage_spans import Fill, Gap
 from core.errors import ChatlogError, one_line
@@ -68,9 +69,9 @@ class _Fill:
     patience_s: float
     sleep: Callable[[float], None]
 
-    def ask(self, ask: Ask, result: FillResult) -> Answer:
-        """One day from the peer: waited for when it asks to wait, asked again while it is away (until
-        :attr:`patience_s`)."""
+    def ask(self, ask: Ask, result: FillResult, ahead: ReadAhead | None = None) -> Answer:
+        """One day from the peer (its answer read ahead already, when ``ahead`` is given): waited for when it
+        asks to wait, asked again while it is away (until :attr:`patience_s`)."""
         from ingest.importer import import_lines
 
         answer = Answer(ask)
@@ -80,8 +81,9 @@ class _Fill:
         while True:
             accepting = Accepting(self.sink, self.channel, ask.accepted, self.channel_id)
             problems: list[str] = []
+            reading, ahead = (ahead or ReadAhead(self.http, url)), None
             try:
-                import_lines(raw_lines(self.http, url), source=url, sink=accepting, report=problems.append)
+                import_lines(reading.lines(), source=url, sink=accepting, report=problems.append)
             except PeerFailed as exc:
                 answer.resent += accepting.taken.lines
                 if exc.wait:
@@ -100,6 +102,8 @@ class _Fill:
                     self.watcher.waiting(pause, str(exc))
                 self.sleep(pause)
                 continue
+            finally:
+                reading.close()
             answer.taken, answer.per_window = accepting.taken, accepting.per_window
             answer.failure = failure_of(accepting.taken, problems)
             return answer
@@ -113,6 +117,10 @@ class _Fill:
         if self.watcher is not None:
             self.watcher.waiting(wait_s, str(exc))
         self.sleep(wait_s)
+
+    def read_ahead(self, ask: Ask) -> ReadAhead:
+        """The day's answer, asked for now and read in the background."""
+        return ReadAhead(self.http, self.peer + ask.path(self.channel, self.channel_id))
 
     def record(self, answer: Answer) -> int:
         """The answer's times as filled in the ledger (the day's left-out lines on its first time)."""
@@ -196,26 +204,40 @@ def _listed(parts: _Fill, result: FillResult) -> set[int]:
 
 def _ask_all(parts: _Fill, todo: list[Ask], result: FillResult) -> None:
     """Each day in turn: asked, its lines delivered, recorded; stops when the peer is gone too long or a
-    line was not delivered (nothing more recorded)."""
-    from ingest.importer import ImportStats
-
+    line was not delivered (nothing more recorded). The next day is asked for while one is imported."""
     result.first_request = False
     if parts.watcher is not None:
         parts.watcher.planned(len(todo))
-    for ask in todo:
-        answer = parts.ask(ask, result)
-        if result.stopped:  # the peer went away for good during this day: not asked, as far as it goes
-            return
-        result.answers.append(answer)
-        delivered = ImportStats()
-        parts.sink.finish(delivered)  # every line of the day delivered (or failed) before it is recorded
-        if delivered.failed:
-            result.undelivered = delivered.failed
-            return
-        if not answer.failure:
-            result.recorded += parts.record(answer)
-        if parts.watcher is not None:
-            parts.watcher.answered(answer)
+    ahead = parts.read_ahead(todo[0]) if todo else None
+    try:
+        for i, ask in enumerate(todo):
+            current = ahead
+            ahead = parts.read_ahead(todo[i + 1]) if i + 1 < len(todo) else None
+            if not _asked(parts, ask, result, current):
+                return
+    finally:
+        if ahead is not None:
+            ahead.close()
+
+
+def _asked(parts: _Fill, ask: Ask, result: FillResult, ahead: ReadAhead | None) -> bool:
+    """One day asked, its lines delivered and recorded; False: the fill stops here."""
+    from ingest.importer import ImportStats
+
+    answer = parts.ask(ask, result, ahead)
+    if result.stopped:  # the peer went away for good during this day: not asked, as far as it goes
+        return False
+    result.answers.append(answer)
+    delivered = ImportStats()
+    parts.sink.finish(delivered)  # every line of the day delivered (or failed) before it is recorded
+    if delivered.failed:
+        result.undelivered = delivered.failed
+        return False
+    if not answer.failure:
+        result.recorded += parts.record(answer)
+    if parts.watcher is not None:
+        parts.watcher.answered(answer)
+    return True
 
 
 def _fillable(

@@ -10,9 +10,9 @@ import tempfile
 from pathlib import Path
 from typing import Literal
 
-from pydantic import Field, field_validator
+from pydantic import Field, PositiveFloat, field_validator
 
-from core.settings import KafkaSettings
+from core.settings import KafkaSettings, Port
 
 
 class MonitorSettings(KafkaSettings):
@@ -30,28 +30,28 @@ class MonitorSettings(KafkaSettings):
         description="Replicas 0..N-1 are always reported, even with no heartbeat at all "
         "(replicas seen in heartbeats are reported too).",
     )
-    monitor_stale_s: float = Field(
-        10.0, gt=0, description="A heartbeat older than this many seconds means its worker is dead."
+    monitor_stale_s: PositiveFloat = Field(
+        10.0, description="A heartbeat older than this many seconds means its worker is dead."
     )
-    monitor_forget_s: float = Field(
+    monitor_forget_s: PositiveFloat = Field(
         3600.0,
-        gt=0,
         description="Heartbeats older than this are ignored entirely (dead workers are no longer listed); "
         "the default is the status topic's retention.",
     )
-    monitor_interval_s: float = Field(5.0, gt=0, description="Seconds between evaluations of the heartbeats.")
-    monitor_catch_up_s: float = Field(
+    monitor_interval_s: PositiveFloat = Field(
+        5.0, description="Seconds between evaluations of the heartbeats."
+    )
+    monitor_catch_up_s: PositiveFloat = Field(
         120.0,
-        gt=0,
         description="The first report waits until the agents have folded the source topics up to their "
         "end offsets at start (so no live worker looks dead); at most this many seconds.",
     )
     monitor_report_limit: int = Field(
         1000, ge=0, description="Uncovered channels listed per replica in /coverage (`?limit=N` overrides)."
     )
-    monitor_web_port: int = Field(6066, ge=1, le=65535, description="faust web server port (/coverage).")
+    monitor_web_port: Port = Field(6066, description="faust web server port (/coverage).")
     monitor_web_bind: str = Field("0.0.0.0", description="Address the faust web server listens on.")
-    monitor_metrics_port: int = Field(9102, ge=1, le=65535, description="Prometheus metrics port.")
+    monitor_metrics_port: Port = Field(9102, description="Prometheus metrics port.")
     monitor_metrics_host: str = Field("0.0.0.0", description="Address the metrics endpoint listens on.")
     monitor_data_dir: Path = Field(
         Path(tempfile.gettempdir()) / "chatlog-monitor",

@@ -40,6 +40,11 @@ def master_state(ui_port: int, timeout: float = 2.0) -> dict[str, Any] | None:
     return state
 
 
+def _spark_class(main_class: str, *args: str) -> list[str]:
+    """The command of a Spark daemon (``main_class``, with ``args``) listening on the loopback only."""
+    return [str(spark_home() / "bin" / "spark-class"), main_class, "--host", "127.0.0.1", *args]
+
+
 @dataclass
 class SparkMaster(Service):
     name: str = "spark-master"
@@ -62,16 +67,7 @@ class SparkMaster(Service):
         return _daemon_env(self.daemon_memory)
 
     def command(self) -> list[str]:
-        return [
-            str(spark_home() / "bin" / "spark-class"),
-            MASTER_CLASS,
-            "--host",
-            "127.0.0.1",
-            "--port",
-            str(self.port),
-            "--webui-port",
-            str(self.ui_port),
-        ]
+        return _spark_class(MASTER_CLASS, "--port", str(self.port), "--webui-port", str(self.ui_port))
 
     def ready(self) -> bool:
         state = master_state(self.ui_port)
@@ -105,11 +101,8 @@ class SparkWorker(Service):
         return {**_daemon_env(self.daemon_memory), "PYSPARK_PYTHON": sys.executable}
 
     def command(self) -> list[str]:
-        return [
-            str(spark_home() / "bin" / "spark-class"),
+        return _spark_class(
             WORKER_CLASS,
-            "--host",
-            "127.0.0.1",
             "--webui-port",
             str(self.ui_port),
             "--cores",
@@ -119,7 +112,7 @@ class SparkWorker(Service):
             "--work-dir",
             str(self.home / "work"),
             self._master().url,
-        ]
+        )
 
     def ready(self) -> bool:
         state = master_state(self._master().ui_port)

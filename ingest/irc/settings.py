@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from pydantic import Field, model_validator
+from pydantic import Field, NonNegativeFloat, PositiveFloat, model_validator
 
 from core.settings import IrcSettings
 
@@ -18,45 +18,39 @@ class PoolSettings(IrcSettings):
         ge=1,
         description="JOINs allowed per window per account (Twitch: 20; verified bots: 2000).",
     )
-    irc_join_window_s: float = Field(
-        default=10.0, gt=0, description="Sliding window of the JOIN rate limit, s."
+    irc_join_window_s: PositiveFloat = Field(
+        default=10.0, description="Sliding window of the JOIN rate limit, s."
     )
-    irc_join_ack_timeout_s: float = Field(
-        default=10.0, gt=0, description="A JOIN not echoed by the server within this many seconds is retried."
+    irc_join_ack_timeout_s: PositiveFloat = Field(
+        default=10.0, description="A JOIN not echoed by the server within this many seconds is retried."
     )
     irc_join_retries: int = Field(
         default=2,
         ge=0,
         description="JOIN retries on the same connection before the channel moves to a fresh one.",
     )
-    irc_join_failure_backoff_s: float = Field(
+    irc_join_failure_backoff_s: PositiveFloat = Field(
         default=60.0,
-        gt=0,
         description="A channel that also failed on a fresh connection (or was refused) waits this long, "
         "doubling per failure up to 1 h, before it is tried again.",
     )
-    irc_ping_interval_s: float = Field(
-        default=60.0, gt=0, description="Send PING after this many seconds without data from the server."
+    irc_ping_interval_s: PositiveFloat = Field(
+        default=60.0, description="Send PING after this many seconds without data from the server."
     )
-    irc_ping_timeout_s: float = Field(
-        default=20.0,
-        gt=0,
-        description="Reconnect when nothing arrives within this many seconds after our PING.",
+    irc_ping_timeout_s: PositiveFloat = Field(
+        default=20.0, description="Reconnect when nothing arrives within this many seconds after our PING."
     )
-    irc_connect_timeout_s: float = Field(
-        default=30.0, gt=0, description="TCP + TLS + IRC registration (up to 001) must finish within this, s."
+    irc_connect_timeout_s: PositiveFloat = Field(
+        default=30.0, description="TCP + TLS + IRC registration (up to 001) must finish within this, s."
     )
-    irc_reconnect_backoff_min_s: float = Field(
-        default=1.0, gt=0, description="First delay before opening connections again after a failure, s."
+    irc_reconnect_backoff_min_s: PositiveFloat = Field(
+        default=1.0, description="First delay before opening connections again after a failure, s."
     )
-    irc_reconnect_backoff_max_s: float = Field(
-        default=60.0,
-        gt=0,
-        description="Largest reconnect delay; it doubles per failure in a row, with jitter.",
+    irc_reconnect_backoff_max_s: PositiveFloat = Field(
+        default=60.0, description="Largest reconnect delay; it doubles per failure in a row, with jitter."
     )
-    irc_drain_timeout_s: float = Field(
+    irc_drain_timeout_s: PositiveFloat = Field(
         default=300.0,
-        gt=0,
         description="After RECONNECT, the old connection closes once its channels are joined elsewhere, "
         "or after this many seconds.",
     )
@@ -87,22 +81,19 @@ class PoolSettings(IrcSettings):
         "over_capacity (heartbeat, chatlog status, chatlog_irc_channels_over_capacity) for an operator or "
         "an autoscaler to add workers.",
     )
-    irc_max_msgs_per_conn: float = Field(
+    irc_max_msgs_per_conn: PositiveFloat = Field(
         default=1500.0,
-        gt=0,
         description="Message rate (msg/s, measured, decayed over ~1 min) above which a connection moves its "
         "hottest channel that fits to another connection, make-before-break (JOIN there, PART here once "
         "the JOIN is echoed).",
     )
-    irc_rebalance_ratio: float = Field(
+    irc_rebalance_ratio: NonNegativeFloat = Field(
         default=1.25,
-        ge=0,
         description="A connection above this many times the mean rate of the worker's connections also "
         "moves a channel (when that is below CHATLOG_IRC_MAX_MSGS_PER_CONN); 0 = the ceiling only.",
     )
-    irc_move_cooldown_s: float = Field(
+    irc_move_cooldown_s: NonNegativeFloat = Field(
         default=120.0,
-        ge=0,
         description="A channel moves between connections, and a connection gives one away, at most once "
         "per this many seconds (no flapping).",
     )

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import asyncio
 import gc
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Callable
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import TYPE_CHECKING, Any
 
 from fastapi import FastAPI, Request
@@ -117,6 +117,41 @@ def create_app(
     (settings from the environment). ``consent``: :class:`consent.settings.ConsentSettings` (default: from
     the environment). ``freeze``: once started, what the process holds is left out of Python's collections
     (:func:`freeze_started`; ``chatlog serve`` does, a test's app need not)."""
+    app = FastAPI(
+        title="chatlog",
+        description=DESCRIPTION,
+        version="1",
+        lifespan=_lifespan(settings, store, consent=consent, fresh=fresh, freeze=freeze),
+        docs_url=None,
+        redoc_url=None,
+    )
+    metrics = ServeMetrics()
+    app.state.metrics = metrics
+    if store is not None:
+        app.state.store = store
+    _add_error_handlers(app)
+    _add_service_routes(app, settings, metrics)
+    _add_docs(app)
+    _add_routes(app, settings)
+    app.add_middleware(capabilities.CapabilitiesHeader, fastapi=app)
+    app.add_middleware(MetricsMiddleware, metrics=metrics)
+    app.add_middleware(CORSMiddleware, allow_origins=["*"], allow_methods=["GET"], allow_headers=["*"])
+    app.add_middleware(BodyLimit)  # a body past 16 KiB: 413, never read whole into memory
+    app.add_middleware(ResponseGuard)  # nosniff, HEAD, a cut stream ends the connection without a last chunk
+    app.add_middleware(NormalizePath)  # outermost: routing and metrics see the normalised path
+    return app
+
+
+def _lifespan(
+    settings: ServeSettings,
+    store: LogStore | None,
+    *,
+    consent: Any,
+    fresh: FreshSettings | None,
+    freeze: bool,
+) -> Callable[[FastAPI], AbstractAsyncContextManager[None]]:
+    """The app's life (:func:`create_app`'s arguments): what it opens when it starts (the Cassandra session
+    without a ``store``, the fresh reads, the consent registry; ``freeze``) and closes when it stops."""
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -139,24 +174,21 @@ def create_app(
             if cluster is not None:
                 await asyncio.to_thread(cluster.shutdown)
 
-    app = FastAPI(
-        title="chatlog",
-        description=DESCRIPTION,
-        version="1",
-        lifespan=lifespan,
-        docs_url=None,
-        redoc_url=None,
-    )
-    metrics = ServeMetrics()
-    app.state.metrics = metrics
-    if store is not None:
-        app.state.store = store
+    return lifespan
+
+
+def _add_error_handlers(app: FastAPI) -> None:
+    """How the app answers an error: the API's and FastAPI's as JSON, the storage's failures as 503s."""
     app.add_exception_handler(ApiError, on_api_error)
     app.add_exception_handler(OptedOut, on_opted_out)
     app.add_exception_handler(StarletteHTTPException, on_http_error)
     app.add_exception_handler(RequestValidationError, on_validation_error)
     for storage_error in storage_errors():
         app.add_exception_handler(storage_error, on_storage_error)
+
+
+def _add_service_routes(app: FastAPI, settings: ServeSettings, metrics: ServeMetrics) -> None:
+    """``/health`` (whether the log storage answers) and ``/metrics`` (Prometheus)."""
 
     @app.get("/health", summary="200 when the log storage answers, else 503", tags=["service"])
     async def health(request: Request) -> JSONResponse:
@@ -171,7 +203,10 @@ def create_app(
     async def prometheus() -> Response:
         return Response(exposition(metrics), media_type=CONTENT_TYPE_LATEST)
 
-    _add_docs(app)
+
+def _add_routes(app: FastAPI, settings: ServeSettings) -> None:
+    """The web page and every API route, in the order they are matched (a route that a broader path would
+    match goes before it), then :func:`~serve.api.routes.add_early_routes`."""
     mount_web(app)  # `/` and /static: before /{ct}/{c}, which would match /static/x
     app.include_router(gaps_router(settings))  # /web/gaps: before /{ct}/{c} too
     # before the log routes: /{ct}/{c}/{ut}/{u}/random would otherwise match /{ct}/{c}/{y}/{m}/{d}
@@ -185,13 +220,6 @@ def create_app(
     app.include_router(stats.router, tags=["stats"])
     app.include_router(router, tags=["logs"])
     add_early_routes(app)  # copies of the most asked log routes, tried first: once every route is in
-    app.add_middleware(capabilities.CapabilitiesHeader, fastapi=app)
-    app.add_middleware(MetricsMiddleware, metrics=metrics)
-    app.add_middleware(CORSMiddleware, allow_origins=["*"], allow_methods=["GET"], allow_headers=["*"])
-    app.add_middleware(BodyLimit)  # a body past 16 KiB: 413, never read whole into memory
-    app.add_middleware(ResponseGuard)  # nosniff, HEAD, a cut stream ends the connection without a last chunk
-    app.add_middleware(NormalizePath)  # outermost: routing and metrics see the normalised path
-    return app
 
 
 def _add_docs(app: FastAPI) -> None:

@@ -1,5 +1,6 @@
 """The channel and user a log route names (``/{ct}/{c}``, ``/{ut}/{u}``), resolved through the app's store,
-for every route that takes them (the log routes, ``/random``, ``/search``, ``/stats``).
+for every route that takes them (the log routes, ``/random``, ``/search``, ``/stats``); a :class:`Subject` is
+either, for the routes written once for a channel and a user in it.
 
 ``{ct}`` is ``channel`` (a login) or ``channelid`` (a Twitch id, named by its newest login); ``{ut}``
 ``user`` or ``userid``. A channel that is not logged, an unknown user id, or a name longer than any login
@@ -8,13 +9,19 @@ is a 404 (the name is never looked up, or echoed whole).
 
 from __future__ import annotations
 
-from typing import Final
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Final
 
 from fastapi import Request
 
 from core.logins import login_of
 from serve.api.errors import not_found
 from store.protocol import ById, LogStore, Named
+
+if TYPE_CHECKING:
+    from schemas.chat_event import ChatEvent
+    from store.line import LogLine
 
 CHANNEL_KINDS: Final = ("channel", "channelid")
 USER_KINDS: Final = ("user", "userid")
@@ -78,3 +85,46 @@ def user_by_id_unnamed(kind: str, value: str) -> ById | None:
 def segment(named: Named) -> str:
     """How a resolved channel or user is named in a redirect: its id for ``/channelid``, ``/userid``."""
     return named.id if isinstance(named, ById) else named
+
+
+@dataclass(frozen=True, slots=True)
+class Subject:
+    """Whose logs a route reads: a channel's (``user`` None), or a user's in the channel. ``str()`` is how
+    answers name it: ``#channel``, or ``user in #channel``."""
+
+    channel: Named
+    user: Named | None = None
+
+    def __str__(self) -> str:
+        return f"#{self.channel}" if self.user is None else f"{self.user} in #{self.channel}"
+
+    def lines(self, store: LogStore, lo: int, hi: int, *, reverse: bool) -> AsyncIterator[LogLine]:
+        """Its lines in ``[lo, hi)`` (epoch ms), oldest first unless ``reverse``."""
+        if self.user is None:
+            return store.channel_lines(self.channel, lo, hi, reverse=reverse)
+        return store.user_lines(self.channel, self.user, lo, hi, reverse=reverse)
+
+    async def random_event(self, store: LogStore) -> ChatEvent | None:
+        """One of its events picked at random (:mod:`store.random_pick`); None when it has none."""
+        if self.user is None:
+            return await store.random_channel_event(self.channel)
+        return await store.random_user_event(self.channel, self.user)
+
+    async def newest(self, store: LogStore) -> tuple[int, ...] | None:
+        """Its newest period with logs: a channel's UTC day ``(year, month, day)``, a user's month ``(year,
+        month)``; None when it has none."""
+        if self.user is None:
+            day = await store.latest_day(self.channel)
+            return None if day is None else (day.year, day.month, day.day)
+        return await store.latest_user_month(self.channel, self.user)
+
+
+async def resolve_subject(
+    request: Request, ct: str, c: str, ut: str | None = None, u: str | None = None
+) -> Subject:
+    """The channel of ``/{ct}/{c}`` (:func:`resolve_channel`) and, with ``ut`` and ``u``, the user of
+    ``/{ut}/{u}`` in it (:func:`resolve_user`)."""
+    channel = await resolve_channel(request, ct, c)
+    if ut is None or u is None:
+        return Subject(channel)
+    return Subject(channel, await resolve_user(request, channel, ut, u))

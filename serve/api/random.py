@@ -10,7 +10,7 @@ from fastapi import APIRouter, Request
 from fastapi.responses import Response
 
 from schemas.chat_event import ChatEvent
-from serve.api.named import resolve_channel, resolve_user, store_of
+from serve.api.named import Subject, resolve_subject, store_of
 from serve.api.params import LogQuery, output_format
 from serve.api.query_docs import FORMATS, documented
 from serve.api.stream import line_counter, stream_events
@@ -38,18 +38,8 @@ async def _picked(pick: AsyncIterator[ChatEvent | None]) -> AsyncIterator[LogLin
 @router.get(
     "/{ct}/{c}/random", summary="One random line of the channel's logs", openapi_extra=documented(FORMATS)
 )
-async def random_channel_line(
-    request: Request,
-    ct: str,
-    c: str,
-) -> Response:
-    channel = await resolve_channel(request, ct, c)
-    store = store_of(request)
-
-    async def pick() -> AsyncIterator[ChatEvent | None]:
-        yield await store.random_channel_event(channel)
-
-    return await _answer(request, _picked(pick()), f"nothing stored for #{channel}")
+async def random_channel_line(request: Request, ct: str, c: str) -> Response:
+    return await _random_line(request, await resolve_subject(request, ct, c))
 
 
 @router.get(
@@ -57,18 +47,15 @@ async def random_channel_line(
     summary="One random line of a user's logs in the channel",
     openapi_extra=documented(FORMATS),
 )
-async def random_user_line(
-    request: Request,
-    ct: str,
-    c: str,
-    ut: str,
-    u: str,
-) -> Response:
-    channel = await resolve_channel(request, ct, c)
-    user = await resolve_user(request, channel, ut, u)
+async def random_user_line(request: Request, ct: str, c: str, ut: str, u: str) -> Response:
+    return await _random_line(request, await resolve_subject(request, ct, c, ut, u))
+
+
+async def _random_line(request: Request, subject: Subject) -> Response:
+    """One random line of the subject's logs; a 404 when it has none."""
     store = store_of(request)
 
     async def pick() -> AsyncIterator[ChatEvent | None]:
-        yield await store.random_user_event(channel, user)
+        yield await subject.random_event(store)
 
-    return await _answer(request, _picked(pick()), f"nothing stored for {user} in #{channel}")
+    return await _answer(request, _picked(pick()), f"nothing stored for {subject}")

@@ -30,6 +30,7 @@ from serve.api.errors import ApiError, bad_request, not_found
 from serve.api.named import (
     CHANNEL_KINDS,
     USER_KINDS,
+    Subject,
     resolve_channel,
     resolve_user,
     segment,
@@ -38,8 +39,7 @@ from serve.api.named import (
 )
 from serve.api.params import LogQuery, day_range, log_query, month_range, narrowed
 from serve.api.query_docs import FORMATS, PAGING, RANGE, documented, path
-from serve.api.stream import cache_headers, line_counter, stream_events
-from store.protocol import Named
+from serve.api.stream import answer_lines
 
 router = APIRouter()
 
@@ -59,32 +59,34 @@ def _redirect(request: Request, *segments: object) -> RedirectResponse:
     return RedirectResponse(path + (f"?{query}" if query else ""), status_code=302)
 
 
-async def _channel_range(request: Request, channel: Named, lo: int, hi: int, query: LogQuery) -> Response:
-    events = store_of(request).channel_lines(channel, lo, hi, reverse=query.reverse)
-    return await stream_events(
-        events,
+async def _lines(request: Request, subject: Subject, lo: int, hi: int, query: LogQuery) -> Response:
+    """The subject's lines in ``[lo, hi)`` as ``query`` asks (:func:`answer_lines`); a 404 for none."""
+    return await answer_lines(
+        request,
+        subject.lines(store_of(request), lo, hi, reverse=query.reverse),
         query,
-        empty=f"nothing stored for #{channel} in that time range",
-        count=line_counter(request, query),
-        headers=cache_headers(hi),
+        hi,
+        _nothing_stored(subject),
     )
 
 
-def _nothing_stored(user: Named, channel: Named) -> str:
-    return f"nothing stored for {user} in #{channel} in that time range"
+def _nothing_stored(subject: Subject) -> str:
+    return f"nothing stored for {subject} in that time range"
 
 
-async def _user_range(
-    request: Request, channel: Named, user: Named, lo: int, hi: int, query: LogQuery
-) -> Response:
-    events = store_of(request).user_lines(channel, user, lo, hi, reverse=query.reverse)
-    return await stream_events(
-        events,
-        query,
-        empty=_nothing_stored(user, channel),
-        count=line_counter(request, query),
-        headers=cache_headers(hi),
-    )
+async def _latest(request: Request, subject: Subject, *where: str) -> Response:
+    """With ``from`` or ``to``: the subject's lines in that range; else a 302 to its newest period (a
+    channel's day, a user's month) under ``where``, the path that names it."""
+    query = log_query(request.query_params)
+    if query.since_ms is not None or query.until_ms is not None:
+        lo, hi = narrowed(0, now_ms() + 1, query)
+        return await _lines(request, subject, lo, hi, query)
+    newest = await subject.newest(store_of(request))
+    if newest is None:
+        if subject.user is None:
+            raise not_found(f"channel {subject.channel!r} is not logged")
+        raise not_found(f"nothing stored for {subject}")
+    return _redirect(request, *where, *newest)
 
 
 @router.get("/channels", summary="The logged channels: {channels: [{name, userID}]}")
@@ -129,14 +131,7 @@ async def list_logs(
 async def channel_latest(request: Request) -> Response:
     ct, c = _path(request, "ct", "c")
     channel = await resolve_channel(request, ct, c)
-    query = log_query(request.query_params)
-    if query.since_ms is not None or query.until_ms is not None:
-        lo, hi = narrowed(0, now_ms() + 1, query)
-        return await _channel_range(request, channel, lo, hi, query)
-    day = await store_of(request).latest_day(channel)
-    if day is None:
-        raise not_found(f"channel {channel!r} is not logged")
-    return _redirect(request, ct, segment(channel), day.year, day.month, day.day)
+    return await _latest(request, Subject(channel), ct, segment(channel))
 
 
 CHANNEL_DAY = "/{ct}/{c}/{y}/{m}/{d}"
@@ -154,7 +149,7 @@ async def channel_day(request: Request) -> Response:
     channel = await resolve_channel(request, ct, c)
     query = log_query(request.query_params)
     lo, hi = narrowed(*day_range(y, m, d), query)
-    return await _channel_range(request, channel, lo, hi, query)
+    return await _lines(request, Subject(channel), lo, hi, query)
 
 
 @router.get(
@@ -166,14 +161,7 @@ async def user_latest(request: Request) -> Response:
     ct, c, ut, u = _path(request, "ct", "c", "ut", "u")
     channel = await resolve_channel(request, ct, c)
     user = await resolve_user(request, channel, ut, u)
-    query = log_query(request.query_params)
-    if query.since_ms is not None or query.until_ms is not None:
-        lo, hi = narrowed(0, now_ms() + 1, query)
-        return await _user_range(request, channel, user, lo, hi, query)
-    month = await store_of(request).latest_user_month(channel, user)
-    if month is None:
-        raise not_found(f"nothing stored for {user} in #{channel}")
-    return _redirect(request, ct, segment(channel), ut, segment(user), month[0], month[1])
+    return await _latest(request, Subject(channel, user), ct, segment(channel), ut, segment(user))
 
 
 USER_MONTH = "/{ct}/{c}/{ut}/{u}/{y}/{m}"
@@ -192,12 +180,12 @@ async def user_month(request: Request) -> Response:
     query = log_query(request.query_params)
     lo, hi = narrowed(*month_range(y, m), query)
     try:
-        return await _user_range(request, channel, user, lo, hi, query)
+        return await _lines(request, Subject(channel, user), lo, hi, query)
     except ApiError as e:
         if unnamed is None or e.status != 404:
             raise
     named = await resolve_user(request, channel, ut, u)  # nothing found: which 404 (an unknown id?)
-    raise not_found(_nothing_stored(named, channel))
+    raise not_found(_nothing_stored(Subject(channel, named)))
 
 
 class _EarlyRoute(Route):

@@ -29,10 +29,10 @@ from fastapi.responses import Response
 
 from core.times import now_ms
 from serve.api.errors import ApiError, bad_request, not_found
-from serve.api.named import resolve_channel, resolve_user, store_of
+from serve.api.named import resolve_subject, store_of
 from serve.api.params import LogQuery, empty_range, log_query, narrowed
 from serve.api.query_docs import FORMATS, PAGING, RANGE, documented
-from serve.api.stream import cache_headers, line_counter, stream_events
+from serve.api.stream import answer_lines, line_counter, stream_events
 from serve.search import BadQuery, Needle, matching, needle
 from serve.settings import ServeSettings
 from store.line import LogLine
@@ -64,45 +64,16 @@ def search_router(settings: ServeSettings) -> APIRouter:
         summary="Lines of a user in the channel that contain q",
         openapi_extra=documented(FORMATS, PAGING, RANGE),
     )
-    async def search_user(
-        request: Request,
-        ct: str,
-        c: str,
-        ut: str,
-        u: str,
-        q: Q = None,
-    ) -> Response:
-        wanted = _needle(request, settings)
-        channel = await resolve_channel(request, ct, c)
-        user = await resolve_user(request, channel, ut, u)
-        query = log_query(request.query_params)
-        lo, hi = narrowed(0, now_ms() + 1, query)
-        store = store_of(request)
-        events = matching(store.user_lines(channel, user, lo, hi, reverse=query.reverse), wanted)
-        try:
-            return await _answer(request, events, query, hi, f"no line of {user} in #{channel} contains")
-        except ApiError as exc:
-            if exc.status == 404 and await store.latest_user_month(channel, user) is None:
-                raise not_found(f"nothing stored for {user} in #{channel}") from None
-            raise
+    async def search_user(request: Request, ct: str, c: str, ut: str, u: str, q: Q = None) -> Response:
+        return await _search(request, settings, ct, c, ut, u)
 
     @router.get(
         "/{ct}/{c}/search",
         summary="Lines of the channel in a time range that contain q",
         openapi_extra=documented(FORMATS, PAGING, RANGE),
     )
-    async def search_channel(
-        request: Request,
-        ct: str,
-        c: str,
-        q: Q = None,
-    ) -> Response:
-        wanted = _needle(request, settings)
-        channel = await resolve_channel(request, ct, c)
-        query = log_query(request.query_params)
-        lo, hi = channel_range(query, settings, now_ms())
-        events = matching(store_of(request).channel_lines(channel, lo, hi, reverse=query.reverse), wanted)
-        return await _answer(request, events, query, hi, f"no line of #{channel} in that range contains")
+    async def search_channel(request: Request, ct: str, c: str, q: Q = None) -> Response:
+        return await _search(request, settings, ct, c)
 
     @router.get(
         "/admin/user/{u}/search",
@@ -174,14 +145,28 @@ def channel_range(query: LogQuery, settings: ServeSettings, now_ms: int) -> tupl
     return lo, hi
 
 
-async def _answer(
-    request: Request, events: AsyncIterator[LogLine], query: LogQuery, hi: int, empty: str
+async def _search(
+    request: Request, settings: ServeSettings, ct: str, c: str, ut: str | None = None, u: str | None = None
 ) -> Response:
+    """The lines of the subject of ``/{ct}/{c}[/{ut}/{u}]`` (:func:`resolve_subject`) that contain ``q``: a
+    user's over their whole history (or ``from``/``to``), a channel's over :func:`channel_range` (a scan
+    reads every line of it). None is a 404, which for a user says whether they have any logs at all."""
+    wanted = _needle(request, settings)
+    subject = await resolve_subject(request, ct, c, ut, u)
+    query = log_query(request.query_params)
+    if subject.user is None:
+        lo, hi = channel_range(query, settings, now_ms())
+    else:
+        lo, hi = narrowed(0, now_ms() + 1, query)
+    store = store_of(request)
+    events = matching(subject.lines(store, lo, hi, reverse=query.reverse), wanted)
+    within = " in that range" if subject.user is None else ""
     shown = _shown(request.query_params.get("q", ""))
-    return await stream_events(
-        events,
-        query,
-        empty=f"{empty} {shown}",
-        count=line_counter(request, query),
-        headers=cache_headers(hi),
-    )
+    try:
+        return await answer_lines(
+            request, events, query, hi, f"no line of {subject}{within} contains {shown}"
+        )
+    except ApiError as exc:
+        if subject.user is None or exc.status != 404 or await subject.newest(store) is not None:
+            raise
+        raise not_found(f"nothing stored for {subject}") from None

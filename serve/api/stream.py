@@ -57,6 +57,17 @@ def line_counter(request: Request, query: LogQuery) -> Callable[[int], None]:
     return count
 
 
+async def answer_lines(
+    request: Request, events: AsyncIterator[LogLine], query: LogQuery, hi: int, empty: str
+) -> Response:
+    """The answer of a log route: ``events`` as ``query`` asks (:func:`stream_events`; a 404 saying
+    ``empty`` when there are none), counted (:func:`line_counter`), cacheable as a range that ends at ``hi``
+    is (:func:`cache_headers`)."""
+    return await stream_events(
+        events, query, empty=empty, count=line_counter(request, query), headers=cache_headers(hi)
+    )
+
+
 def _encoder(fmt: Format) -> Callable[[LogLine], bytes]:
     """A line's bytes in ``fmt``: text and raw without parsing it, the json formats of a chat message
     without parsing it whole (:class:`~store.line.LogLine`)."""

@@ -196,12 +196,7 @@ def run(
     warm_executors(spark, settings)
     own_metrics = metrics is None
     if metrics is None:
-        try:
-            metrics = Metrics(settings.sink_metrics_port)
-        except OSError as exc:
-            raise ChatlogError(
-                f"metrics port {settings.sink_metrics_port} (CHATLOG_SINK_METRICS_PORT): {exc.strerror}"
-            ) from None
+        metrics = _open_metrics(settings)
     tracker = BatchTracker(metrics)
     stop = stop or threading.Event()
     optouts = _start_optouts(settings, metrics if own_metrics else None)
@@ -213,17 +208,7 @@ def run(
     restore = _stop_on_signals(stop)
     written: WrittenOffsets | None = None
     query = start_query(spark, settings, tracker, available_now=available_now, optouts=optouts)
-    log.info(
-        "sink started in %.1fs (its Spark session after %.1fs): %s -> keyspace %s, checkpoint %s, trigger "
-        "%s, copies dropped against the ids of the last %s",
-        time.monotonic() - t0,
-        session_s,
-        settings.topic_messages,
-        settings.cassandra_keyspace,
-        settings.checkpoint_location,
-        "available-now" if available_now else settings.sink_trigger,
-        settings.sink_dedup_window,
-    )
+    _log_started(settings, time.monotonic() - t0, session_s, available_now=available_now)
 
     def advance() -> None:
         """Report the batches done since the last call, and tell readers how far they wrote."""
@@ -259,6 +244,33 @@ def run(
         if own_metrics:
             metrics.close()
     return tracker.totals
+
+
+def _open_metrics(settings: SinkSettings) -> Metrics:
+    """The sink's Prometheus endpoint on ``sink_metrics_port``; a :class:`ChatlogError` naming the port when
+    it cannot listen there."""
+    try:
+        return Metrics(settings.sink_metrics_port)
+    except OSError as exc:
+        raise ChatlogError(
+            f"metrics port {settings.sink_metrics_port} (CHATLOG_SINK_METRICS_PORT): {exc.strerror}"
+        ) from None
+
+
+def _log_started(settings: SinkSettings, started_s: float, session_s: float, *, available_now: bool) -> None:
+    """The log line of a started sink: how long it took (its Spark session's part) and what it reads and
+    writes."""
+    log.info(
+        "sink started in %.1fs (its Spark session after %.1fs): %s -> keyspace %s, checkpoint %s, trigger "
+        "%s, copies dropped against the ids of the last %s",
+        started_s,
+        session_s,
+        settings.topic_messages,
+        settings.cassandra_keyspace,
+        settings.checkpoint_location,
+        "available-now" if available_now else settings.sink_trigger,
+        settings.sink_dedup_window,
+    )
 
 
 def _start_optouts(settings: SinkSettings, metrics: Metrics | None) -> OptOutFollower:

@@ -22,7 +22,8 @@ import httpx
 import pytest
 from playwright.sync_api import Browser, BrowserContext, Page, Playwright, sync_playwright
 
-from core.cql import connect
+from bench.scratch import drop_keyspaces
+from bench.serve_load import stop_server
 from core.settings import StackSettings
 from store.schema import apply_schema
 from tests.browser.chromium import CHROMIUM, new_context
@@ -42,11 +43,7 @@ def keyspace(stack: StackSettings, tmp_path_factory: pytest.TempPathFactory) -> 
     apply_schema(settings)
     ensure_topics(settings)
     yield Keyspace(settings, tmp_path_factory.mktemp("web"))
-    cluster, session = connect(settings)
-    try:
-        session.execute(f"DROP KEYSPACE IF EXISTS {settings.cassandra_keyspace}", timeout=60)
-    finally:
-        cluster.shutdown()
+    drop_keyspaces(settings, [settings.cassandra_keyspace])
     admin = admin_client(settings)  # kept alive until its futures resolve
     for done in admin.delete_topics(settings.topic_names(), operation_timeout=30).values():
         with contextlib.suppress(Exception):
@@ -91,12 +88,7 @@ def served(keyspace: Keyspace) -> Iterator[Served]:
             time.sleep(0.2)
         yield Served(base, settings)
     finally:
-        proc.terminate()
-        try:
-            proc.wait(20)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(10)
+        stop_server(proc, 20)
 
 
 @pytest.fixture(scope="package")

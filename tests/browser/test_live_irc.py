@@ -19,6 +19,7 @@ import pytest
 from playwright.sync_api import Page, expect
 from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
+from bench.serve_load import stop_server
 from ingest.registry import Registry
 from tests.browser.chromium import screenshot
 from tests.browser.served import Keyspace, Served, event, write_events
@@ -107,12 +108,7 @@ def ingester(keyspace: Keyspace, served: Served) -> Iterator[subprocess.Popen[by
         yield proc
         assert proc.poll() is None, f"chatlog ingest exited: {log_path.read_text()[-2000:]}"
     finally:
-        proc.terminate()
-        try:
-            proc.wait(30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(10)
+        stop_server(proc, 30)
 
 
 def test_a_line_said_on_the_irc_server_appears_on_the_open_page(

@@ -170,13 +170,9 @@ def test_backfill_on_the_standalone_master_stores_every_message_once(cluster: La
     sent = read_sent(run_dir / "sent.ndjson")
     settings = run_settings(cluster.client_settings(), res["name"], res["run_id"])
     replay = settings.model_copy(update={"cassandra_keyspace": f"{settings.cassandra_keyspace}_replay"})
-    from core.cql import connect
+    from bench.scratch import drop_keyspaces
 
-    cluster_, session = connect(replay, timeout=60)
-    try:
-        session.execute(f"DROP KEYSPACE IF EXISTS {replay.cassandra_keyspace}", timeout=120)
-    finally:
-        cluster_.shutdown()
+    drop_keyspaces(replay, [replay.cassandra_keyspace])
     since = min(m.sent_at_ms for m in sent) - 60_000
     env = {
         **os.environ,

@@ -9,9 +9,9 @@ from collections.abc import Iterator
 
 import pytest
 
+from bench.scratch import drop_keyspaces
 from chatlog.stack.cluster import Layout
 from chatlog.stack.spark import master_state
-from core.cql import connect
 from core.settings import StackSettings
 from sink.settings import SinkSettings
 from store.schema import apply_schema
@@ -43,11 +43,7 @@ def cluster_sink(cluster: Layout, replicated_topics: StackSettings) -> Iterator[
         spark_log_level="ERROR",
     )
     yield settings
-    cluster_, session = connect(clients)
-    try:
-        session.execute(f"DROP KEYSPACE IF EXISTS {clients.cassandra_keyspace}", timeout=60)
-    finally:
-        cluster_.shutdown()
+    drop_keyspaces(clients, [clients.cassandra_keyspace])
 
 
 def test_the_sink_on_the_standalone_master_writes_each_event_once(

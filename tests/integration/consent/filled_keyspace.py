@@ -63,38 +63,30 @@ class Filled:
         return {str(message_uuid(e.message_id)): event_channel_key(e) for e in self.events}
 
 
+def _privmsg(channel: int, i: int, at: int, login: str, user_id: str, text: str) -> ChatEvent:
+    """A PRIVMSG in ``chan<channel>`` (room id 500 + ``channel``), its message id the ``i``-th of the
+    channel's."""
+    return twitch_event(
+        "PRIVMSG",
+        f"chan{channel}",
+        sent_at=at,
+        login=login,
+        user_id=user_id,
+        room_id=str(500 + channel),
+        text=text,
+        message_id=f"{i:08d}-0000-4000-8000-{channel + 1:012d}",
+    )
+
+
 def lone_events() -> list[ChatEvent]:
     """A block of chan0 that holds only user5's lines (written by a task of its own), and in chan1 a run of
     three of user5's lines between two of user7's; a deleted message of user5's in chan2 (by login only)."""
     lone_at = BASE_MS - 2 * 3_600_000
     run_at = BASE_MS - 3 * 3_600_000
-    out = [
-        twitch_event(
-            "PRIVMSG",
-            "chan0",
-            sent_at=lone_at + i * 1000,
-            login=TARGET_LOGIN,
-            user_id=TARGET_ID,
-            room_id="500",
-            text=f"alone {i}",
-            message_id=f"{i:08d}-0000-4000-8000-000000000001",
-        )
-        for i in range(4)
-    ]
+    out = [_privmsg(0, i, lone_at + i * 1000, TARGET_LOGIN, TARGET_ID, f"alone {i}") for i in range(4)]
     for i, login in enumerate(["user7", TARGET_LOGIN, TARGET_LOGIN, TARGET_LOGIN, "user7"]):
         user_id = TARGET_ID if login == TARGET_LOGIN else "1007"
-        out.append(
-            twitch_event(
-                "PRIVMSG",
-                "chan1",
-                sent_at=run_at + i * 1000,
-                login=login,
-                user_id=user_id,
-                room_id="501",
-                text=f"run {i}",
-                message_id=f"{i:08d}-0000-4000-8000-000000000002",
-            )
-        )
+        out.append(_privmsg(1, i, run_at + i * 1000, login, user_id, f"run {i}"))
     out.append(  # a moderator deleted a message of user5's: the line names user5 by login only
         twitch_event(
             "CLEARMSG",

@@ -26,6 +26,7 @@ from chatlog.simulator import ChatSimulator
 from core.settings import StackSettings
 from ingest.registry import Registry
 from schemas import chat_event
+from tests.integration.ingest.ingester_env import QUICK, ingester_env
 
 pytestmark = pytest.mark.integration
 
@@ -35,19 +36,13 @@ Coverage = dict[int, dict[str, set[str]]]  # replica -> channel -> workers in it
 
 
 def _env(settings: StackSettings, unique: str) -> dict[str, str]:
-    return {
-        "CHATLOG_KAFKA_BOOTSTRAP_SERVERS": settings.kafka_bootstrap_servers,
-        **settings.topic_env(),
-        "CHATLOG_INGEST_GROUP_PREFIX": f"test-{unique}",
+    more = {
         "CHATLOG_INGEST_HANDOFF_TIMEOUT_S": str(HANDOFF_TIMEOUT_S),
         "CHATLOG_INGEST_SHUTDOWN_DRAIN_S": "1",
         "CHATLOG_INGEST_HEARTBEAT_S": "1",
-        "CHATLOG_IRC_HOST": "127.0.0.1",
-        "CHATLOG_IRC_PORT": str(settings.irc_port),
-        "CHATLOG_IRC_FLAVOR": "ircv3",
-        "CHATLOG_IRC_JOIN_RATE": "1000",
-        "CHATLOG_METRICS_PORT": "0",
+        **QUICK,
     }
+    return ingester_env(settings, settings.irc_port, f"test-{unique}", more)
 
 
 class Group:

@@ -17,6 +17,7 @@ from chatlog.demo.supervisor import Supervisor
 from core.kafka_admin import ensure_topics
 from core.settings import StackSettings
 from ingest.registry import Registry
+from tests.integration.ingest.ingester_env import QUICK, ingester_env
 
 pytestmark = pytest.mark.integration
 
@@ -41,19 +42,14 @@ def test_classic_protocol_idle_member_and_lost_session(
     ensure_topics(settings)  # a channel topic of 2 buckets: one of 3 members has nothing to do
     channels = [f"m{unique}_{i}" for i in range(20)]
     Registry(settings).add(channels)
-    env = {
-        "CHATLOG_KAFKA_BOOTSTRAP_SERVERS": settings.kafka_bootstrap_servers,
-        **settings.topic_env(),
-        "CHATLOG_INGEST_GROUP_PREFIX": f"test-{unique}",
+    more = {
         "CHATLOG_INGEST_GROUP_PROTOCOL": "classic",
         "CHATLOG_INGEST_SESSION_TIMEOUT_MS": str(SESSION_MS),
         "CHATLOG_INGEST_HANDOFF_TIMEOUT_S": "1",
         "CHATLOG_INGEST_SHUTDOWN_DRAIN_S": "1",
-        "CHATLOG_IRC_HOST": "127.0.0.1",
-        "CHATLOG_IRC_PORT": str(settings.irc_port),
-        "CHATLOG_IRC_JOIN_RATE": "1000",
-        "CHATLOG_METRICS_PORT": "0",
+        **QUICK,
     }
+    env = ingester_env(settings, settings.irc_port, f"test-{unique}", more)
     workers = [f"k{unique[:6]}{n}" for n in "abc"]
 
     async def covers(observer: NamesObserver) -> dict[str, set[str]]:

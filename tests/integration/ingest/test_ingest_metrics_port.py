@@ -14,21 +14,16 @@ from pathlib import Path
 import pytest
 
 from core.settings import StackSettings
+from tests.integration.ingest.ingester_env import ingester_env
 from tests.unit.cli_runs import CHATLOG, chatlog, clean_environ
 
 pytestmark = pytest.mark.integration
 
 
 def _env(settings: StackSettings, unique: str) -> dict[str, str]:
-    return {  # no CHATLOG_METRICS_PORT: the default, as in the README
-        "CHATLOG_KAFKA_BOOTSTRAP_SERVERS": settings.kafka_bootstrap_servers,
-        **settings.topic_env(),
-        "CHATLOG_INGEST_GROUP_PREFIX": f"test-{unique}",
-        "CHATLOG_INGEST_HEARTBEAT_S": "1",
-        "CHATLOG_INGEST_SHUTDOWN_DRAIN_S": "0",
-        "CHATLOG_IRC_HOST": "127.0.0.1",
-        "CHATLOG_IRC_PORT": str(settings.irc_port),
-    }
+    more = {"CHATLOG_INGEST_HEARTBEAT_S": "1", "CHATLOG_INGEST_SHUTDOWN_DRAIN_S": "0"}
+    # no CHATLOG_METRICS_PORT: the default, as in the README
+    return ingester_env(settings, settings.irc_port, f"test-{unique}", more)
 
 
 def _status(env: dict[str, str]) -> dict[str, object]:

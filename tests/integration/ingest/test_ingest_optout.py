@@ -29,6 +29,7 @@ from core.settings import KafkaSettings, StackSettings
 from ingest.registry import Registry
 from schemas import chat_event
 from schemas.chat_event import ChatEvent
+from tests.integration.ingest.ingester_env import QUICK, ingester_env
 
 pytestmark = pytest.mark.integration
 
@@ -44,19 +45,13 @@ def consent(fresh_topics: StackSettings, unique: str) -> ConsentSettings:
 
 
 def _env(settings: ConsentSettings, irc_port: int, unique: str) -> dict[str, str]:
-    return {
-        "CHATLOG_KAFKA_BOOTSTRAP_SERVERS": settings.kafka_bootstrap_servers,
-        **settings.topic_env(),
+    more = {
         "CHATLOG_TOPIC_OPTOUT": settings.topic_optout,
         "CHATLOG_INGEST_CLIENT_ID_TAGS": "true",
-        "CHATLOG_INGEST_GROUP_PREFIX": f"test-{unique}",
         "CHATLOG_INGEST_SHUTDOWN_DRAIN_S": "1",
-        "CHATLOG_IRC_HOST": "127.0.0.1",
-        "CHATLOG_IRC_PORT": str(irc_port),
-        "CHATLOG_IRC_FLAVOR": "ircv3",
-        "CHATLOG_IRC_JOIN_RATE": "1000",
-        "CHATLOG_METRICS_PORT": "0",
+        **QUICK,
     }
+    return ingester_env(settings, irc_port, f"test-{unique}", more)
 
 
 class Chatter:

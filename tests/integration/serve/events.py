@@ -28,6 +28,13 @@ def line_event(kind: str, channel: str, at: int, **line: Any) -> ChatEvent:
     return twitch_event(kind, channel, sent_at=at, **line)
 
 
+def privmsg(channel: str, at: int, login: str | None, text: str, **line: Any) -> ChatEvent:
+    """A PRIVMSG of ``login`` (:func:`line_event`), its display name the login capitalized unless ``line``
+    gives one."""
+    line.setdefault("display_name", (login or "").capitalize())
+    return line_event("PRIVMSG", channel, at, login=login, text=text, **line)
+
+
 def write(
     settings: CassandraSettings,
     events: Sequence[ChatEvent],

@@ -11,7 +11,7 @@ import msgspec
 
 from schemas.chat_event import ChatEvent
 from store.keys import event_channel_key, filed_under, line_order, message_id_bytes
-from tests.integration.serve.events import line_event
+from tests.integration.serve.events import line_event, privmsg
 
 HOUR = 3_600_000
 DAY = 24 * HOUR
@@ -30,16 +30,14 @@ def channel_at(at: int) -> str:
 
 def says(at: int, login: str, user_id: str | None, text: str, *, channel: str | None = None) -> ChatEvent:
     room = None if channel is not None else "500"
-    return line_event(
-        "PRIVMSG",
+    return privmsg(
         channel or channel_at(at),
         at,
-        login=login,
-        text=text,
+        login,
+        text,
         user_id=user_id,
         room_id=room,
         message_id=str(uuid.uuid4()) if user_id else None,
-        display_name=login.capitalize(),
     )
 
 

@@ -10,7 +10,7 @@ from typing import Any
 import httpx
 import pytest
 
-from core.cql import connect
+from bench.scratch import drop_keyspaces
 from core.settings import StackSettings
 from schemas.chat_event import ChatEvent
 from serve.api.app import create_app
@@ -45,8 +45,4 @@ def serving(
         with served(create_app(ServeSettings(**serve_values))) as base:
             yield Server(base, events)
     finally:
-        cluster, session = connect(settings)
-        try:
-            session.execute(f"DROP KEYSPACE IF EXISTS {keyspace}", timeout=60)
-        finally:
-            cluster.shutdown()
+        drop_keyspaces(settings, [keyspace])

@@ -14,7 +14,7 @@ import pytest
 
 from core.settings import StackSettings
 from schemas.chat_event import ChatEvent
-from tests.integration.serve.events import line_event
+from tests.integration.serve.events import line_event, privmsg
 from tests.integration.serve.server import Server, serving
 
 pytestmark = pytest.mark.integration
@@ -42,17 +42,8 @@ def _event(
     message_id = kw.pop("message_id", str(uuid.uuid4()))
     if kw.pop("is_action", False):
         text = f"\x01ACTION {text}\x01"
-    return line_event(
-        kind,
-        channel,
-        at,
-        login=user,
-        text=text,
-        user_id=USER_IDS.get(user or ""),
-        room_id=room,
-        message_id=message_id,
-        display_name=(user or "").capitalize(),
-        **kw,
+    return privmsg(
+        channel, at, user, text, user_id=USER_IDS.get(user or ""), room_id=room, message_id=message_id, **kw
     )
 
 
@@ -276,6 +267,13 @@ def test_cors_health_metrics_openapi_docs(server: Server) -> None:
     assert asset.status_code == 200 and len(asset.content) > 100_000
 
 
+def _refused(server: Server, cases: dict[str, tuple[int, str]]) -> None:
+    """Each path of ``cases`` answers its status, and an error message with its word in it."""
+    for path, (status, word) in cases.items():
+        response = server.get(path)
+        assert response.status_code == status and word in response.json()["message"], (path, response.text)
+
+
 def test_random_lines(server: Server) -> None:
     beta = server.get("/channel/beta/random")
     assert beta.status_code == 200 and beta.headers["cache-control"] == "no-cache"
@@ -299,9 +297,7 @@ def test_random_lines(server: Server) -> None:
         "/channel/alpha/userid/999/random": (404, "999"),
         "/channelid/999/random": (404, "999"),
     }
-    for path, (status, word) in cases.items():
-        response = server.get(path)
-        assert response.status_code == status and word in response.json()["message"], (path, response.text)
+    _refused(server, cases)
 
 
 def test_stats(server: Server) -> None:
@@ -331,9 +327,7 @@ def test_stats(server: Server) -> None:
         "/channel/alpha/user/bob/stats?to=x": (400, "to"),
         "/channel/alpha/stats?from=2024-01-03T00:00:00Z&to=2024-01-02T00:00:00Z": (400, "from"),
     }
-    for path, (status, word) in cases.items():
-        response = server.get(path)
-        assert response.status_code == status and word in response.json()["message"], (path, response.text)
+    _refused(server, cases)
 
 
 def test_capabilities(server: Server) -> None:

@@ -11,7 +11,7 @@ import pytest
 
 from core.settings import StackSettings
 from schemas.chat_event import ChatEvent
-from tests.integration.serve.events import line_event
+from tests.integration.serve.events import privmsg
 from tests.integration.serve.server import Server, serving
 
 pytestmark = pytest.mark.integration
@@ -21,17 +21,9 @@ T0 = int(datetime(2024, 3, 4, 10, tzinfo=UTC).timestamp() * 1000)
 
 
 def _say(n: int, at: int, login: str, user_id: str, channel: str = "alpha") -> ChatEvent:
-    return line_event(
-        "PRIVMSG",
-        channel,
-        at,
-        login=login,
-        text=f"message {n}",
-        user_id=user_id,
-        room_id="1001" if channel == "alpha" else "1002",
-        message_id=f"00000000-0000-4000-8000-{n:012d}",
-        display_name=login.capitalize(),
-    )
+    room = "1001" if channel == "alpha" else "1002"
+    message_id = f"00000000-0000-4000-8000-{n:012d}"
+    return privmsg(channel, at, login, f"message {n}", user_id=user_id, room_id=room, message_id=message_id)
 
 
 def _story() -> list[ChatEvent]:

@@ -20,7 +20,7 @@ from sink.settings import SinkSettings
 from store.names import IdSeen, NameSeen, channel_ids, channel_names, user_ids, user_names
 from store.write import NAME_TABLES as NAME_COLUMNS
 from store.write import Written
-from tests.integration.serve.events import line_event, write
+from tests.integration.serve.events import privmsg, write
 
 pytestmark = pytest.mark.integration
 
@@ -52,12 +52,11 @@ USER_NAMES, USER_IDS, CHANNEL_NAMES, CHANNEL_IDS = NAME_TABLES
 def _event(
     n: int, at: int, login: str | None, user_id: str | None, channel: str, channel_id: str | None
 ) -> ChatEvent:
-    return line_event(
-        "PRIVMSG",
+    return privmsg(
         channel,
         at,
-        login=login,
-        text=f"message {n}",
+        login,
+        f"message {n}",
         user_id=user_id,
         room_id=channel_id,
         message_id=f"m{n}",

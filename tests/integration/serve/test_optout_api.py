@@ -52,7 +52,7 @@ class Served:
 @pytest.fixture(scope="module")
 def served(stack: StackSettings, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
     """One server for the module (its setup is most of the time): the tests use distinct ids, in order."""
-    from core.cql import connect
+    from bench.scratch import drop_keyspaces
     from store.schema import apply_schema
 
     unique = uuid.uuid4().hex[:10]
@@ -68,11 +68,7 @@ def served(stack: StackSettings, tmp_path_factory: pytest.TempPathFactory) -> It
             with uvicorn_served(create_app(ServeSettings(**values), consent=consent)) as base:
                 yield Served(base, filled, consent)
     finally:
-        cluster, session = connect(keyspace)
-        try:
-            session.execute(f"DROP KEYSPACE IF EXISTS {keyspace.cassandra_keyspace}", timeout=60)
-        finally:
-            cluster.shutdown()
+        drop_keyspaces(keyspace, [keyspace.cassandra_keyspace])
 
 
 def eventually(check: Callable[[], bool], timeout: float = 10.0) -> float:

@@ -16,7 +16,7 @@ from schemas.chat_event import ChatEvent
 from serve.api.errors import ApiError
 from serve.api.search import check_admin
 from serve.settings import ServeSettings
-from tests.integration.serve.events import line_event
+from tests.integration.serve.events import line_event, privmsg
 from tests.integration.serve.server import Server, serving
 
 pytestmark = pytest.mark.integration
@@ -32,16 +32,7 @@ def _event(channel: str, at: int, user: str | None, text: str, *, kind: str = "P
     room = "2001" if channel == "alpha" else "2002"
     if kind == "CLEARCHAT":  # a ban of `text`
         return line_event(kind, channel, at, text=text, room_id=room)
-    return line_event(
-        kind,
-        channel,
-        at,
-        login=user,
-        text=text,
-        room_id=room,
-        message_id=str(uuid.uuid4()),
-        display_name=(user or "").capitalize(),
-    )
+    return privmsg(channel, at, user, text, room_id=room, message_id=str(uuid.uuid4()))
 
 
 def _events() -> list[ChatEvent]:

@@ -7,15 +7,13 @@ from __future__ import annotations
 import asyncio
 import random
 from collections import Counter
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from datetime import datetime
 from typing import Any, TypeVar
 
 import msgspec
 
 from consent.rule import whose
-from core.cql import connect
-from core.settings import StackSettings
 from schemas.chat_event import ChatEvent
 from store.line import LogLine
 from store.read import LogReader
@@ -33,16 +31,6 @@ def shuffled(events: list[ChatEvent], seed: int = 7) -> list[ChatEvent]:
     out = list(events)
     random.Random(seed).shuffle(out)
     return out
-
-
-def keyspace_session(settings: StackSettings) -> Iterator[Any]:
-    """A session on the keyspace of ``settings`` (its keyspace set: the reader's statements name none), shut
-    down when the generator is closed (a fixture's body)."""
-    cluster, session = connect(settings, keyspace=settings.cassandra_keyspace)
-    try:
-        yield session
-    finally:
-        cluster.shutdown()
 
 
 def run(session: Any, body: Callable[[LogReader], Awaitable[T]], *, fetch_size: int = 4) -> T:

@@ -21,6 +21,7 @@ from typing import Any
 import httpx
 import pytest
 
+from bench.scratch import drop_keyspaces
 from core.settings import StackSettings
 from core.testing import chat_events
 from schemas.chat_event import encode
@@ -138,13 +139,7 @@ def old_keyspace(stack: StackSettings, tmp_path: Path) -> Iterator[tuple[str, Pa
     try:
         yield keyspace, tmp_path, urls
     finally:
-        from core.cql import connect
-
-        cluster, session = connect(stack)
-        try:
-            session.execute(f"DROP KEYSPACE IF EXISTS {keyspace}", timeout=120)
-        finally:
-            cluster.shutdown()
+        drop_keyspaces(stack, [keyspace])
 
 
 def test_init_moves_a_keyspace_of_the_previous_release_and_every_answer_stays_the_same(

@@ -11,12 +11,11 @@ from __future__ import annotations
 import asyncio
 import calendar
 from collections import Counter
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import pytest
 
-from core.cql import connect
 from core.settings import StackSettings
 from core.times import now_ms
 from schemas.chat_event import ChatEvent
@@ -54,13 +53,6 @@ def _story() -> list[ChatEvent]:
 @pytest.fixture
 def keyspace(fresh_keyspace: StackSettings) -> str:
     return fresh_keyspace.cassandra_keyspace
-
-
-@pytest.fixture
-def session(fresh_keyspace: StackSettings) -> Iterator[Any]:
-    cluster, session = connect(fresh_keyspace, keyspace=fresh_keyspace.cassandra_keyspace)
-    yield session
-    cluster.shutdown()
 
 
 def write(

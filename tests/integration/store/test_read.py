@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 from collections import Counter
-from collections.abc import Iterator
 from datetime import UTC, date, datetime
 from typing import Any
 
@@ -39,17 +38,11 @@ from tests.integration.store.reading import (
     Recorded,
     as_read,
     events,
-    keyspace_session,
     run,
     shuffled,
 )
 
 pytestmark = pytest.mark.integration
-
-
-@pytest.fixture
-def session(fresh_keyspace: StackSettings) -> Iterator[Any]:
-    yield from keyspace_session(fresh_keyspace)
 
 
 @pytest.fixture

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import calendar
 from collections import Counter
-from collections.abc import Iterator
 from datetime import UTC, datetime
 from typing import Any
 
@@ -33,14 +32,9 @@ from tests.integration.serve.rename_story import (
     of_user,
     rename_story,
 )
-from tests.integration.store.reading import BATCH, FAR, Recorded, events, keyspace_session, run, shuffled
+from tests.integration.store.reading import BATCH, FAR, Recorded, events, run, shuffled
 
 pytestmark = pytest.mark.integration
-
-
-@pytest.fixture
-def session(fresh_keyspace: StackSettings) -> Iterator[Any]:
-    yield from keyspace_session(fresh_keyspace)
 
 
 def _reads(session: Any) -> dict[str, Any]:

@@ -93,19 +93,23 @@ def test_a_new_keyspace_gets_every_table_and_its_layout_and_a_second_apply_chang
     assert told == []
 
 
-def _pointer_rows(session: Any, keyspace: str) -> None:
-    """``keyspace`` as stop 24 left it: the user table of pointer rows, empty."""
+@pytest.fixture
+def pointer_rows(made: tuple[StackSettings, Any]) -> tuple[StackSettings, Any]:
+    """``made`` with its keyspace as stop 24 left it: the user table of pointer rows, empty."""
+    settings, session = made
     replication = "{'class': 'SimpleStrategy', 'replication_factor': 1}"
-    session.execute(f"CREATE KEYSPACE {keyspace} WITH replication = {replication}", timeout=60)
-    session.execute(OLD_USER_TABLE.format(ks=keyspace), timeout=60)
+    session.execute(
+        f"CREATE KEYSPACE {settings.cassandra_keyspace} WITH replication = {replication}", timeout=60
+    )
+    session.execute(OLD_USER_TABLE.format(ks=settings.cassandra_keyspace), timeout=60)
+    return made
 
 
 def test_a_keyspace_of_layout_1_is_refused_without_a_migration_and_left_untouched(
-    made: tuple[StackSettings, Any],
+    pointer_rows: tuple[StackSettings, Any],
 ) -> None:
-    settings, session = made
+    settings, session = pointer_rows
     keyspace = settings.cassandra_keyspace
-    _pointer_rows(session, keyspace)
     assert found_layout(session, keyspace) == 1
 
     with pytest.raises(LayoutMismatch) as refused:
@@ -119,11 +123,10 @@ def test_a_keyspace_of_layout_1_is_refused_without_a_migration_and_left_untouche
 
 
 def test_a_keyspace_of_pointer_rows_is_moved_to_blocks_and_a_second_apply_changes_nothing(
-    made: tuple[StackSettings, Any],
+    pointer_rows: tuple[StackSettings, Any],
 ) -> None:
-    settings, session = made
+    settings, session = pointer_rows
     keyspace = settings.cassandra_keyspace
-    _pointer_rows(session, keyspace)
     told: list[str] = []
 
     apply_schema(settings, tell=told.append)

@@ -25,9 +25,10 @@ COMMANDS = (
     "fresh",
     "placement",
     "vs-justlog",
+    "fill",
     "report",
 )
-OUTSIDE_BINARY = {"vs-justlog"}
+OUTSIDE_BINARY = {"vs-justlog", "fill"}
 """Benchmarks that need a binary built outside the repository: `make bench` runs them when given one."""
 
 

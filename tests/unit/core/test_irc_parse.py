@@ -9,6 +9,7 @@ import pytest
 from core.irc_parse import CHAT_COMMANDS, MODERATION_KINDS, MalformedLine, command_of, line_hash, parse_line
 from schemas.chat_event import ChatEvent, decode, encode
 from tests.peer_lines import PEER_LINES, peer_lines
+from tests.twitch_example import ronni_privmsg
 
 RECEIVED = 1_800_000_000_000
 
@@ -35,17 +36,8 @@ TWITCH_PRIVMSG = (
 
 def test_twitch_privmsg_maps_every_field() -> None:
     event = parse(TWITCH_PRIVMSG)
-    assert event == ChatEvent(
-        message_id="b34ccfc7-4977-403a-8a94-33c6bac34fb8",
-        kind="PRIVMSG",
-        channel="ronni",
-        channel_id="1337",
-        user_login="ronni",
-        user_id="1337",
-        display_name="ronni",
+    assert event == ronni_privmsg(  # its ids, names, kind and time as in the documented sample
         text="Kappa Keepo Kappa",
-        is_action=False,
-        sent_at=1507246572675,
         received_at=RECEIVED,
         tags={
             "badge-info": "",

@@ -8,22 +8,16 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from core.irc_parse import MalformedLine, parse_line, privmsg_parts
+from core.irc_parse import privmsg_parts
 from core.testing import chat_events
 from tests.peer_lines import PEER_LINES, peer_lines
-
-NOW = 1_900_000_000_000
+from tests.unit.core.parsed_privmsg import NOW, parsed_privmsg
 
 
 def _parsed(line: str) -> tuple[str, str | None, str | None] | None:
     """What parse_line gives for a PRIVMSG; None for another command or a line that does not parse."""
-    try:
-        event = parse_line(line, received_at=NOW)
-    except MalformedLine:
-        return None
-    if event is None or event.kind != "PRIVMSG":
-        return None
-    return event.channel, event.user_login, event.text
+    event = parsed_privmsg(line)
+    return None if event is None else (event.channel, event.user_login, event.text)
 
 
 def _agrees(line: str) -> bool:

@@ -10,27 +10,17 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from bench.storage import corpus
-from core.irc_parse import (
-    MalformedLine,
-    PrivmsgFields,
-    line_tags,
-    parse_line,
-    privmsg_fields,
-    privmsg_parts,
-)
+from core.irc_parse import PrivmsgFields, line_tags, privmsg_fields, privmsg_parts
 from core.testing import chat_events
+from tests.irc_strategies import TAG_VALUE
 from tests.peer_lines import PEER_LINES, peer_lines
-
-NOW = 1_900_000_000_000
+from tests.unit.core.parsed_privmsg import NOW, parsed_privmsg
 
 
 def _parsed(line: str) -> PrivmsgFields | None:
     """parse_line's event's fields for a PRIVMSG; None for another command or a line that does not parse."""
-    try:
-        event = parse_line(line, received_at=NOW)
-    except MalformedLine:
-        return None
-    if event is None or event.kind != "PRIVMSG":
+    event = parsed_privmsg(line)
+    if event is None:
         return None
     return event.raw, event.tags, event.channel, event.user_login, event.text, event.is_action
 
@@ -128,15 +118,8 @@ def test_ids_at_their_bounds_are_read_the_short_way() -> None:
 _KEYS = st.sampled_from(
     ["id", "msgid", "login", "display-name", "room-id", "user-id", "tmi-sent-ts", "emotes", "a", "", "İ"]
 )
-_VALUE = st.lists(
-    st.sampled_from(
-        ["x", "1", "\\s", "\\:", "\\\\", "\\", "\\r", "\\n", "\\x", "=", '"', "é", "\x01", "\x00", "\u2028",
-         "\ud7ff", "😀", "<", "/"]
-    ),
-    max_size=6,
-).map("".join)  # fmt: skip
 _TAG = st.one_of(
-    st.tuples(_KEYS, _VALUE).map("=".join),
+    st.tuples(_KEYS, TAG_VALUE).map("=".join),
     _KEYS,  # a tag without `=`
     st.sampled_from([f"id={'7' * 129}", f"user-id={'7' * 65}", f"room-id={'7' * 64}"]),
 )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -21,28 +22,28 @@ def _report(config: pytest.Config, line: str) -> None:
         reporter.write_line(line)
 
 
-@pytest.fixture(scope="session")
-def kustomize(pytestconfig: pytest.Config) -> Path:
-    """kustomize, built from the Go module proxy into .cache/bin the first time (slow: about a minute)."""
+def _installed(config: pytest.Config, ensure: Callable[[], tooling.Installed], done: str) -> Path:
+    """The path ``ensure`` installed (or found); a failure fails the test, and an installation made now is
+    reported as ``done`` and how long it took."""
     try:
-        installed = tooling.ensure_kustomize()
+        installed = ensure()
     except tooling.ToolError as exc:
         pytest.fail(str(exc))
     if installed.seconds:
-        _report(pytestconfig, f"\nbuilt kustomize {tooling.KUSTOMIZE_VERSION} in {installed.seconds:.1f}s")
+        _report(config, f"\n{done} in {installed.seconds:.1f}s")
     return installed.path
+
+
+@pytest.fixture(scope="session")
+def kustomize(pytestconfig: pytest.Config) -> Path:
+    """kustomize, built from the Go module proxy into .cache/bin the first time (slow: about a minute)."""
+    return _installed(pytestconfig, tooling.ensure_kustomize, f"built kustomize {tooling.KUSTOMIZE_VERSION}")
 
 
 @pytest.fixture(scope="session")
 def strimzi_models(pytestconfig: pytest.Config) -> Path:
     """Strimzi's CRD validators (npm package) in .cache/node, installed the first time (a few seconds)."""
-    try:
-        installed = tooling.ensure_strimzi_models()
-    except tooling.ToolError as exc:
-        pytest.fail(str(exc))
-    if installed.seconds:
-        _report(pytestconfig, f"\ninstalled {tooling.STRIMZI_MODELS} in {installed.seconds:.1f}s")
-    return installed.path
+    return _installed(pytestconfig, tooling.ensure_strimzi_models, f"installed {tooling.STRIMZI_MODELS}")
 
 
 @pytest.fixture(scope="session")

@@ -12,7 +12,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from schemas import chat_event
-from schemas.chat_event import ChatEvent, InvalidEvent, decode, encode, peek_message_id
+from schemas.chat_event import InvalidEvent, decode, encode, peek_message_id
+from tests.twitch_example import ronni_privmsg as sample
 
 SCHEMA_FILE = Path(chat_event.__file__).with_name("chat_event.schema.json")
 
@@ -35,25 +36,12 @@ CONTRACT_FIELDS = (
 )
 
 
-def sample(**overrides: object) -> ChatEvent:
-    base: dict[str, object] = dict(
-        message_id="b34ccfc7-4977-403a-8a94-33c6bac34fb8",
-        kind="PRIVMSG",
-        channel="ronni",
-        channel_id="1337",
-        user_login="ronni",
-        user_id="1337",
-        display_name="ronni",
-        text="Kappa Keepo",
-        is_action=False,
-        sent_at=1507246572675,
-        received_at=1507246572700,
-        tags={"id": "b34ccfc7-4977-403a-8a94-33c6bac34fb8", "display-name": "ronni"},
-        raw="@id=b34c :ronni!ronni@ronni.tmi.twitch.tv PRIVMSG #ronni :Kappa Keepo",
-        ingester="w1",
-    )
-    base.update(overrides)
-    return ChatEvent(**base)  # type: ignore[arg-type]
+def assert_both_reject(doc: dict[str, object], reason: str) -> None:
+    """The JSON Schema and the decoder both refuse ``doc``; the decoder's error names ``reason``."""
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate(doc, chat_event.json_schema())
+    with pytest.raises(InvalidEvent, match=reason):
+        decode(json.dumps(doc))
 
 
 def test_model_has_exactly_the_contract_fields_in_order() -> None:
@@ -85,22 +73,14 @@ def test_json_schema_and_msgspec_agree_on_a_valid_event() -> None:
     ],
 )
 def test_both_validators_reject_the_same_bad_values(mutation: dict[str, object], reason: str) -> None:
-    doc = json.loads(encode(sample()))
-    doc.update(mutation)
-    with pytest.raises(jsonschema.ValidationError):
-        jsonschema.validate(doc, chat_event.json_schema())
-    with pytest.raises(InvalidEvent, match=reason):
-        decode(json.dumps(doc))
+    assert_both_reject({**json.loads(encode(sample())), **mutation}, reason)
 
 
 @pytest.mark.parametrize("missing", chat_event.REQUIRED_FIELDS)
 def test_a_missing_required_field_is_rejected_by_both(missing: str) -> None:
     doc = json.loads(encode(sample()))
     del doc[missing]
-    with pytest.raises(jsonschema.ValidationError):
-        jsonschema.validate(doc, chat_event.json_schema())
-    with pytest.raises(InvalidEvent, match=missing):
-        decode(json.dumps(doc))
+    assert_both_reject(doc, missing)
 
 
 def test_not_json_is_an_invalid_event() -> None:
@@ -148,12 +128,7 @@ _BIG = 100_000
     ],
 )
 def test_both_validators_reject_a_value_past_its_bound(mutation: dict[str, object], reason: str) -> None:
-    doc = json.loads(encode(sample()))
-    doc.update(mutation)
-    with pytest.raises(jsonschema.ValidationError):
-        jsonschema.validate(doc, chat_event.json_schema())
-    with pytest.raises(InvalidEvent, match=reason):
-        decode(json.dumps(doc))
+    assert_both_reject({**json.loads(encode(sample())), **mutation}, reason)
 
 
 def test_values_at_their_bounds_are_valid() -> None:

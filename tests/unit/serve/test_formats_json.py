@@ -33,6 +33,7 @@ from serve.formats import (
 from store.keys import message_uuid
 from store.line import LogLine
 from store.stored_line import VERBATIM, strip
+from tests.irc_strategies import TAG_VALUE
 from tests.peer_lines import PEER_LINES
 from tests.unit.store.stored_lines import NOW, every_event, stored_row
 
@@ -132,17 +133,10 @@ def test_lines_the_short_way_declines_answer_as_before(raw: str) -> None:
     assert not any([_same(row) for row in _row_of_line(raw)])
 
 
-_VALUE = st.lists(
-    st.sampled_from(
-        ["x", "1", "\\s", "\\:", "\\\\", "\\", "\\r", "\\n", "\\t", "=", '"', "é", "\x01", "\x00", "\x7f",
-         "\u2028", "😀", "<", "/"]
-    ),
-    max_size=6,
-).map("".join)  # fmt: skip
 _KEY = st.sampled_from(
     ["id", "display-name", "emotes", "login", "room-id", "user-id", "tmi-sent-ts", "a", ""]
 )
-_TAGS = st.lists(st.one_of(st.tuples(_KEY, _VALUE).map("=".join), _KEY), max_size=6).map(";".join)
+_TAGS = st.lists(st.one_of(st.tuples(_KEY, TAG_VALUE).map("=".join), _KEY), max_size=6).map(";".join)
 _TEXT = st.lists(
     st.sampled_from(["\x01ACTION", "\x01", " ", ":", "hi", "é", "\r", "\x00", "\u202e", '"', "\\"]),
     max_size=6,

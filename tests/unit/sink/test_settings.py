@@ -1,15 +1,14 @@
-"""Sink settings, time arguments and the text format of `chatlog logs`."""
+"""Sink settings and time arguments."""
 
 from __future__ import annotations
 
 import pytest
 
-from chatlog.cli.log_reader import format_text
 from core.errors import ChatlogError, SettingsError
 from core.settings import load
 from core.times import format_time, parse_time
-from schemas.chat_event import ChatEvent
 from sink.settings import SinkSettings, interval_ms, local_checkpoint
+from tests.unit.refused_setting import refused_in_one_line
 
 
 def test_defaults_are_documented_and_sane(monkeypatch: pytest.MonkeyPatch, tmp_path: object) -> None:
@@ -57,27 +56,6 @@ def test_times_are_iso_or_epoch_ms() -> None:
         parse_time("yesterday")
 
 
-def _event(**kw: object) -> ChatEvent:
-    base: dict[str, object] = {
-        "message_id": "m", "kind": "PRIVMSG", "channel": "chan", "user_login": "alice", "text": "hi there",
-        "sent_at": 1_795_273_445_000, "received_at": 1_795_273_445_000, "raw": "r",
-    }  # fmt: skip
-    base.update(kw)
-    return ChatEvent(**base)  # type: ignore[arg-type]
-
-
-def test_text_format() -> None:
-    assert format_text(_event()) == "[2026-11-21 15:04:05] #chan alice: hi there"
-    assert format_text(_event(is_action=True)) == "[2026-11-21 15:04:05] #chan alice: /me hi there"
-    assert format_text(_event(kind="CLEARCHAT", user_login=None, text="baduser")) == (
-        "[2026-11-21 15:04:05] #chan CLEARCHAT: baduser"
-    )
-    assert (
-        format_text(_event(kind="CLEARCHAT", user_login=None, text=None))
-        == "[2026-11-21 15:04:05] #chan CLEARCHAT"
-    )
-
-
 def test_spark_kafka_consumers_do_not_wait_half_a_second_at_the_end_of_the_log(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -119,10 +97,7 @@ def test_read_tasks_follow_the_shuffle_partitions_unless_set(monkeypatch: pytest
 def test_a_kafka_client_config_past_int32_is_one_line_naming_the_variable(
     monkeypatch: pytest.MonkeyPatch, variable: str, value: str
 ) -> None:
-    monkeypatch.setenv(variable, value)
-    with pytest.raises(SettingsError) as exc:
-        load(SinkSettings)
-    assert variable in str(exc.value) and "\n" not in str(exc.value)
+    refused_in_one_line(monkeypatch, SinkSettings, variable, value)
 
 
 def test_the_longest_retry_allowed_makes_a_dead_letter_producer() -> None:

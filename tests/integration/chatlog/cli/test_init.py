@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from bench.scratch import drop_keyspaces
 from chatlog.cli.init import run_init
 from core.cql import connect
 from core.errors import ChatlogError
@@ -39,11 +40,7 @@ def isolated_env(
     for key, value in env.items():
         monkeypatch.setenv(key, value)
     yield load(StackSettings)
-    cluster, session = connect(stack)
-    try:
-        session.execute(f"DROP KEYSPACE IF EXISTS i{unique}", timeout=60)
-    finally:
-        cluster.shutdown()
+    drop_keyspaces(stack, [f"i{unique}"])
 
 
 def test_init_creates_topics_and_keyspace_and_is_idempotent(isolated_env: StackSettings) -> None:

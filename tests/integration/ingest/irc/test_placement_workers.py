@@ -14,6 +14,7 @@ from chatlog.demo.observer import NamesObserver, worker_of
 from chatlog.demo.supervisor import Supervisor
 from core.settings import StackSettings
 from ingest.registry import Registry
+from tests.integration.ingest.ingester_env import QUICK, ingester_env
 
 pytestmark = pytest.mark.integration
 
@@ -26,19 +27,13 @@ def test_workers_join_at_most_their_capacity(
     settings = fresh_topics
     channels = [f"w{unique}_{i}" for i in range(120)]
     Registry(settings).add(channels)
-    env = {
-        "CHATLOG_KAFKA_BOOTSTRAP_SERVERS": settings.kafka_bootstrap_servers,
-        **settings.topic_env(),
-        "CHATLOG_INGEST_GROUP_PREFIX": f"test-{unique}",
+    more = {
         "CHATLOG_INGEST_HANDOFF_TIMEOUT_S": "0",
         "CHATLOG_INGEST_SHUTDOWN_DRAIN_S": "0",
-        "CHATLOG_IRC_HOST": "127.0.0.1",
-        "CHATLOG_IRC_PORT": str(settings.irc_port),
-        "CHATLOG_IRC_FLAVOR": "ircv3",
-        "CHATLOG_IRC_JOIN_RATE": "1000",
-        "CHATLOG_METRICS_PORT": "0",
+        **QUICK,
         "CHATLOG_INGEST_MAX_CHANNELS": str(CAPACITY),
     }
+    env = ingester_env(settings, settings.irc_port, f"test-{unique}", more)
     workers = [f"k{unique[:6]}{n}" for n in "abc"]
 
     async def joined_by(observer: NamesObserver, live: list[str]) -> dict[str, set[str]]:

@@ -77,6 +77,7 @@ def test_replaying_the_topic_again_adds_no_row(
 def test_backfill_into_a_fresh_keyspace_gives_the_same_rows(
     sink_settings: SinkSettings, spark_session: Any, unique: str
 ) -> None:
+    from bench.scratch import drop_keyspaces
     from core.cql import connect
     from store.scan import stored_lines
 
@@ -112,10 +113,7 @@ def test_backfill_into_a_fresh_keyspace_gives_the_same_rows(
         assert part.written.events == len(first.events)
         assert sorted(message_ids(bounded)) == sorted(uuids(first.events))
     finally:
-        cluster, session = connect(sink_settings)
-        for ks in (f"b{unique}", f"c{unique}"):
-            session.execute(f"DROP KEYSPACE IF EXISTS {ks}", timeout=120)
-        cluster.shutdown()
+        drop_keyspaces(sink_settings, [f"b{unique}", f"c{unique}"])
 
 
 def test_cassandra_unreachable_fails_loudly_and_a_restart_catches_up(

@@ -20,6 +20,14 @@ def _event(**kw: object) -> ChatEvent:
     return ChatEvent(**base)  # type: ignore[arg-type]
 
 
+def test_a_line_is_the_time_the_channel_the_sender_and_the_text() -> None:
+    assert format_text(_event()) == f"{HEAD} alice: hi"
+    assert (
+        format_text(_event(kind="CLEARCHAT", user_login=None, text="baduser")) == f"{HEAD} CLEARCHAT: baduser"
+    )
+    assert format_text(_event(kind="CLEARCHAT", user_login=None, text=None)) == f"{HEAD} CLEARCHAT"
+
+
 def _is_inert(line: str) -> bool:
     """No character that moves the cursor, starts an escape sequence or ends the line."""
     return not any(ord(c) < 0x20 or 0x7F <= ord(c) < 0xA0 or c in "\u2028\u2029\u202e" for c in line)
