@@ -148,7 +148,7 @@ def flush(
 ) -> float:
     """Flush every table of ``keyspace`` (a flush period of a second), until each of ``tables`` has an
     SSTable; the seconds it took (ChatlogError at ``timeout_s``)."""
-    from store.schema import tables_of
+    from store.layout import tables_of
 
     t0 = time.monotonic()
     for name in sorted(tables_of(session, keyspace)):

@@ -5,7 +5,7 @@ Also ``python -m bench.monitor`` (defaults).
 On throw-away topics (deleted afterwards, with the monitor's changelog topics and group):
 
 1. ``channels`` registry records are produced as `chatlog channels add` writes them (lz4, murmur2);
-2. the monitor starts (``python -m chatlog.monitor``) and folds them: channel records/s;
+2. the monitor starts (``python -m chatlog monitor``) and folds them: channel records/s;
 3. ``workers`` x ``beats`` heartbeats are produced in the real format by the ingester's producer (zstd),
    each worker confirming its share of the channels: heartbeats/s (and MB/s) folded;
 4. once everything is folded, the duration of one coverage evaluation and the monitor's RSS.
@@ -156,7 +156,7 @@ def _measure(
         started = time.monotonic()
         with log.open("wb") as out:
             proc = subprocess.Popen(
-                [sys.executable, "-m", "chatlog.monitor"], env=env, stdout=out, stderr=out
+                [sys.executable, "-m", "chatlog", "monitor"], env=env, stdout=out, stderr=out
             )
         channel_rate, sample = _rate_until(
             metrics_port, proc, lambda m: _folded(m, "channels") >= channels, "channels", timeout

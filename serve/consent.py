@@ -25,7 +25,7 @@ from fastapi.responses import JSONResponse
 
 from consent.rule import BY_LOGIN, OUT, SeenLogins, keyed_verdict, named_login, verdict
 from schemas.chat_event import ChatEvent
-from serve.api.errors import ApiError, error_response
+from serve.errors import ApiError, error_response
 from store.line import LogLine, aclose
 from store.names import NameSeen
 from store.protocol import ById, Channel, LogStore, Named

@@ -14,7 +14,7 @@ counts are checked per key: the distinct (partition, message id) rows read from 
 the lines written to its new one, else it stops with the key and both counts. Progress is recorded in
 ``layout.migration`` after each key: a migration that was killed goes on from the key after the last one
 done (the blocks of a key done twice are the same rows). Once every key is done, the old tables are
-dropped and :data:`store.schema.LAYOUT` recorded.
+dropped and :data:`store.layout.LAYOUT` recorded.
 """
 
 from __future__ import annotations
@@ -28,8 +28,8 @@ from typing import Any, Final
 from store import frame
 from store.blocks import CHANNEL, USER, Block, Framed, Table, blocks_of, chat_split
 from store.keys import channel_part, day_of, filed_under, line_order, month_of, user_part, uuid_text
+from store.layout import NAME, OLD_TABLES, tables_of
 from store.line import stored_event
-from store.schema import NAME, OLD_TABLES
 
 PART_LINES: Final = 200_000
 """A period with more lines than this is written into its parts (a half hour of a day, a day of a month)."""
@@ -121,7 +121,6 @@ class _Old:
 
 
 def _tables(session: Any, keyspace: str) -> set[str]:
-    from store.schema import tables_of
 
     return tables_of(session, keyspace)
 

@@ -14,19 +14,14 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from importlib import resources
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any
 
 from core.errors import ChatlogError
 from core.replication import normalize_replication
+from store.layout import LAYOUT, NAME, OLD_TABLES, tables_of
 
 if TYPE_CHECKING:
     from core.settings import CassandraSettings
-
-LAYOUT: Final = 2
-"""The layout this code reads and writes: blocks (docs/storage.md). 1: rows per message (before store/)."""
-NAME: Final = "chatlog"
-OLD_TABLES: Final = ("chat_by_channel", "chat_by_user")
-"""Tables of layout 1 (their rows are moved into blocks by ``chatlog init``)."""
 
 
 class LayoutMismatch(ChatlogError):
@@ -42,14 +37,6 @@ def statements(keyspace: str, replication: str) -> list[str]:
     text = "\n".join(line for line in text.splitlines() if not line.lstrip().startswith("--"))
     text = text.format(keyspace=keyspace, replication=replication)
     return [s.strip() for s in text.split(";") if s.strip()]
-
-
-def tables_of(session: Any, keyspace: str) -> set[str]:
-    """The tables ``keyspace`` has (empty: no such keyspace)."""
-    rows = session.execute(
-        "SELECT table_name FROM system_schema.tables WHERE keyspace_name = %s", (keyspace,), timeout=30
-    )
-    return {row.table_name for row in rows}
 
 
 def found_layout(session: Any, keyspace: str) -> int | None:

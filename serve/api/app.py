@@ -28,7 +28,13 @@ from core.errors import one_line
 from core.settings import load
 from serve.api import capabilities, live, namehistory, openapi30, random, recent, stats
 from serve.api import optout as optout_api
-from serve.api.errors import (
+from serve.api.gaps import gaps_router
+from serve.api.metrics import MetricsMiddleware, ServeMetrics, exposition
+from serve.api.middleware import BodyLimit, NormalizePath, ResponseGuard
+from serve.api.routes import add_early_routes, router
+from serve.api.search import search_router
+from serve.consent import OptedOut, on_opted_out, start_consent, stop_consent
+from serve.errors import (
     ApiError,
     on_api_error,
     on_http_error,
@@ -36,12 +42,6 @@ from serve.api.errors import (
     on_validation_error,
     storage_errors,
 )
-from serve.api.gaps import gaps_router
-from serve.api.metrics import MetricsMiddleware, ServeMetrics, exposition
-from serve.api.middleware import BodyLimit, NormalizePath, ResponseGuard
-from serve.api.routes import add_early_routes, router
-from serve.api.search import search_router
-from serve.consent import OptedOut, on_opted_out, start_consent, stop_consent
 from serve.settings import FreshSettings, ServeSettings
 from serve.web import mount as mount_web
 from store.protocol import LogStore

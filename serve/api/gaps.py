@@ -18,7 +18,7 @@ from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
 
 from core.logins import login_of
-from serve.api.errors import ApiError, bad_request
+from serve.errors import ApiError, bad_request
 from serve.settings import ServeSettings
 from store.protocol import LogStore
 

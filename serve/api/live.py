@@ -38,8 +38,8 @@ from core.errors import ChatlogError, one_line
 from core.logins import login_of
 from core.settings import load
 from schemas.chat_event import MAX_LOGIN_CHARS
-from serve.api.errors import error_response
 from serve.consent import OptedOut, hidden
+from serve.errors import error_response
 from serve.formats import encode_json
 from serve.live import LiveHub, LiveUnavailable, Subscriber
 from serve.settings import LiveSettings

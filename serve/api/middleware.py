@@ -14,7 +14,7 @@ from urllib.parse import quote
 from starlette.exceptions import HTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from serve.api.errors import error_response
+from serve.errors import error_response
 
 _KEEP_CASE: Final = ("/docs",)
 

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Final
 from fastapi import Request
 
 from core.logins import login_of
-from serve.api.errors import not_found
+from serve.errors import not_found
 from store.protocol import ById, LogStore, Named
 
 if TYPE_CHECKING:

@@ -26,8 +26,8 @@ from fastapi.responses import JSONResponse
 from pydantic import BaseModel, Field
 
 from core.times import naive_utc
-from serve.api.errors import ApiError, bad_request, not_found
 from serve.api.named import store_of
+from serve.errors import ApiError, bad_request, not_found
 from store.names import NameSeen
 
 MAX_ID_DIGITS: Final = 20

@@ -34,8 +34,8 @@ from consent.registry import OptOutRegistry
 from consent.settings import ConsentSettings
 from core.errors import ChatlogError
 from core.times import now_ms
-from serve.api.errors import ApiError, bad_request, not_found
 from serve.api.named import store_of
+from serve.errors import ApiError, bad_request, not_found
 from store.erase import erase
 
 log = logging.getLogger(__name__)

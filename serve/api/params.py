@@ -19,7 +19,7 @@ from typing import Final
 from starlette.datastructures import QueryParams
 
 from core.times import day_start_ms, epoch_ms
-from serve.api.errors import ApiError, bad_request
+from serve.errors import ApiError, bad_request
 
 MAX_MS: Final = 253_402_300_799_999
 _DIGITS: Final = re.compile(r"[0-9]{1,16}")

@@ -26,9 +26,9 @@ from starlette.datastructures import QueryParams
 
 from core.times import now_ms
 from schemas.chat_event import MAX_LOGIN_CHARS, ChatEvent
-from serve.api.errors import ApiError
 from serve.api.named import store_of
 from serve.api.params import MAX_MS
+from serve.errors import ApiError
 from serve.recent import RecentOptions, export_lines, exported
 from store.line import aclose
 from store.protocol import LogStore

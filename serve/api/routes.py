@@ -26,7 +26,6 @@ from starlette.routing import Match, Route
 from starlette.types import Scope
 
 from core.times import now_ms
-from serve.api.errors import ApiError, bad_request, not_found
 from serve.api.named import (
     CHANNEL_KINDS,
     USER_KINDS,
@@ -40,6 +39,7 @@ from serve.api.named import (
 from serve.api.params import LogQuery, day_range, log_query, month_range, narrowed
 from serve.api.query_docs import FORMATS, PAGING, RANGE, documented, path
 from serve.api.stream import answer_lines
+from serve.errors import ApiError, bad_request, not_found
 
 router = APIRouter()
 

@@ -28,11 +28,11 @@ from fastapi import APIRouter, Query, Request
 from fastapi.responses import Response
 
 from core.times import now_ms
-from serve.api.errors import ApiError, bad_request, not_found
 from serve.api.named import resolve_subject, store_of
 from serve.api.params import LogQuery, empty_range, log_query, narrowed
 from serve.api.query_docs import FORMATS, PAGING, RANGE, documented
 from serve.api.stream import answer_lines, line_counter, stream_events
+from serve.errors import ApiError, bad_request, not_found
 from serve.search import BadQuery, Needle, matching, needle
 from serve.settings import ServeSettings
 from store.line import LogLine

@@ -20,9 +20,9 @@ from fastapi import APIRouter, Query, Request
 from fastapi.responses import JSONResponse
 
 from core.times import now_ms
-from serve.api.errors import ApiError, bad_request, not_found
 from serve.api.named import resolve_channel, resolve_user, store_of
 from serve.api.params import log_query, narrowed
+from serve.errors import ApiError, bad_request, not_found
 from serve.stats import TooManyEvents, tally, user_stats
 
 DEFAULT_CHANNEL_DAYS: Final = 30

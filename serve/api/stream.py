@@ -16,9 +16,9 @@ from fastapi import Request
 from fastapi.responses import Response, StreamingResponse
 
 from core.times import now_ms
-from serve.api.errors import ApiError, not_found
 from serve.api.middleware import StreamCut
 from serve.api.params import Format, LogQuery
+from serve.errors import ApiError, not_found
 from serve.formats import log_basic_bytes, log_full_bytes, log_json_bytes, log_page_bytes, log_text_bytes
 from store.line import LogLine, aclose
 

@@ -109,3 +109,36 @@ def test_the_check_finds_an_import_that_goes_up(tmp_path: Path) -> None:
     (tmp_path / "sink" / "y.py").write_text("import serve.logs\nfrom core import x\n")
     assert violations("core", tmp_path) == ["core/x.py:2 imports sink.job"]
     assert violations("sink", tmp_path) == ["sink/y.py:1 imports serve.logs"]
+
+
+def unit_of(module: str) -> str:
+    """The part of the tree a module belongs to: a top-level package's sub-package or module
+    (``serve.api.app`` -> ``serve.api``, ``serve.consent`` -> ``serve.consent``)."""
+    return ".".join(module.split(".")[:2])
+
+
+def mutual_imports(root: Path = REPO) -> list[str]:
+    """``a <-> b`` for every two parts of the tree (:func:`unit_of`) whose modules import each other."""
+    imports: dict[str, set[str]] = {}
+    for top in LAYERS:
+        for path in sorted((root / top).rglob("*.py")):
+            module = ".".join(path.relative_to(root).with_suffix("").parts).removesuffix(".__init__")
+            for _line, target in imports_of(path):
+                if target.split(".")[0] in LAYERS and unit_of(target) != unit_of(module):
+                    imports.setdefault(unit_of(module), set()).add(unit_of(target))
+    return sorted(
+        f"{a} <-> {b}" for a, found in imports.items() for b in found if a < b and a in imports.get(b, ())
+    )
+
+
+def test_no_two_packages_import_each_other() -> None:
+    """``serve.api`` and ``serve.consent`` once did (the store raised HTTP errors), and ``chatlog.cli`` and
+    ``chatlog.monitor`` (a ``python -m chatlog.monitor`` built from the command)."""
+    assert mutual_imports() == []
+
+
+def test_the_check_finds_two_packages_that_import_each_other(tmp_path: Path) -> None:
+    (tmp_path / "serve" / "api").mkdir(parents=True)
+    (tmp_path / "serve" / "api" / "app.py").write_text("from serve.consent import x\n")
+    (tmp_path / "serve" / "consent.py").write_text("from serve.api.errors import y\n")
+    assert mutual_imports(tmp_path) == ["serve.api <-> serve.consent"]

@@ -13,8 +13,8 @@ import pytest
 
 from core.settings import StackSettings
 from schemas.chat_event import ChatEvent
-from serve.api.errors import ApiError
 from serve.api.search import check_admin
+from serve.errors import ApiError
 from serve.settings import ServeSettings
 from tests.integration.serve.events import line_event, privmsg
 from tests.integration.serve.server import Server, serving

@@ -20,7 +20,8 @@ from bench.keyspace_disk import (
     write_one_again,
 )
 from core.errors import ChatlogError
-from store.schema import OLD_TABLES, statements
+from store.layout import OLD_TABLES
+from store.schema import statements
 
 REPLICATION = "{'class': 'SimpleStrategy', 'replication_factor': 1}"
 

@@ -14,9 +14,9 @@ from pydantic import SecretStr
 
 from consent.settings import ConsentSettings
 from core.testing import twitch_event
-from serve.api.errors import ApiError
 from serve.api.optout import key_name
 from serve.consent import ConsentStore, OptedOut
+from serve.errors import ApiError
 from serve.testing import MemoryStore
 from store.line import LogLine
 from store.protocol import ById

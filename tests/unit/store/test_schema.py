@@ -13,7 +13,8 @@ import pytest
 from core.testing_cassandra import Call, FakeSession
 from store import pack, write
 from store.blocks import CHANNEL, USER
-from store.schema import LAYOUT, OLD_TABLES, LayoutMismatch, found_layout, require_layout, statements
+from store.layout import LAYOUT, OLD_TABLES
+from store.schema import LayoutMismatch, found_layout, require_layout, statements
 from tests.unit.store.live_schema import REPLICATION, tables
 
 

@@ -77,7 +77,8 @@ def test_init_records_the_layout_once_and_other_commands_refuse_another(
     from core.testing import chat_events
     from sink.job import stream
     from sink.settings import SinkSettings
-    from store.schema import LAYOUT, LayoutMismatch, found_layout, record_layout, tables_of
+    from store.layout import LAYOUT, tables_of
+    from store.schema import LayoutMismatch, found_layout, record_layout
     from store.write import Caches, TaskWrite, WriteOptions, worker_session_of
 
     keyspace = isolated_env.cassandra_keyspace

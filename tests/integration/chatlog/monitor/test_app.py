@@ -1,6 +1,6 @@
 """``chatlog monitor`` on the real Kafka: registry records and heartbeats in, ``/coverage`` out.
 
-The monitor runs as its own process (``python -m chatlog.monitor``, a faust worker) against fresh
+The monitor runs as its own process (``python -m chatlog monitor``, a faust worker) against fresh
 topics. Heartbeats are produced by the ingester's own producer in the real format; a live worker keeps
 beating from a thread, as a real ingester does.
 """
@@ -102,7 +102,7 @@ def beat(
 
 
 class MonitorProcess:
-    """``python -m chatlog.monitor`` with the test's topics, ports and app id; its log goes to a file."""
+    """``python -m chatlog monitor`` with the test's topics, ports and app id; its log goes to a file."""
 
     def __init__(self, settings: StackSettings, app_id: str, log: Path) -> None:
         self.web_port = _free_port()
@@ -126,7 +126,7 @@ class MonitorProcess:
         }
         with log.open("ab") as out:
             self.proc = subprocess.Popen(
-                [sys.executable, "-m", "chatlog.monitor"], env=env, stdout=out, stderr=subprocess.STDOUT
+                [sys.executable, "-m", "chatlog", "monitor"], env=env, stdout=out, stderr=subprocess.STDOUT
             )
 
     def get(self, path: str) -> tuple[int, Any]:

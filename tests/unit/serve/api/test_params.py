@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 from starlette.datastructures import QueryParams
 
-from serve.api.errors import ApiError
 from serve.api.params import PLAIN, Format, day_range, log_query, month_range, narrowed
+from serve.errors import ApiError
 
 
 def test_format_flags_and_precedence() -> None:
