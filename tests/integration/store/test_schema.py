@@ -14,16 +14,9 @@ import pytest
 
 from core.cql import connect
 from core.settings import StackSettings
+from store.layout import LAYOUT, OLD_TABLES, tables_of
 from store.scan import TABLES as COPIES
-from store.schema import (
-    LAYOUT,
-    OLD_TABLES,
-    LayoutMismatch,
-    apply_schema,
-    found_layout,
-    statements,
-    tables_of,
-)
+from store.schema import LayoutMismatch, apply_schema, found_layout, statements
 
 pytestmark = pytest.mark.integration
 
