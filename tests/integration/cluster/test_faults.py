@@ -153,8 +153,10 @@ def test_kill_the_spark_driver_and_restart_it_on_its_checkpoint(cluster: Layout)
     the same 2 cores (the JVMs' start is most of it). Printed against the goal, not asserted (see the hung
     broker's test)."""
     res = run(cluster, "kill-driver", [at(0.2, kill_sink(down_s=1.0))], sink_restarts=True, duration=60.0)
-    back = recovery(res)
-    print(f"kill-driver: stored rate back in {back:.0f}s (goal {DRIVER_S:.0f}s)")
+    (impact,) = res["fault_impact"]
+    back = impact["stored_recovery_s"]  # None: the backlog was written after the traffic, below the rate
+    said = "not back within the run (every message stored: asserted)" if back is None else f"{back:.0f}s"
+    print(f"kill-driver: stored rate back in {said} (goal {DRIVER_S:.0f}s)")
 
 
 def test_an_ingester_added_during_traffic_loses_nothing(cluster: Layout) -> None:
