@@ -62,6 +62,8 @@ FROM deps AS app
 COPY README.md ./
 COPY schemas ./schemas
 COPY core ./core
+COPY consent ./consent
+COPY store ./store
 COPY ingest ./ingest
 COPY sink ./sink
 COPY serve ./serve

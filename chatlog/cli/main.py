@@ -1,7 +1,8 @@
 """The one entry point, ``chatlog``.
 
 Every command lives in a module of this package named after it, each with ``register(app)``; packages
-above this one (the benchmarks) add theirs through the ``chatlog.commands`` entry point group.
+above this one (the lab: the local stack, the simulator, the demo, the benchmarks) add theirs through
+the ``chatlog.commands`` entry point group.
 """
 
 from __future__ import annotations
@@ -14,7 +15,6 @@ import typer
 
 from chatlog.cli import (
     coverage,
-    demo,
     erase,
     fill,
     import_,
@@ -27,10 +27,8 @@ from chatlog.cli import (
     pack,
     schema,
     serve,
-    simulate,
     sink,
     smoke,
-    stack,
 )
 from core import redact, settings_env
 from core.errors import ChatlogError
@@ -42,7 +40,6 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 COMMANDS = (
-    stack,
     schema,
     init,
     ingest,
@@ -56,16 +53,14 @@ COMMANDS = (
     erase,
     pack,
     serve,
-    simulate,
     monitor,
-    demo,
     smoke,
 )
 PLUGIN_GROUP = "chatlog.commands"
 
 
 def _register() -> None:
-    """Every command of this package, then those of the installed plugins (``chatlog bench``)."""
+    """Every command of this package, then those of the installed plugins (the lab's)."""
     from importlib.metadata import entry_points
 
     for module in COMMANDS:

@@ -22,9 +22,9 @@ import httpx
 import pytest
 from playwright.sync_api import Browser, BrowserContext, Page, Playwright, sync_playwright
 
-from bench.scratch import drop_keyspaces
-from bench.serve_load import stop_server
 from core.settings import StackSettings
+from lab.bench.scratch import drop_keyspaces
+from lab.bench.serve_load import stop_server
 from store.schema import apply_schema
 from tests.browser.chromium import CHROMIUM, new_context
 from tests.browser.served import Keyspace, Served

@@ -19,8 +19,8 @@ import pytest
 from playwright.sync_api import Page, expect
 from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
-from bench.serve_load import stop_server
 from ingest.registry import Registry
+from lab.bench.serve_load import stop_server
 from tests.browser.chromium import screenshot
 from tests.browser.served import Keyspace, Served, event, write_events
 

@@ -18,11 +18,12 @@ LAYERS: Final[dict[str, int]] = {
     "ingest": 4,  # the services
     "sink": 4,
     "serve": 4,
-    "chatlog": 5,  # the operator's tools: CLI, local stack, demo, monitor
-    "bench": 6,  # benchmarks
+    "chatlog": 5,  # the operator's tools: the CLI, the monitor, fill
+    "lab": 6,  # what develops and measures the product: the local stack, simulator, demo, benchmarks
 }
 PLOTTING_AND_PROFILING: Final = ("matplotlib", "psutil")
 PRODUCT: Final = ("schemas", "core", "consent", "store", "ingest", "sink", "serve")
+LAB: Final = "lab"
 
 
 def imports_of(path: Path) -> list[tuple[int, str]]:
@@ -90,11 +91,42 @@ def test_product_packages_do_not_plot_or_profile(package: str) -> None:
     assert hits == []
 
 
-def test_benchmarks_live_in_bench_only() -> None:
+def test_benchmarks_live_in_the_lab_only() -> None:
     misplaced = [
-        str(p.relative_to(REPO)) for top in LAYERS if top != "bench" for p in (REPO / top).rglob("bench*.py")
+        str(p.relative_to(REPO)) for top in LAYERS if top != LAB for p in (REPO / top).rglob("bench*.py")
     ]
     assert misplaced == []
+
+
+def lab_imports(root: Path = REPO) -> list[str]:
+    """``file:line imports module`` for every import of the lab by a file outside it."""
+    return [
+        f"{path.relative_to(root)}:{line} imports {module}"
+        for top in sorted(set(LAYERS) - {LAB})
+        for path in sorted((root / top).rglob("*.py"))
+        for line, module in imports_of(path)
+        if module.split(".")[0] == LAB
+    ]
+
+
+def test_the_product_never_imports_the_lab() -> None:
+    """The services, the operator's CLI and the monitor run without the local stack, the simulator, the
+    demo or the benchmarks; the lab's commands join the CLI through its entry point (pyproject.toml)."""
+    assert lab_imports() == []
+
+
+def test_the_check_finds_the_product_importing_the_lab(tmp_path: Path) -> None:
+    (tmp_path / "chatlog" / "cli").mkdir(parents=True)
+    lazy = "import os\n\n\ndef f() -> None:\n    from lab.cli import demo\n"
+    (tmp_path / "chatlog" / "cli" / "main.py").write_text(lazy)
+    (tmp_path / "lab").mkdir()
+    (tmp_path / "lab" / "x.py").write_text("from chatlog.cli import main\n")
+    assert lab_imports(tmp_path) == ["chatlog/cli/main.py:5 imports lab.cli"]
+
+
+def test_the_lab_joins_the_cli_through_its_entry_point() -> None:
+    text = (REPO / "pyproject.toml").read_text(encoding="utf-8")
+    assert '[project.entry-points."chatlog.commands"]\nlab = "lab.cli:register"' in text
 
 
 def test_every_package_of_the_repository_has_a_layer() -> None:

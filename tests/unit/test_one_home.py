@@ -11,7 +11,7 @@ from typing import Any, Final
 
 REPO: Final = Path(__file__).resolve().parents[2]
 PRODUCT: Final = ("schemas", "core", "consent", "ingest", "sink", "serve", "chatlog")
-"""The packages that run (the operator's tools included); bench/ measures alternatives on purpose."""
+"""The packages that run (the operator's tools included); lab/bench/ measures alternatives on purpose."""
 
 PARSER: Final = frozenset({"core/irc_parse.py", "core/irc_tags.py"})
 STORED_LINE: Final = "schemas/stored_line.py"

@@ -17,10 +17,10 @@ from core.settings import StackSettings
 
 def doubled_in_reads(settings: StackSettings, details: dict[str, Any]) -> int:
     """How many simulator tokens the reader gives more than once over every channel of the run of
-    ``details`` (a :class:`chatlog.demo.run.RunReport`'s) on the stack of ``settings``."""
+    ``details`` (a :class:`lab.demo.run.RunReport`'s) on the stack of ``settings``."""
     from chatlog.cli.log_reader import LogReader
-    from chatlog.demo.run import run_channels, run_settings
-    from chatlog.demo.verify import token_of
+    from lab.demo.run import run_channels, run_settings
+    from lab.demo.verify import token_of
 
     run = run_settings(settings, str(details["name"]), str(details["run_id"]))
     tokens: Counter[str] = Counter()

@@ -12,10 +12,10 @@ from collections.abc import Iterator
 
 import pytest
 
-from chatlog.demo.faults import at, kill_ingester, kill_sink, restart_service, start_ingester
-from chatlog.demo.run import RunConfig, execute
-from chatlog.stack import manager
 from core.settings import StackSettings
+from lab.demo.faults import at, kill_ingester, kill_sink, restart_service, start_ingester
+from lab.demo.run import RunConfig, execute
+from lab.stack import manager
 from tests.integration.chaos.read_once import doubled_in_reads
 
 pytestmark = [pytest.mark.integration, pytest.mark.chaos]

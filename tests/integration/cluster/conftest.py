@@ -11,9 +11,9 @@ from collections.abc import Iterator
 
 import pytest
 
-from chatlog.stack.cluster import Layout
 from core.kafka_admin import admin_client, ensure_topics
 from core.settings import StackSettings
+from lab.stack.cluster import Layout
 
 NODES = 3
 
@@ -23,7 +23,7 @@ def cluster() -> Iterator[Layout]:
     """The 3-node stack, started if needed (its start-up time printed) and stopped if we started it.
 
     Set ``CHATLOG_TEST_KEEP_CLUSTER=1`` to leave a cluster we started running after the tests."""
-    from chatlog.stack import manager, process
+    from lab.stack import manager, process
 
     logging.getLogger("cassandra.cluster").setLevel(logging.WARNING)  # a line per discovered node
     layout = Layout(StackSettings(), NODES)

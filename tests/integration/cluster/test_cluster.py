@@ -14,13 +14,13 @@ import pytest
 from confluent_kafka import Producer
 from confluent_kafka.admin import ConfigResource
 
-from chatlog.stack import manager
-from chatlog.stack.cluster import DATA_CENTER, Layout
-from chatlog.stack.services import node_query
-from chatlog.stack.spark import master_state
 from core.cql import connect
 from core.kafka_admin import admin_client
 from core.settings import StackSettings
+from lab.stack import manager
+from lab.stack.cluster import DATA_CENTER, Layout
+from lab.stack.services import node_query
+from lab.stack.spark import master_state
 
 pytestmark = [pytest.mark.integration, pytest.mark.cluster, pytest.mark.slow]
 

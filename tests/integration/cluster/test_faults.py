@@ -3,7 +3,7 @@ cluster's InspIRCd, R = 2 ingester groups, Kafka RF 3 with min ISR 2, the sink o
 Cassandra RF 3 at LOCAL_QUORUM) at a steady load while one node fails. Every message sent is stored once: lost
 = 0 and none in two blocks (the Spark driver's fault, which restarts the sink: also none read twice,
 :mod:`tests.integration.chaos.read_once`). Each test prints the time the stored rate took to come back and the
-e2e p99 (IRC send -> line readable) before and after the fault (:mod:`chatlog.demo.impact`) and asserts the
+e2e p99 (IRC send -> line readable) before and after the fault (:mod:`lab.demo.impact`) and asserts the
 goal: the stored rate back within 30 s of a broker's or a Cassandra node's fault, 60 s of the Spark driver's.
 Then the backfill on the standalone master and an ingester added during traffic."""
 
@@ -18,20 +18,20 @@ from typing import Any
 
 import pytest
 
-from chatlog.demo.faults import Fault, at, kill_sink, start_ingester
-from chatlog.demo.node_faults import (
+from lab.demo.faults import Fault, at, kill_sink, start_ingester
+from lab.demo.node_faults import (
     kill_and_restart,
     kill_busy_spark_worker,
     kill_leading_broker,
     pause_leading_broker,
 )
-from chatlog.demo.report import sink_batches
-from chatlog.demo.run import RunConfig, execute, on_cluster, run_channels, run_settings
-from chatlog.demo.supervisor import CHATLOG
-from chatlog.demo.verify import stored_tokens
-from chatlog.simulator import read_sent
-from chatlog.stack import nodes
-from chatlog.stack.cluster import Layout
+from lab.demo.report import sink_batches
+from lab.demo.run import RunConfig, execute, on_cluster, run_channels, run_settings
+from lab.demo.supervisor import CHATLOG
+from lab.demo.verify import stored_tokens
+from lab.simulator import read_sent
+from lab.stack import nodes
+from lab.stack.cluster import Layout
 from tests.integration.chaos.read_once import doubled_in_reads
 
 pytestmark = [pytest.mark.integration, pytest.mark.cluster, pytest.mark.chaos, pytest.mark.slow]
@@ -172,7 +172,7 @@ def test_backfill_on_the_standalone_master_stores_every_message_once(cluster: La
     sent = read_sent(run_dir / "sent.ndjson")
     settings = run_settings(cluster.client_settings(), res["name"], res["run_id"])
     replay = settings.model_copy(update={"cassandra_keyspace": f"{settings.cassandra_keyspace}_replay"})
-    from bench.scratch import drop_keyspaces
+    from lab.bench.scratch import drop_keyspaces
 
     drop_keyspaces(replay, [replay.cassandra_keyspace])
     since = min(m.sent_at_ms for m in sent) - 60_000

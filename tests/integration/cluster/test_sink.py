@@ -9,10 +9,10 @@ from collections.abc import Iterator
 
 import pytest
 
-from bench.scratch import drop_keyspaces
-from chatlog.stack.cluster import Layout
-from chatlog.stack.spark import master_state
 from core.settings import StackSettings
+from lab.bench.scratch import drop_keyspaces
+from lab.stack.cluster import Layout
+from lab.stack.spark import master_state
 from sink.settings import SinkSettings
 from store.schema import apply_schema
 from tests.integration.sink.records import make_events, message_ids, produce, uuids

@@ -16,11 +16,11 @@ import typer
 from confluent_kafka import Consumer, Message, TopicPartition
 from typer.testing import CliRunner
 
-from bench.parse import corpus
 from chatlog.cli import import_ as import_cli
 from core.irc_parse import line_hash, parse_line
 from core.settings import StackSettings
 from ingest.importer import MAX_IMPORT_LINE_BYTES, import_file, timed_line_id
+from lab.bench.parse import corpus
 from schemas.chat_event import decode
 
 pytestmark = pytest.mark.integration

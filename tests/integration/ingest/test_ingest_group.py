@@ -20,11 +20,11 @@ from typing import Any
 import pytest
 from confluent_kafka import Consumer
 
-from chatlog.demo.observer import NamesObserver, worker_of
-from chatlog.demo.supervisor import CHATLOG, Supervisor
-from chatlog.simulator import ChatSimulator
 from core.settings import StackSettings
 from ingest.registry import Registry
+from lab.demo.observer import NamesObserver, worker_of
+from lab.demo.supervisor import CHATLOG, Supervisor
+from lab.simulator import ChatSimulator
 from schemas import chat_event
 from tests.integration.ingest.ingester_env import QUICK, ingester_env
 

@@ -20,13 +20,13 @@ from pathlib import Path
 import pytest
 from confluent_kafka import Consumer
 
-from chatlog.demo.observer import NamesObserver, worker_of
-from chatlog.demo.supervisor import Supervisor
 from consent.publish import OptOutPublisher
 from consent.registry import OptOutRegistry
 from consent.settings import ConsentSettings
 from core.settings import KafkaSettings, StackSettings
 from ingest.registry import Registry
+from lab.demo.observer import NamesObserver, worker_of
+from lab.demo.supervisor import Supervisor
 from schemas import chat_event
 from schemas.chat_event import ChatEvent
 from tests.integration.ingest.ingester_env import QUICK, ingester_env

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from chatlog.demo.supervisor import CHATLOG
 from core.compacted import fold, read_to_end
 from core.settings import StackSettings
 from ingest.registry import Registry
+from lab.demo.supervisor import CHATLOG
 
 pytestmark = pytest.mark.integration
 

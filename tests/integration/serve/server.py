@@ -10,8 +10,8 @@ from typing import Any
 import httpx
 import pytest
 
-from bench.scratch import drop_keyspaces
 from core.settings import StackSettings
+from lab.bench.scratch import drop_keyspaces
 from schemas.chat_event import ChatEvent
 from serve.api.app import create_app
 from serve.settings import ServeSettings

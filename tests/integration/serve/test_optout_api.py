@@ -52,7 +52,7 @@ class Served:
 @pytest.fixture(scope="module")
 def served(stack: StackSettings, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
     """One server for the module (its setup is most of the time): the tests use distinct ids, in order."""
-    from bench.scratch import drop_keyspaces
+    from lab.bench.scratch import drop_keyspaces
     from store.schema import apply_schema
 
     unique = uuid.uuid4().hex[:10]

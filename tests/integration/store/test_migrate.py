@@ -21,9 +21,9 @@ from typing import Any
 import httpx
 import pytest
 
-from bench.scratch import drop_keyspaces
 from core.settings import StackSettings
 from core.testing import chat_events
+from lab.bench.scratch import drop_keyspaces
 from schemas.chat_event import encode
 from tests.uvicorn_thread import served
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import ssl
 from typing import Any
 
-from chatlog.stack.security import TlsFiles
 from core.settings import CassandraSettings, load
+from lab.stack.security import TlsFiles
 from tests.unit.core.tls_settings import SECRET
 
 

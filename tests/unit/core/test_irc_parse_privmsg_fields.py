@@ -9,9 +9,9 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from bench.storage import corpus
 from core.irc_parse import PrivmsgFields, line_tags, privmsg_fields, privmsg_parts
 from core.testing import chat_events
+from lab.bench.storage import corpus
 from tests.irc_strategies import TAG_VALUE
 from tests.peer_lines import PEER_LINES, peer_lines
 from tests.unit.core.parsed_privmsg import NOW, parsed_privmsg

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import random
 
-from bench.parse import corpus
 from core.irc_parse import CHAT_COMMANDS, MalformedLine, line_hash, parse_line
+from lab.bench.parse import corpus
 from schemas.chat_event import ChatEvent, decode, encode
 
 _KEYS = (

@@ -11,10 +11,10 @@ from typing import Any
 
 import pytest
 
-from chatlog.stack.security import TlsFiles
 from core import settings
 from core.errors import SettingsError
 from core.settings import StackSettings, home_dir, load
+from lab.stack.security import TlsFiles
 from serve.settings import ServeSettings
 from tests.unit.core.tls_settings import SECRET, kafka, sasl_ssl
 

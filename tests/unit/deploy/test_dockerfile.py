@@ -85,6 +85,18 @@ def test_every_copied_path_is_in_the_build_context() -> None:
         )
 
 
+def test_the_image_holds_every_product_package_and_not_the_lab() -> None:
+    """The app stage copies each package the services import (consent and store were once left out: the
+    image's services could not start) and nothing of the lab (the local stack, the demo, the benchmarks)."""
+    copied = {
+        arg.split()[0].rstrip("/").removeprefix("./")
+        for op, arg in _instructions(DOCKERFILE.read_text())
+        if op == "COPY" and "--from=" not in arg
+    }
+    packages = {p.parent.name for p in tooling.REPO.glob("*/__init__.py")} - {"tests"}
+    assert packages - copied == {"lab"}
+
+
 def test_sink_entry_file_exists_where_the_spark_application_expects_it() -> None:
     text = DOCKERFILE.read_text()
     assert "/opt/chatlog/app/sink/job/command.py" in text

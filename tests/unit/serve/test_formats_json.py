@@ -16,8 +16,8 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from bench.storage import corpus
 from core.irc_parse import MalformedLine, parse_line
+from lab.bench.storage import corpus
 from schemas.chat_event import ChatEvent
 from serve.formats import (
     basic_message,

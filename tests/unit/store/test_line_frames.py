@@ -81,7 +81,7 @@ def test_every_kind_and_the_real_twitch_lines_read_the_same_from_frames() -> Non
 
 
 def test_the_corpus_reads_the_same_from_frames() -> None:
-    from bench.storage import corpus
+    from lab.bench.storage import corpus
 
     events = [parse_line(line, received_at=NOW) for line in corpus(1_000)]
     assert _same_in_every_format([e for e in events if e is not None]) == 1_000

@@ -10,12 +10,12 @@ from typing import Any
 
 import pytest
 
-from bench.scratch import drop_keyspaces
 from chatlog.cli.init import run_init
 from core.cql import connect
 from core.errors import ChatlogError
 from core.kafka_admin import admin_client
 from core.settings import KafkaSettings, StackSettings, load
+from lab.bench.scratch import drop_keyspaces
 from schemas.topics import topic_specs
 
 pytestmark = pytest.mark.integration

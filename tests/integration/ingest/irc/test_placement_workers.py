@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from chatlog.demo.observer import NamesObserver, worker_of
-from chatlog.demo.supervisor import Supervisor
 from core.settings import StackSettings
 from ingest.registry import Registry
+from lab.demo.observer import NamesObserver, worker_of
+from lab.demo.supervisor import Supervisor
 from tests.integration.ingest.ingester_env import QUICK, ingester_env
 
 pytestmark = pytest.mark.integration

@@ -77,8 +77,8 @@ def test_replaying_the_topic_again_adds_no_row(
 def test_backfill_into_a_fresh_keyspace_gives_the_same_rows(
     sink_settings: SinkSettings, spark_session: Any, unique: str
 ) -> None:
-    from bench.scratch import drop_keyspaces
     from core.cql import connect
+    from lab.bench.scratch import drop_keyspaces
     from store.scan import stored_lines
 
     t0 = int(time.time() * 1000) - 3_600_000

@@ -17,13 +17,13 @@ from confluent_kafka import Consumer, Producer, TopicPartition
 from typer.testing import CliRunner
 
 from chatlog.cli.log_reader import text_with_gaps
-from chatlog.demo.observer import NamesObserver, worker_of
-from chatlog.demo.supervisor import Supervisor
-from chatlog.simulator import ChatSimulator, SentMessage
 from core.coverage_spans import gaps
 from core.cql import connect
 from core.settings import StackSettings
 from ingest.registry import Registry
+from lab.demo.observer import NamesObserver, worker_of
+from lab.demo.supervisor import Supervisor
+from lab.simulator import ChatSimulator, SentMessage
 from schemas.chat_event import ChatEvent
 from serve.coverage import read_coverage
 from sink.settings import SinkSettings

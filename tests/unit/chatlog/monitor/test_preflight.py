@@ -9,9 +9,9 @@ import pytest
 
 from chatlog.monitor.preflight import broker_credentials
 from chatlog.monitor.settings import MonitorSettings
-from chatlog.stack.security import TlsFiles
 from core.errors import ChatlogError, SettingsError
 from core.settings import KafkaSettings, load
+from lab.stack.security import TlsFiles
 from tests.unit.core.tls_settings import SECRET, sasl_ssl
 
 

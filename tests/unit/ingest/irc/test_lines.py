@@ -5,9 +5,9 @@ from __future__ import annotations
 import random
 import tracemalloc
 
-from bench.irc_read import twitch_like_corpus
 from core.irc_parse import parse_message
 from ingest.irc.lines import LineSplitter, route_lines
+from lab.bench.irc_read import twitch_like_corpus
 
 PRIV = "@id=1;tmi-sent-ts=5 :bob!bob@bob.tmi.twitch.tv PRIVMSG #chan :hi there"
 

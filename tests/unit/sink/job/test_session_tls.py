@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
-from chatlog.stack.security import TlsFiles
 from core.errors import SettingsError
 from core.settings import KafkaSettings
+from lab.stack.security import TlsFiles
 from sink.settings import SinkSettings
 from tests.unit.core.tls_settings import SECRET, sasl_ssl
 

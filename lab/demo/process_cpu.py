@@ -1,0 +1,150 @@
+"""CPU time of each part of the local pipeline during a run (a benchmark, the demo), per event.
+
+On one machine the sink, Cassandra and Kafka share the cores, so a rate alone does not say where the
+time goes. :func:`snapshot` reads the CPU time (user + system) of every process of the local stack and
+of this run, grouped by what it is; :func:`per_event` turns two snapshots into µs per event.
+
+Processes come and go during a run (pyspark's daemon forks its workers and reaps them; a pool is
+made per run). Each snapshot holds every counted process's own time plus the time of the children it
+reaped. A process that exited between two snapshots counts as much as it reaped into a counted parent
+(its CPU before the first snapshot taken off again); one that no counted process reaped is missed (not
+taken off: before, such a process made the raw insert's per-row run read -883 µs per event), so the
+figures are lower bounds.
+
+Only this run's processes count: this process and its descendants (the Spark JVM, its Python workers, a
+pool), and the local stack's services by their pid files. Another program's Spark, Python workers or
+Kafka and Cassandra nodes on the same machine (a test run, a second stack) are not counted, even though
+their command lines look the same.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from lab import extras
+
+COMPONENTS = ("spark_jvm", "python_workers", "cassandra", "kafka", "bench")
+"""What a benchmark of the sink reports, in this order."""
+PIPELINE = (
+    "simulator",
+    "irc_server",
+    "ingesters",
+    "kafka",
+    "sink_driver",
+    "spark_jvm",
+    "python_workers",
+    "cassandra",
+    "serve",
+    "demo",
+)
+"""What the demo reports, in this order (``demo``: the demo's own process, its read probe and observer)."""
+PIPELINE_PARTS = ("ingesters", "kafka", "sink_driver", "spark_jvm", "python_workers", "cassandra", "serve")
+"""The parts whose sum is the pipeline's CPU per stored message (the simulator, the IRC server and the demo's
+own probes are the lab around it)."""
+_ALL = (*dict.fromkeys((*PIPELINE, *COMPONENTS)),)
+
+_MARKERS: tuple[tuple[str, str], ...] = (
+    ("org.apache.cassandra.service.CassandraDaemon", "cassandra"),
+    ("kafka.Kafka", "kafka"),
+    ("org.apache.spark.deploy.SparkSubmit", "spark_jvm"),
+    ("pyspark.daemon", "python_workers"),
+    ("pyspark.worker", "python_workers"),
+    ("multiprocessing.spawn", "python_workers"),  # the raw insert's pool
+    ("chatlog ingest", "ingesters"),
+    ("chatlog simulate", "simulator"),
+    ("chatlog sink", "sink_driver"),
+    ("chatlog serve", "serve"),
+    ("inspircd", "irc_server"),
+)
+"""A command-line fragment -> the component of the process (the first match wins)."""
+
+
+def component(cmdline: Sequence[str]) -> str | None:
+    """The component a process with ``cmdline`` belongs to (None: not part of the pipeline)."""
+    text = " ".join(cmdline)
+    for marker, name in _MARKERS:
+        if marker in text:
+            return name
+    return None
+
+
+@dataclass(frozen=True, slots=True)
+class Proc:
+    """One counted process in a snapshot."""
+
+    component: str
+    parent: int
+    started: float
+    """Its start time (a pid can be taken again by a new process)."""
+    seconds: float
+    """CPU time (user + system), its own and that of the children it reaped."""
+
+
+Snapshot = dict[int, Proc]
+"""pid -> the process, for every process of the pipeline and this benchmark."""
+
+
+def _stack_pids() -> set[int]:
+    """The pids of the local stack's running services (from their pid files)."""
+    from core.settings import StackSettings
+    from lab.stack import process
+    from lab.stack.services import all_services
+
+    pids = (process.read_pid(s.pid_file) for s in all_services(StackSettings()))
+    return {pid for pid in pids if pid is not None}
+
+
+def snapshot(me_as: str = "bench") -> Snapshot:
+    """The CPU seconds so far of every counted process (this process counts as ``me_as``)."""
+    extras.require_cpu_accounting()
+    import psutil
+
+    found: Snapshot = {}
+    me = os.getpid()
+    ours = _stack_pids() | {p.pid for p in psutil.Process(me).children(recursive=True)}
+    for proc in psutil.process_iter(["pid", "ppid", "cmdline", "create_time"]):
+        pid = proc.info["pid"]
+        name = me_as if pid == me else component(proc.info["cmdline"] or ()) if pid in ours else None
+        if name is None:
+            continue
+        try:
+            t = proc.cpu_times()
+        except psutil.Error:  # exited while we looked
+            continue
+        seconds = t.user + t.system + t.children_user + t.children_system
+        found[proc.info["pid"]] = Proc(name, proc.info["ppid"] or 0, proc.info["create_time"], seconds)
+    return found
+
+
+def spent(before: Snapshot, after: Snapshot) -> dict[str, float]:
+    """CPU seconds of each component between two snapshots (see the module doc for exited processes)."""
+
+    def same(pid: int) -> bool:
+        return pid in before and pid in after and before[pid].started == after[pid].started
+
+    totals = dict.fromkeys(_ALL, 0.0)
+    for pid, proc in after.items():
+        totals[proc.component] += proc.seconds - (before[pid].seconds if same(pid) else 0.0)
+    for pid, proc in before.items():
+        if not same(pid) and same(proc.parent):
+            # its parent reaped it: the parent's children time grew by this process's whole life
+            totals[after[proc.parent].component] -= proc.seconds
+    return totals
+
+
+def per_event(
+    before: Snapshot, after: Snapshot, events: int, names: Sequence[str] = COMPONENTS
+) -> dict[str, float]:
+    """µs of CPU per event of each of ``names`` between two snapshots."""
+    if events <= 0:
+        raise ValueError(f"per_event needs a positive number of events, got {events}")
+    totals = spent(before, after)
+    return {k: round(totals[k] / events * 1e6, 1) for k in names}
+
+
+def line(label: str, cpu: dict[str, float], names: Iterable[str] = COMPONENTS) -> str:
+    """``label`` and the µs per event of each of ``names``, on one line."""
+    parts = ", ".join(f"{n} {cpu[n]:g}" for n in names)
+    return f"{label} CPU µs/event: {parts} (total {sum(cpu[n] for n in names):.1f})"
