@@ -4,6 +4,8 @@ PYTHON ?= python3.11
 VENV := .venv
 BIN := $(VENV)/bin
 STAMPS := .cache/stamps
+BENCHES := parse ingest rebalance sink capacity scale monitor irc serve fresh placement
+JUSTLOG_BENCHES := vs-justlog fill
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 # chromium: the browser tests (tests/browser) drive Debian's build with Playwright; no browser is downloaded
 APT_PACKAGES := inspircd maven openjdk-17-jre-headless chromium
@@ -68,19 +70,11 @@ chaos-cluster: setup ## node faults, backfill and scale-out on the multi-node st
 
 bench: setup $(STAMPS)/bench-extra ## every benchmark on the local stack; JSON and PNG under results/
 	$(BIN)/chatlog stack up
-	$(BIN)/chatlog bench parse
-	$(BIN)/chatlog bench ingest
-	$(BIN)/chatlog bench rebalance
-	$(BIN)/chatlog bench sink
-	$(BIN)/chatlog bench capacity
-	$(BIN)/chatlog bench scale
-	$(BIN)/chatlog bench monitor
-	$(BIN)/chatlog bench irc
-	$(BIN)/chatlog bench serve
-	$(BIN)/chatlog bench fresh
-	$(BIN)/chatlog bench placement
-	@if [ -n "$(JUSTLOG)" ]; then $(BIN)/chatlog bench vs-justlog "$(JUSTLOG)"; else echo "chatlog bench vs-justlog: skipped (give a justlog binary: make bench JUSTLOG=PATH)"; fi
-	@if [ -n "$(JUSTLOG)" ]; then $(BIN)/chatlog bench fill "$(JUSTLOG)"; else echo "chatlog bench fill: skipped (give a justlog binary: make bench JUSTLOG=PATH)"; fi
+	@for name in $(BENCHES); do echo "$(BIN)/chatlog bench $$name"; $(BIN)/chatlog bench $$name || exit 1; done
+	@for name in $(JUSTLOG_BENCHES); do \
+		if [ -z "$(JUSTLOG)" ]; then echo "chatlog bench $$name: skipped (give a justlog binary: make bench JUSTLOG=PATH)"; \
+		else echo "$(BIN)/chatlog bench $$name $(JUSTLOG)"; $(BIN)/chatlog bench $$name "$(JUSTLOG)" || exit 1; fi; \
+	done
 	$(BIN)/chatlog bench report
 
 demo: setup $(STAMPS)/bench-extra ## the main job

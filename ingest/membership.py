@@ -30,6 +30,7 @@ from confluent_kafka.admin import AdminClient
 
 from core.background_consumer import BackgroundConsumer
 from core.errors import one_line
+from ingest.metrics import counter
 
 log = logging.getLogger(__name__)
 
@@ -174,12 +175,19 @@ class BucketTable:
 
 @dataclass
 class MembershipStats:
-    rebalances: int = 0
+    """What the member's rebalances did since it started; some counts are exported as counters."""
+
+    rebalances: int = counter("chatlog_ingest_rebalances", "Rebalance callbacks that changed the assignment.")
     assigned: int = 0
+    """Buckets assigned, over every rebalance."""
     revoked: int = 0
-    lost: int = 0
-    callback_errors: int = 0
+    """Buckets revoked (kept until their channels' new owners confirm them), over every rebalance."""
+    lost: int = counter("chatlog_ingest_buckets_lost", "Buckets lost (session expired).")
+    callback_errors: int = counter(
+        "chatlog_ingest_rebalance_callback_errors", "Errors in rebalance callbacks."
+    )
     consumer_errors: int = 0
+    """Errors the channel topic's consumer reported (each one logged)."""
 
 
 def consumer_config(
@@ -332,26 +340,29 @@ class Membership(BackgroundConsumer[Consumer]):
 
         return callback
 
+    def _rebalanced(self, partitions: list[TopicPartition], change: Callable[[list[int]], None]) -> list[int]:
+        """``change`` the table by the buckets of ``partitions`` (under the lock), counted as a rebalance;
+        the buckets."""
+        buckets = [p.partition for p in partitions]
+        with self._lock:
+            change(buckets)
+        self.stats.rebalances += 1
+        return buckets
+
     def _on_assign(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
         for p in partitions:
             p.offset = OFFSET_BEGINNING  # stateless: learn the bucket's channels from its beginning
         consumer.incremental_assign(partitions)
         if not partitions:
             return
-        buckets = [p.partition for p in partitions]
-        with self._lock:
-            self._table.assign(buckets)
-        self.stats.rebalances += 1
+        buckets = self._rebalanced(partitions, self._table.assign)
         self.stats.assigned += len(buckets)
         log.info("assigned buckets %s", buckets)
 
     def _on_revoke(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
         if not partitions:
             return
-        buckets = [p.partition for p in partitions]
-        with self._lock:
-            self._table.revoke(buckets, self._clock())
-        self.stats.rebalances += 1
+        buckets = self._rebalanced(partitions, lambda buckets: self._table.revoke(buckets, self._clock()))
         self.stats.revoked += len(buckets)
         if self.stopping:
             log.info("released buckets %s (leaving the group)", buckets)
@@ -361,10 +372,7 @@ class Membership(BackgroundConsumer[Consumer]):
     def _on_lost(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
         if not partitions:
             return
-        buckets = [p.partition for p in partitions]
-        with self._lock:
-            self._table.lose(buckets)
-        self.stats.rebalances += 1
+        buckets = self._rebalanced(partitions, self._table.lose)
         self.stats.lost += len(buckets)
         log.warning("lost buckets %s (session expired): stopped logging them", buckets)
 

@@ -13,8 +13,8 @@ import logging
 import threading
 from bisect import bisect_left
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass
-from typing import Any, Final
+from dataclasses import dataclass, field, fields
+from typing import TYPE_CHECKING, Any, Final
 from wsgiref.simple_server import make_server
 
 from prometheus_client import CollectorRegistry, make_wsgi_app
@@ -22,6 +22,9 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Histo
 from prometheus_client.exposition import ThreadingWSGIServer, _SilentHandler
 
 from core.errors import ChatlogError
+
+if TYPE_CHECKING:
+    from _typeshed import DataclassInstance
 
 log = logging.getLogger(__name__)
 
@@ -73,6 +76,26 @@ class Sample:
     documentation: str
     value: float
     kind: str = "counter"
+
+
+_METRIC: Final = "metric"
+
+
+def counter(name: str, documentation: str) -> int:
+    """A counter field of a stats dataclass (0 at first) that :func:`counter_samples` exports as the counter
+    ``name``; ``documentation`` says what it counts, once, where the field is declared."""
+    declared: int = field(default=0, metadata={_METRIC: (name, documentation)})
+    return declared
+
+
+def counter_samples(stats: DataclassInstance) -> list[Sample]:
+    """A sample of each :func:`counter` field of ``stats``, in the order declared."""
+    out = []
+    for f in fields(stats):
+        if _METRIC in f.metadata:
+            name, documentation = f.metadata[_METRIC]
+            out.append(Sample(name, documentation, getattr(stats, f.name)))
+    return out
 
 
 class IngestCollector:

@@ -35,7 +35,7 @@ from typing import Any, Final, Protocol
 from confluent_kafka import KafkaError, Producer
 
 from core.irc_parse import MalformedLine, parse_line
-from ingest.metrics import FastHistogram
+from ingest.metrics import FastHistogram, counter
 from ingest.registry import PARTITIONER
 from ingest.settings import IngestSettings
 from schemas.chat_event import ChatEvent, encode
@@ -116,18 +116,30 @@ def producer_config(settings: IngestSettings, worker_id: str) -> dict[str, Any]:
 
 @dataclass
 class ProducerCounts:
-    lines: int = 0
-    events: int = 0
-    not_chat: int = 0
-    malformed: int = 0
-    delivered: int = 0
-    delivery_errors: int = 0
-    retries: int = 0
-    dead_lettered: int = 0
+    """What the producer did since it started; most counts are exported as ``chatlog_ingest_*`` counters."""
+
+    lines: int = counter("chatlog_ingest_lines_read", "IRC lines handed to the producer.")
+    events: int = counter("chatlog_ingest_events_produced", "Chat events produced (queued).")
+    not_chat: int = counter("chatlog_ingest_not_chat_lines", "Lines that are not chat events.")
+    malformed: int = counter("chatlog_ingest_malformed_lines", "Malformed lines (dead-lettered).")
+    delivered: int = counter("chatlog_ingest_events_delivered", "Records acknowledged by Kafka.")
+    delivery_errors: int = counter(
+        "chatlog_ingest_delivery_errors", "Failed deliveries (retried or dead-lettered)."
+    )
+    retries: int = counter(
+        "chatlog_ingest_delivery_retries", "Records produced again after a failed delivery."
+    )
+    dead_lettered: int = counter(
+        "chatlog_ingest_dead_lettered", "Records acknowledged by the dead-letter topic."
+    )
     dead_letter_errors: int = 0
-    queue_full_waits: int = 0
+    """Dead-letter records not delivered either (each one logged as lost)."""
+    queue_full_waits: int = counter(
+        "chatlog_ingest_queue_full_waits", "Waits for room in the producer queue."
+    )
     status_errors: int = 0
-    coverage_errors: int = 0
+    """Heartbeats (or tombstones) not delivered to the status topic (the next one replaces it)."""
+    coverage_errors: int = counter("chatlog_ingest_coverage_errors", "Coverage events not delivered.")
 
 
 class IngestProducer:

@@ -45,7 +45,7 @@ from ingest.coverage import ConfirmationWatch, CoverageTracker
 from ingest.irc.pool import IrcPool
 from ingest.irc.stats import PoolStats
 from ingest.membership import GroupAssignments, Membership, Snapshot, consumer_config
-from ingest.metrics import FastHistogram, IngestCollector, MetricsServer, Sample
+from ingest.metrics import FastHistogram, IngestCollector, MetricsServer, Sample, counter_samples
 from ingest.producer import IngestProducer, with_client_id_tags
 from ingest.registry import QUIET
 from ingest.settings import IngestSettings
@@ -435,30 +435,17 @@ class Worker:
         return server
 
     def _samples(self) -> Iterable[Sample]:
-        c = self.producer.counts
-        m = self.membership.stats
         snap = self.membership.snapshot()
         handoff, timed_out = self.membership.handoff_state()
         p = "chatlog_ingest_"
         return [
-            Sample(p + "lines_read", "IRC lines handed to the producer.", c.lines),
-            Sample(p + "events_produced", "Chat events produced (queued).", c.events),
-            Sample(p + "events_delivered", "Records acknowledged by Kafka.", c.delivered),
-            Sample(p + "not_chat_lines", "Lines that are not chat events.", c.not_chat),
-            Sample(p + "malformed_lines", "Malformed lines (dead-lettered).", c.malformed),
-            Sample(p + "delivery_errors", "Failed deliveries (retried or dead-lettered).", c.delivery_errors),
-            Sample(p + "delivery_retries", "Records produced again after a failed delivery.", c.retries),
-            Sample(p + "dead_lettered", "Records acknowledged by the dead-letter topic.", c.dead_lettered),
-            Sample(p + "queue_full_waits", "Waits for room in the producer queue.", c.queue_full_waits),
-            Sample(p + "rebalances", "Rebalance callbacks that changed the assignment.", m.rebalances),
-            Sample(p + "buckets_lost", "Buckets lost (session expired).", m.lost),
-            Sample(p + "rebalance_callback_errors", "Errors in rebalance callbacks.", m.callback_errors),
+            *counter_samples(self.producer.counts),
+            *counter_samples(self.membership.stats),
             Sample(p + "buckets_owned", "Buckets (channel partitions) owned.", len(snap.owned), "gauge"),
             Sample(p + "buckets_loading", "Owned buckets still being read.", len(snap.loading), "gauge"),
             Sample(p + "buckets_overlap", "Revoked buckets still logged.", len(snap.overlap), "gauge"),
             Sample(p + "handoff_channels", "Revoked channels logged until confirmed.", handoff, "gauge"),
             Sample(p + "handoff_timeouts", "Channels parted unconfirmed (gap risk).", timed_out),
-            Sample(p + "coverage_errors", "Coverage events not delivered.", c.coverage_errors),
             Sample(p + "channels_wanted", "Channels this ingester should be in.", len(snap.wanted), "gauge"),
             Sample(p + "producer_queue", "Records waiting in the producer.", self.producer.queued(), "gauge"),
             *self._consent_samples(),

@@ -17,7 +17,9 @@ that is not chat, a line that is now over a bound) is still given back, never ra
 from __future__ import annotations
 
 import uuid
-from typing import Final
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Final, TypeVar
 
 from core.irc_parse import (
     MalformedLine,
@@ -254,3 +256,16 @@ async def aclose(source: object) -> None:
     close = getattr(source, "aclose", None)
     if close is not None:
         await close()
+
+
+_Source = TypeVar("_Source")
+
+
+@asynccontextmanager
+async def closing(source: _Source) -> AsyncIterator[_Source]:
+    """``source`` for the ``async with`` block, closed (:func:`aclose`) when the block ends however it ends:
+    an answer that stops early ends the source's queries at once."""
+    try:
+        yield source
+    finally:
+        await aclose(source)

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import json
 import uuid
+from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Final
@@ -46,9 +47,10 @@ class MigrationReport:
     """Channel keys done by this run."""
     skipped: int = 0
     """Channel keys an earlier run had done."""
-    channel_rows: int = 0
-    user_rows: int = 0
-    blocks: dict[str, int] = field(default_factory=dict)
+    rows: Counter[str] = field(default_factory=Counter)
+    """Rows of layout 1 read, by the table they were read for (``channel``, ``user``)."""
+    blocks: Counter[str] = field(default_factory=Counter)
+    """Blocks written, by table."""
 
 
 class MigrationMismatch(RuntimeError):
@@ -264,15 +266,13 @@ def migrate(
         task = TaskWrite(writer_session, options)
         task.add_blocks([*channel_blocks, *user_blocks])
         written = task.finish()
-        for table, count in written.rows.items():
-            report.blocks[table] = report.blocks.get(table, 0) + count
+        report.blocks.update(written.rows)
+        report.rows.update({"channel": channel_rows, "user": user_rows})
         report.keys += 1
-        report.channel_rows += channel_rows
-        report.user_rows += user_rows
         _record(session, keyspace, key)
         progress(n, len(keys), report)
     tell(
-        f"migrated {report.channel_rows} channel row(s) and {report.user_rows} user row(s) into "
+        f"migrated {report.rows['channel']} channel row(s) and {report.rows['user']} user row(s) into "
         + ", ".join(f"{n} {t}" for t, n in sorted(report.blocks.items()))
         + (f" ({report.skipped} key(s) done by an earlier run)" if report.skipped else "")
     )

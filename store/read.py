@@ -55,7 +55,7 @@ from store.keys import (
     user_key,
     uuid_text,
 )
-from store.line import LogLine, aclose, stored_event
+from store.line import LogLine, aclose, closing, stored_event
 from store.merge import Merge
 from store.names import NameSeen, user_names
 from store.protocol import ById, Channel, Named
@@ -412,11 +412,9 @@ class LogReader:
         periods = await self._channel_periods(keys.keys)
         days = [d for d in sorted(periods, reverse=reverse) if lo < (d + 1) * DAY_MS and d * DAY_MS < hi]
         lines = self._periods([periods[d] for d in days], "channel", lo, hi, reverse, keys.name)
-        try:
+        async with closing(lines):
             async for line in lines:
                 yield line
-        finally:
-            await aclose(lines)
 
     def user_lines(
         self, channel: Named, user: Named, lo: int, hi: int, *, reverse: bool = False
@@ -434,11 +432,9 @@ class LogReader:
             m for m in sorted(periods, reverse=reverse) if lo < month_end_ms(m) and month_start_ms(m) < hi
         ]
         lines = self._periods([periods[m] for m in months], "user", lo, hi, reverse, channel_keys.name)
-        try:
+        async with closing(lines):
             async for line in lines:
                 yield line
-        finally:
-            await aclose(lines)
 
     async def _periods(
         self, periods: Sequence[Sequence[Partition]], table: str, lo: int, hi: int, reverse: bool, name: str
@@ -479,12 +475,10 @@ class LogReader:
                 stream = self._blocks_reversed(current, periods[i], table, bounds, merge)
             else:
                 stream = self._blocks_forward(current, merge)
-            try:
+            async with closing(stream):
                 async for run in stream:
                     for line in run:
                         yield line
-            finally:
-                await aclose(stream)
 
     async def _blocks_forward(
         self, scans: Sequence[tuple[Partition, PagedQuery]], merge: Merge
@@ -553,22 +547,16 @@ class LogReader:
     async def _senders(
         self, channel: Named, lo: int, hi: int
     ) -> AsyncIterator[tuple[str | None, str | None]]:
-        lines = self.channel_lines(channel, lo, hi)
-        try:
+        async with closing(self.channel_lines(channel, lo, hi)) as lines:
             async for line in lines:
                 yield sender_of(unmarked(line.stored))
-        finally:
-            await aclose(lines)
 
     async def user_count(self, channel: Named, user: Named, lo: int, hi: int) -> tuple[int, str | None]:
         _, user_keys, _ = await self._pairs(channel, user)
         count = 0
-        lines = self.user_lines(channel, user, lo, hi)
-        try:
+        async with closing(self.user_lines(channel, user, lo, hi)) as lines:
             async for _line in lines:
                 count += 1
-        finally:
-            await aclose(lines)
         return count, user_keys.id
 
     async def _random(self, table: str, partitions: Sequence[Partition], hint: str) -> ChatEvent | None:

@@ -3,15 +3,17 @@
 from __future__ import annotations
 
 import sys
-import time
 from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from chatlog.cli.reporting import LinesBar
 from core.times import now_ms
 
 if TYPE_CHECKING:
     from collections.abc import Callable
+
+    from rich.progress import TaskID
 
     from chatlog.fill.result import Answer, FillResult
     from core.settings import CassandraSettings, KafkaSettings
@@ -24,42 +26,24 @@ EXIT_STOPPED = 4
 """The peer went away midway (or asked to wait too long): what was filled is recorded; fill again."""
 
 
-class FillProgress:
-    """A rich progress bar on stderr: days asked / to ask, lines, lines/s, and what the fill waits for."""
+class FillProgress(LinesBar):
+    """The bar of a fill: days asked / to ask, lines, lines/s, and what the fill waits for."""
 
     def __init__(self) -> None:
-        from rich.console import Console
-        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
-        self.progress = Progress(
-            BarColumn(bar_width=16),
-            MofNCompleteColumn(),
-            TextColumn("days {task.fields[lines]:>11,} lines {task.fields[rate]:>9,.0f} lines/s"),
-            TimeElapsedColumn(),
-            TextColumn("{task.description}", markup=False),
-            console=Console(stderr=True),
-            redirect_stdout=False,
-            redirect_stderr=False,
+        super().__init__("days")
+        self.task: TaskID = self.progress.add_task(
+            "asking the peer for its days", total=None, lines=0, rate=0.0
         )
-        self._task = self.progress.add_task("asking the peer for its days", total=None, lines=0, rate=0.0)
-        self._lines = 0
-        self._started = time.monotonic()
-
-    def report(self, message: str) -> None:
-        """A one-line report, printed above the bar."""
-        self.progress.console.print(message, markup=False, highlight=False, soft_wrap=True)
 
     def planned(self, days: int) -> None:
-        self._started = time.monotonic()
-        self.progress.update(self._task, total=days, description="")
+        self.clock_from_now()
+        self.progress.update(self.task, total=days, description="")
 
     def answered(self, answer: Answer) -> None:
-        self._lines += answer.taken.lines
-        rate = self._lines / max(time.monotonic() - self._started, 1e-9)
-        self.progress.update(self._task, advance=1, lines=self._lines, rate=rate, description="")
+        self.read(answer.taken.lines, advance=1, description="")
 
     def waiting(self, seconds: float, why: str) -> None:
-        self.progress.update(self._task, description=f"the peer {why}: asking again in {seconds:.0f} s")
+        self.progress.update(self.task, description=f"the peer {why}: asking again in {seconds:.0f} s")
 
 
 Peer = Annotated[

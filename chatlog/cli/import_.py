@@ -5,71 +5,43 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
-import time
-from typing import TYPE_CHECKING, Annotated
+from typing import Annotated
 
 import typer
 
-if TYPE_CHECKING:
-    from rich.progress import Progress, TaskID
+from chatlog.cli.reporting import LinesBar
 
 EXIT_NOTHING_READ = 1
 """Nothing read, nothing imported (every line a problem), or no Kafka/topics."""
 EXIT_UNDELIVERED = 3
+"""Some events were not delivered to Kafka (the summary counts them as failed)."""
 EXIT_OUTPUT_CLOSED = 141
 """``--dry-run``'s output was closed by its reader: 128 + SIGPIPE, what a shell tool's exit says then."""
 
 
-class BarProgress:
-    """A rich progress bar on stderr: files done / total, lines read, lines/s, the file being read."""
+class BarProgress(LinesBar):
+    """The bar of an import: files done / total, lines read, lines/s, the file being read."""
 
     def __init__(self) -> None:
-        from rich.console import Console
-        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-        from rich.table import Column
-
-        self.progress: Progress = Progress(
-            BarColumn(bar_width=16),
-            MofNCompleteColumn(),
-            TextColumn("files {task.fields[lines]:>11,} lines {task.fields[rate]:>9,.0f} lines/s"),
-            TimeElapsedColumn(),
-            TextColumn(  # a file name is text, never rich markup (`[red]x.txt`, `[/]`)
-                "{task.description}",
-                markup=False,
-                table_column=Column(ratio=1, no_wrap=True, overflow="ellipsis"),
-            ),
-            console=Console(stderr=True),
-            redirect_stdout=False,
-            redirect_stderr=False,
-        )
-        self._task: TaskID | None = None
+        super().__init__("files", fit=True)
         self._room = 0  # columns left for the name of the file being read
-        self._lines = 0
-        self._started = time.monotonic()
-
-    def report(self, message: str) -> None:
-        """A one-line report, printed above the bar."""
-        self.progress.console.print(message, markup=False, highlight=False, soft_wrap=True)
 
     def start(self, files: int) -> None:
-        self._started = time.monotonic()
-        self._task = self.progress.add_task("", total=files, lines=0, rate=0.0)
+        self.clock_from_now()
+        self.task = self.progress.add_task("", total=files, lines=0, rate=0.0)
         # the other columns take 68 characters and "done/total": a longer line would make rich drop columns
         self._room = self.progress.console.width - 69 - 2 * len(str(files))
 
     def file(self, path: str) -> None:
-        if self._task is not None:
-            self.progress.update(self._task, description=path[-self._room :] if self._room >= 10 else "")
+        if self.task is not None:
+            self.progress.update(self.task, description=path[-self._room :] if self._room >= 10 else "")
 
     def lines(self, count: int) -> None:
-        self._lines += count
-        if self._task is not None:
-            rate = self._lines / max(time.monotonic() - self._started, 1e-9)
-            self.progress.update(self._task, lines=self._lines, rate=rate)
+        self.read(count)
 
     def file_done(self) -> None:
-        if self._task is not None:
-            self.progress.advance(self._task)
+        if self.task is not None:
+            self.progress.advance(self.task)
 
 
 def register(app: typer.Typer) -> None:

@@ -24,6 +24,9 @@ if TYPE_CHECKING:
 channels_app = typer.Typer(help="The channel registry (the compacted channels topic).", no_args_is_help=True)
 
 _FILE_HELP = "File of channel names (whitespace or comma separated); '-' reads stdin."
+ChannelNames = Annotated[list[str] | None, typer.Argument(help="Channel names ('#' optional).")]
+ChannelFile = Annotated[Path | None, typer.Option("--file", "-f", help=_FILE_HELP)]
+"""The channels ``channels add`` and ``channels remove`` change: named, from a file, or both."""
 MAX_FILE_MIB = 64
 """Most a channel file may hold (a million Twitch logins take 27 MiB): more is refused, never read on."""
 
@@ -103,10 +106,7 @@ def _fleet_gaps(channels: Collection[str], replicas: list[int], keyspace: str | 
 
 
 @channels_app.command("add")
-def channels_add(
-    names: Annotated[list[str] | None, typer.Argument(help="Channel names ('#' optional).")] = None,
-    file: Annotated[Path | None, typer.Option("--file", "-f", help=_FILE_HELP)] = None,
-) -> None:
+def channels_add(names: ChannelNames = None, file: ChannelFile = None) -> None:
     """Register channels; ones already registered are left as they are."""
     wanted = _names(names, file)  # before Kafka: a wrong file is said at once
     change = _registry().add(wanted)
@@ -114,10 +114,7 @@ def channels_add(
 
 
 @channels_app.command("remove")
-def channels_remove(
-    names: Annotated[list[str] | None, typer.Argument(help="Channel names ('#' optional).")] = None,
-    file: Annotated[Path | None, typer.Option("--file", "-f", help=_FILE_HELP)] = None,
-) -> None:
+def channels_remove(names: ChannelNames = None, file: ChannelFile = None) -> None:
     """Unregister channels (tombstones); unknown names are reported and ignored."""
     wanted = _names(names, file)  # before Kafka: a wrong file is said at once
     change = _registry().remove(wanted)

@@ -83,7 +83,7 @@ def migration_progress() -> Iterator[Callable[[int, int, Any], None]]:
         if not task:
             bar.start()
             task.append(bar.add_task("keys", total=total, lines=0))
-        lines = f"{report.channel_rows:,} channel + {report.user_rows:,} user"
+        lines = f"{report.rows['channel']:,} channel + {report.rows['user']:,} user"
         bar.update(task[0], completed=done, lines=lines)
 
     try:

@@ -24,8 +24,8 @@ import ingest.irc.settings
 import ingest.settings
 import serve.settings
 import sink.settings
+from chatlog.cli.generated import write_or_check
 from core import settings_reference
-from core.errors import ChatlogError
 from core.settings import KafkaSettings, load
 from core.settings_env import DIRECT_VARIABLES
 from schemas import chat_event
@@ -98,17 +98,4 @@ def settings(
     if output is None and not check:
         sys.stdout.write(text)
         return
-    output = output or REFERENCE
-    if check:
-        current = output.read_text(encoding="utf-8") if output.is_file() else ""
-        if current != text:
-            typer.echo(f"{output} is out of date: run {REFERENCE_COMMAND}", err=True)
-            raise typer.Exit(1)
-        typer.echo(f"{output} is up to date")
-        return
-    try:
-        output.parent.mkdir(parents=True, exist_ok=True)
-        output.write_text(text, encoding="utf-8")
-    except OSError as exc:  # a directory, a full disk, no permission: one line
-        raise ChatlogError(f"cannot write --output {output}: {exc.strerror or exc}") from None
-    typer.echo(f"wrote {output}")
+    write_or_check(output or REFERENCE, text, check=check, command=REFERENCE_COMMAND)

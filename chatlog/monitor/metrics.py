@@ -19,20 +19,19 @@ class MonitorMetrics:
     def __init__(self) -> None:
         self.registry = CollectorRegistry()
         r = self.registry
-        self.uncovered = Gauge(
-            f"{_PREFIX}_uncovered_channels",
-            "Registered channels no live ingester confirms.",
-            ["replica"],
-            registry=r,
+
+        def per_replica(name: str, documentation: str) -> Gauge:
+            return Gauge(name, documentation, ["replica"], registry=r)
+
+        self.uncovered = per_replica(
+            f"{_PREFIX}_uncovered_channels", "Registered channels no live ingester confirms."
         )
-        self.live_workers = Gauge(
-            f"{_PREFIX}_live_workers", "Ingesters with a fresh running heartbeat.", ["replica"], registry=r
+        self.live_workers = per_replica(
+            f"{_PREFIX}_live_workers", "Ingesters with a fresh running heartbeat."
         )
-        self.longest = Gauge(
+        self.longest = per_replica(
             f"{_PREFIX}_longest_uncovered_seconds",
             "How long the longest-uncovered channel has been uncovered (0: all covered).",
-            ["replica"],
-            registry=r,
         )
         self.registered = Gauge(f"{_PREFIX}_registered_channels", "Channels in the registry.", registry=r)
         self.ready = Gauge(
@@ -46,17 +45,13 @@ class MonitorMetrics:
             "Duration of the last evaluation of the heartbeats (table snapshot included).",
             registry=r,
         )
-        self.gap_channels = Gauge(
+        self.gap_channels = per_replica(
             f"{_PREFIX}_channels_with_gap_last_hour",
             "Channels uncovered at some evaluation of the last hour (replica=all: by every group at once).",
-            ["replica"],
-            registry=r,
         )
-        self.uncovered_seconds = Gauge(
+        self.uncovered_seconds = per_replica(
             f"{_PREFIX}_uncovered_channel_seconds",
             "Channel-seconds without a logger since the monitor started (replica=all: no group at all).",
-            ["replica"],
-            registry=r,
         )
         self.gaps = GapTally()
         self._replicas: set[str] = set()

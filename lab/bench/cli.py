@@ -357,6 +357,7 @@ def bench_report(
     ] = False,
 ) -> None:
     """docs/benchmarks.md from the result files and its template: the figures made, not typed."""
+    from chatlog.cli.generated import write_or_check
     from core.errors import ChatlogError
     from lab.bench import report as b
 
@@ -366,15 +367,4 @@ def bench_report(
         raise ChatlogError(f"cannot read --template {template}: {exc.strerror or exc}") from None
     except ValueError as exc:
         raise ChatlogError(str(exc)) from None
-    if check:
-        current = output.read_text(encoding="utf-8") if output.is_file() else ""
-        if current != text:
-            typer.echo(f"{output} is out of date: run {b.COMMAND}", err=True)
-            raise typer.Exit(1)
-        typer.echo(f"{output} is up to date")
-        return
-    try:
-        output.write_text(text, encoding="utf-8")
-    except OSError as exc:
-        raise ChatlogError(f"cannot write --output {output}: {exc.strerror or exc}") from None
-    typer.echo(f"wrote {output}")
+    write_or_check(output, text, check=check, command=b.COMMAND)

@@ -37,7 +37,7 @@ from typing import Any, Final
 
 from core.errors import ChatlogError
 from core.irc_parse import parse_message
-from lab.bench.serve_load import stop_server
+from lab.bench.serve_load import stop_server, wait_answering
 
 HOSTS: Final = ("id.twitch.tv", "api.twitch.tv", "irc.chat.twitch.tv")
 HTTPS_PORT: Final = 443
@@ -255,29 +255,17 @@ def running_justlog(
             )
             base = f"http://127.0.0.1:{port}"
             try:
-                _wait_answering(f"{base}/list?channelid={channel_id}", proc, work, start_timeout_s)
+                wait_answering(
+                    f"{base}/list?channelid={channel_id}",
+                    proc,
+                    lambda: (work / "justlog.log").read_text(errors="replace"),
+                    start_timeout_s,
+                    name="justlog",
+                    answered=lambda status: status < 500,  # any answer but a server error: it is up
+                )
                 yield Justlog(base, proc.pid), standin
             finally:
                 stop_server(proc, 15)
-
-
-def _wait_answering(url: str, proc: subprocess.Popen[bytes], work: Path, timeout_s: float) -> None:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            tail = " ".join((work / "justlog.log").read_text(errors="replace").split())[-400:]
-            raise ChatlogError(f"justlog exited with {proc.returncode} before answering: {tail}")
-        try:
-            with urllib.request.urlopen(url, timeout=5) as response:
-                if response.status == 200:
-                    return
-        except urllib.error.HTTPError as exc:
-            if exc.code < 500:
-                return
-        except OSError:
-            pass
-        time.sleep(0.3)
-    raise ChatlogError(f"justlog did not answer {url} within {timeout_s:.0f} s")
 
 
 def wait_archived(files: list[Path], proc_pid: int, timeout_s: float) -> float:

@@ -27,13 +27,12 @@ import subprocess
 import sys
 import tempfile
 import time
-import urllib.request
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, Final
+from typing import IO, Any, Final
 
 from core.errors import ChatlogError
 from lab.bench.serve_data import BIG_DAY, CHANNEL, MONTH, MONTH_HI, MONTH_LO, QUIET_DAY, USER, YEAR, DataSet
@@ -45,6 +44,7 @@ from lab.bench.serve_load import (
     cpu_seconds,
     stop_server,
     vm_rss,
+    wait_answering,
 )
 
 MB: Final = 1_000_000
@@ -136,6 +136,12 @@ class Server:
     pid: int
 
 
+def _text(log: IO[bytes]) -> str:
+    """All a log file open for reading and writing holds (what its process wrote so far)."""
+    log.seek(0)
+    return log.read().decode(errors="replace")
+
+
 @contextmanager
 def serving(keyspace: str, *, start_timeout_s: float = 60.0) -> Iterator[Server]:
     """``chatlog serve --port <free> --keyspace <keyspace>`` as a subprocess, once ``/health`` answers 200;
@@ -153,32 +159,14 @@ def serving(keyspace: str, *, start_timeout_s: float = 60.0) -> Iterator[Server]
         )
         base = f"http://127.0.0.1:{port}"
         try:
-            _wait_healthy(base, proc, log, start_timeout_s)
+            wait_answering(f"{base}/health", proc, lambda: _text(log), start_timeout_s, name="chatlog serve")
             yield Server(base, proc.pid)
         except Exception:
-            log.seek(0)
-            tail = log.read().decode(errors="replace").splitlines()[-20:]
+            tail = _text(log).splitlines()[-20:]
             print("chatlog serve's last log lines:", *tail, sep="\n  ", file=sys.stderr)
             raise
         finally:
             stop_server(proc, 30)
-
-
-def _wait_healthy(base: str, proc: subprocess.Popen[bytes], log: Any, timeout_s: float) -> None:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            log.seek(0)
-            tail = " ".join(log.read().decode(errors="replace").split())[-300:]
-            raise ChatlogError(f"chatlog serve exited with {proc.returncode} before answering: {tail}")
-        try:
-            with urllib.request.urlopen(base + "/health", timeout=5) as response:
-                if response.status == 200:
-                    return
-        except OSError:
-            pass
-        time.sleep(0.3)
-    raise ChatlogError(f"chatlog serve did not answer /health at {base} within {timeout_s:.0f} s")
 
 
 # -- direct reads --------------------------------------------------------------------------------------

@@ -17,12 +17,14 @@ import re
 import signal
 import subprocess
 import time
+import urllib.error
+import urllib.request
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
-from core.errors import one_line
+from core.errors import ChatlogError, one_line
 
 _VM_RSS: Final = re.compile(r"^VmRSS:\s+(\d+)\s+kB", re.MULTILINE)
 
@@ -37,6 +39,35 @@ def stop_server(proc: subprocess.Popen[bytes], grace_s: float) -> None:
     except subprocess.TimeoutExpired:
         proc.kill()
         proc.wait(10)
+
+
+def wait_answering(
+    url: str,
+    proc: subprocess.Popen[bytes],
+    log_text: Callable[[], str],
+    timeout_s: float,
+    *,
+    name: str,
+    answered: Callable[[int], bool] = lambda status: status == 200,
+) -> None:
+    """Ask ``url`` every 0.3 s until the server ``proc`` started answers it (``answered`` by the status);
+    a :class:`ChatlogError` when it exits first (with the end of ``log_text()``) or ``timeout_s`` passes."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            tail = " ".join(log_text().split())[-400:]
+            raise ChatlogError(f"{name} exited with {proc.returncode} before answering: {tail}")
+        try:
+            with urllib.request.urlopen(url, timeout=5) as response:
+                if answered(response.status):
+                    return
+        except urllib.error.HTTPError as exc:
+            if answered(exc.code):
+                return
+        except OSError:
+            pass
+        time.sleep(0.3)
+    raise ChatlogError(f"{name} did not answer {url} within {timeout_s:.0f} s")
 
 
 def percentile(values: Sequence[float], pct: float) -> float:

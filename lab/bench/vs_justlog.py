@@ -61,13 +61,10 @@ WARMUP_URLS: Final = 3
 
 
 @dataclass(frozen=True)
-class Params:
-    """What one run measures; the defaults take a few minutes on a shared 2-core machine."""
+class Params(TreeParams):
+    """What one run measures: the data set and the load; the defaults take a few minutes on a shared 2-core
+    machine."""
 
-    days: int = 10
-    lines_per_day: int = 20_000
-    users: int = 2_000
-    user_month_lines: int = 300
     user_clients: tuple[int, ...] = (1, 32)
     day_clients: tuple[int, ...] = (1, 8)
     seconds: float = 5.0
@@ -76,14 +73,6 @@ class Params:
     """A cell's requests still running after this are cancelled (counted; percentiles "over")."""
     passes: int = 3
     """Measured passes of the grid per server (after one to warm up); a cell is its median pass's."""
-
-    def tree(self) -> TreeParams:
-        return TreeParams(
-            days=self.days,
-            lines_per_day=self.lines_per_day,
-            users=self.users,
-            user_month_lines=self.user_month_lines,
-        )
 
 
 @dataclass(frozen=True)
@@ -491,7 +480,7 @@ def run(settings: Any, binary: Path, params: Params, out: Path, work: Path | Non
             "load_average_start": list(os.getloadavg()),
         }
         say(f"writing the justlog tree ({params.days} days x {params.lines_per_day:,} lines) under {root}")
-        tree = write_tree(root / "logs", params.tree())
+        tree = write_tree(root / "logs", params)
         lists = url_lists(tree)
         result["data"] = {
             "channel": CHANNEL,

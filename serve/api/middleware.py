@@ -36,7 +36,9 @@ def _first_values(query: bytes) -> bytes:
     return b"&".join(kept)
 
 
-class NormalizePath:
+class _HttpMiddleware:
+    """Middleware of HTTP requests: :meth:`http` sees each one; other scopes (lifespan) pass through."""
+
     def __init__(self, app: ASGIApp) -> None:
         self.app = app
 
@@ -44,6 +46,14 @@ class NormalizePath:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
+        await self.http(scope, receive, send)
+
+    async def http(self, scope: Scope, receive: Receive, send: Send) -> None:
+        raise NotImplementedError
+
+
+class NormalizePath(_HttpMiddleware):
+    async def http(self, scope: Scope, receive: Receive, send: Send) -> None:
         raw_query: bytes = scope.get("query_string", b"")
         if b"&" in raw_query:
             first = _first_values(raw_query)
@@ -86,20 +96,14 @@ class _HeadDone(Exception):
 NOSNIFF: Final = (b"x-content-type-options", b"nosniff")
 
 
-class ResponseGuard:
+class ResponseGuard(_HttpMiddleware):
     """Every response gets ``X-Content-Type-Options: nosniff`` (log lines are text anyone can write, never
     to be sniffed as HTML); HEAD is answered as GET with its status and headers but no body (the body is
     never made); and a streamed body cut by :class:`StreamCut` ends the connection without its last chunk,
     so the client sees an incomplete transfer, never a complete 200 that lacks lines (or a proxy caching
     one), and the log has the one line the body wrote, not a traceback."""
 
-    def __init__(self, app: ASGIApp) -> None:
-        self.app = app
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
+    async def http(self, scope: Scope, receive: Receive, send: Send) -> None:
         head = scope["method"] == "HEAD"
         if head:
             scope = dict(scope, method="GET")
@@ -133,19 +137,16 @@ class _TooLarge(HTTPException):
     """Raised in the app's body read: FastAPI passes an HTTPException on (other errors there: its 400)."""
 
 
-class BodyLimit:
+class BodyLimit(_HttpMiddleware):
     """A request whose body is over ``limit`` bytes is answered 413 before it is read through (by its
     ``Content-Length``, else once the chunks read pass the limit); nothing behind this sees it."""
 
     def __init__(self, app: ASGIApp, limit: int = MAX_BODY_BYTES) -> None:
-        self.app = app
+        super().__init__(app)
         self.limit = limit
         self._message = f"the request body is over {limit} bytes"
 
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
+    async def http(self, scope: Scope, receive: Receive, send: Send) -> None:
         declared = dict(scope.get("headers", [])).get(b"content-length", b"0")
         if declared.isdigit() and int(declared) > self.limit:
             await self._refuse(scope, receive, send)

@@ -5,9 +5,11 @@ that it finds what it forbids."""
 from __future__ import annotations
 
 import ast
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, Final
+
+import pytest
 
 REPO: Final = Path(__file__).resolve().parents[2]
 PRODUCT: Final = ("schemas", "core", "consent", "ingest", "sink", "serve", "chatlog")
@@ -74,10 +76,6 @@ def hand_parsers(root: Path = REPO) -> list[str]:
     return sorted(out)
 
 
-def test_no_module_outside_the_parser_takes_an_irc_line_apart_by_hand() -> None:
-    assert hand_parsers() == []
-
-
 def test_the_check_finds_a_mini_parser(tmp_path: Path) -> None:
     sender = (
         "def sender(line: str) -> str:\n"
@@ -120,10 +118,6 @@ def _is_tags(node: ast.expr) -> bool:
     return (isinstance(node, ast.Name) and node.id == "tags") or (
         isinstance(node, ast.Attribute) and node.attr == "tags"
     )
-
-
-def test_who_an_event_concerns_is_decided_in_the_consent_rule_only() -> None:
-    assert target_readers() == []
 
 
 def test_the_check_finds_a_second_whose(tmp_path: Path) -> None:
@@ -203,10 +197,6 @@ def _is_split_of_str(args: list[ast.expr]) -> bool:
     return split.func.attr == "split" and not split.args  # type: ignore[attr-defined]
 
 
-def test_each_small_rule_lives_once_in_core() -> None:
-    assert small_rule_copies() == []
-
-
 def test_the_check_finds_copies_of_the_small_rules(tmp_path: Path) -> None:
     copies = (
         "import calendar\n"
@@ -256,10 +246,6 @@ def imports_of_test_files(root: Path = REPO) -> list[str]:
     return out
 
 
-def test_no_test_file_imports_another() -> None:
-    assert imports_of_test_files() == []
-
-
 def test_the_check_finds_an_import_of_a_test_file(tmp_path: Path) -> None:
     imports = "from tests.unit.test_b import helper\nimport tests.conftest\nfrom tests.doubles import x\n"
     assert imports_of_test_files(_tree(tmp_path, {"tests/test_a.py": imports})) == [
@@ -289,12 +275,24 @@ def unmirrored(root: Path = REPO) -> list[str]:
     return out
 
 
-def test_unit_tests_mirror_the_tree() -> None:
-    assert unmirrored() == []
-
-
 def test_the_check_finds_a_test_in_the_wrong_folder(tmp_path: Path) -> None:
     tests = ("sink/job/test_optouts.py", "sink/side/test_optout_follower.py", "sink/job/test_stream_x.py")
     sources = {"sink/side/optout_follower.py": "", "sink/job/stream.py": ""}
     _tree(tmp_path, sources | {f"tests/unit/{test}": "" for test in tests})
     assert unmirrored(tmp_path) == ["tests/unit/sink/job/test_optouts.py"]
+
+
+# -- every check on this tree -------------------------------------------------------------------------------
+
+CHECKS: Final[tuple[Callable[[], list[str]], ...]] = (
+    hand_parsers,  # no module outside the parser takes an IRC line apart by hand
+    target_readers,  # who an event concerns is decided in the consent rule only
+    small_rule_copies,  # each small rule lives once in core
+    imports_of_test_files,  # no test file imports another
+    unmirrored,  # the unit tests mirror the tree
+)
+
+
+@pytest.mark.parametrize("check", CHECKS, ids=lambda check: check.__name__)
+def test_the_tree_has_nothing_a_check_forbids(check: Callable[[], list[str]]) -> None:
+    assert check() == []

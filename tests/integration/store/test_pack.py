@@ -69,6 +69,14 @@ def write(
     writer.finish()
 
 
+@pytest.fixture
+def story(session: Any, keyspace: str) -> list[ChatEvent]:
+    """The story (:func:`_story`), written into the keyspace."""
+    events = _story()
+    write(session, keyspace, events)
+    return events
+
+
 def _reads(session: Any) -> dict[str, Any]:
     """What every read of the store gives of alice and of the channel, on a new reader (no cache)."""
     reader = LogReader(session, channels_ttl_s=60)
@@ -124,8 +132,7 @@ def _once(session: Any, keyspace: str) -> None:
         assert set(counted.values()) == {1}, counted.most_common(3)
 
 
-def test_a_packed_period_reads_as_its_blocks_did(session: Any, keyspace: str) -> None:
-    write(session, keyspace, _story())
+def test_a_packed_period_reads_as_its_blocks_did(session: Any, keyspace: str, story: list[ChatEvent]) -> None:
     before = _reads(session)
     assert len(before["jan"]) == 7 and before["count"] == (13, "1001") and len(before["part"]) == 3
     assert len(before["channel"]) == 25 and len(before["days"]) == 2
@@ -139,9 +146,7 @@ def test_a_packed_period_reads_as_its_blocks_did(session: Any, keyspace: str) ->
     assert report.by_table == {"channel_blocks": 2, "user_blocks": 4}
     assert report.lines == 13 + 12 + 4 * 6 and report.blocks_after < report.blocks_before
     assert len(_blocks(session, keyspace, USER, _alice_january())) == 1
-    hours = {
-        e.sent_at // 3_600_000 for e in _story() if e.sent_at < FEB_1
-    }  # a channel's block: an hour at most
+    hours = {e.sent_at // 3_600_000 for e in story if e.sent_at < FEB_1}  # a channel's block: an hour at most
     assert len(_blocks(session, keyspace, CHANNEL, ("500", day_of(JAN), 0))) == len(hours)
     assert _reads(session) == before
     _once(session, keyspace)
@@ -157,10 +162,8 @@ def test_a_packed_period_reads_as_its_blocks_did(session: Any, keyspace: str) ->
 
 
 def test_a_late_line_is_read_with_the_packed_block_once_and_packed_in_by_the_next_run(
-    session: Any, keyspace: str
+    session: Any, keyspace: str, story: list[ChatEvent]
 ) -> None:
-    story = _story()
-    write(session, keyspace, story)
     pack(session, keyspace, settle_s=0)
     late = line_event(
         "PRIVMSG", "chan", JAN + 90_000, login="alice", user_id="1001", room_id="500", text="late"
@@ -184,10 +187,10 @@ def test_a_late_line_is_read_with_the_packed_block_once_and_packed_in_by_the_nex
     _once(session, keyspace)  # the replayed a1: one copy left in each
 
 
+@pytest.mark.usefixtures("story")
 def test_a_period_not_over_or_written_within_the_settle_time_is_left_as_it_is(
     session: Any, keyspace: str
 ) -> None:
-    write(session, keyspace, _story())
     now = now_ms()
     today = [  # alice today, in three tasks: her month and the channel's day are not over
         line_event(
@@ -212,10 +215,8 @@ def test_a_period_not_over_or_written_within_the_settle_time_is_left_as_it_is(
 
 
 def test_a_block_written_again_while_its_period_is_packed_stays_and_is_packed_in_next(
-    session: Any, keyspace: str
+    session: Any, keyspace: str, story: list[ChatEvent]
 ) -> None:
-    story = _story()
-    write(session, keyspace, story)
     before = _reads(session)
     blocks = Blocks(session, keyspace, USER)
     blocks.write = worker_session_of(session).prepared(keyspace, "LOCAL_QUORUM", 120.0)

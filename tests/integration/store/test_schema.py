@@ -8,7 +8,7 @@ rows: tests/integration/store/test_migrate.py.)"""
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, NamedTuple
 
 import pytest
 
@@ -26,13 +26,21 @@ OLD_USER_TABLE = """CREATE TABLE {ks}.chat_by_user (
 """The user table of stop 24 (pointer rows, no line): the oldest keyspace ``chatlog init`` moves."""
 
 
+class Made(NamedTuple):
+    """Settings naming a keyspace of a test's own, a session, and that keyspace."""
+
+    settings: StackSettings
+    session: Any
+    keyspace: str
+
+
 @pytest.fixture
-def made(stack: StackSettings, unique: str) -> Iterator[tuple[StackSettings, Any]]:
-    """Settings naming a keyspace of this test's own (dropped afterwards), and a session."""
+def made(stack: StackSettings, unique: str) -> Iterator[Made]:
+    """A keyspace of this test's own (dropped afterwards)."""
     settings = stack.model_copy(update={"cassandra_keyspace": f"schema{unique}"})
     cluster, session = connect(settings)
     try:
-        yield settings, session
+        yield Made(settings, session, settings.cassandra_keyspace)
     finally:
         session.execute(f"DROP KEYSPACE IF EXISTS {settings.cassandra_keyspace}", timeout=60)
         cluster.shutdown()
@@ -63,10 +71,9 @@ def _schema(session: Any, keyspace: str) -> dict[str, Any]:
 
 
 def test_a_new_keyspace_gets_every_table_and_its_layout_and_a_second_apply_changes_nothing(
-    made: tuple[StackSettings, Any],
+    made: Made,
 ) -> None:
-    settings, session = made
-    keyspace = settings.cassandra_keyspace
+    settings, session, keyspace = made
     told: list[str] = []
 
     count = apply_schema(settings, tell=told.append)
@@ -87,22 +94,18 @@ def test_a_new_keyspace_gets_every_table_and_its_layout_and_a_second_apply_chang
 
 
 @pytest.fixture
-def pointer_rows(made: tuple[StackSettings, Any]) -> tuple[StackSettings, Any]:
+def pointer_rows(made: Made) -> Made:
     """``made`` with its keyspace as stop 24 left it: the user table of pointer rows, empty."""
-    settings, session = made
     replication = "{'class': 'SimpleStrategy', 'replication_factor': 1}"
-    session.execute(
-        f"CREATE KEYSPACE {settings.cassandra_keyspace} WITH replication = {replication}", timeout=60
-    )
-    session.execute(OLD_USER_TABLE.format(ks=settings.cassandra_keyspace), timeout=60)
+    made.session.execute(f"CREATE KEYSPACE {made.keyspace} WITH replication = {replication}", timeout=60)
+    made.session.execute(OLD_USER_TABLE.format(ks=made.keyspace), timeout=60)
     return made
 
 
 def test_a_keyspace_of_layout_1_is_refused_without_a_migration_and_left_untouched(
-    pointer_rows: tuple[StackSettings, Any],
+    pointer_rows: Made,
 ) -> None:
-    settings, session = pointer_rows
-    keyspace = settings.cassandra_keyspace
+    settings, session, keyspace = pointer_rows
     assert found_layout(session, keyspace) == 1
 
     with pytest.raises(LayoutMismatch) as refused:
@@ -116,10 +119,9 @@ def test_a_keyspace_of_layout_1_is_refused_without_a_migration_and_left_untouche
 
 
 def test_a_keyspace_of_pointer_rows_is_moved_to_blocks_and_a_second_apply_changes_nothing(
-    pointer_rows: tuple[StackSettings, Any],
+    pointer_rows: Made,
 ) -> None:
-    settings, session = pointer_rows
-    keyspace = settings.cassandra_keyspace
+    settings, session, keyspace = pointer_rows
     told: list[str] = []
 
     apply_schema(settings, tell=told.append)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from core.coverage_spans import Fill, Gap, Span, gap_line, gaps, spans, with_fills
+from core.coverage_spans import Fill, Gap, SessionKey, Span, gap_line, gaps, spans, with_fills
 from schemas.coverage import CoverageEvent, State
 
 
@@ -20,12 +20,15 @@ def ev(
     )
 
 
+def spans_at_1000(events: list[CoverageEvent], last_seen: dict[SessionKey, int]) -> list[Span]:
+    """:func:`spans` at 1000 ms, a worker silent for 100 ms gone."""
+    return spans(events, last_seen, now_ms=1000, silent_after_ms=100)
+
+
 def test_a_hand_off_with_overlap_leaves_no_gap() -> None:
-    found = spans(
+    found = spans_at_1000(
         [ev("joined", 0), ev("joined", 50, worker="b"), ev("left", 60, reason="handed-off")],
         {(0, "b", 1): 1000},
-        now_ms=1000,
-        silent_after_ms=100,
     )
     assert found == [Span(0, "a", 0, 60, "handed-off"), Span(0, "b", 50, 1000, "open")]
     assert gaps(found, since_ms=0, until_ms=1000) == []
@@ -43,12 +46,10 @@ def test_a_killed_worker_ends_at_its_last_sign_of_life_and_leaves_a_gap_until_th
 
 
 def test_another_replica_group_covers_the_gap_of_the_first() -> None:
-    found = spans(
+    found = spans_at_1000(
         [ev("joined", 0), ev("left", 400, reason="lost"), ev("joined", 0, replica=1, worker="x"),
          ev("joined", 900)],
         {(1, "x", 1): 1000, (0, "a", 1): 1000},
-        now_ms=1000,
-        silent_after_ms=100,
     )  # fmt: skip
     assert gaps(found, since_ms=0, until_ms=1000) == []
     without_r1 = [s for s in found if s.replica == 0]
@@ -56,17 +57,15 @@ def test_another_replica_group_covers_the_gap_of_the_first() -> None:
 
 
 def test_no_gap_before_the_first_join_and_none_after_an_open_span() -> None:
-    found = spans([ev("joined", 500)], {(0, "a", 1): 990}, now_ms=1000, silent_after_ms=100)
+    found = spans_at_1000([ev("joined", 500)], {(0, "a", 1): 990})
     assert gaps(found, since_ms=0, until_ms=1000) == []
     assert gaps([], since_ms=0, until_ms=1000) == []
 
 
 def test_a_refresh_join_does_not_restart_a_span_and_a_stop_leaves_a_trailing_gap() -> None:
-    found = spans(
+    found = spans_at_1000(
         [ev("joined", 0), ev("joined", 300, reason="refresh"), ev("left", 700, reason="stopped")],
         {(0, "a", 1): 700},
-        now_ms=1000,
-        silent_after_ms=100,
     )
     assert found == [Span(0, "a", 0, 700, "stopped")]
     assert gaps(found, since_ms=0, until_ms=1000) == [Gap(700, 1000, "r0 a: stopped")]

@@ -174,19 +174,6 @@ def test_channel_notice_is_an_event_with_receive_time() -> None:
     assert event.tags == {"msg-id": "slow_on"}
 
 
-@pytest.mark.parametrize(
-    "line",
-    [
-        ":tmi.twitch.tv NOTICE * :Login authentication failed",
-        ":irc.chatlog.localhost NOTICE * :*** Looking up your hostname...",
-        "@time=2026-11-21T17:09:48.344Z :irc.chatlog.localhost NOTICE capB7 :*** You are connected",
-        "NOTICE AUTH :*** Checking Ident",
-    ],
-)
-def test_notice_to_a_non_channel_is_not_a_chat_event(line: str) -> None:
-    assert parse_line(line, received_at=RECEIVED) is None
-
-
 # -- InspIRCd (IRCv3 message-tags, msgid, server-time), captured from the local server ---------------
 
 
@@ -360,6 +347,11 @@ def test_parameter_and_prefix_forms(line: str, channel: str, text: str | None, u
         ":capA7!capA7@127.0.0.1 TAGMSG :#capchan7",
         "@time=2026-11-21T17:09:49.844Z :irc.chatlog.localhost 353 capB7 = #capchan7 :capA7 capB7",
         "ERROR :Closing link",
+        # a NOTICE to no channel: to us, to `*`, or to AUTH while connecting
+        ":tmi.twitch.tv NOTICE * :Login authentication failed",
+        ":irc.chatlog.localhost NOTICE * :*** Looking up your hostname...",
+        "@time=2026-11-21T17:09:48.344Z :irc.chatlog.localhost NOTICE capB7 :*** You are connected",
+        "NOTICE AUTH :*** Checking Ident",
     ],
 )
 def test_non_chat_lines_are_none(line: str) -> None:

@@ -5,11 +5,16 @@ from __future__ import annotations
 from ingest.membership import BucketTable, consumer_config
 
 
-def _loaded(table: BucketTable, bucket: int, *channels: str) -> None:
-    table.assign([bucket])
-    for ch in channels:
-        table.apply(bucket, ch, True)
-    table.loaded(bucket)
+def _table(loaded: dict[int, str], handoff_timeout_s: float = 10) -> BucketTable:
+    """A table that owns the buckets of ``loaded``, each read to its end: bucket -> its channels (space
+    separated)."""
+    table = BucketTable(handoff_timeout_s=handoff_timeout_s)
+    for bucket, channels in loaded.items():
+        table.assign([bucket])
+        for ch in channels.split():
+            table.apply(bucket, ch, True)
+        table.loaded(bucket)
+    return table
 
 
 def test_a_loading_bucket_contributes_nothing_until_its_end_is_read() -> None:
@@ -26,8 +31,7 @@ def test_a_loading_bucket_contributes_nothing_until_its_end_is_read() -> None:
 
 
 def test_tail_records_add_and_remove_channels() -> None:
-    table = BucketTable(handoff_timeout_s=10)
-    _loaded(table, 0, "a")
+    table = _table({0: "a"})
     v = table.version
     table.apply(0, "b", True)
     assert table.wanted() == {"a", "b"} and table.version > v
@@ -41,9 +45,7 @@ def test_tail_records_add_and_remove_channels() -> None:
 
 
 def test_revoked_bucket_stays_wanted_for_the_overlap_then_goes() -> None:
-    table = BucketTable(handoff_timeout_s=10)
-    _loaded(table, 0, "a")
-    _loaded(table, 1, "b")
+    table = _table({0: "a", 1: "b"})
     table.revoke([1], now=100.0)
     snap = table.snapshot()
     assert snap.owned == (0,) and snap.overlap == (1,)
@@ -56,10 +58,7 @@ def test_revoked_bucket_stays_wanted_for_the_overlap_then_goes() -> None:
 
 
 def test_lost_bucket_stops_at_once_even_during_an_overlap() -> None:
-    table = BucketTable(handoff_timeout_s=10)
-    _loaded(table, 0, "a")
-    _loaded(table, 1, "b")
-    _loaded(table, 2, "c")
+    table = _table({0: "a", 1: "b", 2: "c"})
     table.revoke([2], now=0.0)
     table.lose([1, 2])
     assert table.wanted() == {"a"}
@@ -67,8 +66,7 @@ def test_lost_bucket_stops_at_once_even_during_an_overlap() -> None:
 
 
 def test_zero_overlap_and_revoking_a_loading_bucket_keep_nothing() -> None:
-    table = BucketTable(handoff_timeout_s=0)
-    _loaded(table, 0, "a")
+    table = _table({0: "a"}, handoff_timeout_s=0)
     table.revoke([0], now=0.0)
     assert table.wanted() == frozenset()
     table = BucketTable(handoff_timeout_s=10)
@@ -79,8 +77,7 @@ def test_zero_overlap_and_revoking_a_loading_bucket_keep_nothing() -> None:
 
 
 def test_reassigned_during_overlap_keeps_channels_until_reloaded() -> None:
-    table = BucketTable(handoff_timeout_s=10)
-    _loaded(table, 4, "a", "b")
+    table = _table({4: "a b"})
     table.revoke([4], now=0.0)
     table.assign([4])  # it comes back (a flapping rebalance)
     assert table.wanted() == {"a", "b"}  # still from the overlap copy while reloading
@@ -93,9 +90,7 @@ def test_reassigned_during_overlap_keeps_channels_until_reloaded() -> None:
 
 def test_channel_in_two_buckets_is_wanted_while_either_has_it() -> None:
     # cannot happen with one partitioner, but the union must still be right
-    table = BucketTable(handoff_timeout_s=5)
-    _loaded(table, 0, "a")
-    _loaded(table, 1, "a")
+    table = _table({0: "a", 1: "a"}, handoff_timeout_s=5)
     table.revoke([0], now=0.0)
     table.expire(6.0)
     assert table.wanted() == {"a"}
@@ -113,9 +108,7 @@ def test_consumer_config_kip848_sets_no_client_side_group_keys() -> None:
 
 
 def test_a_revoked_channel_is_kept_until_the_new_owner_confirms_it() -> None:
-    table = BucketTable(handoff_timeout_s=900)
-    _loaded(table, 0, "a")
-    _loaded(table, 1, "b", "c", "d")
+    table = _table({0: "a", 1: "b c d"}, handoff_timeout_s=900)
     table.revoke([1], now=0.0)
     table.expire(600.0)  # minutes later (a JOIN-limited new owner): still logged
     assert table.wanted() == {"a", "b", "c", "d"}
@@ -129,8 +122,7 @@ def test_a_revoked_channel_is_kept_until_the_new_owner_confirms_it() -> None:
 
 
 def test_an_unconfirmed_hand_off_ends_at_the_timeout_and_is_counted() -> None:
-    table = BucketTable(handoff_timeout_s=30)
-    _loaded(table, 2, "x", "y")
+    table = _table({2: "x y"}, handoff_timeout_s=30)
     table.revoke([2], now=0.0)
     table.confirm({"x"})
     table.expire(30.0)

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import urllib.error
 import urllib.request
+from dataclasses import dataclass
 
 from prometheus_client import CollectorRegistry, generate_latest
 
-from ingest.metrics import FastHistogram, IngestCollector, MetricsServer, Sample
+from ingest.metrics import FastHistogram, IngestCollector, MetricsServer, Sample, counter, counter_samples
 
 
 def test_histogram_buckets_are_cumulative_with_sum_and_quantile() -> None:
@@ -47,3 +48,18 @@ def test_server_answers_metrics_and_readiness_on_a_free_port() -> None:
         assert urllib.request.urlopen(base + "/ready", timeout=5).status == 200
     finally:
         server.stop()
+
+
+def test_the_counter_fields_of_stats_are_its_samples_in_their_order() -> None:
+    @dataclass
+    class Stats:
+        lines: int = counter("x_lines_read", "Lines read.")
+        skipped: int = 0
+        errors: int = counter("x_errors", "Errors.")
+
+    stats = Stats()
+    stats.lines, stats.skipped = 7, 2
+    assert counter_samples(stats) == [
+        Sample("x_lines_read", "Lines read.", 7),
+        Sample("x_errors", "Errors.", 0),
+    ]

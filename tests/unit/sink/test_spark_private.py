@@ -117,18 +117,26 @@ def test_a_checkpoint_manager_spark_lacks_fails_the_check_with_its_name(spark: A
 zip_cpython_311 = pytest.mark.skipif(sys.version_info >= (3, 12), reason="CPython 3.12+ invalidates lazily")
 
 
-def _zip(path: Path, modules: dict[str, str]) -> None:
+def _zip(path: Path, modules: dict[str, str]) -> Path:
+    """``path``, written as a zip of the modules' sources (name -> source)."""
     with zipfile.ZipFile(path, "w") as archive:
         for name, source in modules.items():
             archive.writestr(f"{name}.py", source)
+    return path
+
+
+@pytest.fixture
+def lazy_zips(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The patch applied for one test, and undone after it."""
+    monkeypatch.setattr(zipimport.zipimporter, "invalidate_caches", zipimport.zipimporter.invalidate_caches)
+    lazy_zip_invalidation()
 
 
 @zip_cpython_311
 def test_unchanged_archive_is_not_read_again_and_a_changed_one_is(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, lazy_zips: None
 ) -> None:
-    path = tmp_path / "lib.zip"
-    _zip(path, {"alpha": "X = 1\n"})
+    path = _zip(tmp_path / "lib.zip", {"alpha": "X = 1\n"})
     importer = zipimport.zipimporter(str(path))
     reads: list[str] = []
     real_read = zipimport._read_directory  # type: ignore[attr-defined]
@@ -138,9 +146,7 @@ def test_unchanged_archive_is_not_read_again_and_a_changed_one_is(
         return real_read(archive)
 
     monkeypatch.setattr(zipimport, "_read_directory", counting_read)
-    monkeypatch.setattr(zipimport.zipimporter, "invalidate_caches", zipimport.zipimporter.invalidate_caches)
-    lazy_zip_invalidation()
-    lazy_zip_invalidation()  # idempotent: wrapped once
+    lazy_zip_invalidation()  # idempotent: still wrapped once
     for _ in range(5):
         importer.invalidate_caches()
     assert reads == [str(path)]  # the first invalidation reads, the next four do not
@@ -153,13 +159,10 @@ def test_unchanged_archive_is_not_read_again_and_a_changed_one_is(
 
 @zip_cpython_311
 def test_imports_from_a_zip_still_work_after_invalidation(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, lazy_zips: None
 ) -> None:
-    path = tmp_path / "pkgs.zip"
-    _zip(path, {"chatlog_zip_probe": "VALUE = 41\n"})
-    monkeypatch.setattr(zipimport.zipimporter, "invalidate_caches", zipimport.zipimporter.invalidate_caches)
+    path = _zip(tmp_path / "pkgs.zip", {"chatlog_zip_probe": "VALUE = 41\n"})
     monkeypatch.syspath_prepend(str(path))
-    lazy_zip_invalidation()
     importlib.invalidate_caches()
     module = importlib.import_module("chatlog_zip_probe")
     try:

@@ -5,7 +5,9 @@ line and chat without a parse. The same lines read from v4 frames: tests/unit/st
 
 from __future__ import annotations
 
+import asyncio
 import uuid
+from collections.abc import AsyncIterator
 
 import msgspec
 import pytest
@@ -13,7 +15,7 @@ import pytest
 from core.irc_parse import parse_line, sender_of
 from core.testing import chat_events, twitch_line
 from schemas.chat_event import ChatEvent
-from store.line import UNKNOWN_KIND, LogLine, stored_event
+from store.line import UNKNOWN_KIND, LogLine, closing, stored_event
 from store.stored_line import strip, unmarked
 from tests.peer_lines import PEER_LINES
 from tests.unit.store.stored_lines import (
@@ -195,3 +197,31 @@ def test_a_stored_line_near_the_bound_is_left_to_the_parser() -> None:
     text = "x" * 16_300
     line = LogLine(f":bob!b@h PRIVMSG #c :{text}", uuid.uuid4(), T, None, "c")
     assert line.chat() is None and line.event.text == text
+
+
+def test_a_source_is_closed_when_its_block_ends_early_or_fails() -> None:
+    closed: list[str] = []
+
+    async def numbers(name: str) -> AsyncIterator[int]:
+        try:
+            for n in range(10):
+                yield n
+        finally:
+            closed.append(name)
+
+    async def go() -> list[int]:
+        seen = []
+        async with closing(numbers("early")) as source:
+            async for n in source:
+                seen.append(n)
+                if n == 2:
+                    break
+        with pytest.raises(ValueError):
+            async with closing(numbers("failed")) as source:
+                await anext(source)
+                raise ValueError
+        async with closing(object()):  # a source with nothing to close
+            pass
+        return seen
+
+    assert asyncio.run(go()) == [0, 1, 2] and closed == ["early", "failed"]

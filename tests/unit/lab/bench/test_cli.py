@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -46,12 +47,20 @@ def test_every_benchmark_is_registered() -> None:
     assert names == set(COMMANDS)
 
 
+def _make_list(makefile: str, variable: str) -> set[str]:
+    """The names a ``NAME := a b c`` line of the Makefile sets."""
+    found = re.search(rf"^{variable} := (.*)$", makefile, re.MULTILINE)
+    assert found, f"the Makefile sets no {variable}"
+    return set(found.group(1).split())
+
+
 def test_make_bench_runs_every_benchmark() -> None:
     makefile = (Path(__file__).resolve().parents[4] / "Makefile").read_text()
     target = makefile.split("\nbench:", 1)[1].split("\n\n", 1)[0]
-    assert {name for name in COMMANDS if f"chatlog bench {name}\n" not in target + "\n"} == OUTSIDE_BINARY
-    for name in OUTSIDE_BINARY:
-        assert f"chatlog bench {name} " in target
+    assert "for name in $(BENCHES); do" in target and "for name in $(JUSTLOG_BENCHES); do" in target
+    assert "$(BIN)/chatlog bench report\n" in target + "\n"
+    assert _make_list(makefile, "BENCHES") == set(COMMANDS) - OUTSIDE_BINARY - {"report"}
+    assert _make_list(makefile, "JUSTLOG_BENCHES") == OUTSIDE_BINARY
 
 
 @pytest.mark.parametrize("name", COMMANDS)

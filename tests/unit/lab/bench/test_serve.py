@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import subprocess
 import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -12,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from core.errors import ChatlogError
 from lab.bench.serve import GOALS, verdict
 from lab.bench.serve_data import BIG_DAY, CHANNEL, MONTH_HI, MONTH_LO, QUIET_DAY, USER, DataSet
 from lab.bench.serve_load import (
@@ -24,6 +26,7 @@ from lab.bench.serve_load import (
     percentile,
     process_tree,
     vm_rss,
+    wait_answering,
 )
 
 BUSY_CHILD = """
@@ -321,3 +324,10 @@ def test_serving_shows_the_servers_last_log_lines_when_the_benchmark_fails(
     with pytest.raises(RuntimeError, match="cell failed"), lab.bench.serve.serving("ks", start_timeout_s=20):
         raise RuntimeError("cell failed")
     assert "a worker died: boom" in capsys.readouterr().err
+
+
+def test_a_server_that_exits_before_answering_is_one_error_with_the_end_of_its_log() -> None:
+    proc = subprocess.Popen([sys.executable, "-c", "raise SystemExit(3)"])
+    proc.wait(30)
+    with pytest.raises(ChatlogError, match=r"^fake exited with 3 before answering: cannot bind port 1$"):
+        wait_answering("http://127.0.0.1:1/health", proc, lambda: "cannot bind\n  port 1\n", 5, name="fake")
