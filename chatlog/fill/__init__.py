@@ -2,7 +2,8 @@
 rustlog or chatlog instance) logged then.
 
 :mod:`chatlog.fill.asks` turns gaps into the peer's day requests (pure), :mod:`chatlog.fill.peer` asks
-them over HTTP, :mod:`chatlog.fill.accept` keeps the lines that belong (the channel, the time asked) on
-their way through ``chatlog import``'s parser into the messages topic, :mod:`chatlog.fill.record` writes
-the ledger's ``coverage_fills``, and :mod:`chatlog.fill.run` does it all in order.
+them over HTTP (httpx), :mod:`chatlog.fill.ahead` asks for the next day while one is imported,
+:mod:`chatlog.fill.accept` keeps the lines that belong (the channel, the time asked) on their way through
+``chatlog import``'s parser into the messages topic, :mod:`chatlog.fill.record` writes the ledger's
+``coverage_fills``, and :mod:`chatlog.fill.run` does it all in order.
 """

@@ -38,11 +38,6 @@ class Taken:
         return ", ".join(f"{n} {what}" for n, what in parts if n)
 
 
-def belongs(event: ChatEvent, channel: str, channel_id: str | None = None) -> bool:
-    """The event is of ``channel``: its login, or its Twitch id when one is given (a renamed channel)."""
-    return event.channel == channel or (channel_id is not None and event.channel_id == channel_id)
-
-
 class Accepting:
     """An :class:`EventSink` passing on to ``sink`` the events of ``channel`` within one of ``windows``
     (``[lo, hi)`` epoch ms, in order); it never finishes ``sink``: one sink serves every answer of a fill.
@@ -59,21 +54,34 @@ class Accepting:
         self._channel = channel
         self._channel_id = channel_id
         self._windows = windows
+        self._first = windows[0] if windows else (0, 0)
         self.taken = Taken()
         self.per_window = [0] * len(windows)
 
     def event(self, event: ChatEvent) -> None:
-        if not belongs(event, self._channel, self._channel_id):
+        # on every line's path: the channel's login, else its id when one is given (a renamed channel);
+        # the first window (a whole day, mostly) before the others
+        if event.channel != self._channel and (
+            self._channel_id is None or event.channel_id != self._channel_id
+        ):
             self.taken.other_channel += 1
             return
         at = event.sent_at
+        lo, hi = self._first
+        i = 0 if lo <= at < hi else self._window_of(at)
+        if i < 0:
+            self.taken.outside += 1
+            return
+        self.taken.lines += 1
+        self.per_window[i] += 1
+        self._sink.event(event)
+
+    def _window_of(self, at: int) -> int:
+        """The index of the window holding ``at``, or -1."""
         for i, (lo, hi) in enumerate(self._windows):
             if lo <= at < hi:
-                self.taken.lines += 1
-                self.per_window[i] += 1
-                self._sink.event(event)
-                return
-        self.taken.outside += 1
+                return i
+        return -1
 
     def dead_letter(self, raw: bytes, reason: str, source: str) -> None:
         del raw, reason, source

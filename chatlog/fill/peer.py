@@ -66,7 +66,7 @@ def retry_after_s(value: str | None, now_s: float | None = None) -> float | None
     return max(0.0, when.timestamp() - (time.time() if now_s is None else now_s))
 
 
-class _Chunks:
+class Chunks:
     """Chunks as the stream :func:`ingest.importer.bounded_lines` reads (``read1``)."""
 
     def __init__(self, chunks: Iterator[bytes]) -> None:
@@ -94,6 +94,58 @@ def client(timeout_s: float) -> httpx.Client:
     )
 
 
+def _failure(exc: httpx.HTTPError, timeout_s: float) -> PeerFailed:
+    """What a request's (or its body's) transport failure says of the peer."""
+    import httpx
+
+    if isinstance(exc, httpx.TimeoutException):
+        return PeerFailed(f"did not answer within {timeout_s:g} s (timed out)", away=True)
+    if isinstance(exc, httpx.ConnectError):
+        return PeerFailed(f"is not reachable: {one_line(exc, 160)}", away=True)
+    if isinstance(exc, httpx.TransportError):  # cut midway (the peer stopped, a proxy restarted)
+        return PeerFailed(f"cut the answer: {one_line(exc, 160, typed=True)}", away=True)
+    return PeerFailed(f"failed: {one_line(exc, 160, typed=True)}")  # too many redirects, a bad body
+
+
+def _checked(answer: httpx.Response, missing: str) -> None:
+    """Nothing when ``answer`` is a 200; else :class:`PeerFailed` saying what it is (its body read for
+    that). ``missing``: what a 404 means."""
+    if answer.status_code == 200:
+        return
+    body = answer.read()[:300].decode("utf-8", "replace")
+    said = f": {one_line(body, 120)}" if body.strip() else ""
+    status = answer.status_code
+    if status == 404:  # justlog's, rustlog's and chatlog's answer for nothing logged
+        raise PeerFailed(f"{missing} (HTTP 404{said})", status=status)
+    if status in WAIT_STATUSES:
+        wait_s = retry_after_s(answer.headers.get("retry-after"))
+        after = f", Retry-After {wait_s:.0f} s" if wait_s is not None else ""
+        raise PeerFailed(f"asks to wait (HTTP {status}{after})", wait=True, wait_s=wait_s, status=status)
+    raise PeerFailed(f"answered HTTP {status}{said}", status=status)
+
+
+def open_answer(http: httpx.Client, url: str, *, missing: str) -> httpx.Response:
+    """The answer to ``GET url``, its head read and its status checked: a 200, its body not read yet (the
+    caller closes it); anything else and every transport failure is :class:`PeerFailed`. ``missing``: what
+    a 404 means."""
+    import httpx
+
+    timeout_s = http.timeout.read or 0.0
+    try:
+        answer = http.send(http.build_request("GET", url), stream=True)
+    except httpx.HTTPError as exc:
+        raise _failure(exc, timeout_s) from None
+    try:
+        _checked(answer, missing)
+    except httpx.HTTPError as exc:
+        answer.close()
+        raise _failure(exc, timeout_s) from None
+    except BaseException:
+        answer.close()
+        raise
+    return answer
+
+
 @contextmanager
 def _asking(http: httpx.Client, url: str, *, missing: str) -> Iterator[httpx.Response]:
     """``GET url`` streamed, its status checked: 200 is yielded; anything else and every transport
@@ -101,50 +153,51 @@ def _asking(http: httpx.Client, url: str, *, missing: str) -> Iterator[httpx.Res
     means."""
     import httpx
 
-    timeout = http.timeout.read or 0.0
+    answer = open_answer(http, url, missing=missing)
     try:
-        with http.stream("GET", url) as answer:
-            if answer.status_code != 200:
-                body = answer.read()[:300].decode("utf-8", "replace")
-                said = f": {one_line(body, 120)}" if body.strip() else ""
-                status = answer.status_code
-                if status == 404:  # justlog's, rustlog's and chatlog's answer for nothing logged
-                    raise PeerFailed(f"{missing} (HTTP 404{said})", status=status)
-                if status in WAIT_STATUSES:
-                    wait_s = retry_after_s(answer.headers.get("retry-after"))
-                    after = f", Retry-After {wait_s:.0f} s" if wait_s is not None else ""
-                    raise PeerFailed(
-                        f"asks to wait (HTTP {status}{after})", wait=True, wait_s=wait_s, status=status
-                    )
-                raise PeerFailed(f"answered HTTP {status}{said}", status=status)
-            yield answer
-    except httpx.TimeoutException:
-        raise PeerFailed(f"did not answer within {timeout:g} s (timed out)", away=True) from None
-    except httpx.ConnectError as exc:
-        raise PeerFailed(f"is not reachable: {one_line(exc, 160)}", away=True) from None
-    except httpx.TransportError as exc:  # the connection cut midway (the peer stopped, a proxy restarted)
-        raise PeerFailed(f"cut the answer: {one_line(exc, 160, typed=True)}", away=True) from None
-    except httpx.HTTPError as exc:  # too many redirects, a body that does not decode
-        raise PeerFailed(f"failed: {one_line(exc, 160, typed=True)}") from None
+        yield answer
+    except httpx.HTTPError as exc:
+        raise _failure(exc, http.timeout.read or 0.0) from None
+    finally:
+        answer.close()
 
 
-def raw_chunks(http: httpx.Client, url: str, limit_s: float = ANSWER_LIMIT_S) -> Iterator[bytes]:
-    """The body of the answer to ``GET url`` as it arrives; raises :class:`PeerFailed` (also midway)."""
-    with _asking(http, url, missing="has no lines of that time") as answer:
-        kind = answer.headers.get("content-type", "").lower()
-        if any(word in kind for word in _NOT_LINES):
-            raise PeerFailed(f"answered {one_line(kind, 60)}, not raw IRC lines")
-        deadline = time.monotonic() + limit_s
+def open_raw(http: httpx.Client, url: str) -> httpx.Response:
+    """:func:`open_answer` of a day's raw lines: also :class:`PeerFailed` when the answer is not text."""
+    answer = open_answer(http, url, missing="has no lines of that time")
+    kind = answer.headers.get("content-type", "").lower()
+    if any(word in kind for word in _NOT_LINES):
+        answer.close()
+        raise PeerFailed(f"answered {one_line(kind, 60)}, not raw IRC lines")
+    return answer
+
+
+def body_chunks(answer: httpx.Response, timeout_s: float, limit_s: float = ANSWER_LIMIT_S) -> Iterator[bytes]:
+    """The body of an open ``answer`` as it arrives, then the answer closed; :class:`PeerFailed` when the
+    reading fails or takes more than ``limit_s`` in all (``timeout_s``: the client's, for the message)."""
+    import httpx
+
+    deadline = time.monotonic() + limit_s
+    try:
         for chunk in answer.iter_bytes():
             if time.monotonic() >= deadline:
                 raise PeerFailed(f"the answer took more than {limit_s:.0f} s", away=True)
             if chunk:
                 yield chunk
+    except httpx.HTTPError as exc:
+        raise _failure(exc, timeout_s) from None
+    finally:
+        answer.close()
+
+
+def raw_chunks(http: httpx.Client, url: str, limit_s: float = ANSWER_LIMIT_S) -> Iterator[bytes]:
+    """The body of the answer to ``GET url`` as it arrives; raises :class:`PeerFailed` (also midway)."""
+    yield from body_chunks(open_raw(http, url), http.timeout.read or 0.0, limit_s)
 
 
 def raw_lines(http: httpx.Client, url: str, limit_s: float = ANSWER_LIMIT_S) -> Iterator[bytes]:
     """The lines of the answer to ``GET url``, as they arrive; raises :class:`PeerFailed` (also midway)."""
-    yield from bounded_lines(_Chunks(raw_chunks(http, url, limit_s)))
+    yield from bounded_lines(Chunks(raw_chunks(http, url, limit_s)))
 
 
 def json_answer(http: httpx.Client, url: str, *, missing: str) -> Any | None:

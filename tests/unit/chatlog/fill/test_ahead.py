@@ -1,14 +1,16 @@
-"""A day's answer read ahead: its lines as the answer holds them, a failure where the reading met it, and a
-reading closed before its end stops."""
+"""A day's answer asked for ahead: its lines as the answer holds them, a failure where the asking or the
+reading met it, a body left unread until its lines are asked for, and an answer closed before its head
+came closed when it comes."""
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator
 
 import httpx
 import pytest
 
-from chatlog.fill.ahead import QUEUE_CHUNKS, ReadAhead
+from chatlog.fill.ahead import ReadAhead
 from chatlog.fill.peer import PeerFailed
 
 URL = "http://peer.test/channel/forsen/2026/11/20?raw"
@@ -22,7 +24,6 @@ def test_the_lines_come_as_the_answer_holds_them_across_chunks() -> None:
     with client(iter([b"a\nb", b"b\nc", b"\n"])) as http:
         ahead = ReadAhead(http, URL)
         assert [line.rstrip() for line in ahead.lines()] == [b"a", b"bb", b"c"]
-        assert ahead.read1() == b""  # the end stays the end
 
 
 def test_a_cut_answer_raises_after_the_lines_before_the_cut() -> None:
@@ -37,7 +38,16 @@ def test_a_cut_answer_raises_after_the_lines_before_the_cut() -> None:
     assert got == [b"a\n"] and failed.value.away
 
 
-def test_a_reading_closed_before_its_end_stops() -> None:
+def test_an_answer_that_asks_to_wait_is_raised_where_its_lines_are_asked_for() -> None:
+    answer = httpx.Response(429, headers={"Retry-After": "4"})
+    with httpx.Client(transport=httpx.MockTransport(lambda _request: answer)) as http:
+        ahead = ReadAhead(http, URL)  # nothing raised here: the asking runs on its own
+        with pytest.raises(PeerFailed) as failed:
+            next(iter(ahead.lines()))
+    assert (failed.value.wait, failed.value.wait_s) == (True, 4.0)
+
+
+def test_the_body_is_read_only_when_its_lines_are_asked_for() -> None:
     sent = 0
 
     def endless() -> Iterator[bytes]:
@@ -48,8 +58,37 @@ def test_a_reading_closed_before_its_end_stops() -> None:
 
     with client(endless()) as http:
         ahead = ReadAhead(http, URL)
+        ahead._thread.join(5)
+        before = sent
         first = next(iter(ahead.lines()))
         ahead.close()
+    assert (before, first) == (0, b"x\n") and sent <= 2
+
+
+class Watched(httpx.SyncByteStream):
+    def __init__(self) -> None:
+        self.closed = False
+
+    def __iter__(self) -> Iterator[bytes]:
+        yield b"x\n"
+
+    def close(self) -> None:
+        self.closed = True
+
+
+def test_an_answer_closed_before_its_head_came_is_closed_when_it_comes() -> None:
+    release = threading.Event()
+    body = Watched()
+
+    def slow(_request: httpx.Request) -> httpx.Response:
+        release.wait(5)
+        return httpx.Response(200, stream=body)
+
+    with httpx.Client(transport=httpx.MockTransport(slow)) as http:
+        ahead = ReadAhead(http, URL)
+        ahead.close()
+        release.set()
         ahead._thread.join(5)
-    assert first == b"x\n" and not ahead._thread.is_alive()
-    assert sent <= QUEUE_CHUNKS + 3  # it read no further than the queue holds
+        with pytest.raises(PeerFailed, match="closed before it was read"):
+            next(iter(ahead.lines()))
+    assert body.closed
