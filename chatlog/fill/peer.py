@@ -81,16 +81,23 @@ class Chunks:
 
 
 def client(timeout_s: float) -> httpx.Client:
-    """The client of a fill: ``timeout_s`` to connect and between two reads, redirects followed."""
+    """The client of a fill: ``timeout_s`` to connect and between two reads, redirects followed; its
+    requests sent by :class:`chatlog.fill.transport.HttpClientTransport` (answers read in large blocks),
+    unless the environment names a proxy (httpx's own transport goes through it)."""
     import logging
+    import urllib.request
 
     import httpx
 
+    from chatlog.fill.transport import HttpClientTransport
+
     logging.getLogger("httpx").setLevel(logging.WARNING)  # no line per request on the command's stderr
+    proxied = any(scheme != "no" for scheme in urllib.request.getproxies())
     return httpx.Client(
         timeout=httpx.Timeout(timeout_s),
         follow_redirects=True,
         headers={"User-Agent": USER_AGENT, "Accept": "text/plain"},
+        transport=None if proxied else HttpClientTransport(),
     )
 
 

@@ -174,3 +174,12 @@ def test_the_check_finds_two_packages_that_import_each_other(tmp_path: Path) -> 
     (tmp_path / "serve" / "api" / "app.py").write_text("from serve.consent import x\n")
     (tmp_path / "serve" / "consent.py").write_text("from serve.api.errors import y\n")
     assert mutual_imports(tmp_path) == ["serve.api <-> serve.consent"]
+
+
+def test_the_type_check_covers_every_package() -> None:
+    """``make typecheck`` runs mypy on pyproject.toml's list: a package missing there goes unchecked, a
+    package gone from the tree fails it (``bench`` once did, when it moved into the lab)."""
+    import tomllib
+
+    config = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))
+    assert set(config["tool"]["mypy"]["packages"]) == {*LAYERS, "tests"}
