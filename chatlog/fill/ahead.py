@@ -14,9 +14,8 @@ import threading
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
-from chatlog.fill.peer import ANSWER_LIMIT_S, Chunks, PeerFailed, body_chunks, open_raw
+from chatlog.fill.peer import ANSWER_LIMIT_S, PeerFailed, answer_lines, open_raw
 from core.errors import one_line
-from ingest.importer import bounded_lines
 
 if TYPE_CHECKING:
     import httpx
@@ -63,8 +62,7 @@ class ReadAhead:
             answer = None if self._closed else self._answer
         if answer is None:
             raise PeerFailed("the answer was closed before it was read")
-        timeout_s = self._http.timeout.read or 0.0
-        yield from bounded_lines(Chunks(body_chunks(answer, timeout_s, self._limit_s)))
+        yield from answer_lines(answer, self._http.timeout.read or 0.0, self._limit_s)
 
     def close(self) -> None:
         """Close the answer (its connection, when its body was not read to the end)."""

@@ -202,9 +202,17 @@ def raw_chunks(http: httpx.Client, url: str, limit_s: float = ANSWER_LIMIT_S) ->
     yield from body_chunks(open_raw(http, url), http.timeout.read or 0.0, limit_s)
 
 
+def answer_lines(
+    answer: httpx.Response, timeout_s: float, limit_s: float = ANSWER_LIMIT_S
+) -> Iterator[bytes]:
+    """The lines of an open ``answer``'s body (:func:`body_chunks`), as :func:`ingest.importer.bounded_lines`
+    reads them; raises :class:`PeerFailed` (also midway)."""
+    yield from bounded_lines(Chunks(body_chunks(answer, timeout_s, limit_s)))
+
+
 def raw_lines(http: httpx.Client, url: str, limit_s: float = ANSWER_LIMIT_S) -> Iterator[bytes]:
     """The lines of the answer to ``GET url``, as they arrive; raises :class:`PeerFailed` (also midway)."""
-    yield from bounded_lines(Chunks(raw_chunks(http, url, limit_s)))
+    yield from answer_lines(open_raw(http, url), http.timeout.read or 0.0, limit_s)
 
 
 def json_answer(http: httpx.Client, url: str, *, missing: str) -> Any | None:
