@@ -423,7 +423,7 @@ class IrcPool:
             self._active,
             views,
             capacity=s.irc_channels_per_connection,
-            join_budget=self._limiter.available(),
+            join_budget=self._join_room(),
             horizon=self._limiter.limit,
             fresh_after=self._troubles.fresh_after,
             blocked=self._troubles.blocked.keys(),
@@ -447,6 +447,20 @@ class IrcPool:
             conn.close(why, part=conn.state is ConnState.READY)
         for _ in range(p.open):
             self._open_connection()
+
+    def _join_room(self) -> int:
+        """New channels this plan may JOIN: the limiter's budget, and with ``ingest_max_channels`` the
+        room left beside every channel held at the server, parts not yet answered included (a worker
+        handed other channels is never in more than its capacity at once)."""
+        budget = self._limiter.available()
+        cap = self.settings.ingest_max_channels
+        if cap is None:
+            return budget
+        held: set[str] = set()
+        for conn in [*self._conns.values(), *self._leaving.values()]:
+            held |= conn.joined
+            held |= conn.pending.keys()
+        return max(0, min(budget, cap - len(held)))
 
     def _watchdog(self, now: float) -> None:
         s = self.settings

@@ -39,7 +39,8 @@ class FakeIrcServer:
 
     Behaviour knobs (may be changed while running): ``nick_taken(client, nick)`` → 433 (nicks of
     other live clients are always taken), ``silent_join(client_index, channel)`` → no echo,
-    ``answer_ping`` (PONG to client PINGs).
+    ``answer_ping`` (PONG to client PINGs), ``part_delay_s`` (a PART takes effect, and is echoed, that
+    much later: a busy server).
     """
 
     def __init__(self) -> None:
@@ -47,6 +48,7 @@ class FakeIrcServer:
         self.nick_taken: Callable[[FakeClient, str], bool] = lambda _c, _n: False
         self.silent_join: Callable[[int, str], bool] = lambda _i, _ch: False
         self.answer_ping = True
+        self.part_delay_s = 0.0
         self._seq = itertools.count()
         self._server: asyncio.Server | None = None
         self.port = 0
@@ -152,6 +154,13 @@ class FakeIrcServer:
                 if self.silent_join(client.index, ch):
                     continue
                 client.joined.add(ch)
+            elif self.part_delay_s > 0:
+                asyncio.get_running_loop().call_later(self.part_delay_s, self._part, client, ch)
+                continue
             else:
                 client.joined.discard(ch)
             self.send(client, f":{client.nick}!u@fake {cmd} #{ch}")
+
+    def _part(self, client: FakeClient, ch: str) -> None:
+        client.joined.discard(ch)
+        self.send(client, f":{client.nick}!u@fake PART #{ch}")

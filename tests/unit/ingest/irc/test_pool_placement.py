@@ -46,6 +46,40 @@ def test_capacity_joins_at_most_max_channels_and_reports_the_rest() -> None:
     asyncio.run(main())
 
 
+def test_capacity_holds_at_the_server_while_parts_are_unanswered() -> None:
+    """A worker handed other channels parts the old ones and joins the new ones only as the server
+    answers the PARTs: never more than ``ingest_max_channels`` channels at the server at once."""
+
+    async def main() -> None:
+        async with FakeIrcServer() as server:
+            pool = IrcPool(
+                settings(server.port, ingest_max_channels=4, irc_channels_per_connection=3),
+                lambda _l, _t: None,
+                worker_id="swap",
+                rng=random.Random(1),
+            )
+            runner = asyncio.create_task(pool.run())
+            try:
+                pool.set_wanted({f"old{i}" for i in range(6)})
+                await server.wait_for(lambda: len(pool.confirmed) == 4)
+                server.part_delay_s = 0.6
+                new = {f"new{i}" for i in range(6)}
+                pool.set_wanted(new)
+                peak = 0
+                while not (len(pool.confirmed) == 4 and pool.confirmed <= new):
+                    held: set[str] = set()
+                    for client in server.live():
+                        held |= client.joined
+                    peak = max(peak, len(held))
+                    await asyncio.sleep(0.01)
+                assert peak == 4
+            finally:
+                await pool.close()
+                await asyncio.wait_for(runner, 10)
+
+    asyncio.run(main())
+
+
 def test_a_hot_connection_moves_a_channel_make_before_break_without_losing_a_line() -> None:
     got: list[str] = []
 
