@@ -423,7 +423,7 @@ class IrcPool:
             self._active,
             views,
             capacity=s.irc_channels_per_connection,
-            join_budget=self._join_room(),
+            join_budget=self._limiter.available(),
             horizon=self._limiter.limit,
             fresh_after=self._troubles.fresh_after,
             blocked=self._troubles.blocked.keys(),
@@ -437,7 +437,7 @@ class IrcPool:
         for conn_id, chs in _by_conn(p.parts).items():
             self._conns[conn_id].send_parts(chs)
             self._counts["parts_sent"] += len(chs)
-        for conn_id, chs in _by_conn(p.joins).items():
+        for conn_id, chs in _by_conn(self._within_capacity(p.joins)).items():
             granted = self._limiter.try_acquire(len(chs))
             self._conns[conn_id].send_joins(chs[:granted], now)
             self._counts["joins_sent"] += granted
@@ -448,19 +448,28 @@ class IrcPool:
         for _ in range(p.open):
             self._open_connection()
 
-    def _join_room(self) -> int:
-        """New channels this plan may JOIN: the limiter's budget, and with ``ingest_max_channels`` the
-        room left beside every channel held at the server, parts not yet answered included (a worker
-        handed other channels is never in more than its capacity at once)."""
-        budget = self._limiter.available()
+    def _within_capacity(self, joins: list[tuple[int, str]]) -> list[tuple[int, str]]:
+        """The planned JOINs that keep the worker within ``ingest_max_channels`` at the server: a channel
+        held already (joined, pending, or parted without an answer yet, on any connection) may be joined
+        again (a move, a RECONNECT's new connection); a new one only while fewer than the capacity are
+        held. A worker handed other channels joins them as the server answers its PARTs."""
         cap = self.settings.ingest_max_channels
-        if cap is None:
-            return budget
+        if cap is None or not joins:
+            return joins
         held: set[str] = set()
         for conn in [*self._conns.values(), *self._leaving.values()]:
             held |= conn.joined
             held |= conn.pending.keys()
-        return max(0, min(budget, cap - len(held)))
+        room = cap - len(held)
+        out: list[tuple[int, str]] = []
+        for conn_id, ch in joins:
+            if ch not in held:
+                if room <= 0:
+                    continue
+                room -= 1
+                held.add(ch)
+            out.append((conn_id, ch))
+        return out
 
     def _watchdog(self, now: float) -> None:
         s = self.settings

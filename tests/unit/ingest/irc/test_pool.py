@@ -126,6 +126,19 @@ def test_reconnect_is_make_before_break_and_both_connections_deliver_meanwhile()
     run_pool(body, wanted={"a", "b", "c"})
 
 
+def test_a_worker_at_capacity_moves_its_channels_to_the_new_connection_on_reconnect() -> None:
+    async def body(server: FakeIrcServer, pool: IrcPool, _got: list[str]) -> None:
+        await server.wait_for(lambda: len(pool.confirmed) == 3)
+        first = pool.confirmed
+        old = server.clients[0]
+        server.send(old, ":tmi.twitch.tv RECONNECT")  # the same channels again: no new one, no room needed
+        await server.wait_for(lambda: old.closed and len(server.clients) == 2)
+        assert server.clients[1].joined == first
+        assert pool.confirmed == first and len(pool.over_capacity) == 2
+
+    run_pool(body, wanted={"a", "b", "c", "d", "e"}, ingest_max_channels=3)
+
+
 def test_join_watchdog_retries_then_moves_the_channel_to_a_fresh_connection() -> None:
     async def body(server: FakeIrcServer, pool: IrcPool, _got: list[str]) -> None:
         server.silent_join = lambda index, ch: index == 0 and ch == "mute"
