@@ -669,8 +669,8 @@ def _serve_figures(r: Result) -> str:
 # -- chatlog serve against justlog ---------------------------------------------------------------------------
 
 VS_GOAL_USER_MONTH: Final = 1.5
-VS_GOAL_CHANNEL_DAY: Final = 1.0
-VS_GOAL_STORAGE: Final = 0.5
+VS_GOAL_CHANNEL_DAY: Final = 1.2
+VS_GOAL_STORAGE: Final = 0.75
 
 
 def _row(r: Result, name: str) -> View:
@@ -698,11 +698,11 @@ def _cpu(r: Result, name: str) -> tuple[str, str, str, str]:
 def _vs_justlog(r: Result) -> str:
     day = _row(r, "channel_day_text_1")
     text_cpu, json_cpu = _cpu(r, "user_month_text_1"), _cpu(r, "user_month_json_1")
-    flush, compacted = _row(r, "storage"), _row(r, "storage_compacted")
-    tables = ", ".join(
-        f"`{name}` {table('bytes_per_message').f(1)}"
-        for name, table in r("chatlog", "storage_compacted", "tables").items()
-    )
+    flush, packed, compacted = _row(r, "storage"), _row(r, "storage_packed"), _row(r, "storage_compacted")
+
+    def tables(state: str) -> str:
+        rows = r("chatlog", state, "tables").items()
+        return ", ".join(f"`{name}` {table('bytes_per_message').f(1)}" for name, table in rows)
 
     def rss(side: str) -> str:
         return largest(c("server_rss_mb_peak") for _, c in r(side, "grid").items()).f(2, scale=1e-3)
@@ -728,8 +728,10 @@ def _vs_justlog(r: Result) -> str:
         f"{json_cpu[0]} ({json_cpu[1]} + {json_cpu[2]}) against {json_cpu[3]}. Storage: justlog "
         f"{flush('justlog').f(1)} B per message (both gzipped copies); chatlog {flush('chatlog').f(1)} B as "
         "the "
-        f"backfill wrote it, after a flush ({flush('ratio').f(2)}{X}), {compacted('chatlog').f(1)} B packed "
-        f"and major-compacted ({compacted('ratio').f(2)}{X}: {tables or NA}). RSS under load: justlog "
+        f"backfill wrote it, after a flush ({flush('ratio').f(2)}{X}: {tables('storage') or NA}), "
+        f"{packed('chatlog').f(1)} B packed, compactions as configured, as read ({packed('ratio').f(2)}{X}: "
+        f"{tables('storage_packed') or NA}); beside, major-compacted {compacted('chatlog').f(1)} B "
+        f"({compacted('ratio').f(2)}{X}: {tables('storage_compacted') or NA}). RSS under load: justlog "
         f"{rss('justlog')} GB, chatlog serve {rss('chatlog')} GB "
         f"(its default workers, one per CPU: {r('cpus').text()}). The passes' rates move (user-month json, 1 "
         f"client: justlog {rates('justlog', 'user_month_json_1')}, chatlog "
@@ -764,10 +766,10 @@ def _vs_justlog_goal(r: Result) -> str:
         p99 = f"met in every cell but {', '.join(slower)}"
     else:
         p99 = "met in every cell"
-    compacted = _row(r, "storage_compacted")("ratio")
+    packed = _row(r, "storage_packed")("ratio")
     storage = (
-        f"≤ {fixed(VS_GOAL_STORAGE, 1)}{X}: {verdict(at_most(compacted, VS_GOAL_STORAGE))} "
-        f"({compacted.f(2)}{X})"
+        f"≤ {fixed(VS_GOAL_STORAGE, 2)}{X} as the product leaves it: "
+        f"{verdict(at_most(packed, VS_GOAL_STORAGE))} ({packed.f(2)}{X})"
     )
     return (
         f"user-month ≥ {fixed(VS_GOAL_USER_MONTH, 1)}{X}: text {verdict(judged(text, VS_GOAL_USER_MONTH))} "

@@ -195,12 +195,21 @@ def test_vs_justlog_storage_names_the_tables_the_result_holds() -> None:
         {
             "table": [
                 {"row": "storage", "justlog": 200.0, "chatlog": 220.0, "ratio": 1.1},
+                {"row": "storage_packed", "justlog": 200.0, "chatlog": 160.2, "ratio": 0.801},
                 {"row": "storage_compacted", "justlog": 200.0, "chatlog": 60.1, "ratio": 0.3},
             ],
-            "chatlog": {"storage_compacted": {"tables": tables}},
+            "chatlog": {
+                "storage": {"tables": {"a_blocks": {"bytes_per_message": 219.9}}},
+                "storage_packed": {"tables": {"a_blocks": {"bytes_per_message": 160.1}}},
+                "storage_compacted": {"tables": tables},
+            },
         },
     )
     x = report.X
     said = report._vs_justlog(result)
-    assert f"60.1 B packed and major-compacted (0.30{x}: `a_blocks` 60.0, `a_days` 0.1)" in said
-    assert report._vs_justlog_goal(result).endswith(f"storage ≤ 0.5{x}: met (0.30{x})")
+    assert f"220.0 B as the backfill wrote it, after a flush (1.10{x}: `a_blocks` 219.9)" in said
+    assert f"160.2 B packed, compactions as configured, as read (0.80{x}: `a_blocks` 160.1)" in said
+    assert f"major-compacted 60.1 B (0.30{x}: `a_blocks` 60.0, `a_days` 0.1)" in said
+    assert report._vs_justlog_goal(result).endswith(
+        f"storage ≤ 0.75{x} as the product leaves it: missed (0.80{x})"
+    )

@@ -138,6 +138,7 @@ def _side(scale: float, storage: float) -> dict[str, Any]:
     return {
         "grid": grid,
         "storage": {"bytes_per_message": storage, "keyspace_bytes_per_message": storage},
+        "storage_packed": {"bytes_per_message": storage * 0.75},
         "storage_compacted": {"bytes_per_message": storage * 0.5},
         "archive_s": 1.0,
         "stand_in_asked": {"token": 1},
@@ -150,8 +151,13 @@ def test_the_ratio_table_is_chatlog_over_justlog_per_row() -> None:
     justlog, chatlog = _side(1.0, 215.5), _side(0.25, 256.0)
     del chatlog["grid"]["channel_day_json_8"]  # a cell missing on one side is left out
     table = ratio_table(justlog, chatlog, Params())
-    assert [r["row"] for r in table][-3:] == ["channel_day_json_1", "storage", "storage_compacted"]
-    assert len(table) == 9
+    assert [r["row"] for r in table][-4:] == [
+        "channel_day_json_1",
+        "storage",
+        "storage_packed",
+        "storage_compacted",
+    ]
+    assert len(table) == 10
     month = table[0]
     assert (month["metric"], month["justlog"], month["chatlog"], month["ratio"]) == (
         "requests_per_s",
@@ -161,10 +167,11 @@ def test_the_ratio_table_is_chatlog_over_justlog_per_row() -> None:
     )
     day = next(r for r in table if r["row"] == "channel_day_text_1")
     assert (day["metric"], day["ratio"]) == ("lines_per_s", 0.25)
-    flushed, compacted = table[-2:]
+    flushed, packed, compacted = table[-3:]
     assert (flushed["justlog"], flushed["chatlog"], flushed["ratio"]) == (215.5, 256.0, 1.188)
+    assert (packed["justlog"], packed["chatlog"], packed["ratio"]) == (215.5, 192.0, 0.891)
     assert (compacted["justlog"], compacted["chatlog"], compacted["ratio"]) == (215.5, 128.0, 0.594)
-    del chatlog["storage_compacted"]  # not measured (the run stopped before): no row
+    del chatlog["storage_compacted"], chatlog["storage_packed"]  # not measured (the run stopped): no row
     assert [r["row"] for r in ratio_table(justlog, chatlog, Params())][-1] == "storage"
 
 
@@ -193,7 +200,11 @@ def test_the_summary_is_a_markdown_table_with_every_row() -> None:
         "| channel day json, 8 clients | 20.0k lines/s, p99 12 ms | 10.0k lines/s, p99 12 ms | 0.50x" in text
     )
     assert "| storage after a flush (rows as written), B/message | 215.5 B | 100.0 B | 0.46x |" in text
-    assert "| storage packed and major-compacted (as read), B/message | 215.5 B | 50.0 B | 0.23x |" in text
+    assert (
+        "| storage packed, compactions as configured (as read), B/message | 215.5 B | 75.0 B | 0.35x |"
+        in text
+    )
+    assert "| storage packed and major-compacted (beside), B/message | 215.5 B | 50.0 B | 0.23x |" in text
 
 
 def test_the_stand_in_answers_helix_user_lookups() -> None:
