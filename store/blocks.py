@@ -134,31 +134,42 @@ def _cut(items: Sequence[Framed], span_ms: int | None) -> Iterator[Sequence[Fram
         yield items[start:]
 
 
-def blocks_of(
-    table: Table, key: tuple[Any, ...], items: Iterable[Framed], *, level: int = frame.LIVE_LEVEL
-) -> list[Block]:
-    """The blocks of one partition's ``items``: in line order, each line once (by id), cut into blocks (a
-    channel's at each UTC hour too: :data:`CHANNEL_SPAN_MS`)."""
+def runs_of(table: Table, items: Iterable[Framed]) -> list[Sequence[Framed]]:
+    """The lines of one partition's blocks, block by block, as :func:`blocks_of` frames them: in line order,
+    each line once (by id), cut into blocks (a channel's at each UTC hour too: :data:`CHANNEL_SPAN_MS`)."""
     unique: dict[bytes, Framed] = {}
     for item in items:
         unique.setdefault(item.line[1], item)
     ordered = sorted(unique.values(), key=lambda f: f.order)
-    out = []
-    for run in _cut(ordered, CHANNEL_SPAN_MS if table == CHANNEL else None):
-        lines = [f.line for f in run]
-        out.append(
-            Block(
-                table,
-                key,
-                lines[0][0],
-                max(line[0] for line in lines),
-                len(lines),
-                block_id(line[1] for line in lines),
-                frame.encode(lines, level=level),
-                [f.origin for f in run if f.origin is not None],
-            )
-        )
-    return out
+    return list(_cut(ordered, CHANNEL_SPAN_MS if table == CHANNEL else None))
+
+
+def run_id(run: Sequence[Framed]) -> uuid.UUID:
+    """The id of the block of ``run`` (one of :func:`runs_of`), without framing it."""
+    return block_id(f.line[1] for f in run)
+
+
+def blocks_of(
+    table: Table, key: tuple[Any, ...], items: Iterable[Framed], *, level: int = frame.LIVE_LEVEL
+) -> list[Block]:
+    """The blocks of one partition's ``items``: the runs of :func:`runs_of`, each framed at ``level``."""
+    return [block_of(table, key, run, level=level) for run in runs_of(table, items)]
+
+
+def block_of(
+    table: Table, key: tuple[Any, ...], run: Sequence[Framed], *, level: int = frame.LIVE_LEVEL
+) -> Block:
+    lines = [f.line for f in run]
+    return Block(
+        table,
+        key,
+        lines[0][0],
+        max(line[0] for line in lines),
+        len(lines),
+        block_id(line[1] for line in lines),
+        frame.encode(lines, level=level),
+        [f.origin for f in run if f.origin is not None],
+    )
 
 
 PartOf = Callable[[Table, tuple[Any, ...]], Callable[[int], int] | None]

@@ -28,7 +28,7 @@ from typing import Any, Final
 
 from core.times import now_ms as current_ms
 from store import frame
-from store.blocks import CHANNEL, USER, Block, Framed, Table, blocks_of
+from store.blocks import CHANNEL, USER, Block, Framed, Table, block_of, run_id, runs_of
 from store.keys import DAY_MS, line_order, month_end_ms
 from store.write import BLOCK_TABLES, block_statement
 
@@ -133,12 +133,13 @@ def rewrite(
 
     lines = found.lines(key)
     kept = lines if keep is None else [item for item in lines if keep(item.line)]
-    new: list[Block] = blocks_of(blocks.table, key, kept, level=level) if kept else []
+    runs = runs_of(blocks.table, kept) if kept else []
     old_ids = {row[1] for row in found.rows}
-    new_ids = {b.block for b in new}
+    new_ids = {run_id(run) for run in runs}
     unique = len({item.line[1] for item in lines})
-    if old_ids == new_ids:
-        return len(found.rows), len(new), unique, 0, False
+    if old_ids == new_ids:  # packed already (a channel day: one block per hour): nothing to frame
+        return len(found.rows), len(runs), unique, 0, False
+    new: list[Block] = [block_of(blocks.table, key, run, level=level) for run in runs]
     ttls = [row[4] for row in found.rows if row[4]]
     ttl = max(ttls) if len(ttls) == len(found.rows) else 0  # the longest left (none: no expiry)
     batch = BatchStatement(batch_type=BatchType.UNLOGGED)
