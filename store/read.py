@@ -47,6 +47,7 @@ from store.blocks import CHANNEL_SPAN_MS
 from store.frame import Frame, decode
 from store.keys import (
     DAY_MS,
+    LOGIN_KEY_PREFIX,
     channel_key,
     key_id,
     login_key,
@@ -184,6 +185,10 @@ class LogReader:
             "days": prepare("SELECT day, part FROM channel_days WHERE channel_key = ?"),
             "latest_day": prepare("SELECT day FROM channel_days WHERE channel_key = ? LIMIT 1"),
             "months": prepare("SELECT month, part FROM user_months WHERE channel_key = ? AND user_key = ?"),
+            "login_users": prepare(  # does any user of the channel key have lines without an id?
+                "SELECT user_key FROM channel_users WHERE channel_key = ? AND user_key >= ? AND user_key < ? "
+                "LIMIT 1"
+            ),
             "channel": prepare(f"SELECT {_BLOCK_COLUMNS}, frame {cb} {window} {filtering}"),
             "channel_desc": prepare(f"SELECT {_BLOCK_COLUMNS}, frame {cb} {window} {desc} {filtering}"),
             "channel_meta": prepare(f"SELECT {_BLOCK_COLUMNS}, lines {cb} {window} {desc} {filtering}"),
@@ -385,9 +390,37 @@ class LogReader:
         return utc_day(max(days) * DAY_MS) if days else None
 
     async def _pairs(self, channel: Named, user: Named) -> tuple[Keys, Keys, list[Pair]]:
+        """The channel and user keys, and the (channel key, user key) pairs that may hold the user's months:
+        a channel key with no day holds no user's month, and a user's ``login:`` key only matters under a
+        channel key where some user has lines without an id (plain IRC, old imports). Both answers are
+        cached per channel key (:data:`_MISS_TTL_S`), so a user's month of Twitch lines reads one index
+        partition, not one per key pair."""
         channel_keys = await self.channel_keys(channel)
         user_keys = await self.user_keys(user)
-        return channel_keys, user_keys, [(c, u) for c in channel_keys.keys for u in user_keys.keys]
+        by_id = [u for u in user_keys.keys if not u.startswith(LOGIN_KEY_PREFIX)]
+        logins = [u for u in user_keys.keys if u.startswith(LOGIN_KEY_PREFIX)]
+        pairs: list[Pair] = []
+        for c in channel_keys.keys:
+            if not await self._indexed("days", c):
+                continue
+            pairs += [(c, u) for u in by_id]
+            if logins and await self._has_login_users(c):
+                pairs += [(c, u) for u in logins]
+        return channel_keys, user_keys, pairs
+
+    async def _has_login_users(self, channel_key_: str) -> bool:
+        """Whether a user of ``channel_key_`` has lines under a ``login:`` key; cached :data:`_MISS_TTL_S`."""
+        key = ("login_users", (channel_key_,))
+        now = time.monotonic()
+        hit = self._index.get(key)
+        if hit is not None and now - hit[0] < _MISS_TTL_S:
+            return bool(hit[1])
+        bound = LOGIN_KEY_PREFIX[:-1] + chr(ord(LOGIN_KEY_PREFIX[-1]) + 1)  # every key starting with it
+        found = await self._query("login_users", channel_key_, LOGIN_KEY_PREFIX, bound, tuples=True).all()
+        if len(self._index) >= _CACHE_MAX:
+            self._index.clear()
+        self._index[key] = (now, [row[0] for row in found])
+        return bool(found)
 
     async def user_months(self, channel: Named, user: Named) -> list[tuple[int, int]]:
         _, _, pairs = await self._pairs(channel, user)

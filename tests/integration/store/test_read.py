@@ -296,6 +296,24 @@ def test_chat_events_read_back_by_login_and_id(
     assert OWNED[True] >= (2 * len(user5) if ids else 0)  # user5 by login and by id; without ids: none
 
 
+def test_a_users_month_of_twitch_lines_asks_one_index_partition(
+    fresh_keyspace: StackSettings, session: Any
+) -> None:
+    """Lines with ids are under the id keys only: the channel's and the user's ``login:`` keys (from their
+    name history) are not asked for months where no line without an id was ever stored."""
+    written = chat_events(300, channels=1, now_ms=T0, ids=True)
+    write(fresh_keyspace, written, batch=100)
+    recorded = Recorded(session)
+
+    async def main() -> list[ChatEvent]:
+        reader = LogReader(recorded, channels_ttl_s=60)
+        return await events(reader.user_lines(ById("500", "chan0"), ById("1005", "user5"), 0, FAR))
+
+    got = asyncio.run(main())
+    assert got == in_read_order([e for e in written if filed_under(e) == "1005"]) and got
+    assert [v for v in recorded.sent if len(v) == 2] == [("500", "1005")]  # the months of one key pair
+
+
 def test_a_stored_line_that_does_not_parse_comes_back(fresh_keyspace: StackSettings, session: Any) -> None:
     """Another producer's record on the topic: its raw is no IRC line. It is read back as that line."""
     foreign = ChatEvent(
