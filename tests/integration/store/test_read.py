@@ -10,6 +10,7 @@ import asyncio
 from collections import Counter
 from datetime import UTC, date, datetime
 from typing import Any
+from uuid import uuid4
 
 import pytest
 
@@ -19,7 +20,7 @@ from schemas.chat_event import ChatEvent
 from store.keys import filed_under, message_uuid
 from store.protocol import ById, Channel, Named
 from store.read import LogReader
-from tests.integration.serve.events import write
+from tests.integration.serve.events import privmsg, write
 from tests.integration.serve.rename_story import (
     CHANNEL_KEYS,
     DAY,
@@ -296,22 +297,38 @@ def test_chat_events_read_back_by_login_and_id(
     assert OWNED[True] >= (2 * len(user5) if ids else 0)  # user5 by login and by id; without ids: none
 
 
-def test_a_users_month_of_twitch_lines_asks_one_index_partition(
+def test_a_users_month_asks_only_the_key_pairs_that_can_hold_it(
     fresh_keyspace: StackSettings, session: Any
 ) -> None:
-    """Lines with ids are under the id keys only: the channel's and the user's ``login:`` keys (from their
-    name history) are not asked for months where no line without an id was ever stored."""
+    """Twitch lines carry the room's id: a channel's ``login:`` key holds no day, so no user's month under
+    it is asked. A user's ``login:`` key is asked only in a channel where some line is filed under a login (a
+    deleted message names its sender by login only): chan0 has such lines, chan9 (chat only) none."""
     written = chat_events(300, channels=1, now_ms=T0, ids=True)
-    write(fresh_keyspace, written, batch=100)
+    chat = [e for e in written if e.kind == "PRIVMSG" and filed_under(e) == "1005"]
+    assert chat and any(str(filed_under(e)).startswith("login:") for e in written)  # deleted messages
+    only_chat = [
+        privmsg(
+            "chan9", e.sent_at, "user5", f"again {i}", room_id="509", user_id="1005", message_id=str(uuid4())
+        )
+        for i, e in enumerate(chat)
+    ]
+    write(fresh_keyspace, [*written, *only_chat], batch=100)
     recorded = Recorded(session)
 
-    async def main() -> list[ChatEvent]:
+    async def main() -> tuple[list[list[ChatEvent]], list[list[tuple[Any, ...]]]]:
         reader = LogReader(recorded, channels_ttl_s=60)
-        return await events(reader.user_lines(ById("500", "chan0"), ById("1005", "user5"), 0, FAR))
+        read, asked = [], []
+        for room, name in (("500", "chan0"), ("509", "chan9")):
+            recorded.sent = []
+            read.append(await events(reader.user_lines(ById(room, name), ById("1005", "user5"), 0, FAR)))
+            asked.append([v for v in recorded.sent if len(v) == 2])  # user_months: (channel key, user key)
+        return read, asked
 
-    got = asyncio.run(main())
-    assert got == in_read_order([e for e in written if filed_under(e) == "1005"]) and got
-    assert [v for v in recorded.sent if len(v) == 2] == [("500", "1005")]  # the months of one key pair
+    (chan0, chan9), (asked0, asked9) = asyncio.run(main())
+    assert chan0 == in_read_order([e for e in written if filed_under(e) in ("1005", "login:user5")])
+    assert chan9 == in_read_order(only_chat)
+    assert sorted(asked0) == [("500", "1005"), ("500", "login:user5")]  # not login:chan0's
+    assert asked9 == [("509", "1005")]
 
 
 def test_a_stored_line_that_does_not_parse_comes_back(fresh_keyspace: StackSettings, session: Any) -> None:

@@ -66,7 +66,11 @@ def test_rewriting_a_partition_packed_already_frames_and_writes_nothing(
     key, items = _partition()
     packed = blocks_of(CHANNEL, key, items, level=frame.PACKED_LEVEL)
     framings: list[int] = []
-    monkeypatch.setattr(frame, "encode", lambda lines, **_: framings.append(len(lines)) or b"")
+    def encode(lines: list[Any], **_: Any) -> bytes:
+        framings.append(len(lines))
+        return b""
+
+    monkeypatch.setattr(frame, "encode", encode)
     blocks = Blocks(PreparingSession(), "ks", CHANNEL)
     assert rewrite(blocks, key, _read(packed)) == (len(packed), len(packed), len(items), 0, False)
     assert framings == []
