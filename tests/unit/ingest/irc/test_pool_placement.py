@@ -12,15 +12,18 @@ from ingest.irc.testing import FakeIrcServer
 from tests.unit.ingest.irc.pool_settings import settings
 
 
+def capacity_pool(server: FakeIrcServer, worker_id: str) -> IrcPool:
+    """A pool of capacity 4 (``ingest_max_channels``), 3 channels per connection, lines dropped."""
+    overrides: dict[str, Any] = {"ingest_max_channels": 4, "irc_channels_per_connection": 3}
+    return IrcPool(
+        settings(server.port, **overrides), lambda _l, _t: None, worker_id=worker_id, rng=random.Random(1)
+    )
+
+
 def test_capacity_joins_at_most_max_channels_and_reports_the_rest() -> None:
     async def main() -> None:
         async with FakeIrcServer() as server:
-            pool = IrcPool(
-                settings(server.port, ingest_max_channels=4, irc_channels_per_connection=3),
-                lambda _l, _t: None,
-                worker_id="cap",
-                rng=random.Random(1),
-            )
+            pool = capacity_pool(server, "cap")
             runner = asyncio.create_task(pool.run())
             wanted = {f"c{i}" for i in range(10)}
             try:
@@ -52,12 +55,7 @@ def test_capacity_holds_at_the_server_while_parts_are_unanswered() -> None:
 
     async def main() -> None:
         async with FakeIrcServer() as server:
-            pool = IrcPool(
-                settings(server.port, ingest_max_channels=4, irc_channels_per_connection=3),
-                lambda _l, _t: None,
-                worker_id="swap",
-                rng=random.Random(1),
-            )
+            pool = capacity_pool(server, "swap")
             runner = asyncio.create_task(pool.run())
             try:
                 pool.set_wanted({f"old{i}" for i in range(6)})
