@@ -66,6 +66,7 @@ def test_rewriting_a_partition_packed_already_frames_and_writes_nothing(
     key, items = _partition()
     packed = blocks_of(CHANNEL, key, items, level=frame.PACKED_LEVEL)
     framings: list[int] = []
+
     def encode(lines: list[Any], **_: Any) -> bytes:
         framings.append(len(lines))
         return b""
