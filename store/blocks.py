@@ -159,6 +159,7 @@ def blocks_of(
 def block_of(
     table: Table, key: tuple[Any, ...], run: Sequence[Framed], *, level: int = frame.LIVE_LEVEL
 ) -> Block:
+    """The block of ``run`` (one of :func:`runs_of`) in partition ``key``, framed at ``level``."""
     lines = [f.line for f in run]
     return Block(
         table,
@@ -166,7 +167,7 @@ def block_of(
         lines[0][0],
         max(line[0] for line in lines),
         len(lines),
-        block_id(line[1] for line in lines),
+        run_id(run),
         frame.encode(lines, level=level),
         [f.origin for f in run if f.origin is not None],
     )

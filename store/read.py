@@ -29,7 +29,7 @@ import asyncio
 import bisect
 import random
 import time
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from datetime import date
 from typing import Any, Final
@@ -349,12 +349,20 @@ class LogReader:
     async def _indexed(self, name: str, *params: Any) -> list[tuple[int, int]]:
         """The ``(period, part)`` rows of an index partition (``days`` or ``months``), newest first; cached
         :data:`_MISS_TTL_S`."""
-        key = (name, params)
+
+        async def load() -> list[Any]:
+            rows = await self._query(name, *params, tuples=True).all()
+            return [(int(row[0]), int(row[1])) for row in rows]
+
+        return await self._cached((name, params), load)
+
+    async def _cached(self, key: tuple[str, Any], load: Callable[[], Awaitable[list[Any]]]) -> list[Any]:
+        """``load()``'s rows, kept :data:`_MISS_TTL_S` under ``key``."""
         now = time.monotonic()
         hit = self._index.get(key)
         if hit is not None and now - hit[0] < _MISS_TTL_S:
             return hit[1]
-        found = [(int(row[0]), int(row[1])) for row in await self._query(name, *params, tuples=True).all()]
+        found = await load()
         if len(self._index) >= _CACHE_MAX:
             self._index.clear()
         self._index[key] = (now, found)
@@ -393,8 +401,8 @@ class LogReader:
         """The channel and user keys, and the (channel key, user key) pairs that may hold the user's months:
         a channel key with no day holds no user's month, and a user's ``login:`` key only matters under a
         channel key where some user has lines without an id (plain IRC, old imports). Both answers are
-        cached per channel key (:data:`_MISS_TTL_S`), so a user's month of Twitch lines reads one index
-        partition, not one per key pair."""
+        cached per channel key (:data:`_MISS_TTL_S`): a user's month of Twitch lines reads one or two index
+        partitions, not one per key pair."""
         channel_keys = await self.channel_keys(channel)
         user_keys = await self.user_keys(user)
         by_id = [u for u in user_keys.keys if not u.startswith(LOGIN_KEY_PREFIX)]
@@ -410,17 +418,12 @@ class LogReader:
 
     async def _has_login_users(self, channel_key_: str) -> bool:
         """Whether a user of ``channel_key_`` has lines under a ``login:`` key; cached :data:`_MISS_TTL_S`."""
-        key = ("login_users", (channel_key_,))
-        now = time.monotonic()
-        hit = self._index.get(key)
-        if hit is not None and now - hit[0] < _MISS_TTL_S:
-            return bool(hit[1])
         bound = LOGIN_KEY_PREFIX[:-1] + chr(ord(LOGIN_KEY_PREFIX[-1]) + 1)  # every key starting with it
-        found = await self._query("login_users", channel_key_, LOGIN_KEY_PREFIX, bound, tuples=True).all()
-        if len(self._index) >= _CACHE_MAX:
-            self._index.clear()
-        self._index[key] = (now, [row[0] for row in found])
-        return bool(found)
+
+        async def load() -> list[Any]:
+            return await self._query("login_users", channel_key_, LOGIN_KEY_PREFIX, bound, tuples=True).all()
+
+        return bool(await self._cached(("login_users", (channel_key_,)), load))
 
     async def user_months(self, channel: Named, user: Named) -> list[tuple[int, int]]:
         _, _, pairs = await self._pairs(channel, user)
