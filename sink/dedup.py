@@ -5,10 +5,12 @@ overlap); every copy has the message's id. The writer tasks drop them (:mod:`sin
 every copy is keyed by its channel, so all copies of a message are in one Kafka partition, and one task
 reads each partition of a micro-batch whole; a copy is either in the same task as the first one, or in a
 later batch. So a task drops an event whose id it has seen, or that the batches of the last
-``sink_dedup_window`` wrote: the driver keeps those (:class:`RecentIds`) and hands each batch all of them as
-one blob of :data:`ID_BYTES`-byte ids (no Python object per id on the driver). An id is the 16 bytes of the
-message's uuid (:func:`store.keys.message_id_bytes`). A copy later than the window is written again, into
-another block, and read once (store/read.py drops a line it has read); ``chatlog pack`` keeps one.
+``sink_dedup_window`` and a trigger interval wrote (a copy that reaches Kafka up to the window after the first
+is read by the first batch after it, up to a trigger later): the driver keeps those (:class:`RecentIds`) and
+hands each batch all of them as one blob of :data:`ID_BYTES`-byte ids (no Python object per id on the driver).
+An id is the 16 bytes of the message's uuid (:func:`store.keys.message_id_bytes`). A copy later than the
+window is written again, into another block, and read once (store/read.py drops a line it has read); ``chatlog
+pack`` keeps one.
 """
 
 from __future__ import annotations

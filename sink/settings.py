@@ -98,13 +98,16 @@ class SinkSettings(ConsentSettings, CassandraSettings):
         None, description="spark.jars.packages (Maven coordinates) instead of jars, for clusters."
     )
     sink_dedup_window: str = Field(
-        "10 seconds",
-        description="How long (batch time) the ids a batch wrote are handed to the "
-        "next batches. Copies of a message arrive within a fraction of a second of each other (4 make demo "
-        "runs: skew p99.9 0.05-0.13 s, max 0.12-0.26 s), so 10 s is > 35x the largest; a copy later than "
-        "the window is written again, into another block: reads drop a line they have read already, and "
-        "`chatlog pack` merges the blocks. Each batch carries 16 bytes per id of the window (at 5k "
-        "events/s: 800 KB).",
+        "30 seconds",
+        description="How far apart two copies of a message may reach Kafka and still be stored once: the "
+        "ids a batch wrote are handed to the batches that start within this plus the trigger interval of "
+        "its end (a copy is read by the first batch after it arrives). Copies of a message arrive within a "
+        "fraction of a second of each other (4 make demo runs: skew p99.9 0.05-0.13 s, max 0.12-0.26 s); "
+        "a broker that hangs splits them by its producers' failover (a cluster's 5-s request timeout, 5-s "
+        "metadata refresh and 5-s fencing: ~15 s), so 30 s is twice that. A copy later than the window is "
+        "written again, into another block: reads drop a line they have read already, and `chatlog pack` "
+        "merges the blocks. Each batch carries 16 bytes per id it hands over (at 5k events/s and the "
+        "default trigger: 3.2 MB).",
     )
     sink_trigger: str = Field(
         "10 seconds",
@@ -245,6 +248,14 @@ class SinkSettings(ConsentSettings, CassandraSettings):
     @property
     def dedup_window_ms(self) -> int:
         return interval_ms(self.sink_dedup_window)
+
+    @property
+    def dedup_retention_ms(self) -> int:
+        """How long (batch end time) the ids a batch wrote are handed to later batches: the window plus a
+        trigger interval. A copy that arrives ``dedup_window_ms`` after its first copy is read by the first
+        batch that starts after it, up to a trigger interval later still, and must find the first copy's
+        batch there."""
+        return self.dedup_window_ms + self.trigger_ms
 
     @property
     def trigger_ms(self) -> int:

@@ -4,8 +4,9 @@ A sink killed mid-batch re-runs that batch when it starts again (Spark replays i
 :class:`sink.dedup.RecentIds` lived in the driver and is gone: without it, a copy of a message whose first
 copy an earlier batch wrote would be written again, into another block (read once, but stored twice). So on
 start the sink reads back, from Kafka, the records of the checkpoint's committed batches of the last
-``sink_dedup_window`` (by their commit times, as the driver kept them) and hands their ids to the first batch
-as the ids already written: the re-run batch drops the same copies the killed run dropped.
+``sink_dedup_window`` and a trigger interval (by their commit times, as the driver kept them) and hands their
+ids to the first batch as the ids already written: the re-run batch drops the same copies the killed run
+dropped.
 
 Only valid records count (a dead letter wrote nothing). A checkpoint that is not a local directory, or has
 no committed batch, seeds nothing.
@@ -70,7 +71,7 @@ def restart_ids(settings: SinkSettings, timeout_s: float = 30.0) -> bytes:
     """The dedup ids (as :meth:`sink.dedup.RecentIds.add` takes them) of the valid records of the window
     before the checkpoint's last committed batch ends; empty for a fresh checkpoint."""
     ranges = window_offsets(
-        settings.checkpoint_location, settings.topic_messages, settings.dedup_window_ms / 1000
+        settings.checkpoint_location, settings.topic_messages, settings.dedup_retention_ms / 1000
     )
     if not ranges:
         return b""

@@ -115,7 +115,7 @@ def start_query(
     """Start the streaming query; ``available_now`` reads what Kafka holds now, then stops. Each batch
     is written without the events of the opt-outs ``optouts`` holds when it starts."""
     rows = transform.sink_rows(kafka_stream(spark, settings), observation=OBSERVATION)
-    recent = RecentIds(settings.dedup_window_ms)
+    recent = RecentIds(settings.dedup_retention_ms)
     seeded = restart_ids(settings)  # a re-run batch drops the copies the killed run dropped
     if seeded:
         recent.add(seeded)
@@ -262,7 +262,7 @@ def _log_started(settings: SinkSettings, started_s: float, session_s: float, *, 
     writes."""
     log.info(
         "sink started in %.1fs (its Spark session after %.1fs): %s -> keyspace %s, checkpoint %s, trigger "
-        "%s, copies dropped against the ids of the last %s",
+        "%s, copies up to %s apart dropped",
         started_s,
         session_s,
         settings.topic_messages,

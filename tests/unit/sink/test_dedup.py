@@ -9,7 +9,9 @@ import uuid
 
 import pytest
 
+from core.settings import load
 from sink.dedup import ID_BYTES, RecentIds, id_of, id_set
+from sink.settings import SinkSettings
 from store.keys import MESSAGE_ID_NAMESPACE
 
 
@@ -53,3 +55,28 @@ def test_the_latest_batch_is_kept_however_old() -> None:
     recent.add(id_of("b"))
     clock.now += 3600  # an idle sink
     assert id_set(recent.blob()) == {id_of("b")}
+
+
+@pytest.mark.parametrize(
+    ("trigger", "window"), [("10 seconds", "30 seconds"), ("500 milliseconds", "10 seconds")]
+)
+def test_a_copy_the_window_after_its_first_finds_it_in_whatever_batch_reads_it(
+    monkeypatch: pytest.MonkeyPatch, trigger: str, window: str
+) -> None:
+    """The first copy reaches Kafka as a batch starts and is written by it (a batch that ends at once); the
+    second reaches it ``sink_dedup_window`` later, just after another batch started: the batch that reads it
+    starts a trigger interval later still, and must be handed the first copy's id (a hung broker's
+    producers fail over seconds apart: a cluster run stored 941 messages twice when the ids were kept for
+    the window only, as long as the trigger)."""
+    monkeypatch.setenv("CHATLOG_SINK_TRIGGER", trigger)
+    monkeypatch.setenv("CHATLOG_SINK_DEDUP_WINDOW", window)
+    settings = load(SinkSettings)
+    clock = _Clock()
+    recent = RecentIds(settings.dedup_retention_ms, clock)
+    recent.add(id_of("first"))
+    clock.now += 0.5 * settings.trigger_ms / 1000
+    recent.add(id_of("between"))  # a batch between them: the first copy's is not the latest
+    clock.now += (settings.dedup_window_ms + 0.5 * settings.trigger_ms - 1) / 1000
+    assert id_of("first") in id_set(recent.blob())
+    clock.now += 2 / 1000  # later than the window and a trigger: the first copy's batch has left
+    assert id_of("first") not in id_set(recent.blob())

@@ -16,7 +16,7 @@ def test_defaults_are_documented_and_sane(monkeypatch: pytest.MonkeyPatch, tmp_p
     s = load(SinkSettings)
     assert s.checkpoint_location == "/var/lib/chatlog/sink/checkpoint"
     assert (s.spark_master, s.sink_metrics_port) == ("local[*]", 9101)
-    assert (s.dedup_window_ms, s.trigger_ms) == (10_000, 10_000)
+    assert (s.dedup_window_ms, s.trigger_ms, s.dedup_retention_ms) == (30_000, 10_000, 40_000)
     assert s.spark_driver_java_options == "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
     for name, field in SinkSettings.model_fields.items():
         assert field.description, name
