@@ -395,6 +395,7 @@ _PARTS: Final = {
     "irc_server": "IRC server",
     "simulator": "simulator",
     "serve": "serve",
+    "jvm_jit": "the JVMs' JIT compilers",
 }
 
 

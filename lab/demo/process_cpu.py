@@ -27,9 +27,7 @@ from lab import extras
 
 COMPONENTS = ("spark_jvm", "python_workers", "cassandra", "kafka", "bench")
 """What a benchmark of the sink reports, in this order."""
-PIPELINE = (
-    "simulator",
-    "irc_server",
+PIPELINE_PARTS = (
     "ingesters",
     "kafka",
     "sink_driver",
@@ -37,12 +35,19 @@ PIPELINE = (
     "python_workers",
     "cassandra",
     "serve",
-    "demo",
+    "jvm_jit",
 )
-"""What the demo reports, in this order (``demo``: the demo's own process, its read probe and observer)."""
-PIPELINE_PARTS = ("ingesters", "kafka", "sink_driver", "spark_jvm", "python_workers", "cassandra", "serve")
 """The parts whose sum is the pipeline's CPU per stored message (the simulator, the IRC server and the demo's
-own probes are the lab around it)."""
+own probes are the lab around it; ``jvm_jit``: the JIT compiler threads of the pipeline's JVMs, taken out of
+their parts)."""
+PIPELINE = ("simulator", "irc_server", *PIPELINE_PARTS, "demo")
+"""What the demo reports, in this order (``demo``: the demo's own process, its read probe and observer)."""
+JVMS = ("kafka", "cassandra", "spark_jvm")
+"""The parts that are JVMs: the CPU time of their JIT compiler threads is counted as ``jvm_jit``. A JVM
+compiles its hot code during its first minutes, so on a stack started just before a run this is a one-off
+cost the run pays, not one per message; it is reported apart to say so."""
+_COMPILER_THREADS = ("C1 CompilerThre", "C2 CompilerThre")
+"""How /proc names (15 characters) HotSpot's JIT compiler threads."""
 _ALL = (*dict.fromkeys((*PIPELINE, *COMPONENTS)),)
 
 _MARKERS: tuple[tuple[str, str], ...] = (
@@ -80,6 +85,9 @@ class Proc:
     """Its start time (a pid can be taken again by a new process)."""
     seconds: float
     """CPU time (user + system), its own and that of the children it reaped."""
+    jit: float = 0.0
+    """Of ``seconds``, the CPU time of its live JIT compiler threads (a JVM of :data:`JVMS`; a compiler
+    thread that ended is no longer seen: its time stays in ``seconds`` only, so this is a lower bound)."""
 
 
 Snapshot = dict[int, Proc]
@@ -114,8 +122,30 @@ def snapshot(me_as: str = "bench") -> Snapshot:
         except psutil.Error:  # exited while we looked
             continue
         seconds = t.user + t.system + t.children_user + t.children_system
-        found[proc.info["pid"]] = Proc(name, proc.info["ppid"] or 0, proc.info["create_time"], seconds)
+        jit = compiler_seconds(pid) if name in JVMS else 0.0
+        found[proc.info["pid"]] = Proc(name, proc.info["ppid"] or 0, proc.info["create_time"], seconds, jit)
     return found
+
+
+def compiler_seconds(pid: int) -> float:
+    """CPU seconds of the JIT compiler threads of JVM ``pid`` (0 where /proc cannot tell)."""
+    ticks = os.sysconf("SC_CLK_TCK")
+    total = 0
+    try:
+        tasks = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return 0.0
+    for tid in tasks:
+        try:
+            with open(f"/proc/{pid}/task/{tid}/stat") as stat:
+                text = stat.read()
+        except OSError:  # the thread ended while we looked
+            continue
+        name, _, rest = text.partition("(")[2].rpartition(")")
+        if name.startswith(_COMPILER_THREADS):
+            fields = rest.split()
+            total += int(fields[11]) + int(fields[12])  # utime, stime (fields 14 and 15 of stat)
+    return total / ticks
 
 
 def spent(before: Snapshot, after: Snapshot) -> dict[str, float]:
@@ -126,7 +156,9 @@ def spent(before: Snapshot, after: Snapshot) -> dict[str, float]:
 
     totals = dict.fromkeys(_ALL, 0.0)
     for pid, proc in after.items():
-        totals[proc.component] += proc.seconds - (before[pid].seconds if same(pid) else 0.0)
+        jit = proc.jit - (before[pid].jit if same(pid) else 0.0)
+        totals[proc.component] += proc.seconds - (before[pid].seconds if same(pid) else 0.0) - jit
+        totals["jvm_jit"] += jit
     for pid, proc in before.items():
         if not same(pid) and same(proc.parent):
             # its parent reaped it: the parent's children time grew by this process's whole life

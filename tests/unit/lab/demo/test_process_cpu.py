@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import os
+import shutil
+import subprocess
 import time
+from pathlib import Path
 
 import pytest
 
@@ -132,3 +135,35 @@ def test_the_demo_reports_each_part_of_the_pipeline_and_only_those() -> None:
     assert list(cpu) == list(process_cpu.PIPELINE)
     assert (cpu["ingesters"], cpu["simulator"], cpu["cassandra"]) == (500.0, 250.0, 0.0)
     assert "bench" not in cpu
+
+
+def test_a_jvms_jit_compilers_are_counted_apart_from_its_part() -> None:
+    before = {1: process_cpu.Proc("kafka", 0, 1.0, 10.0, jit=4.0)}
+    after = {
+        1: process_cpu.Proc("kafka", 0, 1.0, 13.0, jit=6.5),
+        2: process_cpu.Proc("cassandra", 0, 5.0, 2.0, jit=0.5),  # started between the snapshots
+    }
+    totals = process_cpu.spent(before, after)
+    assert (totals["kafka"], totals["cassandra"], totals["jvm_jit"]) == (0.5, 1.5, 3.0)
+    assert "jvm_jit" in process_cpu.PIPELINE_PARTS
+
+
+def test_the_compiler_threads_of_a_running_jvm_are_found(tmp_path: Path) -> None:
+    java = shutil.which("java")
+    if java is None:
+        pytest.skip("no java on this machine")
+    source = tmp_path / "Hot.java"  # a loop hot enough to be compiled, then a wait
+    source.write_text(
+        "class Hot { public static void main(String[] a) throws Exception { long s = 0;"
+        " for (long i = 0; i < 300000000L; i++) s += i % 7; System.out.println(s); Thread.sleep(30000); } }"
+    )
+    jvm = subprocess.Popen([java, str(source)], stdout=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 30
+        while process_cpu.compiler_seconds(jvm.pid) == 0.0 and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert process_cpu.compiler_seconds(jvm.pid) > 0.0
+        assert process_cpu.compiler_seconds(os.getpid()) == 0.0  # a Python process has none
+    finally:
+        jvm.kill()
+        jvm.wait()
