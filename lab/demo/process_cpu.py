@@ -85,9 +85,16 @@ class Proc:
     """Its start time (a pid can be taken again by a new process)."""
     seconds: float
     """CPU time (user + system), its own and that of the children it reaped."""
-    jit: float = 0.0
-    """Of ``seconds``, the CPU time of its live JIT compiler threads (a JVM of :data:`JVMS`; a compiler
-    thread that ended is no longer seen: its time stays in ``seconds`` only, so this is a lower bound)."""
+    compilers: tuple[tuple[int, float], ...] = ()
+    """Its live JIT compiler threads (a JVM of :data:`JVMS`) and the CPU time of each, part of ``seconds``.
+    A compiler thread that ended is no longer seen: its time since the last snapshot stays in ``seconds``
+    only, so the JIT's time is a lower bound."""
+
+    def jit_since(self, before: Proc | None) -> float:
+        """CPU seconds of its compiler threads since ``before`` (the same process earlier; None: its whole
+        life): each live thread's own growth, so a thread that ended takes nothing off."""
+        earlier = dict(before.compilers) if before is not None else {}
+        return sum(seconds - earlier.get(tid, 0.0) for tid, seconds in self.compilers)
 
 
 Snapshot = dict[int, Proc]
@@ -122,19 +129,19 @@ def snapshot(me_as: str = "bench") -> Snapshot:
         except psutil.Error:  # exited while we looked
             continue
         seconds = t.user + t.system + t.children_user + t.children_system
-        jit = compiler_seconds(pid) if name in JVMS else 0.0
-        found[proc.info["pid"]] = Proc(name, proc.info["ppid"] or 0, proc.info["create_time"], seconds, jit)
+        compilers = compiler_threads(pid) if name in JVMS else ()
+        found[pid] = Proc(name, proc.info["ppid"] or 0, proc.info["create_time"], seconds, compilers)
     return found
 
 
-def compiler_seconds(pid: int) -> float:
-    """CPU seconds of the JIT compiler threads of JVM ``pid`` (0 where /proc cannot tell)."""
+def compiler_threads(pid: int) -> tuple[tuple[int, float], ...]:
+    """The JIT compiler threads of JVM ``pid`` and the CPU seconds of each (none where /proc cannot tell)."""
     ticks = os.sysconf("SC_CLK_TCK")
-    total = 0
+    found: list[tuple[int, float]] = []
     try:
         tasks = os.listdir(f"/proc/{pid}/task")
     except OSError:
-        return 0.0
+        return ()
     for tid in tasks:
         try:
             with open(f"/proc/{pid}/task/{tid}/stat") as stat:
@@ -144,8 +151,8 @@ def compiler_seconds(pid: int) -> float:
         name, _, rest = text.partition("(")[2].rpartition(")")
         if name.startswith(_COMPILER_THREADS):
             fields = rest.split()
-            total += int(fields[11]) + int(fields[12])  # utime, stime (fields 14 and 15 of stat)
-    return total / ticks
+            found.append((int(tid), (int(fields[11]) + int(fields[12])) / ticks))  # utime, stime
+    return tuple(found)
 
 
 def spent(before: Snapshot, after: Snapshot) -> dict[str, float]:
@@ -156,7 +163,7 @@ def spent(before: Snapshot, after: Snapshot) -> dict[str, float]:
 
     totals = dict.fromkeys(_ALL, 0.0)
     for pid, proc in after.items():
-        jit = proc.jit - (before[pid].jit if same(pid) else 0.0)
+        jit = proc.jit_since(before[pid] if same(pid) else None)
         totals[proc.component] += proc.seconds - (before[pid].seconds if same(pid) else 0.0) - jit
         totals["jvm_jit"] += jit
     for pid, proc in before.items():

@@ -138,13 +138,14 @@ def test_the_demo_reports_each_part_of_the_pipeline_and_only_those() -> None:
 
 
 def test_a_jvms_jit_compilers_are_counted_apart_from_its_part() -> None:
-    before = {1: process_cpu.Proc("kafka", 0, 1.0, 10.0, jit=4.0)}
+    before = {1: process_cpu.Proc("kafka", 0, 1.0, 10.0, ((11, 3.0), (12, 1.0)))}
     after = {
-        1: process_cpu.Proc("kafka", 0, 1.0, 13.0, jit=6.5),
-        2: process_cpu.Proc("cassandra", 0, 5.0, 2.0, jit=0.5),  # started between the snapshots
+        # thread 11 compiled 2.5 s more; 12 ended (its last second was counted before); 13 is new
+        1: process_cpu.Proc("kafka", 0, 1.0, 14.0, ((11, 5.5), (13, 0.25))),
+        2: process_cpu.Proc("cassandra", 0, 5.0, 2.0, ((21, 0.5),)),  # started between the snapshots
     }
     totals = process_cpu.spent(before, after)
-    assert (totals["kafka"], totals["cassandra"], totals["jvm_jit"]) == (0.5, 1.5, 3.0)
+    assert (totals["kafka"], totals["cassandra"], totals["jvm_jit"]) == (1.25, 1.5, 3.25)
     assert "jvm_jit" in process_cpu.PIPELINE_PARTS
 
 
@@ -160,10 +161,12 @@ def test_the_compiler_threads_of_a_running_jvm_are_found(tmp_path: Path) -> None
     jvm = subprocess.Popen([java, str(source)], stdout=subprocess.DEVNULL)
     try:
         deadline = time.monotonic() + 30
-        while process_cpu.compiler_seconds(jvm.pid) == 0.0 and time.monotonic() < deadline:
+        while not process_cpu.compiler_threads(jvm.pid) and time.monotonic() < deadline:
             time.sleep(0.2)
-        assert process_cpu.compiler_seconds(jvm.pid) > 0.0
-        assert process_cpu.compiler_seconds(os.getpid()) == 0.0  # a Python process has none
+        while sum(s for _, s in process_cpu.compiler_threads(jvm.pid)) == 0.0 and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert sum(s for _, s in process_cpu.compiler_threads(jvm.pid)) > 0.0
+        assert process_cpu.compiler_threads(os.getpid()) == ()  # a Python process has none
     finally:
         jvm.kill()
         jvm.wait()
