@@ -53,6 +53,9 @@ from lab.results import RESULTS_DIR, write_json
 from lab.simulator import SentMessage, read_sent
 from lab.stack.cluster import Layout, failover_env
 
+NODE_PARTITIONS = 2
+"""Partitions of the messages topic of a run on one node (:attr:`RunConfig.messages_partitions`)."""
+
 
 @dataclass
 class RunConfig:
@@ -83,7 +86,7 @@ class RunConfig:
     spark_master: str = "local[2]"
     """Where the sink runs: Spark in its own JVM (``local[2]``) or a cluster's master (``spark://...``),
     with its checkpoint under the run's directory (on the state directory every executor here reaches)."""
-    messages_partitions: int = 2
+    messages_partitions: int = NODE_PARTITIONS
     """Partitions of the run's messages topic: one per core of the sink's ``local[2]`` (a cluster's runs:
     4, spread over its brokers). Each producer sends a request per partition it has records for, every
     linger: at 1,000 msg/s, 2 partitions instead of 4 took the pipeline from 325 to 302 µs per stored message
@@ -125,7 +128,9 @@ CLUSTER_PARTITIONS = 4
 some and a broker's fault stops a part of them."""
 
 
-def run_settings(settings: StackSettings, name: str, run_id: str, partitions: int = 2) -> StackSettings:
+def run_settings(
+    settings: StackSettings, name: str, run_id: str, partitions: int = NODE_PARTITIONS
+) -> StackSettings:
     """The settings of run ``run_id`` named ``name``: its own topics (the messages topic of ``partitions``)
     and its keyspace."""
     return settings.with_topics(
