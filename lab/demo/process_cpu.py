@@ -163,8 +163,9 @@ def spent(before: Snapshot, after: Snapshot) -> dict[str, float]:
 
     totals = dict.fromkeys(_ALL, 0.0)
     for pid, proc in after.items():
-        jit = proc.jit_since(before[pid] if same(pid) else None)
-        totals[proc.component] += proc.seconds - (before[pid].seconds if same(pid) else 0.0) - jit
+        prior = before[pid] if same(pid) else None
+        jit = proc.jit_since(prior)
+        totals[proc.component] += proc.seconds - (prior.seconds if prior is not None else 0.0) - jit
         totals["jvm_jit"] += jit
     for pid, proc in before.items():
         if not same(pid) and same(proc.parent):
