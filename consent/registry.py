@@ -24,7 +24,7 @@ from confluent_kafka import Consumer, KafkaError
 
 from consent.records import Code, InvalidRecord, OptOut, Value, decode
 from core.background_consumer import BackgroundConsumer
-from core.compacted import TopicReader, TopicReadError, reader_config
+from core.compacted import FOLLOW_FETCH_WAIT_MS, TopicReader, TopicReadError, reader_config
 from core.errors import ChatlogError, one_line
 from core.kafka_probe import QUIET, describe, probe
 from core.settings import KafkaSettings
@@ -38,11 +38,6 @@ BATCH: Final = 500
 RETRY_S: Final = 2.0
 """Seconds between attempts to reach Kafka (or find the topic) while it is not there."""
 PROBE_TIMEOUT_S: Final = 5.0
-FETCH_WAIT_MS: Final = 1000
-"""librdkafka ``fetch.wait.max.ms`` of the registry's reader: how long the broker holds a fetch of the quiet
-opt-out topic. A new opt-out answers a waiting fetch at once whatever this is; it bounds only the requests of
-an idle reader (one per second, in every process that enforces consent) and how long the first read to the
-end waits to learn it is there."""
 
 Callback = Callable[[str, Value | None], None]
 
@@ -207,8 +202,14 @@ class OptOutRegistry(BackgroundConsumer[TopicReader]):
                 "creates it)"
             )
         group = f"chatlog-optout-{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
-        config = reader_config(self.settings, group, **QUIET, error_cb=self._on_error)
-        consumer = Consumer({**config, "fetch.wait.max.ms": FETCH_WAIT_MS})
+        config = reader_config(
+            self.settings,
+            group,
+            **QUIET,
+            error_cb=self._on_error,
+            **{"client.id": "chatlog-optout", "fetch.wait.max.ms": FOLLOW_FETCH_WAIT_MS},
+        )
+        consumer = Consumer(config)
         reader = TopicReader(consumer, self.topic, follow=True)
         try:
             reader.assign(found.partitions, deadline=time.monotonic() + PROBE_TIMEOUT_S)

@@ -23,6 +23,12 @@ BATCH: Final = 10_000
 """Records taken from the consumer at once by :func:`read_to_end`."""
 POLL_S: Final = 0.5
 """Longest wait of one poll of :func:`read_to_end` (it checks its deadline between polls)."""
+FOLLOW_FETCH_WAIT_MS: Final = 5000
+"""librdkafka ``fetch.wait.max.ms`` of a consumer that follows a quiet topic to its end and beyond (the
+opt-out registry, the coverage watch, the ledger). A record answers a waiting fetch at once whatever this
+is (a fetch waits for ``fetch.min.bytes``, one byte); the wait bounds only an idle follower's requests,
+one per wait (the broker's CPU goes with requests), and how soon a partition-end event comes, which
+:class:`TopicReader` needs only where compaction left a gap at a partition's end."""
 _NEW_TOPIC_PATIENCE_S: Final = 5.0
 _NO_LEADER_YET: Final = frozenset(
     {

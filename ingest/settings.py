@@ -84,7 +84,7 @@ class IngestSettings(PoolSettings, ConsentSettings):
         description="Producer compression; zstd: half the bytes of lz4, no slower (bench ingest).",
     )
     ingest_linger_ms: float = Field(
-        default=100.0,
+        default=200.0,
         ge=0,
         le=900_000,
         description="Producer linger.ms (batching delay); at most 900000, below ingest_delivery_timeout_ms. "
