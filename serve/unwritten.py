@@ -283,14 +283,17 @@ class UnwrittenReader:
             tail.next, tail.cut = high - self.max_records, True
 
     def _catch_up(self, partition: int, tail: _Tail, deadline: float) -> tuple[int, bool]:
-        """Fetch what ``partition`` holds beyond ``tail`` up to its end now, which the consumer signals by the
-        partition's end-of-partition event (no offsets request per read); (records fetched, whether the end
-        was reached in time). The partition is assigned from the tail's end only meanwhile (an idle server
-        sends Kafka no fetches)."""
+        """Fetch what ``partition`` holds beyond ``tail`` up to its end now; (records fetched, whether the end
+        was reached in time). The end is the high watermark of a fetch response of this read (librdkafka
+        keeps the last one: ``get_watermark_offsets(cached=True)``), checked once the read has had records,
+        or else the partition's end-of-partition event; no offsets request per read, and a fetch that
+        brought everything ends the read without a second one waiting on an empty log. The partition is
+        assigned from the tail's end only meanwhile (an idle server sends Kafka no fetches)."""
         from confluent_kafka import KafkaError, TopicPartition
 
         consumer = self._consumer
         fetched = 0
+        part = TopicPartition(self.topic, partition)
         consumer.assign([TopicPartition(self.topic, partition, tail.next)])
         try:
             idle = 0
@@ -316,6 +319,9 @@ class UnwrittenReader:
                     tail.next = offset + 1
                     tail.add(offset, record.key(), record.value())
                     fetched += 1
+                if fetched and tail.next >= consumer.get_watermark_offsets(part, cached=True)[1]:
+                    tail.bound(self.max_records)  # records came, so the cached end is of a fetch of this read
+                    return fetched, True
         finally:
             consumer.unassign()
         tail.bound(self.max_records)
