@@ -134,6 +134,14 @@ class SinkSettings(ConsentSettings, CassandraSettings):
         "task reading that partition waits for it: Kafka's 500 ms default made every live batch take "
         "seconds (12 partitions on 2 cores).",
     )
+    sink_kafka_max_poll_records: int = Field(
+        20_000,
+        ge=1,
+        le=INT32_MAX,
+        description="kafka.max.poll.records of Spark's Kafka consumers (Kafka's default 500). Spark asks "
+        "the broker for the partition's earliest and latest offsets after every poll (two LIST_OFFSETS "
+        "requests): a batch of 20,000 records per partition took 40 polls and 80 requests at 500.",
+    )
     sink_kafka_request_timeout_ms: int = Field(
         10_000,
         ge=1000,

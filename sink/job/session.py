@@ -12,7 +12,7 @@ import os
 import re
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Final
 
 from core.errors import ChatlogError, SettingsError, one_line
 from sink.settings import local_checkpoint
@@ -142,6 +142,12 @@ def code_archive(path: Path) -> Path:
     return path
 
 
+PARTITION_FETCH_BYTES: Final = 16 * 2**20
+"""``kafka.max.partition.fetch.bytes`` of Spark's Kafka consumers (Kafka's default 1 MiB, ~2,500 chat
+events): a poll returns what the fetches brought, so a poll of ``sink_kafka_max_poll_records`` needs fetches
+that large."""
+
+
 def kafka_options(settings: SinkSettings) -> dict[str, str]:
     """Options of Spark's Kafka source for the cluster of ``settings`` (``kafka.`` prefixed).
 
@@ -154,6 +160,8 @@ def kafka_options(settings: SinkSettings) -> dict[str, str]:
         "kafka.bootstrap.servers": settings.kafka_bootstrap_servers,
         "kafka.security.protocol": settings.kafka_security_protocol,
         "kafka.fetch.max.wait.ms": str(settings.sink_kafka_fetch_max_wait_ms),
+        "kafka.max.poll.records": str(settings.sink_kafka_max_poll_records),
+        "kafka.max.partition.fetch.bytes": str(PARTITION_FETCH_BYTES),
         "kafka.request.timeout.ms": str(settings.sink_kafka_request_timeout_ms),
     }
     if settings.sink_kafka_api_timeout_ms is not None:

@@ -77,6 +77,18 @@ def test_spark_kafka_consumers_do_not_wait_half_a_second_at_the_end_of_the_log(
     assert kafka_options(SinkSettings())["kafka.fetch.max.wait.ms"] == "250"  # type: ignore[call-arg]
 
 
+def test_spark_kafka_consumers_poll_a_batch_s_records_in_a_few_polls(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Spark lists a partition's offsets after every poll: polls of Kafka's default 500 records made a
+    batch cost the broker two requests per 500 records."""
+    from sink.job.session import kafka_options
+
+    options = kafka_options(SinkSettings())  # type: ignore[call-arg]
+    assert options["kafka.max.poll.records"] == "20000"
+    assert int(options["kafka.max.partition.fetch.bytes"]) >= 20_000 * 800  # a fetch holds a poll of events
+    monkeypatch.setenv("CHATLOG_SINK_KAFKA_MAX_POLL_RECORDS", "500")
+    assert kafka_options(SinkSettings())["kafka.max.poll.records"] == "500"  # type: ignore[call-arg]
+
+
 def test_read_tasks_follow_the_shuffle_partitions_unless_set(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("CHATLOG_SPARK_SHUFFLE_PARTITIONS", "3")
     assert SinkSettings().read_tasks == 3  # type: ignore[call-arg]
