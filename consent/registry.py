@@ -24,7 +24,7 @@ from confluent_kafka import Consumer, KafkaError
 
 from consent.records import Code, InvalidRecord, OptOut, Value, decode
 from core.background_consumer import BackgroundConsumer
-from core.compacted import FOLLOW_FETCH_WAIT_MS, TopicReader, TopicReadError, reader_config
+from core.compacted import TopicReader, TopicReadError, follower_options, reader_config
 from core.errors import ChatlogError, one_line
 from core.kafka_probe import QUIET, describe, probe
 from core.settings import KafkaSettings
@@ -202,14 +202,8 @@ class OptOutRegistry(BackgroundConsumer[TopicReader]):
                 "creates it)"
             )
         group = f"chatlog-optout-{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
-        config = reader_config(
-            self.settings,
-            group,
-            **QUIET,
-            error_cb=self._on_error,
-            **{"client.id": "chatlog-optout", "fetch.wait.max.ms": FOLLOW_FETCH_WAIT_MS},
-        )
-        consumer = Consumer(config)
+        config = reader_config(self.settings, group, **QUIET, error_cb=self._on_error)
+        consumer = Consumer({**config, **follower_options("chatlog-optout")})
         reader = TopicReader(consumer, self.topic, follow=True)
         try:
             reader.assign(found.partitions, deadline=time.monotonic() + PROBE_TIMEOUT_S)

@@ -29,6 +29,8 @@ opt-out registry, the coverage watch, the ledger). A record answers a waiting fe
 is (a fetch waits for ``fetch.min.bytes``, one byte); the wait bounds only an idle follower's requests,
 one per wait (the broker's CPU goes with requests), and how soon a partition-end event comes, which
 :class:`TopicReader` needs only where compaction left a gap at a partition's end."""
+
+
 _NEW_TOPIC_PATIENCE_S: Final = 5.0
 _NO_LEADER_YET: Final = frozenset(
     {
@@ -66,6 +68,12 @@ def reader_config(settings: KafkaSettings, group_id: str, **extra: Any) -> dict[
         "enable.partition.eof": True,
         **extra,
     }
+
+
+def follower_options(client_id: str) -> dict[str, Any]:
+    """The librdkafka keys of a follower of a quiet topic: its name to the broker, and its fetch wait
+    (:data:`FOLLOW_FETCH_WAIT_MS`)."""
+    return {"client.id": client_id, "fetch.wait.max.ms": FOLLOW_FETCH_WAIT_MS}
 
 
 class TopicReader:

@@ -19,7 +19,7 @@ from typing import Any, Final
 from confluent_kafka import Consumer, TopicPartition
 
 from core.background_consumer import BackgroundConsumer
-from core.compacted import FOLLOW_FETCH_WAIT_MS
+from core.compacted import follower_options
 from schemas.coverage import ALIVE, JOINED, LEFT, CoverageEvent, decode_records
 
 log = logging.getLogger(__name__)
@@ -133,10 +133,9 @@ class ConfirmationWatch(BackgroundConsumer[Consumer]):
         self._conf = {
             **conf,
             "group.id": f"chatlog-coverage-watch-{uuid.uuid4().hex}",
-            "client.id": "chatlog-coverage-watch",
             "enable.auto.commit": False,
             "enable.auto.offset.store": False,
-            "fetch.wait.max.ms": FOLLOW_FETCH_WAIT_MS,
+            **follower_options("chatlog-coverage-watch"),
         }
         self._topic = topic
         self._replica = replica

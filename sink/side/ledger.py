@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Final
 from confluent_kafka import Consumer, KafkaException
 
 from core.background_consumer import BackgroundConsumer
-from core.compacted import FOLLOW_FETCH_WAIT_MS
+from core.compacted import follower_options
 from core.coverage_spans import SessionKey
 from schemas.coverage import ALIVE, DAY_MS, decode_records
 
@@ -55,10 +55,9 @@ class LedgerWriter(BackgroundConsumer[Consumer]):
                 **kafka.kafka_client_config(),
                 "log_level": 2,
                 "group.id": group,
-                "client.id": "chatlog-ledger",
                 "enable.auto.commit": False,
                 "auto.offset.reset": "earliest",
-                "fetch.wait.max.ms": FOLLOW_FETCH_WAIT_MS,
+                **follower_options("chatlog-ledger"),
             }
         )
         self._cluster, self._session = connect(cassandra)
