@@ -238,7 +238,7 @@ def _erase_user(
             lines = 0
             for partition in partitions:
                 found = read(cql.user_blocks, partition)
-                for _first, _block, value, _written, _ttl in found.rows:
+                for _first, _block, value, _written, _ttl, _last in found.rows:
                     decoded = frame.decode(value)
                     days.update(day_of(sent) for sent in decoded.sents)
                     lines += len(decoded)
@@ -281,7 +281,7 @@ def _rewrite_block(blocks: Blocks, key: tuple[Any, ...], row: Any, mine: frozens
     from store.keys import line_order
     from store.write import block_statement
 
-    first_ms, block_id, value, written, ttl = row
+    first_ms, block_id, value, written, ttl, _last = row
     decoded = frame.decode(value)
     whos = decoded.whos or [None] * len(decoded)
     drop = [i for i, who in enumerate(whos) if who in mine]

@@ -1,15 +1,22 @@
-"""``chatlog pack``: a closed period's blocks packed into one (or a few, at the block bounds), and the blocks
-it replaces deleted.
+"""``chatlog pack``: a period's blocks packed into one (or a few, at the block bounds), and the blocks it
+replaces deleted.
 
 The sink writes a block per partition per micro-batch: a channel's day is thousands of small blocks, each
-framed on its own and read one by one. Once the period is over (a channel's day, a user's month, plus
-``settle_s``) its lines no longer change but for late writes (a backfill, a replay), so this packs them: per
+framed on its own and read one by one, a user's month hundreds of one line each. Once the period is over (a
+channel's day, a user's month, plus ``settle_s``) its lines no longer change but for late writes (a
+backfill, a replay), so this packs them: per
 partition (a day's or month's part) holding more than one block, in one single-partition batch (atomic and
 isolated in Cassandra), the lines of every block merged (each once) into blocks framed at
 :data:`store.frame.PACKED_LEVEL`, and ``DELETE ... USING TIMESTAMP t`` of each block they replace, ``t`` the
 block's own write time: a block written again after the read (a replay) is newer and stays, and the next run
 packs it in (a reader drops a line it has read already). A partition written within ``settle_s`` is left for
 a later run. Running it again packs nothing twice: a partition of one block is left as it is.
+
+A period not over yet (today's day of a channel, this month of a user: what moderators and chat clients read
+most) is packed up to ``settle_s`` ago: the blocks whose lines were all sent before then (their ``last_at``)
+are packed the same way, the newer ones left to the sink; the next run packs in what came since. A channel's
+day is cut at each hour, so its past hours are framed once; a user's month is one block, framed again with
+what each run adds.
 
 The rows a packed block replaces are deleted, so they leave the disk when Cassandra compacts the SSTables
 that hold them with the tombstones (docs/storage.md, "Packing").
@@ -29,7 +36,7 @@ from typing import Any, Final
 from core.times import now_ms as current_ms
 from store import frame
 from store.blocks import CHANNEL, USER, Block, Framed, Table, block_of, run_id, runs_of
-from store.keys import DAY_MS, line_order, month_end_ms
+from store.keys import DAY_MS, line_order, month_end_ms, month_start_ms
 from store.write import BLOCK_TABLES, block_statement
 
 _PARTITION_COLUMNS: Final[dict[Table, tuple[str, ...]]] = {
@@ -51,13 +58,17 @@ class PackReport:
     lines: int = 0
     skipped_recent: int = 0
     """Partitions written within the settle time (left for a later run)."""
+    open_partitions: int = 0
+    """Partitions of periods not over yet (packed up to the settle time)."""
+    open_packed: int = 0
     by_table: dict[str, int] = field(default_factory=dict)
 
     def summary(self) -> str:
         return (
-            f"pack: {self.packed} of {self.partitions} closed partition(s) packed "
-            f"({self.blocks_before} block(s) -> {self.blocks_after}, {self.lines} line(s)); "
-            f"{self.skipped_recent} written within the settle time left for a later run"
+            f"pack: {self.packed} of {self.partitions} closed partition(s) and {self.open_packed} of "
+            f"{self.open_partitions} open one(s) packed ({self.blocks_before} block(s) -> "
+            f"{self.blocks_after}, {self.lines} line(s)); {self.skipped_recent} written within the settle "
+            "time left for a later run"
         )
 
 
@@ -71,7 +82,7 @@ class Blocks:
         self.session = session
         self.read = session.prepare(
             f"SELECT toUnixTimestamp(first_at) AS first_ms, block, frame, writetime(frame) AS written, "
-            f"ttl(frame) AS ttl FROM {keyspace}.{name} WHERE {where}"
+            f"ttl(frame) AS ttl, toUnixTimestamp(last_at) AS last_ms FROM {keyspace}.{name} WHERE {where}"
         )
         self.read.fetch_size = 200
         self.meta = session.prepare(
@@ -93,17 +104,25 @@ def _index_columns(table: Table) -> tuple[str, ...]:
     )
 
 
+BlockRow = tuple[int, Any, bytes, int, int | None, int]
+"""A block as read: ``(first_ms, block id, frame bytes, write time µs, ttl s, last_ms)``."""
+
+
 @dataclass
 class Read:
-    """A partition's blocks as read: ``(first_ms, block id, frame bytes, write time µs, ttl s)``."""
+    """A partition's blocks as read (:data:`BlockRow`)."""
 
-    rows: list[tuple[int, Any, bytes, int, int | None]]
+    rows: list[BlockRow]
+
+    def sent_by(self, cutoff_ms: int) -> Read:
+        """The blocks whose lines were all sent at or before ``cutoff_ms``."""
+        return Read([row for row in self.rows if row[5] <= cutoff_ms])
 
     def lines(self, key: tuple[Any, ...]) -> list[Framed]:
         """Every line of the blocks (a line in two blocks twice: blocks_of keeps one)."""
         channel_key = key[0]
         out = []
-        for _first, _block, value, _written, _ttl in self.rows:
+        for _first, _block, value, _written, _ttl, _last in self.rows:
             decoded = frame.decode(value)
             for line in decoded.lines(range(len(decoded))):
                 out.append(Framed(line, channel_key, line[5], line_order(line[0], line[1])))
@@ -112,7 +131,7 @@ class Read:
 
 def read(blocks: Blocks, key: tuple[Any, ...]) -> Read:
     rows = blocks.session.execute(blocks.read, key, timeout=120)
-    return Read([(r.first_ms, r.block, r.frame, r.written, r.ttl) for r in rows])
+    return Read([(r.first_ms, r.block, r.frame, r.written, r.ttl, r.last_ms) for r in rows])
 
 
 def rewrite(
@@ -147,7 +166,7 @@ def rewrite(
     for block in new:
         if block.block not in old_ids:
             batch.add(block_statement(blocks.write, block, ttl_cell))
-    for first_ms, block_id, _value, written, _ttl in found.rows:
+    for first_ms, block_id, _value, written, _ttl, _last in found.rows:
         if block_id not in new_ids:
             batch.add(blocks.delete, (written, *key, _naive(first_ms), block_id))
     if len(batch):
@@ -163,18 +182,24 @@ def _naive(ms: int) -> Any:
     return naive_utc(ms)
 
 
-def closed_partitions(session: Any, keyspace: str, settle_ms: int) -> Iterator[tuple[Table, tuple[Any, ...]]]:
-    """Every partition of a period that ended ``settle_ms`` ago or more: channels' days, users' months."""
-    now = current_ms()
+Partition = tuple[Table, tuple[Any, ...], bool]
+"""A block table, a partition's key, and whether its period is closed (ended the settle time ago)."""
+
+
+def partitions(session: Any, keyspace: str, settle_ms: int, now: int) -> Iterator[Partition]:
+    """Every partition of a period that began at least ``settle_ms`` before ``now``: channels' days and
+    users' months, each marked closed when the period ended that long ago."""
+    cutoff = now - settle_ms
     for row in session.execute(f"SELECT channel_key, day, part FROM {keyspace}.channel_days", timeout=120):
-        if (row.day + 1) * DAY_MS + settle_ms <= now:
-            yield CHANNEL, (row.channel_key, row.day, row.part)
+        if row.day * DAY_MS <= cutoff:
+            yield CHANNEL, (row.channel_key, row.day, row.part), (row.day + 1) * DAY_MS <= cutoff
     rows = session.execute(
         f"SELECT channel_key, user_key, month, part FROM {keyspace}.user_months", timeout=120
     )
     for row in rows:
-        if month_end_ms(row.month) + settle_ms <= now:
-            yield USER, (row.channel_key, row.user_key, row.month, row.part)
+        if month_start_ms(row.month) <= cutoff:
+            key = (row.channel_key, row.user_key, row.month, row.part)
+            yield USER, key, month_end_ms(row.month) <= cutoff
 
 
 def pack(
@@ -186,7 +211,8 @@ def pack(
     level: int = frame.PACKED_LEVEL,
     tell: Callable[[str], None] = lambda _m: None,
 ) -> PackReport:
-    """Pack every closed partition of ``keyspace`` that holds more than one block (see the module doc)."""
+    """Pack every closed partition of ``keyspace`` that holds more than one block, and the blocks of open
+    ones sent before ``settle_s`` ago (see the module doc)."""
     from store.write import worker_session_of
 
     prepared = worker_session_of(session).prepared(keyspace, "LOCAL_QUORUM", 120.0)
@@ -196,27 +222,41 @@ def pack(
     report = PackReport()
     settle_us = int(settle_s * 1_000_000)
 
-    def one(item: tuple[Table, tuple[Any, ...]]) -> tuple[str, int, int, int]:
-        table, key = item
+    now = current_ms()
+    cutoff = now - int(settle_s * 1000)
+
+    def one(item: Partition) -> tuple[str, int, int, int]:
+        table, key, closed = item
         blocks = tables[table]
         probe = list(session.execute(blocks.meta, key, timeout=60))
         if len(probe) < 2:
             return "single", 0, 0, 0
         found = read(blocks, key)
-        newest = max((row[3] for row in found.rows), default=0)
-        if newest > time.time_ns() // 1000 - settle_us:
-            return "recent", 0, 0, 0
+        if closed:
+            newest = max((row[3] for row in found.rows), default=0)
+            if newest > time.time_ns() // 1000 - settle_us:
+                return "recent", 0, 0, 0
+        else:
+            found = found.sent_by(cutoff)
+            if len(found.rows) < 2:
+                return "single", 0, 0, 0
         before, after, lines, _dropped, changed = rewrite(blocks, key, found, level=level)
         return ("packed", before, after, lines) if changed else ("single", 0, 0, 0)
 
-    items = list(closed_partitions(session, keyspace, int(settle_s * 1000)))
-    report.partitions = len(items)
+    items = list(partitions(session, keyspace, int(settle_s * 1000), now))
+    report.partitions = sum(1 for item in items if item[2])
+    report.open_partitions = len(items) - report.partitions
     with ThreadPoolExecutor(max_workers=concurrency) as pool:
-        for (kind, _key), (outcome, before, after, lines) in zip(items, pool.map(one, items), strict=True):
+        for (kind, _key, closed), (outcome, before, after, lines) in zip(
+            items, pool.map(one, items), strict=True
+        ):
             if outcome == "recent":
                 report.skipped_recent += 1
             elif outcome == "packed":
-                report.packed += 1
+                if closed:
+                    report.packed += 1
+                else:
+                    report.open_packed += 1
                 report.blocks_before += before
                 report.blocks_after += after
                 report.lines += lines

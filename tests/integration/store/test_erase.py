@@ -62,7 +62,7 @@ def blocks_of(session: Any, keyspace: str, table: Table, partition: Partition) -
     """The blocks of one partition as :func:`store.pack.read` reads them."""
     found = read(Blocks(session, keyspace, table), partition)
     out: BlockLines = {}
-    for _first, block, value, written, _ttl in found.rows:
+    for _first, block, value, written, _ttl, _last in found.rows:
         frame = decode(value)
         lines = frame.lines(range(len(frame)))
         out[block] = (written, [(uuid_text(line[1]), line[5]) for line in lines])

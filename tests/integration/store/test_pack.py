@@ -2,9 +2,10 @@
 lines of a partition are a block): a packed period reads exactly as its blocks did (every read of the
 store: a user's month both ways and in every format, a part of it, counts, months, random picks, the
 channel's days); a line written after the pack is read once beside the packed block and packed in by the
-next run, which keeps one copy of a replayed line; a period not over, or written within the settle time, is
-left as it is; a block written again while it is packed stays; the packed block keeps the longest TTL
-left; running it again packs nothing."""
+next run, which keeps one copy of a replayed line; a closed period written within the settle time is left
+as it is, a period not over is packed up to the settle time (the next run packs in what came since); a
+block written again while it is packed stays; the packed block keeps the longest TTL left; running it again
+packs nothing."""
 
 from __future__ import annotations
 
@@ -22,7 +23,7 @@ from schemas.chat_event import ChatEvent
 from serve.api.params import Format
 from serve.api.stream import _encoder
 from store.blocks import CHANNEL, USER, Table
-from store.keys import day_of, month_of
+from store.keys import day_of, month_of, month_start_ms
 from store.pack import Blocks, pack, read, rewrite
 from store.protocol import ById
 from store.read import LogReader
@@ -205,13 +206,61 @@ def test_a_period_not_over_or_written_within_the_settle_time_is_left_as_it_is(
 
     recent = pack(session, keyspace, settle_s=3600)  # every block was written just now
     assert (recent.partitions, recent.packed, recent.skipped_recent) == (CLOSED, 0, MULTI)
+    assert recent.open_packed == 0  # today's lines were sent within the settle time
     assert len(_blocks(session, keyspace, USER, _alice_january())) == 3  # the blocks as they were
+    assert len(_blocks(session, keyspace, USER, this_month)) == 3
 
     settled = pack(session, keyspace, settle_s=0)
-    assert (settled.partitions, settled.packed) == (CLOSED, MULTI)  # today's day and month: not closed
-    assert len(_blocks(session, keyspace, USER, this_month)) == 3
-    assert len(_blocks(session, keyspace, CHANNEL, ("500", day_of(now), 0))) >= 2
+    assert (settled.partitions, settled.packed) == (CLOSED, MULTI)
+    # today's day and this month are not over: packed up to now (settle 0), as open partitions
+    assert (settled.open_partitions, settled.open_packed) == (2, 2)
+    assert len(_blocks(session, keyspace, USER, this_month)) == 1
+    assert len(_blocks(session, keyspace, CHANNEL, ("500", day_of(now), 0))) == 1
     assert _reads(session) == before
+
+
+def _alice_lines(session: Any, lo: int, hi: int) -> list[tuple[int, str]]:
+    reader = LogReader(session, channels_ttl_s=60)
+
+    async def main() -> list[tuple[int, str]]:
+        return [(x.sent_at, x.raw) async for x in reader.user_lines(CHANNEL_500, ALICE, lo, hi)]
+
+    return asyncio.run(main())
+
+
+def test_an_open_period_is_packed_up_to_the_settle_time_and_the_next_run_packs_in_what_came_since(
+    session: Any, keyspace: str
+) -> None:
+    now = now_ms()
+    month = month_of(now)
+    if now - month_start_ms(month) < 3_600_000:
+        pytest.skip("the month began less than an hour ago: its lines would span two months")
+
+    def said(at: int, text: str) -> ChatEvent:
+        return line_event("PRIVMSG", "chan", at, login="alice", user_id="1001", room_id="500", text=text)
+
+    older = [said(now - 1_800_000 + i, f"o{i}") for i in range(3)]  # half an hour ago
+    newer = [said(now - 5_000 + i, f"n{i}") for i in range(2)]  # seconds ago
+    write(session, keyspace, older + newer, task=1)
+    key = ("500", "1001", month, 0)
+    lo, hi = month_start_ms(month), now + 1
+    before = _alice_lines(session, lo, hi)
+    assert [raw.rsplit(" :", 1)[-1] for _at, raw in before] == ["o0", "o1", "o2", "n0", "n1"]
+    assert len(_blocks(session, keyspace, USER, key)) == 5
+
+    first = pack(session, keyspace, settle_s=600)  # the older lines were sent before the settle time
+
+    assert first.open_packed >= 1 and first.packed == 0
+    assert len(_blocks(session, keyspace, USER, key)) == 1 + 2  # the older three packed, the newer left
+    assert _alice_lines(session, lo, hi) == before
+
+    again = pack(session, keyspace, settle_s=600)  # nothing sent before the settle time came since
+    assert again.open_packed == 0 and len(_blocks(session, keyspace, USER, key)) == 3
+
+    rest = pack(session, keyspace, settle_s=0)
+    assert rest.open_packed >= 1 and len(_blocks(session, keyspace, USER, key)) == 1
+    assert _alice_lines(session, lo, hi) == before
+    _once(session, keyspace)
 
 
 def test_a_block_written_again_while_its_period_is_packed_stays_and_is_packed_in_next(

@@ -15,9 +15,10 @@ from typing import Any
 import pytest
 
 from core.settings import StackSettings
+from core.times import now_ms
 from schemas.chat_event import ChatEvent
 from store.blocks import CHANNEL, USER, Table
-from store.pack import closed_partitions, pack
+from store.pack import pack, partitions
 from store.protocol import ById, Named
 from store.read import LogReader
 from store.scan import stored_ids
@@ -86,7 +87,8 @@ def _check(got: dict[str, Any], story: list[ChatEvent]) -> None:
 
 def _partitions(session: Any, table: Table) -> list[tuple[Any, ...]]:
     """The keys of ``table``'s partitions (every period of the story is closed)."""
-    return [key for kind, key in closed_partitions(session, session.keyspace, 0) if kind == table]
+    found = partitions(session, session.keyspace, 0, now_ms())
+    return [key for kind, key, closed in found if kind == table and closed]
 
 
 def _copies(session: Any) -> dict[str, int]:

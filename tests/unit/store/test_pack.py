@@ -13,15 +13,19 @@ import pytest
 from core.testing import chat_events
 from store import frame
 from store.blocks import CHANNEL, USER, Block, Framed, blocks_of, framed, partitions
-from store.pack import Blocks, PackReport, Read, rewrite
+from store.pack import BlockRow, Blocks, PackReport, Read, rewrite
 from tests.unit.store.session_doubles import PreparingSession
 
 AT = 1_700_000_000_000
 
 
 def _read(blocks: list[Block]) -> Read:
-    """A partition's rows as :func:`store.pack.read` gives them: (first_ms, block id, frame, written, ttl)."""
-    return Read([(b.first_at, b.block, b.frame, 1_000 + i, None) for i, b in enumerate(blocks)])
+    """A partition's rows as :func:`store.pack.read` gives them: (first_ms, block id, frame, written, ttl,
+    last_ms)."""
+    rows: list[BlockRow] = [
+        (b.first_at, b.block, b.frame, 1_000 + i, None, b.first_at) for i, b in enumerate(blocks)
+    ]
+    return Read(rows)
 
 
 def _partition() -> tuple[tuple[Any, ...], list[Framed]]:
@@ -99,20 +103,28 @@ def test_a_replaced_block_is_deleted_at_its_own_write_time() -> None:
         assert blocks.delete_index == f"DELETE FROM ks.{index} USING TIMESTAMP ? WHERE {where}"
         assert blocks.read == (
             "SELECT toUnixTimestamp(first_at) AS first_ms, block, frame, writetime(frame) AS written, "
-            f"ttl(frame) AS ttl FROM ks.{name} WHERE {where}"
+            f"ttl(frame) AS ttl, toUnixTimestamp(last_at) AS last_ms FROM ks.{name} WHERE {where}"
         )
 
 
 def test_the_summary_names_what_was_packed_and_what_was_left() -> None:
     report = PackReport(partitions=7, packed=4, blocks_before=1_200, blocks_after=5, lines=90_000)
     report.skipped_recent = 2
+    report.open_partitions, report.open_packed = 3, 1
     assert report.summary() == (
-        "pack: 4 of 7 closed partition(s) packed (1200 block(s) -> 5, 90000 line(s)); "
+        "pack: 4 of 7 closed partition(s) and 1 of 3 open one(s) packed (1200 block(s) -> 5, 90000 line(s)); "
         "2 written within the settle time left for a later run"
     )
 
 
+def test_an_open_period_packs_only_the_blocks_sent_before_the_cutoff() -> None:
+    rows: list[BlockRow] = [(0, uuid.uuid4(), b"", 1, None, last) for last in (100, 200, 300)]
+    assert [row[5] for row in Read(rows).sent_by(200).rows] == [100, 200]
+    assert Read(rows).sent_by(99).rows == []
+
+
 def test_reading_a_damaged_block_is_a_frame_error() -> None:
-    bad = Read([(0, uuid.uuid4(), b"not a frame", 1, None)])
+    row: BlockRow = (0, uuid.uuid4(), b"not a frame", 1, None, 0)
+    bad = Read([row])
     with pytest.raises(frame.FrameError):
         bad.lines(("7", 0, 0))
