@@ -290,6 +290,13 @@ def bench_vs_justlog(
     work: Annotated[
         Path | None, typer.Option(help="Keep the tree and the scratch files here (default: a temporary dir).")
     ] = None,
+    phases: Annotated[
+        str,
+        typer.Option(
+            help="Comma-separated cases: past (a past month, as the product leaves it), current (a data "
+            "set that ends now, read as the sink writes it)."
+        ),
+    ] = "past,current",
     out: Annotated[Path, typer.Option(help="Result JSON.")] = Path("results/bench_vs_justlog.json"),
 ) -> None:
     """chatlog serve side by side with justlog: the same lines, URL lists and load; the ratio per read."""
@@ -307,7 +314,10 @@ def bench_vs_justlog(
         seconds=seconds,
         passes=passes,
     )
-    result = b.run(load(SinkSettings), justlog.resolve(), params, out, work)
+    chosen = [p.strip() for p in phases.split(",") if p.strip()]
+    if not chosen or any(p not in b.PHASES for p in chosen):
+        raise typer.BadParameter(f"give some of {', '.join(b.PHASES)}, got {phases!r}", param_hint="--phases")
+    result = b.run(load(SinkSettings), justlog.resolve(), params, out, work, phases=chosen)
     typer.echo(b.summary(result))
     typer.echo(f"wrote {out} and {out.with_suffix('.png')}")
 

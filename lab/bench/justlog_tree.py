@@ -9,6 +9,11 @@ touches a file of a day whose day of the month is today's, nor one of the curren
 So the tree is written as ``.txt`` files of a past month (:func:`month_for`) on days that are not
 today's day of the month (:func:`days_for`), and justlog's own archiver gzips all of them.
 
+A **current** tree (``write_tree(..., now=...)``) ends now instead: the days of the current month up to
+today (at most ``days``), today's lines up to a minute ago. justlog's archiver gzips its past days and
+leaves today's file and the month's user files plain, which is how justlog serves a channel's current day
+and a user's current month.
+
 The lines are :func:`lab.bench.storage.privmsg` lines (Twitch PRIVMSGs with full tags, ~10 % replies, mean
 ~510 B) of ``users`` chatters: a group of regulars who each say about ``user_month_lines`` lines in the
 month (the users whose month is read, so that there are enough of them for URL lists without repeats)
@@ -34,6 +39,11 @@ YEAR: Final = 2024
 """A past year: every file of the tree is one justlog's archiver gzips."""
 SEED: Final = 20261127
 _DAY_MS: Final = 86_400_000
+CURRENT_DAY_READS: Final = 30
+"""How often a current tree's URL lists hold today's day (both servers read it again each time; neither keeps
+whole answers)."""
+_LAST_LINE_AGO_MS: Final = 60_000
+"""A current tree's last line was said this long before it was written."""
 _REGULAR_SHARE: Final = 0.5
 """At most this share of the lines comes from the regulars."""
 
@@ -117,14 +127,20 @@ class Tree:
     """The regulars' user ids, in the order they were made."""
     raw_bytes: int = 0
     """Bytes of the lines (without their newlines)."""
+    current: bool = False
+    """The tree ends now: its last day is today, its month the current one."""
 
     @property
     def lines(self) -> int:
         return sum(self.day_lines.values())
 
     def files(self) -> list[Path]:
-        """The ``.txt`` files justlog's archiver is to gzip (all of them: the days and month are past)."""
-        days = [channel_file(self.root, self.channel_id, self.year, self.month, d) for d in self.days]
+        """The ``.txt`` files justlog's archiver is to gzip: every one of a past tree; of a current one, the
+        channel files of the days before today (never today's, nor the current month's user files)."""
+        past = self.days[:-1] if self.current else self.days
+        days = [channel_file(self.root, self.channel_id, self.year, self.month, d) for d in past]
+        if self.current:
+            return days
         users = [user_file(self.root, self.channel_id, self.year, self.month, u) for u in self.user_lines]
         return days + users
 
@@ -144,11 +160,13 @@ class Tree:
         ]
 
     def channel_day_urls(self, json: bool = False) -> list[Url]:
-        """Every day of the tree, one URL each; ``?json`` answers with ``json``."""
+        """Every day of the tree, one URL each; of a current tree, today's day :data:`CURRENT_DAY_READS`
+        times (the current day is one); ``?json`` answers with ``json``."""
         query = "?json" if json else ""
+        days = [self.days[-1]] * CURRENT_DAY_READS if self.current else self.days
         return [
             Url(channel_day_path(self.channel_id, self.year, self.month, d) + query, self.day_lines[d])
-            for d in self.days
+            for d in days
         ]
 
 
@@ -171,11 +189,16 @@ def chatters(params: TreeParams, rng: random.Random) -> tuple[list[Chatter], lis
 
 
 def day_lines(
-    params: TreeParams, day_ms: int, users: Sequence[Chatter], cum: Sequence[float], rng: random.Random
+    params: TreeParams,
+    day_ms: int,
+    users: Sequence[Chatter],
+    cum: Sequence[float],
+    rng: random.Random,
+    span_ms: int = _DAY_MS,
 ) -> Iterator[tuple[Chatter, str]]:
-    """One day's ``lines_per_day`` lines in time order, each with who said it."""
+    """One day's ``lines_per_day`` lines in time order over its first ``span_ms``, each with who said it."""
     n = params.lines_per_day
-    step = _DAY_MS / n
+    step = span_ms / n
     jitter = max(0, min(999, int(step) - 1))
     parent: str | None = None
     for i in range(n):
@@ -186,21 +209,39 @@ def day_lines(
         yield user, line
 
 
-def write_tree(root: Path, params: TreeParams, today: date | None = None) -> Tree:
-    """The justlog tree of ``params`` under ``root`` (uncompressed: justlog's archiver gzips it)."""
-    today = today or datetime.now(UTC).date()
+def current_days(count: int, today: date) -> list[int]:
+    """The last ``count`` days of the current month up to ``today`` (fewer early in a month)."""
+    if not 1 <= count <= 30:
+        raise ValueError(f"days must be 1..30, got {count}")
+    return list(range(max(1, today.day - count + 1), today.day + 1))
+
+
+def write_tree(
+    root: Path, params: TreeParams, today: date | None = None, *, now: datetime | None = None
+) -> Tree:
+    """The justlog tree of ``params`` under ``root`` (uncompressed: justlog's archiver gzips it): of a past
+    month, or, with ``now``, a current tree ending a minute before ``now``."""
+    today = now.date() if now is not None else today or datetime.now(UTC).date()
     rng = random.Random(params.seed)
     users, cum = chatters(params, rng)
-    tree = Tree(root, YEAR, month_for(today), days_for(params.days, today))
+    if now is None:
+        tree = Tree(root, YEAR, month_for(today), days_for(params.days, today))
+    else:
+        tree = Tree(root, today.year, today.month, current_days(params.days, today), current=True)
     tree.regulars = [u.user_id for u in users[: params.regulars]]
     for day in tree.days:
         day_ms = int(datetime(tree.year, tree.month, day, tzinfo=UTC).timestamp() * 1000)
+        span_ms = _DAY_MS
+        if now is not None and day == today.day:
+            span_ms = int(now.timestamp() * 1000) - _LAST_LINE_AGO_MS - day_ms
+            if span_ms < _LAST_LINE_AGO_MS:
+                raise ValueError("a current tree needs a few minutes of today (UTC): try again later")
         by_user: defaultdict[str, list[str]] = defaultdict(list)
         path = channel_file(root, tree.channel_id, tree.year, tree.month, day)
         path.parent.mkdir(parents=True, exist_ok=True)
         count = 0
         with path.open("w", encoding="utf-8", newline="\n") as out:
-            for user, line in day_lines(params, day_ms, users, cum, rng):
+            for user, line in day_lines(params, day_ms, users, cum, rng, span_ms):
                 out.write(line + "\n")
                 by_user[user.user_id].append(line)
                 tree.raw_bytes += len(line.encode())

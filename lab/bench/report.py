@@ -672,6 +672,7 @@ def _serve_figures(r: Result) -> str:
 VS_GOAL_USER_MONTH: Final = 1.5
 VS_GOAL_CHANNEL_DAY: Final = 1.2
 VS_GOAL_STORAGE: Final = 0.75
+VS_GOAL_CURRENT: Final = 1.0
 
 
 def _row(r: Result, name: str) -> View:
@@ -737,7 +738,20 @@ def _vs_justlog(r: Result) -> str:
         f"(its default workers, one per CPU: {r('cpus').text()}). The passes' rates move (user-month json, 1 "
         f"client: justlog {rates('justlog', 'user_month_json_1')}, chatlog "
         f"{rates('chatlog', 'user_month_json_1')} req/s; text: {rates('justlog', 'user_month_text_1')} and "
-        f"{rates('chatlog', 'user_month_text_1')})"
+        f"{rates('chatlog', 'user_month_text_1')}). {_vs_justlog_current(r)}"
+    )
+
+
+def _vs_justlog_current(r: Result) -> str:
+    """The current case's sentence: its ratios, and the pack that made the state read."""
+    cells = [row for row in _grid_rows(r) if str(row("row").value).startswith("current_")]
+    if not cells:
+        return "The current month and day were not measured in this run."
+    ratios = ", ".join(f"{row('short').text()} {row('ratio').f(2)}{X}" for row in cells)
+    pack = r("current", "chatlog", "pack", "pack_s")
+    return (
+        f"The current month and day (a data set that ends now, written as the sink writes the present, then "
+        f"the hourly pack, {pack.f(0)} s): chatlog over justlog {ratios}."
     )
 
 
@@ -755,6 +769,7 @@ def _vs_justlog_goal(r: Result) -> str:
 
     text, json_ = ratios("user_month_text"), ratios("user_month_json")
     day = ratios("channel_day")
+    current = ratios("current_")
     rows = _grid_rows(r)
     slower = [
         f"{row('label').text()} ({row('p99_ms', 'chatlog').f(0)} vs {row('p99_ms', 'justlog').f(0)} ms)"
@@ -778,6 +793,8 @@ def _vs_justlog_goal(r: Result) -> str:
         f"({', '.join(v.f(2) + X for v in json_) or NA}); p99 ≤ justlog's: {p99}; channel day ≥ "
         f"{fixed(VS_GOAL_CHANNEL_DAY, 1)}{X}: {verdict(judged(day, VS_GOAL_CHANNEL_DAY))} "
         f"({span(day, 2)}{X}); "
+        f"current month and day ≥ {fixed(VS_GOAL_CURRENT, 1)}{X}: "
+        f"{verdict(judged(current, VS_GOAL_CURRENT))} ({span(current, 2)}{X}); "
         f"storage {storage}"
     )
 

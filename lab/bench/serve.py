@@ -143,13 +143,16 @@ def _text(log: IO[bytes]) -> str:
 
 
 @contextmanager
-def serving(keyspace: str, *, start_timeout_s: float = 60.0) -> Iterator[Server]:
+def serving(
+    keyspace: str, *, start_timeout_s: float = 60.0, env: dict[str, str] | None = None
+) -> Iterator[Server]:
     """``chatlog serve --port <free> --keyspace <keyspace>`` as a subprocess, once ``/health`` answers 200;
     stopped with SIGTERM (then SIGKILL) on the way out. Its output goes to a temporary log, shown when it
     fails to start, and its last lines on stderr when the benchmark fails while it runs (a worker that died,
-    a traceback: what a client's "server disconnected" cannot tell)."""
+    a traceback: what a client's "server disconnected" cannot tell). ``env``: more of its environment (a
+    bench's scratch topics)."""
     port = free_port()
-    env = {**os.environ, "CHATLOG_SERVE_LOG_LEVEL": "warning"}
+    env = {**os.environ, **(env or {}), "CHATLOG_SERVE_LOG_LEVEL": "warning"}
     with tempfile.NamedTemporaryFile("w+b", prefix="bench-serve-", suffix=".log") as log:
         proc = subprocess.Popen(
             [chatlog_command(), "serve", "--host", "127.0.0.1", "--port", str(port), "--keyspace", keyspace],

@@ -31,6 +31,17 @@ It builds nothing: it takes a justlog binary (built from justlog's repository, o
    every file of the keyspace) after the flush, as the backfill wrote them; after the pack, as they were
    read; and, beside, after the major compaction.
 
+6. the **current** case, after the past one: a second data set that ends now (the current month's days up
+   to today, :func:`lab.bench.justlog_tree.write_tree` with ``now``), read where users read the present: a
+   user's current month and the channel's current day. justlog's archiver gzips the past days and leaves
+   today's file and the month's user files plain; chatlog's keyspace is written as the streaming sink
+   writes the present (:mod:`lab.bench.live_writes`: a micro-batch per trigger interval through the sink's
+   writer), then packed by the product's hourly routine (``chatlog pack --settle-minutes 60``: the lines of
+   today's day and this month sent over an hour ago), compactions as configured left to settle, and read by
+   a ``chatlog serve`` on the scratch topics, so its reads of the present also ask Kafka for what
+   the sink has not written (nothing: the sink is caught up). The same grid, the same passes; its rows are
+   named ``current_...``.
+
 The machine is shared: the 1-minute load average is recorded before and after every cell, and Cassandra's
 CPU includes whatever else the shared stack did meanwhile (an upper bound).
 """
@@ -99,6 +110,10 @@ class Row:
     def label(self) -> str:
         what = "user-month" if self.read == "user_month" else "channel day"
         return f"{what} {self.fmt}, {self.clients} client{'s' if self.clients > 1 else ''}"
+
+
+CURRENT: Final = "current_"
+"""The prefix of the current case's rows in the result's table (``current_user_month_text_1`` ...)."""
 
 
 def rows(params: Params) -> list[Row]:
@@ -321,12 +336,12 @@ def load_chatlog(scratch: Any, tree: Tree, work: Path) -> dict[str, Any]:
     }
 
 
-def pack_chatlog(scratch: Any) -> dict[str, Any]:
-    """``chatlog pack`` of the scratch keyspace (its month is over: what a deployment's periodic job does,
-    as justlog's archiver gzips the past month); what it said and took."""
+def pack_chatlog(scratch: Any, settle_minutes: int = 0) -> dict[str, Any]:
+    """``chatlog pack`` of the scratch keyspace (what a deployment's periodic job does, as justlog's archiver
+    gzips the past; ``settle_minutes`` 0: everything just written is settled); what it said and took."""
     env = {**os.environ, "CHATLOG_CASSANDRA_KEYSPACE": scratch.cassandra_keyspace}
     start = time.perf_counter()
-    said = _chatlog(["pack", "--settle-minutes", "0"], env, 3600)
+    said = _chatlog(["pack", "--settle-minutes", str(settle_minutes)], env, 3600)
     pack_s = time.perf_counter() - start
     say(f"packed in {pack_s:.0f} s: {said[-200:]}")
     return {"pack_s": round(pack_s, 1), "pack_said": said}
@@ -393,6 +408,83 @@ def measure_chatlog(settings: Any, tree: Tree, params: Params, work: Path) -> di
     return out
 
 
+ROUTINE_SETTLE_MINUTES: Final = 60
+"""The settle time of the product's hourly ``chatlog pack`` (``k8s/base/pack-cronjob.yaml``)."""
+
+
+def measure_chatlog_current(settings: Any, tree: Tree, params: Params, work: Path) -> dict[str, Any]:
+    """chatlog on a current tree: written as the streaming sink writes the present, a flush, compactions
+    left to settle; the product's hourly ``chatlog pack`` (settle 60 minutes: today's day and this month's
+    user-months packed up to an hour ago; the past days, written just now, left for a later run), a flush,
+    compactions left to settle; then ``chatlog serve`` on the scratch topics (a pass of the grid to warm up,
+    the measured passes); the bytes as written and after the pack beside."""
+    from core.cql import connect
+    from core.settings import StackSettings, load
+    from lab.bench.keyspace_disk import flush, settle
+    from lab.bench.live_writes import write_live
+    from lab.bench.serve import serving
+    from lab.bench.sink_data import fresh
+    from lab.stack.process import read_pid
+
+    stack = load(StackSettings)
+    data_dir = stack.state_dir / "cassandra" / "data"
+    cassandra = read_pid(stack.state_dir / "run" / "cassandra.pid")
+    lists = url_lists(tree)
+    with fresh(settings, f"vsjlnow{uuid.uuid4().hex[:8]}", work) as scratch:
+        keyspace = scratch.cassandra_keyspace
+        out: dict[str, Any] = {"keyspace": keyspace}
+        say(f"writing {tree.lines:,} lines as the streaming sink writes the present")
+        out["load"] = write_live(scratch, tree)
+        say(
+            f"written in {out['load']['seconds']:.0f} s: {out['load']['micro_batches']:,} micro-batches, "
+            f"rows {out['load']['written'].get('rows', {})}"
+        )
+        cluster, session = connect(scratch, timeout=60)
+        try:
+            out["flush_s"] = round(flush(session, keyspace, data_dir, 300), 1)
+            out["settle_s"] = [round(settle(session, keyspace, data_dir, 600, tell=say), 1)]
+            out["storage"] = chatlog_storage(data_dir, keyspace, tree)
+            say(f"chatlog keyspace as written: {out['storage']['bytes_per_message']} B/message (Data.db)")
+            out["pack"] = pack_chatlog(scratch, settle_minutes=ROUTINE_SETTLE_MINUTES)
+            flush(session, keyspace, data_dir, 300)
+            out["settle_s"].append(round(settle(session, keyspace, data_dir, 600, tell=say), 1))
+            out["storage_packed"] = chatlog_storage(data_dir, keyspace, tree)
+            env = {**scratch.topic_env(), "CHATLOG_KAFKA_BOOTSTRAP_SERVERS": scratch.kafka_bootstrap_servers}
+            with serving(keyspace, env=env) as server:
+                pids: dict[str, int | None] = {"server": server.pid, "cassandra": cassandra}
+                out["pass_1"] = asyncio.run(grid(server.base, lists, params, pids, "chatlog now pass 1"))
+                out["settle_s"].append(round(settle(session, keyspace, data_dir, 600, tell=say), 1))
+                out["grid"], out["passes"] = asyncio.run(
+                    measured(server.base, lists, params, pids, "chatlog now")
+                )
+                out["server_rss_mb_after"] = round((vm_rss(server.pid) or 0) / MB, 1)
+        finally:
+            cluster.shutdown()
+    return out
+
+
+def data_of(tree: Tree, lists: dict[str, list[Url]]) -> dict[str, Any]:
+    """What a data set holds, for the result."""
+    return {
+        "channel": CHANNEL,
+        "channel_id": tree.channel_id,
+        "year": tree.year,
+        "month": tree.month,
+        "days": tree.days,
+        "current": tree.current,
+        "lines": tree.lines,
+        "users": len(tree.user_lines),
+        "line_bytes_mean": round(tree.raw_bytes / tree.lines, 1),
+        "user_month_urls": len(lists["user_month_text"]),
+        "user_month_lines_mean": round(
+            sum(u.lines for u in lists["user_month_text"]) / max(len(lists["user_month_text"]), 1), 1
+        ),
+        "channel_day_urls": len(lists["channel_day_text"]),
+        "warmup_urls_per_list": WARMUP_URLS,
+        "examples": {kind: urls[0].path for kind, urls in lists.items() if urls},
+    }
+
+
 # -- the comparison ------------------------------------------------------------------------------------
 
 
@@ -402,10 +494,13 @@ def _ratio(ours: float | None, theirs: float | None) -> float | None:
     return round(ours / theirs, 3)
 
 
-def ratio_table(justlog: dict[str, Any], chatlog: dict[str, Any], params: Params) -> list[dict[str, Any]]:
+def ratio_table(
+    justlog: dict[str, Any], chatlog: dict[str, Any], params: Params, *, current: bool = False
+) -> list[dict[str, Any]]:
     """One row per cell (chatlog over justlog: requests/s for a user's month, lines/s for a channel's
     day; above 1 chatlog is faster), then storage after the flush and compacted (chatlog over justlog:
-    below 1 chatlog takes less). Cells missing on either side are left out."""
+    below 1 chatlog takes less). Cells missing on either side are left out. ``current``: the current
+    case's cells (rows named :data:`CURRENT` ..., labelled "current ..."), without storage."""
     table: list[dict[str, Any]] = []
     for row in rows(params):
         j, c = justlog["grid"].get(row.key), chatlog["grid"].get(row.key)
@@ -414,9 +509,9 @@ def ratio_table(justlog: dict[str, Any], chatlog: dict[str, Any], params: Params
         metric = _metric(row.key)
         table.append(
             {
-                "row": row.key,
-                "label": row.label,
-                "short": f"{row.fmt}, {row.clients}",
+                "row": f"{CURRENT}{row.key}" if current else row.key,
+                "label": f"current {row.label}" if current else row.label,
+                "short": f"{'now ' if current else ''}{row.fmt}, {row.clients}",
                 "metric": metric,
                 "justlog": j[metric],
                 "chatlog": c[metric],
@@ -433,6 +528,8 @@ def ratio_table(justlog: dict[str, Any], chatlog: dict[str, Any], params: Params
                 "load_average": {"justlog": j["load_average"], "chatlog": c["load_average"]},
             }
         )
+    if current:
+        return table
     j_bytes = justlog["storage"]["bytes_per_message"]
     for key, field, label, short in (
         (
@@ -471,10 +568,20 @@ def ratio_table(justlog: dict[str, Any], chatlog: dict[str, Any], params: Params
     return table
 
 
-def run(settings: Any, binary: Path, params: Params, out: Path, work: Path | None = None) -> dict[str, Any]:
-    """The whole comparison (``settings``: sink settings, where Kafka and Cassandra are); results at
-    ``out`` (JSON) and next to it (PNG). The tree and the scratch state live in ``work`` (a temporary
-    directory by default, removed at the end)."""
+PHASES: Final = ("past", "current")
+
+
+def run(
+    settings: Any,
+    binary: Path,
+    params: Params,
+    out: Path,
+    work: Path | None = None,
+    phases: Sequence[str] = PHASES,
+) -> dict[str, Any]:
+    """The whole comparison (``settings``: sink settings, where Kafka and Cassandra are): the past case and
+    the current one (``phases``); results at ``out`` (JSON) and next to it (PNG). The trees and the scratch
+    state live in ``work`` (a temporary directory by default, removed at the end)."""
     from lab.results import write_json
 
     started = time.perf_counter()
@@ -485,34 +592,33 @@ def run(settings: Any, binary: Path, params: Params, out: Path, work: Path | Non
                 "user_clients": list(params.user_clients),
                 "day_clients": list(params.day_clients),
             },
+            "phases": list(phases),
             "justlog_binary": str(binary),
             "cpus": os.cpu_count(),
             "shared_machine": True,
             "load_average_start": list(os.getloadavg()),
         }
-        say(f"writing the justlog tree ({params.days} days x {params.lines_per_day:,} lines) under {root}")
-        tree = write_tree(root / "logs", params)
-        lists = url_lists(tree)
-        result["data"] = {
-            "channel": CHANNEL,
-            "channel_id": tree.channel_id,
-            "year": tree.year,
-            "month": tree.month,
-            "days": tree.days,
-            "lines": tree.lines,
-            "users": len(tree.user_lines),
-            "line_bytes_mean": round(tree.raw_bytes / tree.lines, 1),
-            "user_month_urls": len(lists["user_month_text"]),
-            "user_month_lines_mean": round(
-                sum(u.lines for u in lists["user_month_text"]) / max(len(lists["user_month_text"]), 1), 1
-            ),
-            "channel_day_urls": len(lists["channel_day_text"]),
-            "warmup_urls_per_list": WARMUP_URLS,
-            "examples": {kind: urls[0].path for kind, urls in lists.items() if urls},
-        }
-        result["justlog"] = measure_justlog(binary, tree, params, root / "justlog")
-        result["chatlog"] = measure_chatlog(settings, tree, params, root / "chatlog")
-    result["table"] = ratio_table(result["justlog"], result["chatlog"], params)
+        if "past" in phases:
+            say(f"writing the tree ({params.days} days x {params.lines_per_day:,} lines) under {root}")
+            tree = write_tree(root / "logs", params)
+            result["data"] = data_of(tree, url_lists(tree))
+            result["justlog"] = measure_justlog(binary, tree, params, root / "justlog")
+            result["chatlog"] = measure_chatlog(settings, tree, params, root / "chatlog")
+        if "current" in phases:
+            now = datetime.now(UTC)
+            say(f"writing the current tree (up to {params.days} days x {params.lines_per_day:,} lines)")
+            tree = write_tree(root / "current" / "logs", params, now=now)
+            result["current"] = {"data": data_of(tree, url_lists(tree))}
+            result["current"]["justlog"] = measure_justlog(binary, tree, params, root / "current" / "justlog")
+            result["current"]["chatlog"] = measure_chatlog_current(
+                settings, tree, params, root / "current" / "chatlog"
+            )
+    result["table"] = []
+    if "past" in phases:
+        result["table"] += ratio_table(result["justlog"], result["chatlog"], params)
+    if "current" in phases:
+        now_case = result["current"]
+        result["table"] += ratio_table(now_case["justlog"], now_case["chatlog"], params, current=True)
     result["load_average_end"] = list(os.getloadavg())
     result["seconds"] = round(time.perf_counter() - started, 1)
     write_json(out, result)
@@ -553,14 +659,21 @@ def _value(row: dict[str, Any]) -> Callable[[str], str]:
     return fmt
 
 
+def _data_line(data: dict[str, Any], name: str) -> str:
+    return (
+        f"{name}: {data['lines']:,} lines ({len(data['days'])} days of {data['year']}-{data['month']:02d}), "
+        f"{data['users']:,} users, mean line {data['line_bytes_mean']} B; {data['user_month_urls']} "
+        f"user-month URLs (~{data['user_month_lines_mean']} lines), {data['channel_day_urls']} day URLs"
+    )
+
+
 def summary(result: dict[str, Any]) -> str:
     """The comparison as a Markdown table (justlog, chatlog, ratio per row) and what else was measured."""
+    now_case = result.get("current")
     lines = [
-        f"{result['data']['lines']:,} lines ({len(result['data']['days'])} days), "
-        f"{result['data']['users']:,} users, mean line {result['data']['line_bytes_mean']} B; "
-        f"{result['data']['user_month_urls']} user-month URLs (~{result['data']['user_month_lines_mean']} "
-        f"lines), {result['data']['channel_day_urls']} days; shared machine, load average at start "
-        f"{result['load_average_start'][0]:.2f}",
+        *([_data_line(result["data"], "past")] if "data" in result else []),
+        *([_data_line(now_case["data"], "current (ends now)")] if now_case else []),
+        f"shared machine, load average at start {result['load_average_start'][0]:.2f}",
         "",
         "| read | justlog | chatlog | ratio | CPU ms/req justlog / chatlog | load avg j / c |",
         "|---|---|---|---|---|---|",
@@ -577,6 +690,24 @@ def summary(result: dict[str, Any]) -> str:
             f"| {row['label']} | {fmt('justlog')} | {fmt('chatlog')} | {ratio} | "
             f"{cpu['justlog']} / {cpu['chatlog']} | {load['justlog'][0]:.1f} / {load['chatlog'][0]:.1f} |"
         )
+    if now_case:
+        load = now_case["chatlog"]["load"]
+        lines += [
+            "",
+            f"current: chatlog written as the streaming sink writes ({load['micro_batches']:,} micro-batches "
+            f"of {load['trigger_ms'] / 1000:g} s in {load['seconds']} s: rows "
+            f"{load['written'].get('rows', {})}); "
+            f"{now_case['chatlog']['storage']['bytes_per_message']} B/message as written; "
+            + (
+                f"the hourly pack in {now_case['chatlog']['pack']['pack_s']} s: "
+                f"{now_case['chatlog']['pack']['pack_said'][-160:]}; "
+                if "pack" in now_case["chatlog"]
+                else ""
+            )
+            + f"justlog archived its past days in {now_case['justlog']['archive_s']} s",
+        ]
+    if "chatlog" not in result:
+        return "\n".join(lines)
     j, c = result["justlog"], result["chatlog"]
     j_rss = [cell.get("server_rss_mb_peak") or 0 for cell in j["grid"].values()]
     c_rss = [cell.get("server_rss_mb_peak") or 0 for cell in c["grid"].values()]

@@ -4,7 +4,7 @@ with, the Twitch stand-in's answers, and the ratio table."""
 from __future__ import annotations
 
 import gzip
-from datetime import date
+from datetime import UTC, date, datetime
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +13,7 @@ import pytest
 from lab.bench.justlog_server import command, helix_users, hosts_file, justlog_config
 from lab.bench.justlog_tree import (
     CHANNEL_ID,
+    CURRENT_DAY_READS,
     TreeParams,
     channel_day_path,
     channel_file,
@@ -23,7 +24,16 @@ from lab.bench.justlog_tree import (
     user_month_path,
     write_tree,
 )
-from lab.bench.vs_justlog import Params, Row, median_grid, ratio_table, rows, split_warmup, summary, url_lists
+from lab.bench.vs_justlog import (
+    Params,
+    Row,
+    median_grid,
+    ratio_table,
+    rows,
+    split_warmup,
+    summary,
+    url_lists,
+)
 
 SMALL = TreeParams(days=3, lines_per_day=1_000, users=100, user_month_lines=30)
 
@@ -180,6 +190,8 @@ def test_the_summary_is_a_markdown_table_with_every_row() -> None:
     justlog["grid"]["user_month_text_32"]["p99_ms"] = None  # cut off at the limit
     result = {
         "data": {
+            "year": 2024,
+            "month": 3,
             "lines": 200_000,
             "days": [1, 2],
             "users": 2_000,
@@ -254,3 +266,75 @@ def test_a_cell_is_its_median_pass() -> None:
     assert (day["lines_per_s"], day["p99_ms"]) == (8.0, 3.0)  # a day's cell ranked by lines/s
     assert median_grid(passes[:2])["user_month_text_1"]["requests_per_s"] == 400.0  # the lower middle one
     assert median_grid(passes[:1])["user_month_text_1"]["requests_per_s"] == 400.0
+
+
+def _sent_ts(line: str) -> int:
+    return int(line.split("tmi-sent-ts=", 1)[1].split(";", 1)[0].split(" ", 1)[0])
+
+
+def test_a_current_tree_ends_a_minute_before_now_in_the_current_month(tmp_path: Path) -> None:
+    now = datetime(2026, 11, 29, 18, 0, tzinfo=UTC)
+    tree = write_tree(tmp_path, SMALL, now=now)
+    assert (tree.year, tree.month, tree.days, tree.current) == (2026, 11, [27, 28, 29], True)
+    today = channel_file(tmp_path, CHANNEL_ID, 2026, 11, 29).read_text().splitlines()
+    assert len(today) == SMALL.lines_per_day
+    day_start = int(datetime(2026, 11, 29, tzinfo=UTC).timestamp() * 1000)
+    stamps = [_sent_ts(line) for line in today]
+    assert stamps == sorted(stamps) and day_start <= stamps[0]
+    assert stamps[-1] <= int(now.timestamp() * 1000) - 60_000
+    # justlog's archiver gzips the past days only: never today's file, nor a user file of the current month
+    assert tree.files() == [channel_file(tmp_path, CHANNEL_ID, 2026, 11, d) for d in (27, 28)]
+    days = tree.channel_day_urls(json=True)
+    assert len(days) == CURRENT_DAY_READS
+    assert {u.path for u in days} == {channel_day_path(CHANNEL_ID, 2026, 11, 29) + "?json"}
+    assert {u.lines for u in days} == {SMALL.lines_per_day}
+    months = tree.user_month_urls()
+    assert months and all(u.path.endswith("/2026/11") for u in months)
+
+
+def test_a_current_tree_early_in_a_month_has_the_days_so_far() -> None:
+    from lab.bench.justlog_tree import current_days
+
+    assert current_days(3, date(2026, 12, 2)) == [1, 2]
+    assert current_days(30, date(2026, 11, 29)) == list(range(1, 30))
+    with pytest.raises(ValueError):
+        current_days(31, date(2026, 11, 29))
+
+
+def test_a_current_tree_needs_a_few_minutes_of_today(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="a few minutes of today"):
+        write_tree(tmp_path, SMALL, now=datetime(2026, 11, 29, 0, 0, 30, tzinfo=UTC))
+
+
+def test_the_current_cases_rows_are_named_apart_and_hold_no_storage() -> None:
+    justlog, chatlog = _side(1.0, 215.5), _side(0.5, 100.0)
+    table = ratio_table(justlog, chatlog, Params(), current=True)
+    assert [r["row"] for r in table] == [f"current_{r.key}" for r in rows(Params())]
+    assert table[0]["label"] == "current user-month text, 1 client" and table[0]["short"] == "now text, 1"
+    assert table[0]["ratio"] == 0.5
+
+
+def test_the_summary_of_the_current_case_alone() -> None:
+    justlog, chatlog = _side(1.0, 215.5), _side(0.5, 100.0)
+    chatlog["load"] = {"micro_batches": 8_640, "trigger_ms": 10_000, "seconds": 9.5, "written": {}}
+    data = {
+        "year": 2026,
+        "month": 11,
+        "lines": 50_000,
+        "days": [29],
+        "users": 200,
+        "line_bytes_mean": 500.0,
+        "user_month_urls": 40,
+        "user_month_lines_mean": 12.0,
+        "channel_day_urls": CURRENT_DAY_READS,
+    }
+    result = {
+        "current": {"data": data, "justlog": justlog, "chatlog": chatlog},
+        "load_average_start": [1.0, 1.0, 1.0],
+        "table": ratio_table(justlog, chatlog, Params(), current=True),
+    }
+    text = summary(result)
+    assert "current (ends now): 50,000 lines (1 days of 2026-11)" in text
+    row = "| current user-month text, 1 client | 100.0 req/s, p99 12 ms | 50.0 req/s, p99 12 ms | 0.50x |"
+    assert row in text
+    assert "8,640 micro-batches of 10 s" in text and "storage" not in text
