@@ -28,14 +28,25 @@ erased user's lines (:mod:`store.erase`).
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Container, Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Final
 
 from core.times import now_ms as current_ms
 from store import frame
-from store.blocks import CHANNEL, USER, Block, Framed, Table, block_of, run_id, runs_of
+from store.blocks import (
+    CHANNEL,
+    CHANNEL_SPAN_MS,
+    MAX_BLOCK_LINES,
+    USER,
+    Block,
+    Framed,
+    Table,
+    block_of,
+    run_id,
+    runs_of,
+)
 from store.keys import DAY_MS, line_order, month_end_ms, month_start_ms
 from store.write import BLOCK_TABLES, block_statement
 
@@ -85,9 +96,17 @@ class Blocks:
             f"ttl(frame) AS ttl, toUnixTimestamp(last_at) AS last_ms FROM {keyspace}.{name} WHERE {where}"
         )
         self.read.fetch_size = 200
-        self.meta = session.prepare(
-            f"SELECT writetime(lines) AS written FROM {keyspace}.{name} WHERE {where} LIMIT 2"
+        self.read_until = session.prepare(
+            f"SELECT toUnixTimestamp(first_at) AS first_ms, block, frame, writetime(frame) AS written, "
+            f"ttl(frame) AS ttl, toUnixTimestamp(last_at) AS last_ms FROM {keyspace}.{name} WHERE {where} "
+            "AND first_at <= ?"
         )
+        self.read_until.fetch_size = 200
+        self.heads = session.prepare(
+            f"SELECT toUnixTimestamp(first_at) AS first_ms, block, writetime(lines) AS written, "
+            f"toUnixTimestamp(last_at) AS last_ms, lines FROM {keyspace}.{name} WHERE {where}"
+        )
+        self.heads.fetch_size = 5_000
         self.delete = session.prepare(
             f"DELETE FROM {keyspace}.{name} USING TIMESTAMP ? WHERE {where} AND first_at = ? AND block = ?"
         )
@@ -104,6 +123,29 @@ def _index_columns(table: Table) -> tuple[str, ...]:
     )
 
 
+Head = tuple[int, Any, int, int, int]
+"""A block's row without its frame: ``(first_ms, block id, write time µs, last_ms, lines)``."""
+
+
+def heads(blocks: Blocks, key: tuple[Any, ...]) -> list[Head]:
+    rows = blocks.session.execute(blocks.heads, key, timeout=60)
+    return [(r.first_ms, r.block, r.written, r.last_ms, r.lines) for r in rows]
+
+
+def mergeable(table: Table, found: Sequence[Head]) -> bool:
+    """Whether packing these blocks of one partition can change them, from their rows alone: two blocks in
+    one hour of a channel's day (a packed day is cut at each hour, and within one only at a block's size),
+    or a user's month in more blocks than its lines need. Blocks cut at their size (a few huge hours) look
+    mergeable, and are read to find them packed already."""
+    if len(found) < 2:
+        return False
+    if table == CHANNEL:
+        hours = [head[0] // CHANNEL_SPAN_MS for head in found]
+        return len(set(hours)) < len(hours)
+    lines = sum(head[4] for head in found)
+    return len(found) > -(-lines // MAX_BLOCK_LINES)
+
+
 BlockRow = tuple[int, Any, bytes, int, int | None, int]
 """A block as read: ``(first_ms, block id, frame bytes, write time µs, ttl s, last_ms)``."""
 
@@ -113,10 +155,6 @@ class Read:
     """A partition's blocks as read (:data:`BlockRow`)."""
 
     rows: list[BlockRow]
-
-    def sent_by(self, cutoff_ms: int) -> Read:
-        """The blocks whose lines were all sent at or before ``cutoff_ms``."""
-        return Read([row for row in self.rows if row[5] <= cutoff_ms])
 
     def lines(self, key: tuple[Any, ...]) -> list[Framed]:
         """Every line of the blocks (a line in two blocks twice: blocks_of keeps one)."""
@@ -130,8 +168,26 @@ class Read:
 
 
 def read(blocks: Blocks, key: tuple[Any, ...]) -> Read:
-    rows = blocks.session.execute(blocks.read, key, timeout=120)
-    return Read([(r.first_ms, r.block, r.frame, r.written, r.ttl, r.last_ms) for r in rows])
+    """Every block of the partition ``key``."""
+    return _as_read(blocks.session.execute(blocks.read, key, timeout=120))
+
+
+def read_chosen(blocks: Blocks, key: tuple[Any, ...], chosen: Sequence[Head]) -> Read:
+    """The blocks ``chosen`` of the partition ``key`` (read up to the latest first line among them)."""
+    until = max(head[0] for head in chosen)
+    ids = {head[1] for head in chosen}
+    rows = blocks.session.execute(blocks.read_until, (*key, _naive(until)), timeout=120)
+    return _as_read(rows, ids)
+
+
+def _as_read(rows: Iterable[Any], ids: Container[Any] | None = None) -> Read:
+    return Read(
+        [
+            (r.first_ms, r.block, r.frame, r.written, r.ttl, r.last_ms)
+            for r in rows
+            if ids is None or r.block in ids
+        ]
+    )
 
 
 def rewrite(
@@ -228,19 +284,18 @@ def pack(
     def one(item: Partition) -> tuple[str, int, int, int]:
         table, key, closed = item
         blocks = tables[table]
-        probe = list(session.execute(blocks.meta, key, timeout=60))
-        if len(probe) < 2:
+        found = heads(blocks, key)
+        if not closed:
+            found = [head for head in found if head[3] <= cutoff]  # all its lines sent before the cutoff
+        if not mergeable(table, found):
             return "single", 0, 0, 0
-        found = read(blocks, key)
         if closed:
-            newest = max((row[3] for row in found.rows), default=0)
-            if newest > time.time_ns() // 1000 - settle_us:
+            if max(head[2] for head in found) > time.time_ns() // 1000 - settle_us:
                 return "recent", 0, 0, 0
+            rows = read(blocks, key)
         else:
-            found = found.sent_by(cutoff)
-            if len(found.rows) < 2:
-                return "single", 0, 0, 0
-        before, after, lines, _dropped, changed = rewrite(blocks, key, found, level=level)
+            rows = read_chosen(blocks, key, found)
+        before, after, lines, _dropped, changed = rewrite(blocks, key, rows, level=level)
         return ("packed", before, after, lines) if changed else ("single", 0, 0, 0)
 
     items = list(partitions(session, keyspace, int(settle_s * 1000), now))

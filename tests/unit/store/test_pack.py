@@ -12,8 +12,8 @@ import pytest
 
 from core.testing import chat_events
 from store import frame
-from store.blocks import CHANNEL, USER, Block, Framed, blocks_of, framed, partitions
-from store.pack import BlockRow, Blocks, PackReport, Read, rewrite
+from store.blocks import CHANNEL, MAX_BLOCK_LINES, USER, Block, Framed, blocks_of, framed, partitions
+from store.pack import BlockRow, Blocks, Head, PackReport, Read, mergeable, rewrite
 from tests.unit.store.session_doubles import PreparingSession
 
 AT = 1_700_000_000_000
@@ -117,10 +117,25 @@ def test_the_summary_names_what_was_packed_and_what_was_left() -> None:
     )
 
 
-def test_an_open_period_packs_only_the_blocks_sent_before_the_cutoff() -> None:
-    rows: list[BlockRow] = [(0, uuid.uuid4(), b"", 1, None, last) for last in (100, 200, 300)]
-    assert [row[5] for row in Read(rows).sent_by(200).rows] == [100, 200]
-    assert Read(rows).sent_by(99).rows == []
+def _head(first_ms: int, lines: int) -> Head:
+    return (first_ms, uuid.uuid4(), 1, first_ms + 1, lines)
+
+
+def test_a_channel_day_is_worth_packing_when_an_hour_holds_two_blocks() -> None:
+    hour = 3_600_000
+    packed = [_head(h * hour + 5, 900) for h in range(24)]  # a packed day: one block an hour
+    assert not mergeable(CHANNEL, packed)
+    assert mergeable(CHANNEL, [*packed, _head(7 * hour + 60_000, 3)])  # a micro-batch of hour 7 came since
+    assert not mergeable(CHANNEL, [_head(5, 3)])  # one block: nothing to merge
+    assert not mergeable(CHANNEL, [])
+
+
+def test_a_users_month_is_worth_packing_when_it_has_more_blocks_than_its_lines_need() -> None:
+    assert not mergeable(USER, [_head(5, 300)])
+    assert mergeable(USER, [_head(5, 300), _head(9, 1)])  # one line since: into the month's block
+    full = [_head(i, MAX_BLOCK_LINES) for i in range(2)]
+    assert not mergeable(USER, [*full, _head(9, 1)])  # 2 full blocks and 1 line: three blocks are needed
+    assert mergeable(USER, [*full, _head(9, 1), _head(10, 1)])
 
 
 def test_reading_a_damaged_block_is_a_frame_error() -> None:
