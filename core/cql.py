@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import socket
 import ssl
 from typing import Any
 
@@ -18,7 +19,11 @@ def connect(
     protocol_version: int = 5,
     **cluster_kwargs: Any,
 ) -> tuple[Any, Any]:
-    """A token-aware, DC-aware (cluster, session) pair for ``settings``; raise on failure."""
+    """A token-aware, DC-aware (cluster, session) pair for ``settings``; raise on failure.
+
+    Its sockets send at once (``TCP_NODELAY``; the driver leaves Nagle's algorithm on): otherwise an unlogged
+    batch of block rows of a few KB waits for the node's delayed ACK, 40 ms on Linux (measured here: a batch
+    of two 8 KB rows 44 ms against 0.5 ms)."""
     from cassandra import ConsistencyLevel
     from cassandra.auth import PlainTextAuthProvider
     from cassandra.cluster import EXEC_PROFILE_DEFAULT, Cluster, ExecutionProfile
@@ -42,7 +47,7 @@ def connect(
         execution_profiles={EXEC_PROFILE_DEFAULT: profile},
         connect_timeout=timeout,
         protocol_version=protocol_version,
-        **cluster_kwargs,
+        **{"sockopts": [(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)], **cluster_kwargs},
     )
     try:
         session = cluster.connect(keyspace)
