@@ -27,8 +27,9 @@ if TYPE_CHECKING:
     from lab.bench.justlog_tree import Tree
     from sink.settings import SinkSettings
 
-PROCESSES: Final = 4
-"""Writing processes (Cassandra, on the same cores, is what bounds them)."""
+PROCESSES: Final = 12
+"""Writing processes: each waits on Cassandra for most of a micro-batch (a few requests of a few rows), so
+more of them than cores keep it busy."""
 _CHUNK: Final = 256
 """Micro-batches handed to a process at a time."""
 
