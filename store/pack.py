@@ -31,7 +31,7 @@ import time
 from collections.abc import Callable, Container, Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any, Final
+from typing import Any, Final, cast
 
 from core.times import now_ms as current_ms
 from store import frame
@@ -48,6 +48,7 @@ from store.blocks import (
     runs_of,
 )
 from store.keys import DAY_MS, line_order, month_end_ms, month_start_ms
+from store.requests import with_retry
 from store.write import BLOCK_TABLES, block_statement
 
 _PARTITION_COLUMNS: Final[dict[Table, tuple[str, ...]]] = {
@@ -266,9 +267,11 @@ def pack(
     concurrency: int = 8,
     level: int = frame.PACKED_LEVEL,
     tell: Callable[[str], None] = lambda _m: None,
+    retry_s: float = 120.0,
 ) -> PackReport:
     """Pack every closed partition of ``keyspace`` that holds more than one block, and the blocks of open
-    ones sent before ``settle_s`` ago (see the module doc)."""
+    ones sent before ``settle_s`` ago (see the module doc); a partition Cassandra fails on (busy, timing out)
+    is tried again for up to ``retry_s``."""
     from store.write import worker_session_of
 
     prepared = worker_session_of(session).prepared(keyspace, "LOCAL_QUORUM", 120.0)
@@ -282,6 +285,21 @@ def pack(
     cutoff = now - int(settle_s * 1000)
 
     def one(item: Partition) -> tuple[str, int, int, int]:
+        """One partition, again while Cassandra fails for a while (a busy node: every step is idempotent)."""
+        from cassandra import InvalidRequest
+
+        return cast(
+            tuple[str, int, int, int],
+            with_retry(
+                f"packing {BLOCK_TABLES[item[0]]} {item[1]}",
+                retry_s,
+                lambda: attempt(item),
+                fatal=(InvalidRequest, frame.FrameError),
+                setting="",
+            ),
+        )
+
+    def attempt(item: Partition) -> tuple[str, int, int, int]:
         table, key, closed = item
         blocks = tables[table]
         found = heads(blocks, key)

@@ -223,9 +223,11 @@ def with_retry(
     attempt: Callable[[], Any],
     *,
     fatal: tuple[type[BaseException], ...] = (),
+    setting: str = "CHATLOG_SINK_CASSANDRA_RETRY_S",
 ) -> Any:
-    """``attempt()`` until it succeeds, with exponential backoff, for at most ``retry_s``; a refused login
-    and the ``fatal`` errors are raised at once (retrying does not make them better)."""
+    """``attempt()`` until it succeeds, with exponential backoff, for at most ``retry_s`` (``setting``: what
+    sets it, named in the error); a refused login and the ``fatal`` errors are raised at once (retrying does
+    not make them better)."""
     start = time.monotonic()
     delay = 0.25
     while True:
@@ -238,9 +240,9 @@ def with_retry(
                 raise
             elapsed = time.monotonic() - start
             if elapsed >= retry_s:
+                named = f" ({setting})" if setting else ""
                 raise CassandraWriteError(
-                    f"{what} still failing after {retry_s:g}s "
-                    f"(CHATLOG_SINK_CASSANDRA_RETRY_S): {one_line(exc, 300, typed=True)}"
+                    f"{what} still failing after {retry_s:g}s{named}: {one_line(exc, 300, typed=True)}"
                 ) from None
             log.warning("%s failed (%s); retrying in %.2fs", what, one_line(exc, 300, typed=True), delay)
             time.sleep(min(delay, retry_s - elapsed))

@@ -36,15 +36,16 @@ def register(app: typer.Typer) -> None:
         ] = PACKED_LEVEL,
         keyspace: Annotated[str | None, typer.Option(help="Cassandra keyspace.")] = None,
     ) -> None:
-        """Pack every channel-day and user-month that is over: its blocks become one (reads of the past get
-        cheaper, the bytes fewer, nothing is lost; late blocks are merged on read and packed by the next
-        run)."""
+        """Pack every channel-day and user-month that is over, and today's and this month's up to the settle
+        time: its blocks become one (reads get cheaper, the bytes fewer, nothing is lost; late blocks are
+        merged on read and packed by the next run). Run it hourly."""
         from cassandra import DriverException
         from cassandra.cluster import NoHostAvailable
 
         from chatlog.cli.erase import cassandra
         from core.errors import ChatlogError, one_line
         from store.pack import pack
+        from store.requests import CassandraWriteError
 
         with cassandra(keyspace) as (settings, session):
             try:
@@ -55,7 +56,7 @@ def register(app: typer.Typer) -> None:
                     concurrency=concurrency,
                     level=level,
                 )
-            except (DriverException, NoHostAvailable) as exc:
+            except (DriverException, NoHostAvailable, CassandraWriteError) as exc:
                 raise ChatlogError(
                     f"packing keyspace {settings.cassandra_keyspace}: {one_line(exc)}"
                 ) from None
