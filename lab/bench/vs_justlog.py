@@ -368,14 +368,11 @@ def measure_chatlog(settings: Any, tree: Tree, params: Params, work: Path) -> di
     warm up, the measured passes, storage."""
     from core.cql import connect
     from core.settings import StackSettings, load
-    from lab.bench.keyspace_disk import flush, flush_and_compact, settle
-    from lab.bench.serve import serving
+    from lab.bench.keyspace_disk import flush_and_compact
     from lab.bench.sink_data import fresh
-    from lab.stack.process import read_pid
 
     stack = load(StackSettings)
     data_dir = stack.state_dir / "cassandra" / "data"
-    cassandra = read_pid(stack.state_dir / "run" / "cassandra.pid")
     lists = url_lists(tree)
     with fresh(settings, f"vsjl{uuid.uuid4().hex[:8]}", work) as scratch:
         keyspace = scratch.cassandra_keyspace
@@ -383,29 +380,66 @@ def measure_chatlog(settings: Any, tree: Tree, params: Params, work: Path) -> di
         out["load"] = load_chatlog(scratch, tree, work)
         cluster, session = connect(scratch, timeout=60)
         try:
-            out["flush_s"] = round(flush(session, keyspace, data_dir, 300), 1)
-            out["settle_s"] = [round(settle(session, keyspace, data_dir, 600, tell=say), 1)]
-            out["storage"] = chatlog_storage(data_dir, keyspace, tree)
-            say(f"chatlog keyspace: {out['storage']['bytes_per_message']} B/message (Data.db)")
-            out["pack"] = pack_chatlog(scratch)
-            flush(session, keyspace, data_dir, 300)
-            out["settle_s"].append(round(settle(session, keyspace, data_dir, 600, tell=say), 1))
-            out["storage_packed"] = chatlog_storage(data_dir, keyspace, tree)
+            _flushed(out, session, keyspace, data_dir, tree)
+            _pack_settled(out, scratch, session, data_dir, tree, 0)
             say(f"packed, as the product leaves it: {out['storage_packed']['bytes_per_message']} B/message")
-            with serving(keyspace) as server:
-                pids: dict[str, int | None] = {"server": server.pid, "cassandra": cassandra}
-                out["pass_1"] = asyncio.run(grid(server.base, lists, params, pids, "chatlog pass 1"))
-                out["settle_s"].append(round(settle(session, keyspace, data_dir, 600, tell=say), 1))
-                out["grid"], out["passes"] = asyncio.run(
-                    measured(server.base, lists, params, pids, "chatlog")
-                )
-                out["server_rss_mb_after"] = round((vm_rss(server.pid) or 0) / MB, 1)
+            _served(out, scratch, session, data_dir, lists, params, "chatlog")
             say("beside, after the reads: a major compaction of the line tables (no operator runs one)")
             out["compact_s"] = round(flush_and_compact(session, keyspace, data_dir, 900), 1)
             out["storage_compacted"] = chatlog_storage(data_dir, keyspace, tree)
         finally:
             cluster.shutdown()
     return out
+
+
+def _flushed(out: dict[str, Any], session: Any, keyspace: str, data_dir: Path, tree: Tree) -> None:
+    """A flush, compactions left to settle, the bytes as written: into ``out``."""
+    from lab.bench.keyspace_disk import flush, settle
+
+    out["flush_s"] = round(flush(session, keyspace, data_dir, 300), 1)
+    out["settle_s"] = [round(settle(session, keyspace, data_dir, 600, tell=say), 1)]
+    out["storage"] = chatlog_storage(data_dir, keyspace, tree)
+    say(f"chatlog keyspace as written: {out['storage']['bytes_per_message']} B/message (Data.db)")
+
+
+def _pack_settled(
+    out: dict[str, Any], scratch: Any, session: Any, data_dir: Path, tree: Tree, settle_minutes: int
+) -> None:
+    """``chatlog pack`` (``settle_minutes``), a flush, compactions left to settle, the bytes: into ``out``."""
+    from lab.bench.keyspace_disk import flush, settle
+
+    keyspace = scratch.cassandra_keyspace
+    out["pack"] = pack_chatlog(scratch, settle_minutes)
+    flush(session, keyspace, data_dir, 300)
+    out["settle_s"].append(round(settle(session, keyspace, data_dir, 600, tell=say), 1))
+    out["storage_packed"] = chatlog_storage(data_dir, keyspace, tree)
+
+
+def _served(
+    out: dict[str, Any],
+    scratch: Any,
+    session: Any,
+    data_dir: Path,
+    lists: dict[str, list[Url]],
+    params: Params,
+    name: str,
+    env: dict[str, str] | None = None,
+) -> None:
+    """``chatlog serve`` on the scratch keyspace (``env``: more of its environment): a pass of the grid to
+    warm up, compactions left to settle, the measured passes; into ``out``."""
+    from core.settings import StackSettings, load
+    from lab.bench.keyspace_disk import settle
+    from lab.bench.serve import serving
+    from lab.stack.process import read_pid
+
+    keyspace = scratch.cassandra_keyspace
+    cassandra = read_pid(load(StackSettings).state_dir / "run" / "cassandra.pid")
+    with serving(keyspace, env=env) as server:
+        pids: dict[str, int | None] = {"server": server.pid, "cassandra": cassandra}
+        out["pass_1"] = asyncio.run(grid(server.base, lists, params, pids, f"{name} pass 1"))
+        out["settle_s"].append(round(settle(session, keyspace, data_dir, 600, tell=say), 1))
+        out["grid"], out["passes"] = asyncio.run(measured(server.base, lists, params, pids, name))
+        out["server_rss_mb_after"] = round((vm_rss(server.pid) or 0) / MB, 1)
 
 
 ROUTINE_SETTLE_MINUTES: Final = 60
@@ -420,15 +454,11 @@ def measure_chatlog_current(settings: Any, tree: Tree, params: Params, work: Pat
     the measured passes); the bytes as written and after the pack beside."""
     from core.cql import connect
     from core.settings import StackSettings, load
-    from lab.bench.keyspace_disk import flush, settle
     from lab.bench.live_writes import write_live
-    from lab.bench.serve import serving
     from lab.bench.sink_data import fresh
-    from lab.stack.process import read_pid
 
     stack = load(StackSettings)
     data_dir = stack.state_dir / "cassandra" / "data"
-    cassandra = read_pid(stack.state_dir / "run" / "cassandra.pid")
     lists = url_lists(tree)
     with fresh(settings, f"vsjlnow{uuid.uuid4().hex[:8]}", work) as scratch:
         keyspace = scratch.cassandra_keyspace
@@ -441,23 +471,10 @@ def measure_chatlog_current(settings: Any, tree: Tree, params: Params, work: Pat
         )
         cluster, session = connect(scratch, timeout=60)
         try:
-            out["flush_s"] = round(flush(session, keyspace, data_dir, 300), 1)
-            out["settle_s"] = [round(settle(session, keyspace, data_dir, 600, tell=say), 1)]
-            out["storage"] = chatlog_storage(data_dir, keyspace, tree)
-            say(f"chatlog keyspace as written: {out['storage']['bytes_per_message']} B/message (Data.db)")
-            out["pack"] = pack_chatlog(scratch, settle_minutes=ROUTINE_SETTLE_MINUTES)
-            flush(session, keyspace, data_dir, 300)
-            out["settle_s"].append(round(settle(session, keyspace, data_dir, 600, tell=say), 1))
-            out["storage_packed"] = chatlog_storage(data_dir, keyspace, tree)
+            _flushed(out, session, keyspace, data_dir, tree)
+            _pack_settled(out, scratch, session, data_dir, tree, ROUTINE_SETTLE_MINUTES)
             env = {**scratch.topic_env(), "CHATLOG_KAFKA_BOOTSTRAP_SERVERS": scratch.kafka_bootstrap_servers}
-            with serving(keyspace, env=env) as server:
-                pids: dict[str, int | None] = {"server": server.pid, "cassandra": cassandra}
-                out["pass_1"] = asyncio.run(grid(server.base, lists, params, pids, "chatlog now pass 1"))
-                out["settle_s"].append(round(settle(session, keyspace, data_dir, 600, tell=say), 1))
-                out["grid"], out["passes"] = asyncio.run(
-                    measured(server.base, lists, params, pids, "chatlog now")
-                )
-                out["server_rss_mb_after"] = round((vm_rss(server.pid) or 0) / MB, 1)
+            _served(out, scratch, session, data_dir, lists, params, "chatlog now", env)
         finally:
             cluster.shutdown()
     return out
