@@ -57,6 +57,11 @@ _PARTITION_COLUMNS: Final[dict[Table, tuple[str, ...]]] = {
     USER: ("channel_key", "user_key", "month", "part"),
 }
 _INDEXES: Final[dict[Table, str]] = {CHANNEL: "channel_days", USER: "user_months"}
+MAX_BATCH_STATEMENTS: Final = 5_000
+"""Most statements in one rewrite batch. A partition of more blocks (a month of a user who spoke in most
+micro-batches: 65,535 statements is the protocol's limit) is rewritten in several single-partition batches,
+the new blocks in the first: between them a read finds a line in a new block and in an old one, and gives it
+once."""
 WRITES: Final = threading.Semaphore(1)
 """One rewrite of a partition in flight per process. A rewrite is one batch of up to megabytes; the driver
 does not queue a request while the connection's socket is full, it fails it (``ConnectionBusy``): eight
@@ -206,7 +211,8 @@ def rewrite(
     index_at: int | None = None,
 ) -> tuple[int, int, int, int, bool]:
     """The lines of ``found`` (each once; those ``keep`` takes) written as new blocks of partition ``key``,
-    the blocks they replace deleted at their own write times, in one single-partition batch; with nothing
+    the blocks they replace deleted at their own write times, in one single-partition batch (several past
+    :data:`MAX_BATCH_STATEMENTS`); with nothing
     left, the partition's index row deleted too at ``index_at`` (µs). Returns (blocks before, blocks after,
     lines, lines dropped, whether anything was written: False when the blocks read are already the blocks
     of their lines, as a channel day packed before is, one block per hour)."""
@@ -223,15 +229,19 @@ def rewrite(
     new: list[Block] = [block_of(blocks.table, key, run, level=level) for run in runs]
     ttls = [row[4] for row in found.rows if row[4]]
     ttl = max(ttls) if len(ttls) == len(found.rows) else 0  # the longest left (none: no expiry)
-    batch = BatchStatement(batch_type=BatchType.UNLOGGED)
     ttl_cell = ttl.to_bytes(4, "big", signed=True)
-    for block in new:
-        if block.block not in old_ids:
-            batch.add(block_statement(blocks.write, block, ttl_cell))
-    for first_ms, block_id, _value, written, _ttl, _last in found.rows:
-        if block_id not in new_ids:
-            batch.add(blocks.delete, (written, *key, _naive(first_ms), block_id))
-    if len(batch):
+    statements: list[tuple[Any, Any]] = [
+        (block_statement(blocks.write, block, ttl_cell), None) for block in new if block.block not in old_ids
+    ]
+    statements += [
+        (blocks.delete, (written, *key, _naive(first_ms), block_id))
+        for first_ms, block_id, _value, written, _ttl, _last in found.rows
+        if block_id not in new_ids
+    ]
+    for start in range(0, len(statements), MAX_BATCH_STATEMENTS):  # the new blocks go first
+        batch = BatchStatement(batch_type=BatchType.UNLOGGED)
+        for statement, values in statements[start : start + MAX_BATCH_STATEMENTS]:
+            batch.add(statement, values)
         with WRITES:
             blocks.session.execute(batch, timeout=120)
     if not new and index_at is not None:
@@ -300,7 +310,7 @@ def pack(
                 f"packing {BLOCK_TABLES[item[0]]} {item[1]}",
                 retry_s,
                 lambda: attempt(item),
-                fatal=(InvalidRequest, frame.FrameError),
+                fatal=(InvalidRequest, frame.FrameError, ValueError),
                 setting="",
             ),
         )

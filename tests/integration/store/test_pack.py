@@ -305,3 +305,24 @@ def test_the_packed_block_keeps_the_longest_ttl_left(session: Any, keyspace: str
     pack(session, keyspace, settle_s=0)
     ((_block, _written, ttl),) = _blocks(session, keyspace, USER, ("500", "2002", month_of(JAN), 0))
     assert ttl is None
+
+
+def test_a_partition_of_more_blocks_than_a_batch_holds_is_rewritten_in_several(
+    session: Any, keyspace: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A month of a user who spoke in most micro-batches can hold more blocks than a batch can delete
+    (65,535 statements): the rewrite goes in several single-partition batches, the new block in the first."""
+    import store.pack
+
+    monkeypatch.setattr(store.pack, "MAX_BATCH_STATEMENTS", 4)
+    alice = [e for e in _story() if e.user_id == "1001" and e.sent_at < FEB_1]  # her January's lines
+    write(session, keyspace, alice, task=1)  # a block each
+    assert len(_blocks(session, keyspace, USER, _alice_january())) == len(alice)
+    before = _reads(session)
+
+    report = pack(session, keyspace, settle_s=0)  # 1 insert and a delete per block: two batches or more
+
+    assert report.by_table.get("user_blocks") == 1
+    assert len(_blocks(session, keyspace, USER, _alice_january())) == 1
+    assert _reads(session) == before
+    _once(session, keyspace)
