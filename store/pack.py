@@ -102,16 +102,13 @@ class Blocks:
         where = " AND ".join(f"{c} = ?" for c in _PARTITION_COLUMNS[table])
         self.table = table
         self.session = session
-        self.read = session.prepare(
-            f"SELECT toUnixTimestamp(first_at) AS first_ms, block, frame, writetime(frame) AS written, "
+        rows = (
+            "SELECT toUnixTimestamp(first_at) AS first_ms, block, frame, writetime(frame) AS written, "
             f"ttl(frame) AS ttl, toUnixTimestamp(last_at) AS last_ms FROM {keyspace}.{name} WHERE {where}"
         )
+        self.read = session.prepare(rows)
         self.read.fetch_size = 200
-        self.read_until = session.prepare(
-            f"SELECT toUnixTimestamp(first_at) AS first_ms, block, frame, writetime(frame) AS written, "
-            f"ttl(frame) AS ttl, toUnixTimestamp(last_at) AS last_ms FROM {keyspace}.{name} WHERE {where} "
-            "AND first_at <= ?"
-        )
+        self.read_until = session.prepare(f"{rows} AND first_at <= ?")
         self.read_until.fetch_size = 200
         self.heads = session.prepare(
             f"SELECT toUnixTimestamp(first_at) AS first_ms, block, writetime(lines) AS written, "
@@ -212,8 +209,8 @@ def rewrite(
 ) -> tuple[int, int, int, int, bool]:
     """The lines of ``found`` (each once; those ``keep`` takes) written as new blocks of partition ``key``,
     the blocks they replace deleted at their own write times, in one single-partition batch (several past
-    :data:`MAX_BATCH_STATEMENTS`); with nothing
-    left, the partition's index row deleted too at ``index_at`` (µs). Returns (blocks before, blocks after,
+    :data:`MAX_BATCH_STATEMENTS`); with nothing left, the partition's index row deleted too at ``index_at``
+    (µs). Returns (blocks before, blocks after,
     lines, lines dropped, whether anything was written: False when the blocks read are already the blocks
     of their lines, as a channel day packed before is, one block per hour)."""
     from cassandra.query import BatchStatement, BatchType
