@@ -747,7 +747,9 @@ def _vs_justlog_current(r: Result) -> str:
     cells = [row for row in _grid_rows(r) if str(row("row").value).startswith("current_")]
     if not cells:
         return "The current month and day were not measured in this run."
-    ratios = ", ".join(f"{row('short').text()} {row('ratio').f(2)}{X}" for row in cells)
+    ratios = ", ".join(
+        f"{str(row('label').value).removeprefix('current ')} {row('ratio').f(2)}{X}" for row in cells
+    )
     pack = r("current", "chatlog", "pack", "pack_s")
     return (
         f"The current month and day (a data set that ends now, written as the sink writes the present, then "

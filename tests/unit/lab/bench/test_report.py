@@ -216,13 +216,13 @@ def test_vs_justlog_storage_names_the_tables_the_result_holds() -> None:
 
 
 def test_vs_justlog_judges_the_current_case_apart_from_the_past() -> None:
-    def cell(row: str, short: str, ratio: float) -> dict[str, object]:
-        return {"row": row, "short": short, "ratio": ratio, "justlog": 1.0, "chatlog": ratio, "p99_ms": {}}
+    def cell(row: str, label: str, ratio: float) -> dict[str, object]:
+        return {"row": row, "label": label, "ratio": ratio, "justlog": 1.0, "chatlog": ratio, "p99_ms": {}}
 
     table = [
-        cell("user_month_text_1", "text, 1", 1.6),
-        cell("current_user_month_text_1", "now text, 1", 0.9),
-        cell("current_channel_day_json_8", "now json, 8", 1.3),
+        cell("user_month_text_1", "user-month text, 1 client", 1.6),
+        cell("current_user_month_text_1", "current user-month text, 1 client", 0.9),
+        cell("current_channel_day_json_8", "current channel day json, 8 clients", 1.3),
     ]
     result = report.Result(
         "bench_vs_justlog.json", {"table": table, "current": {"chatlog": {"pack": {"pack_s": 42.0}}}}
@@ -232,7 +232,9 @@ def test_vs_justlog_judges_the_current_case_apart_from_the_past() -> None:
     assert f"text met (1.60{x})" in goal  # the current rows are not the past user-month's
     assert f"current month and day ≥ 1.0{x}: missed (0.90-1.30{x})" in goal
     said = report._vs_justlog_current(result)
-    assert "the hourly pack, 42 s" in said and f"now text, 1 0.90{x}, now json, 8 1.30{x}" in said
+    assert "the hourly pack, 42 s" in said and (
+        f"justlog user-month text, 1 client 0.90{x}, channel day json, 8 clients 1.30{x}." in said
+    )
     table[1]["ratio"] = 1.05
     assert f"current month and day ≥ 1.0{x}: met (1.05-1.30{x})" in report._vs_justlog_goal(result)
     empty = report.Result("bench_vs_justlog.json", {"table": table[:1]})
