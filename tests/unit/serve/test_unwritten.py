@@ -28,6 +28,7 @@ class TailConsumer:
         self.fetches: deque[tuple[list[FakeMessage], int]] = deque()
         self.polls = 0
         self.assigned: list[TopicPartition] = []
+        self.assigns = 0
 
     def list_topics(self, topic: str, timeout: float) -> Any:
         class Topic:
@@ -49,6 +50,7 @@ class TailConsumer:
 
     def assign(self, parts: list[TopicPartition]) -> None:
         self.assigned = parts
+        self.assigns += 1
 
     def unassign(self) -> None:
         self.assigned = []
@@ -111,3 +113,19 @@ def test_records_short_of_the_fetch_s_end_are_read_on_until_it() -> None:
     consumer.fetches.extend([(batch[:3], 8), (batch[3:], 8)])  # two batches of one fetch's records
     out = reader_of(consumer).read("chan0")
     assert out.complete and out.read == 8 and len(out.events) == 8
+
+
+def test_a_tail_at_the_partition_s_end_fetches_nothing() -> None:
+    consumer = TailConsumer(committed=10, high=15)
+    reader = reader_of(consumer)
+    consumer.fetches.append((records(10, 5), 15))
+    assert len(reader.read("chan0").events) == 5 and consumer.assigns == 1
+    # nothing said since: the end asked first is where the tail is, so no fetch waits on an empty log
+    out = reader.read("chan0")
+    assert out.complete and out.read == 0 and len(out.events) == 5
+    assert consumer.assigns == 1 and consumer.polls == 0
+    consumer.high = 17  # two lines said since: fetched up to that end
+    consumer.fetches.append((records(15, 2), 16))  # the fetch's own end is older than the one asked
+    consumer.fetches.append(([], 16))
+    out = reader.read("chan0")
+    assert out.complete and out.read == 2 and len(out.events) == 7 and consumer.assigns == 2
