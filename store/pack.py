@@ -210,9 +210,9 @@ def rewrite(
     """The lines of ``found`` (each once; those ``keep`` takes) written as new blocks of partition ``key``,
     the blocks they replace deleted at their own write times, in one single-partition batch (several past
     :data:`MAX_BATCH_STATEMENTS`); with nothing left, the partition's index row deleted too at ``index_at``
-    (µs). Returns (blocks before, blocks after,
-    lines, lines dropped, whether anything was written: False when the blocks read are already the blocks
-    of their lines, as a channel day packed before is, one block per hour)."""
+    (µs). Returns (blocks before, blocks after, lines, lines dropped, whether anything was written: False
+    when the blocks read are already the blocks of their lines, as a channel day packed before is, one block
+    per hour)."""
     from cassandra.query import BatchStatement, BatchType
 
     lines = found.lines(key)
