@@ -246,6 +246,7 @@ class Run:
         from store.schema import apply_schema
 
         self.run_dir.mkdir(parents=True, exist_ok=True)
+        self.drop_earlier_topics()
         ensure_topics(self.settings)
         cluster, session = connect(self.settings, timeout=60)
         try:
@@ -254,6 +255,14 @@ class Run:
             cluster.shutdown()
         apply_schema(self.settings)
         (self.run_dir / "channels.txt").write_text("\n".join(self.channels) + "\n")
+
+    def drop_earlier_topics(self) -> None:
+        """Delete the topics of earlier runs of this name (this run's are not made yet): their keyspace is
+        the one this run drops, so they hold nothing a later run reads, and the broker carries every
+        partition it keeps."""
+        from lab.bench.scratch import delete_topics
+
+        delete_topics(self.settings, (f"{self.config.name}.",))
 
     def start_ingester(self, sup: Supervisor, worker: str, replica: int) -> None:
         self.workers[worker] = replica
