@@ -138,30 +138,37 @@ def capacity(
 
 
 def compare_floors(run: Run, stored: int, steps: list[dict[str, Any]]) -> dict[str, Any]:
-    """The floors of Kafka and Cassandra on the run's own records and rows (:mod:`lab.bench.floors`),
-    beside what each spent per record (per row) in every step."""
-    from lab.bench.floors import cassandra_floor, kafka_floor, rows_written
+    """The floors of Kafka and Cassandra on the run's own records and rows (:mod:`lab.bench.floors`): each
+    step beside the raw library doing its work at its rate, and the bulk floors."""
+    from lab.bench import floors as f
 
-    kafka = kafka_floor(run.settings, run.settings.topic_messages)
-    rows = rows_written(run.settings, run.settings.cassandra_keyspace)
-    cassandra = cassandra_floor(run.settings, run.settings.cassandra_keyspace)
+    records, partitions = f.taken_records(run.settings, run.settings.topic_messages)
+    found = f.taken_rows(run.settings, run.settings.cassandra_keyspace)
+    rows = f.rows_written(run.settings, run.settings.cassandra_keyspace)
     rows_per_msg = sum(rows.values()) / max(stored, 1)
     for step in steps:
-        per_record = step["cpu_us_per_msg"]["kafka"] / 2  # every message is two records at R = 2
+        rate = step["sent_per_s"]
+        # two records a message at R = 2
+        kafka = f.kafka_floor_at(run.settings, records, partitions, 2 * rate)
+        cassandra = f.cassandra_floor_at(run.settings, found, rows_per_msg * rate)
+        per_record = step["cpu_us_per_msg"]["kafka"] / 2
         per_row = step["cpu_us_per_msg"]["cassandra"] / max(rows_per_msg, 1e-9)
+        step["floors_at_rate"] = {"kafka": kafka, "cassandra": cassandra}
         step["kafka_us_per_record"] = round(per_record, 2)
         step["kafka_vs_floor"] = round(per_record / max(kafka["us_per_record"], 1e-9), 2)
         step["cassandra_us_per_row"] = round(per_row, 2)
         step["cassandra_vs_floor"] = round(per_row / max(cassandra["us_per_row"], 1e-9), 2)
     return {
-        "kafka": kafka,
-        "cassandra": cassandra,
+        "kafka_bulk": f.kafka_floor(run.settings, records, partitions),
+        "cassandra_bulk": f.cassandra_floor(run.settings, found),
         "rows": rows,
         "rows_per_message": round(rows_per_msg, 4),
-        "note": "Kafka: the broker's CPU per record of the steps (all its work: the ingesters' produces, the "
-        "sink's and serve's fetches, the control topics) against a raw producer and consumer of the same "
-        "records; Cassandra: its CPU per block row of the steps (writes, flushes, compactions and serve's "
-        "reads) against the raw driver inserting the same rows",
+        "note": "each step's *_vs_floor: the server's whole CPU per record (Kafka: the ingesters' produces, "
+        "the sink's and serve's fetches, the control topics, idle work) or per block row (Cassandra: "
+        "writes, flushes, compactions, serve's reads) against the same server's while the raw library does "
+        "the step's work at the step's rate (floors_at_rate: the run's records from as many raw producers "
+        "with the ingesters' settings and one raw consumer; the run's block rows by the raw driver); "
+        "*_bulk: the same records and rows at once, the server's marginal cost of one",
     }
 
 

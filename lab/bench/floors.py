@@ -1,27 +1,53 @@
 """The floors of the pipeline's servers, measured on the records and rows of a run, in the same run.
 
-* Kafka: the run's records (the same values, keys and so partitions) produced again into a scratch topic by
-  a raw librdkafka producer in large batches (the ingesters' compression, ``linger.ms`` 1 s), then read back
-  by a raw consumer: the broker's CPU per record for both, what no client of the same records goes much
-  below.
-* Cassandra: the run's blocks (the rows the sink wrote, frames and all) read back and written again into a
-  scratch keyspace by the raw driver (one prepared insert, 64 in flight): Cassandra's CPU per row.
+Two kinds, each on the run's own data after its steps (the stack's servers still up, the run's clients
+gone):
 
-Each is compared with what the part spent per record (per row) in the run's steps (:mod:`lab.bench.capacity`).
+* **at a step's rate** (what each step is compared with): the same work a step gave the server, done by
+  the raw library at the same rate for :data:`AT_RATE_S` seconds, the server's whole CPU over that time
+  (its idle work included, as in the step) per record or row.
+
+  - Kafka: the run's records (the same values and keys, so the same partitions) produced again into a
+    scratch topic of as many partitions, two records per message sent (R = 2), by as many raw librdkafka
+    producers as the run had ingesters with the ingesters' own producer settings (``linger.ms``,
+    compression, acks), and read as they come by one raw consumer, as the sink reads them.
+  - Cassandra: the run's channel blocks (the rows the sink wrote, frames and all) written again into a
+    scratch keyspace by the raw driver at the step's block rows per second, in the sink's cadence: every
+    trigger interval the rows of that time, one unlogged batch per partition.
+
+* **in bulk**: the same records produced at once (``linger.ms`` 1 s) and read back, the same rows inserted
+  64 in flight: the marginal cost of a record or row to the server, which no client reaches at a few
+  thousand messages a second.
 """
 
 from __future__ import annotations
 
+import threading
 import time
 import uuid
+import zlib
+from collections.abc import Callable
+from contextlib import AbstractContextManager
 from typing import Any, Final
 
 from core.settings import StackSettings
 from lab.bench.loading import produce
+from lab.bench.scratch import scratch_keyspaces, scratch_topics
 from lab.demo import process_cpu
 
 RECORDS: Final = 200_000
 ROWS: Final = 50_000
+AT_RATE_S: Final = 40.0
+"""Seconds each floor at a step's rate is measured over (after :data:`AT_RATE_WARM_S` to connect)."""
+AT_RATE_WARM_S: Final = 5.0
+PRODUCERS: Final = 4
+"""Raw producers of the Kafka floor at a rate: the run's ingesters (two replica groups of two)."""
+
+
+Record = tuple[bytes | None, bytes | None]
+"""A Kafka record's key and value."""
+Row = tuple[Any, ...]
+"""A channel block row: ``channel_key, day, part, first_at, block, last_at, lines, frame``."""
 
 
 def _cpu(component: str) -> float:
@@ -30,10 +56,42 @@ def _cpu(component: str) -> float:
     return sum(p.seconds for p in snap.values() if p.component == component)
 
 
-def kafka_floor(settings: StackSettings, topic: str, records: int = RECORDS) -> dict[str, Any]:
-    """The broker's CPU per record producing and consuming up to ``records`` of ``topic``'s records again."""
-    from confluent_kafka import Consumer, Producer, TopicPartition
-    from confluent_kafka.admin import AdminClient, NewTopic
+def paced(per_s: float, seconds: float, send: Callable[[int], None], slice_s: float = 0.01) -> int:
+    """Call ``send(i)`` for i = 0, 1, ... at ``per_s`` a second, evenly over ``seconds`` (in slices of
+    ``slice_s``; a slow ``send`` catches up in the next slices); returns how many were sent."""
+    start = time.monotonic()
+    sent = 0
+    while True:
+        elapsed = time.monotonic() - start
+        due = min(int(elapsed * per_s), int(seconds * per_s))
+        while sent < due:
+            send(sent)
+            sent += 1
+        if elapsed >= seconds:
+            return sent
+        time.sleep(slice_s)
+
+
+def _measured(component: str, seconds: float, work: Callable[[float], int]) -> tuple[int, float]:
+    """Run ``work(AT_RATE_WARM_S + seconds)``; returns what it counts and ``component``'s CPU seconds over
+    its last ``seconds`` (its first :data:`AT_RATE_WARM_S` connect and warm up)."""
+    marks: list[float] = []
+
+    def mark() -> None:
+        time.sleep(AT_RATE_WARM_S)
+        marks.append(_cpu(component))
+
+    marker = threading.Thread(target=mark, daemon=True)
+    marker.start()
+    done = work(AT_RATE_WARM_S + seconds)
+    end = _cpu(component)
+    marker.join()
+    return done, end - marks[0]
+
+
+def taken_records(settings: StackSettings, topic: str, records: int = RECORDS) -> tuple[list[Record], int]:
+    """Up to ``records`` of ``topic``'s records from its start, and how many partitions it has."""
+    from confluent_kafka import Consumer, TopicPartition
 
     source = Consumer(
         {
@@ -44,20 +102,43 @@ def kafka_floor(settings: StackSettings, topic: str, records: int = RECORDS) -> 
     )
     parts = source.list_topics(topic, timeout=10).topics[topic].partitions
     source.assign([TopicPartition(topic, p, 0) for p in parts])
-    taken: list[tuple[bytes | None, bytes | None]] = []
+    taken: list[Record] = []
     idle = 0
     while len(taken) < records and idle < 5:
         batch = source.consume(10_000, timeout=1.0)
         idle = 0 if batch else idle + 1
         taken += [(m.key(), m.value()) for m in batch if m.error() is None]
     source.close()
-    taken = taken[:records]
-    scratch = f"floor.{uuid.uuid4().hex[:8]}"
-    admin = AdminClient(settings.kafka_client_config())
-    admin.create_topics([NewTopic(scratch, num_partitions=len(parts), replication_factor=1)])[scratch].result(
-        30
+    return taken[:records], len(parts)
+
+
+def _scratch(settings: StackSettings, partitions: int) -> AbstractContextManager[StackSettings]:
+    """Scratch topics for a floor, their messages topic of ``partitions``, deleted after it."""
+    return scratch_topics(settings, f"floor{uuid.uuid4().hex[:8]}", messages_partitions=partitions)
+
+
+def _reader(settings: StackSettings, offset: int) -> Any:
+    """A raw consumer of every partition of ``settings``' messages topic from ``offset``."""
+    from confluent_kafka import Consumer, TopicPartition
+
+    consumer = Consumer(
+        {
+            **settings.kafka_client_config(),
+            "group.id": f"floor-{uuid.uuid4().hex}",
+            "enable.auto.commit": False,
+        }
     )
-    try:
+    topic = settings.topic_messages
+    consumer.assign([TopicPartition(topic, p, offset) for p in range(settings.messages_partitions)])
+    return consumer
+
+
+def kafka_floor(settings: StackSettings, taken: list[Record], partitions: int) -> dict[str, Any]:
+    """The broker's CPU per record producing ``taken`` at once into a topic of ``partitions`` and reading
+    them back (the bulk floor)."""
+    from confluent_kafka import Producer
+
+    with _scratch(settings, partitions) as scratch:
         producer = Producer(
             {
                 **settings.kafka_client_config(),
@@ -70,17 +151,10 @@ def kafka_floor(settings: StackSettings, topic: str, records: int = RECORDS) -> 
         )
         before = _cpu("kafka")
         for key, value in taken:
-            produce(producer, scratch, value, key)
+            produce(producer, scratch.topic_messages, value, key)
         producer.flush(120)
         produced = _cpu("kafka") - before
-        consumer = Consumer(
-            {
-                **settings.kafka_client_config(),
-                "group.id": f"floor-{uuid.uuid4().hex}",
-                "enable.auto.commit": False,
-            }
-        )
-        consumer.assign([TopicPartition(scratch, p, 0) for p in range(len(parts))])
+        consumer = _reader(scratch, 0)
         before = _cpu("kafka")
         read = idle = 0
         while read < len(taken) and idle < 5:
@@ -89,14 +163,69 @@ def kafka_floor(settings: StackSettings, topic: str, records: int = RECORDS) -> 
             read += sum(1 for m in batch if m.error() is None)
         consumed = _cpu("kafka") - before
         consumer.close()
-    finally:
-        admin.delete_topics([scratch])
     n = max(len(taken), 1)
     return {
         "records": len(taken),
         "produce_us_per_record": round(produced / n * 1e6, 2),
         "consume_us_per_record": round(consumed / n * 1e6, 2),
         "us_per_record": round((produced + consumed) / n * 1e6, 2),
+    }
+
+
+def kafka_floor_at(
+    settings: StackSettings,
+    taken: list[Record],
+    partitions: int,
+    records_per_s: float,
+    seconds: float = AT_RATE_S,
+) -> dict[str, Any]:
+    """The broker's whole CPU per record while :data:`PRODUCERS` raw producers with the ingesters' settings
+    send ``records_per_s`` of ``taken`` (cycled) into a topic of ``partitions`` and one raw consumer reads
+    them as they come, over ``seconds``."""
+    from confluent_kafka import OFFSET_END, Producer
+
+    from core.settings import load
+    from ingest.producer import producer_config
+    from ingest.settings import IngestSettings
+
+    ingest = load(IngestSettings)
+    with _scratch(settings, partitions) as scratch:
+        producers = [Producer(producer_config(ingest, f"floor-{i}")) for i in range(PRODUCERS)]
+        consumer = _reader(scratch, OFFSET_END)
+        stop = threading.Event()
+        read = [0]
+
+        def consume() -> None:
+            while not stop.is_set():
+                read[0] += sum(1 for m in consumer.consume(10_000, timeout=0.2) if m.error() is None)
+
+        reading = threading.Thread(target=consume, daemon=True)
+        reading.start()
+
+        def send(i: int) -> None:
+            key, value = taken[i % len(taken)]
+            producer = producers[zlib.crc32(key or b"") % PRODUCERS]
+            produce(producer, scratch.topic_messages, value, key)
+            if i % 500 == 0:
+                for each in producers:
+                    each.poll(0)
+
+        def work(total_s: float) -> int:
+            n = paced(records_per_s, total_s, send)
+            for producer in producers:
+                producer.flush(30)
+            return n
+
+        sent, spent = _measured("kafka", seconds, work)
+        stop.set()
+        reading.join()
+        consumer.close()
+    return {
+        "records_per_s": records_per_s,
+        "seconds": seconds,
+        "read": read[0],
+        "sent": sent,
+        "us_per_record": round(spent / max(records_per_s * seconds, 1) * 1e6, 2),
     }
 
 
@@ -118,49 +247,117 @@ def rows_written(settings: StackSettings, keyspace: str) -> dict[str, int]:
         cluster.shutdown()
 
 
-def cassandra_floor(settings: StackSettings, keyspace: str, rows: int = ROWS) -> dict[str, Any]:
-    """Cassandra's CPU per row writing up to ``rows`` of ``keyspace``'s channel blocks again, raw."""
-    from cassandra.concurrent import execute_concurrent_with_args
+_COLUMNS: Final = "channel_key, day, part, first_at, block, last_at, lines, frame"
+
+
+def taken_rows(settings: StackSettings, keyspace: str, rows: int = ROWS) -> list[Row]:
+    """Up to ``rows`` of ``keyspace``'s channel blocks."""
     from cassandra.query import SimpleStatement
 
+    from core.cql import connect
+    from store.blocks import CHANNEL
+    from store.write import BLOCK_TABLES
+
+    cluster, session = connect(settings, timeout=60, protocol_version=4)
+    try:
+        query = SimpleStatement(f"SELECT {_COLUMNS} FROM {keyspace}.{BLOCK_TABLES[CHANNEL]}", fetch_size=500)
+        found: list[Row] = []
+        for row in session.execute(query, timeout=120):
+            found.append(tuple(row))
+            if len(found) >= rows:
+                break
+        return found
+    finally:
+        cluster.shutdown()
+
+
+def _inserting(settings: StackSettings, write: Callable[[Any, Any], int]) -> int:
+    """``write(session, insert)`` into a scratch keyspace of the product's schema, dropped after; returns
+    what ``write`` returns."""
     from core.cql import connect
     from store.blocks import CHANNEL
     from store.schema import create
     from store.write import BLOCK_TABLES
 
-    table = BLOCK_TABLES[CHANNEL]
-    cluster, session = connect(settings, timeout=60, protocol_version=4)
-    scratch = f"floor_{uuid.uuid4().hex[:8]}"
-    try:
-        found = []
-        query = SimpleStatement(
-            f"SELECT channel_key, day, part, first_at, block, last_at, lines, frame FROM {keyspace}.{table}",
-            fetch_size=500,
-        )
-        for row in session.execute(query, timeout=120):
-            found.append(tuple(row))
-            if len(found) >= rows:
-                break
-        create(session, scratch, settings.cassandra_replication)
-        insert = session.prepare(
-            f"INSERT INTO {scratch}.{table} (channel_key, day, part, first_at, block, last_at, lines, frame) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
-        )
-        time.sleep(2)  # the schema's own work out of the way
+    with scratch_keyspaces(settings, f"floor_{uuid.uuid4().hex[:8]}") as (scratch,):
+        cluster, session = connect(settings, timeout=60, protocol_version=4)
+        try:
+            create(session, scratch, settings.cassandra_replication)
+            insert = session.prepare(
+                f"INSERT INTO {scratch}.{BLOCK_TABLES[CHANNEL]} ({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
+            )
+            time.sleep(2)  # the schema's own work out of the way
+            return write(session, insert)
+        finally:
+            cluster.shutdown()
+
+
+def cassandra_floor(settings: StackSettings, found: list[Row]) -> dict[str, Any]:
+    """Cassandra's CPU per row inserting ``found`` raw, 64 in flight (the bulk floor)."""
+    from cassandra.concurrent import execute_concurrent_with_args
+
+    spent = [0.0]
+
+    def write(session: Any, insert: Any) -> int:
         before = _cpu("cassandra")
         for ok, result in execute_concurrent_with_args(session, insert, found, concurrency=64):
             if not ok:
                 raise result
-        spent = _cpu("cassandra") - before
-        frame_bytes = sum(len(r[7]) for r in found)
-    finally:
-        session.execute(f"DROP KEYSPACE IF EXISTS {scratch}", timeout=120)
-        cluster.shutdown()
-    n = max(len(found), 1)
+        spent[0] = _cpu("cassandra") - before
+        return len(found)
+
+    n = max(_inserting(settings, write), 1)
     return {
         "rows": len(found),
-        "mean_frame_bytes": round(frame_bytes / n, 1),
-        "us_per_row": round(spent / n * 1e6, 2),
+        "mean_frame_bytes": round(sum(len(r[7]) for r in found) / n, 1),
+        "us_per_row": round(spent[0] / n * 1e6, 2),
         "note": "the insert CPU only (memtable, commit log); flushes and compactions come later and are "
         "counted in the run's figures, not here",
+    }
+
+
+def cassandra_floor_at(
+    settings: StackSettings,
+    found: list[Row],
+    rows_per_s: float,
+    seconds: float = AT_RATE_S,
+    round_s: float | None = None,
+) -> dict[str, Any]:
+    """Cassandra's whole CPU per row while the raw driver writes ``rows_per_s`` of ``found`` (cycled) over
+    ``seconds``, as the sink's cadence lets any client: every ``round_s`` (the sink's trigger interval) the
+    rows of that time, one unlogged batch per partition, 64 in flight. (One insert a row as it comes costs
+    the node several times more at these rates: each request wakes its request and mutation stages.)"""
+    from cassandra.concurrent import execute_concurrent
+    from cassandra.query import BatchStatement, BatchType
+
+    from core.settings import load
+    from sink.settings import SinkSettings
+
+    every = load(SinkSettings).trigger_ms / 1000 if round_s is None else round_s
+    per_round = max(1, round(rows_per_s * every))
+    spent = [0.0]
+
+    def write(session: Any, insert: Any) -> int:
+        def send(i: int) -> None:
+            batches: dict[tuple[Any, ...], Any] = {}
+            for j in range(i * per_round, (i + 1) * per_round):
+                row = found[j % len(found)]
+                batch = batches.setdefault(row[:3], BatchStatement(batch_type=BatchType.UNLOGGED))
+                batch.add(insert, row)
+            for ok, result in execute_concurrent(
+                session, [(b, ()) for b in batches.values()], concurrency=64
+            ):
+                if not ok:
+                    raise result
+
+        done, spent[0] = _measured("cassandra", seconds, lambda total_s: paced(1 / every, total_s, send))
+        return done * per_round
+
+    sent = _inserting(settings, write)
+    return {
+        "rows_per_s": round(rows_per_s, 1),
+        "seconds": seconds,
+        "round_s": every,
+        "sent": sent,
+        "us_per_row": round(spent[0] / max(rows_per_s * seconds, 1) * 1e6, 2),
     }

@@ -490,7 +490,13 @@ def _capacity_figures(r: Result) -> str:
             f"p99 {lag('p99').f(1)} s, sink lag growing: "
             f"{'yes' if step('sink_lag_records', 'growing').value is True else 'no'}; pipeline "
             f"{step('pipeline_us_per_msg').f(1)} µs per message "
-            f"({_by_part(step('cpu_us_per_msg'), 1, 4)}), the machine {step('machine_cores').f(2)} cores"
+            f"({_by_part(step('cpu_us_per_msg'), 1, 4)}), the machine {step('machine_cores').f(2)} cores; "
+            f"against the raw library at this rate Kafka {step('kafka_vs_floor').f(2)}x "
+            f"({step('kafka_us_per_record').f(1)} against "
+            f"{step('floors_at_rate', 'kafka', 'us_per_record').f(1)} "
+            f"µs per record), Cassandra {step('cassandra_vs_floor').f(2)}x "
+            f"({step('cassandra_us_per_row').f(0)} against "
+            f"{step('floors_at_rate', 'cassandra', 'us_per_row').f(0)} µs per block row)"
         )
     return (
         f"Sustained {r('sustained_msgs_per_s').f(0, grouped=True)} msg/s; at rest the pipeline takes "
