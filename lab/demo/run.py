@@ -260,9 +260,12 @@ class Run:
         """Delete the topics of earlier runs of this name (this run's are not made yet): their keyspace is
         the one this run drops, so they hold nothing a later run reads, and the broker carries every
         partition it keeps."""
-        from lab.bench.scratch import delete_topics
+        from core.kafka_admin import admin_client
 
-        delete_topics(self.settings, (f"{self.config.name}.",))
+        admin = admin_client(self.settings)
+        earlier = [t for t in admin.list_topics(timeout=30).topics if t.startswith(f"{self.config.name}.")]
+        for future in (admin.delete_topics(earlier, operation_timeout=60) if earlier else {}).values():
+            future.result()
 
     def start_ingester(self, sup: Supervisor, worker: str, replica: int) -> None:
         self.workers[worker] = replica

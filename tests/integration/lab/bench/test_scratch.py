@@ -12,21 +12,9 @@ from core.kafka_admin import admin_client, ensure_topics
 from core.settings import StackSettings
 from lab.bench.scratch import scratch_keyspaces, scratch_topics
 from store.schema import apply_schema
+from tests.kafka_topics import topics_named
 
 pytestmark = pytest.mark.integration
-
-
-def topics_named(
-    settings: StackSettings, prefix: str, *, gone: bool = False, wait_s: float = 15.0
-) -> set[str]:
-    """Topics whose names start with ``prefix``; with ``gone``, waits (a while) until there are none."""
-    admin = admin_client(settings)
-    deadline = time.monotonic() + wait_s
-    while True:
-        names = {t for t in admin.list_topics(timeout=30).topics if t.startswith(prefix)}
-        if not gone or not names or time.monotonic() > deadline:
-            return names
-        time.sleep(0.5)
 
 
 def keyspaces(settings: StackSettings) -> set[str]:

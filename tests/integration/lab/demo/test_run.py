@@ -8,7 +8,7 @@ from core.kafka_admin import ensure_topics
 from core.settings import StackSettings
 from lab.bench.scratch import delete_topics
 from lab.demo.run import Run, RunConfig, run_settings
-from tests.integration.lab.bench.test_scratch import topics_named
+from tests.kafka_topics import topics_named
 
 pytestmark = pytest.mark.integration
 
