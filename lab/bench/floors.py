@@ -89,17 +89,24 @@ def _measured(component: str, seconds: float, work: Callable[[float], int]) -> t
     return done, end - marks[0]
 
 
-def taken_records(settings: StackSettings, topic: str, records: int = RECORDS) -> tuple[list[Record], int]:
-    """Up to ``records`` of ``topic``'s records from its start, and how many partitions it has."""
-    from confluent_kafka import Consumer, TopicPartition
+def _consumer(settings: StackSettings) -> Any:
+    """A raw consumer of its own throw-away group that commits nothing."""
+    from confluent_kafka import Consumer
 
-    source = Consumer(
+    return Consumer(
         {
             **settings.kafka_client_config(),
             "group.id": f"floor-{uuid.uuid4().hex}",
             "enable.auto.commit": False,
         }
     )
+
+
+def taken_records(settings: StackSettings, topic: str, records: int = RECORDS) -> tuple[list[Record], int]:
+    """Up to ``records`` of ``topic``'s records from its start, and how many partitions it has."""
+    from confluent_kafka import TopicPartition
+
+    source = _consumer(settings)
     parts = source.list_topics(topic, timeout=10).topics[topic].partitions
     source.assign([TopicPartition(topic, p, 0) for p in parts])
     taken: list[Record] = []
@@ -119,15 +126,9 @@ def _scratch(settings: StackSettings, partitions: int) -> AbstractContextManager
 
 def _reader(settings: StackSettings, offset: int) -> Any:
     """A raw consumer of every partition of ``settings``' messages topic from ``offset``."""
-    from confluent_kafka import Consumer, TopicPartition
+    from confluent_kafka import TopicPartition
 
-    consumer = Consumer(
-        {
-            **settings.kafka_client_config(),
-            "group.id": f"floor-{uuid.uuid4().hex}",
-            "enable.auto.commit": False,
-        }
-    )
+    consumer = _consumer(settings)
     topic = settings.topic_messages
     consumer.assign([TopicPartition(topic, p, offset) for p in range(settings.messages_partitions)])
     return consumer
