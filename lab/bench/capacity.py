@@ -110,7 +110,7 @@ def capacity(
         if not step["sustained"]:
             break
         sustained = step["rate"]
-    floors = compare_floors(run, rep.stored, steps)
+    floors = compare_floors(run, steps)
     result = {
         "bench": "capacity",
         "sustained_msgs_per_s": sustained,
@@ -137,38 +137,45 @@ def capacity(
     return result
 
 
-def compare_floors(run: Run, stored: int, steps: list[dict[str, Any]]) -> dict[str, Any]:
+def compare_floors(run: Run, steps: list[dict[str, Any]]) -> dict[str, Any]:
     """The floors of Kafka and Cassandra on the run's own records and rows (:mod:`lab.bench.floors`): each
     step beside the raw library doing its work at its rate, and the bulk floors."""
+    from core.settings import load
     from lab.bench import floors as f
+    from sink.settings import SinkSettings
 
+    every = load(SinkSettings).trigger_ms / 1000
     records, partitions = f.taken_records(run.settings, run.settings.topic_messages)
-    found = f.taken_rows(run.settings, run.settings.cassandra_keyspace)
-    rows = f.rows_written(run.settings, run.settings.cassandra_keyspace)
-    rows_per_msg = sum(rows.values()) / max(stored, 1)
+    written = f.written_rows(run.settings, run.settings.cassandra_keyspace)
     for step in steps:
         rate = step["sent_per_s"]
+        lo, hi = (run.t0 + at for at in step["window_s"])
+        rounds = f.rounds_of(written, lo, hi, gap_s=every / 2)
+        rows = sum(len(r) for r in rounds)
         # two records a message at R = 2
         kafka = f.kafka_floor_at(run.settings, records, partitions, 2 * rate)
-        cassandra = f.cassandra_floor_at(run.settings, found, rows_per_msg * rate)
+        cassandra = f.cassandra_floor_at(run.settings, rounds, every)
         per_record = step["cpu_us_per_msg"]["kafka"] / 2
-        per_row = step["cpu_us_per_msg"]["cassandra"] / max(rows_per_msg, 1e-9)
+        per_row = step["cpu_us_per_msg"]["cassandra"] * step["sent"] / max(rows, 1)
+        step["block_rows"] = {"written": rows, "per_s": round(rows / (hi - lo), 1), "rounds": len(rounds)}
         step["floors_at_rate"] = {"kafka": kafka, "cassandra": cassandra}
         step["kafka_us_per_record"] = round(per_record, 2)
         step["kafka_vs_floor"] = round(per_record / max(kafka["us_per_record"], 1e-9), 2)
         step["cassandra_us_per_row"] = round(per_row, 2)
-        step["cassandra_vs_floor"] = round(per_row / max(cassandra["us_per_row"], 1e-9), 2)
+        step["cassandra_vs_floor"] = round(per_row / max(cassandra["us_per_row"] or 0, 1e-9), 2)
+    sample = written[:: max(1, len(written) // f.BULK_ROWS)][: f.BULK_ROWS]
     return {
         "kafka_bulk": f.kafka_floor(run.settings, records, partitions),
-        "cassandra_bulk": f.cassandra_floor(run.settings, found),
-        "rows": rows,
-        "rows_per_message": round(rows_per_msg, 4),
-        "note": "each step's *_vs_floor: the server's whole CPU per record (Kafka: the ingesters' produces, "
-        "the sink's and serve's fetches, the control topics, idle work) or per block row (Cassandra: "
-        "writes, flushes, compactions, serve's reads) against the same server's while the raw library does "
-        "the step's work at the step's rate (floors_at_rate: the run's records from as many raw producers "
-        "with the ingesters' settings and one raw consumer; the run's block rows by the raw driver); "
-        "*_bulk: the same records and rows at once, the server's marginal cost of one",
+        "cassandra_bulk": f.cassandra_floor(run.settings, sample),
+        "block_rows": {table: sum(1 for w in written if w.table == table) for table in f.BLOCK_TABLES},
+        "note": "each step's *_vs_floor: the server's whole CPU per record (Kafka: the ingesters' "
+        "produces, the sink's and serve's fetches, the control topics, idle work) or per block row written "
+        "in the step (Cassandra: writes of blocks, index and name rows, flushes, compactions, serve's "
+        "reads) against the same server's while the raw library does the step's work at the step's rate "
+        "(floors_at_rate: the run's records from as many raw producers with the ingesters' settings and "
+        "one raw consumer; the block rows the sink wrote in the step, both tables, in the rounds it wrote "
+        "them, in unlogged batches cut as the sink cuts them); *_bulk: the same records and a sample of the "
+        "rows at once, the server's marginal cost of one",
     }
 
 

@@ -11,13 +11,15 @@ gone):
     scratch topic of as many partitions, two records per message sent (R = 2), by as many raw librdkafka
     producers as the run had ingesters with the ingesters' own producer settings (``linger.ms``,
     compression, acks), and read as they come by one raw consumer, as the sink reads them.
-  - Cassandra: the run's channel blocks (the rows the sink wrote, frames and all) written again into a
-    scratch keyspace by the raw driver at the step's block rows per second, in the sink's cadence: every
-    trigger interval the rows of that time, one unlogged batch per partition.
+  - Cassandra: the block rows the sink wrote in the step (both block tables, frames and all, found by
+    their write times) written again into a scratch keyspace by the raw driver in the rounds the sink
+    wrote them, one round every trigger interval, each round's rows in unlogged batches cut as the sink
+    cuts them (by partition; at most :data:`BATCH_ROWS` rows, :data:`BATCH_PARTITIONS` partitions,
+    :data:`BATCH_BYTES` of frames). The sink's index and name rows and serve's reads are not in it.
 
-* **in bulk**: the same records produced at once (``linger.ms`` 1 s) and read back, the same rows inserted
-  64 in flight: the marginal cost of a record or row to the server, which no client reaches at a few
-  thousand messages a second.
+* **in bulk**: the same records produced at once (``linger.ms`` 1 s) and read back, a sample of the rows
+  inserted one statement each, 64 in flight: the marginal cost of a record or row to the server, which no
+  client reaches at a few thousand messages a second.
 """
 
 from __future__ import annotations
@@ -26,8 +28,9 @@ import threading
 import time
 import uuid
 import zlib
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
+from dataclasses import dataclass
 from typing import Any, Final
 
 from core.settings import StackSettings
@@ -36,7 +39,6 @@ from lab.bench.scratch import scratch_keyspaces, scratch_topics
 from lab.demo import process_cpu
 
 RECORDS: Final = 200_000
-ROWS: Final = 50_000
 AT_RATE_S: Final = 40.0
 """Seconds each floor at a step's rate is measured over (after :data:`AT_RATE_WARM_S` to connect)."""
 AT_RATE_WARM_S: Final = 5.0
@@ -46,8 +48,6 @@ PRODUCERS: Final = 4
 
 Record = tuple[bytes | None, bytes | None]
 """A Kafka record's key and value."""
-Row = tuple[Any, ...]
-"""A channel block row: ``channel_key, day, part, first_at, block, last_at, lines, frame``."""
 
 
 def _cpu(component: str) -> float:
@@ -230,87 +230,136 @@ def kafka_floor_at(
     }
 
 
-def rows_written(settings: StackSettings, keyspace: str) -> dict[str, int]:
-    """How many block rows each block table of ``keyspace`` holds (a scan of their keys)."""
+_COLUMNS: Final[dict[str, str]] = {
+    "channel_blocks": "channel_key, day, part, first_at, block, last_at, lines, frame",
+    "user_blocks": "channel_key, user_key, month, part, first_at, block, last_at, lines, frame",
+}
+"""The cells of a block row of each block table, in the order a :class:`Written` holds them."""
+BLOCK_TABLES: Final = tuple(_COLUMNS)
+BULK_ROWS: Final = 50_000
+"""Most rows of the bulk floor (a sample of the run's, spread over it)."""
+_PARTITION: Final[dict[str, int]] = {"channel_blocks": 3, "user_blocks": 4}
+"""How many of a row's first cells are its partition key."""
+BATCH_ROWS: Final = 100
+BATCH_PARTITIONS: Final = 60
+BATCH_BYTES: Final = 48 * 1024
+"""The cuts of a floor's unlogged batches (the sink's defaults: ``sink_batch_max_*``)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Written:
+    """A block row a run wrote: its table, its cells (:data:`_COLUMNS`) and its write time (epoch s)."""
+
+    table: str
+    cells: tuple[Any, ...]
+    at: float
+
+    @property
+    def partition(self) -> tuple[Any, ...]:
+        return (self.table, *self.cells[: _PARTITION[self.table]])
+
+
+def written_rows(settings: StackSettings, keyspace: str) -> list[Written]:
+    """Every block row of ``keyspace`` (both block tables) with its write time, oldest first."""
     from cassandra.query import SimpleStatement
 
     from core.cql import connect
-    from store.write import BLOCK_TABLES
-
-    cluster, session = connect(settings, timeout=60)
-    try:
-        out = {}
-        for table in BLOCK_TABLES.values():
-            query = SimpleStatement(f"SELECT block FROM {keyspace}.{table}", fetch_size=5000)
-            out[table] = sum(1 for _ in session.execute(query, timeout=300))
-        return out
-    finally:
-        cluster.shutdown()
-
-
-_COLUMNS: Final = "channel_key, day, part, first_at, block, last_at, lines, frame"
-
-
-def taken_rows(settings: StackSettings, keyspace: str, rows: int = ROWS) -> list[Row]:
-    """Up to ``rows`` of ``keyspace``'s channel blocks."""
-    from cassandra.query import SimpleStatement
-
-    from core.cql import connect
-    from store.blocks import CHANNEL
-    from store.write import BLOCK_TABLES
 
     cluster, session = connect(settings, timeout=60, protocol_version=4)
     try:
-        query = SimpleStatement(f"SELECT {_COLUMNS} FROM {keyspace}.{BLOCK_TABLES[CHANNEL]}", fetch_size=500)
-        found: list[Row] = []
-        for row in session.execute(query, timeout=120):
-            found.append(tuple(row))
-            if len(found) >= rows:
-                break
-        return found
+        out = []
+        for table, columns in _COLUMNS.items():
+            query = SimpleStatement(
+                f"SELECT {columns}, writetime(frame) FROM {keyspace}.{table}", fetch_size=1000
+            )
+            rows = session.execute(query, timeout=300)
+            out += [Written(table, tuple(row[:-1]), row[-1] / 1e6) for row in rows]
+        return sorted(out, key=lambda w: w.at)
     finally:
         cluster.shutdown()
 
 
-def _inserting(settings: StackSettings, write: Callable[[Any, Any], int]) -> int:
-    """``write(session, insert)`` into a scratch keyspace of the product's schema, dropped after; returns
-    what ``write`` returns."""
+def rounds_of(rows: Sequence[Written], lo: float, hi: float, gap_s: float) -> list[list[Written]]:
+    """The rows written in ``[lo, hi)`` (epoch s; ``rows`` oldest first) in the rounds they were written
+    in: a round ends where no row was written for ``gap_s``."""
+    out: list[list[Written]] = []
+    last = -float("inf")
+    for row in rows:
+        if not lo <= row.at < hi:
+            continue
+        if row.at - last > gap_s:
+            out.append([])
+        out[-1].append(row)
+        last = row.at
+    return out
+
+
+def batched(rows: Sequence[Written]) -> list[list[Written]]:
+    """``rows`` in unlogged batches cut as the sink cuts them (:data:`BATCH_ROWS`, :data:`BATCH_PARTITIONS`,
+    :data:`BATCH_BYTES` of frames; on one node every partition has the same replica), by partition."""
+    out: list[list[Written]] = []
+    size = partitions = 0
+    last: tuple[Any, ...] | None = None
+    for row in sorted(rows, key=lambda w: repr(w.partition)):
+        frame_bytes = len(row.cells[-1])
+        new = row.partition != last
+        if not out or (
+            len(out[-1]) >= BATCH_ROWS
+            or size + frame_bytes > BATCH_BYTES
+            or (new and partitions >= BATCH_PARTITIONS)
+        ):
+            out.append([])
+            size = partitions = 0
+            new = True
+        out[-1].append(row)
+        size += frame_bytes
+        partitions += new
+        last = row.partition
+    return out
+
+
+def _inserting(settings: StackSettings, write: Callable[[Any, dict[str, Any]], int]) -> int:
+    """``write(session, inserts)`` (a prepared INSERT per block table) into a scratch keyspace of the
+    product's schema, dropped after; returns what ``write`` returns."""
     from core.cql import connect
-    from store.blocks import CHANNEL
     from store.schema import create
-    from store.write import BLOCK_TABLES
 
     with scratch_keyspaces(settings, f"floor_{uuid.uuid4().hex[:8]}") as (scratch,):
         cluster, session = connect(settings, timeout=60, protocol_version=4)
         try:
             create(session, scratch, settings.cassandra_replication)
-            insert = session.prepare(
-                f"INSERT INTO {scratch}.{BLOCK_TABLES[CHANNEL]} ({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
-            )
+            inserts = {
+                table: session.prepare(
+                    f"INSERT INTO {scratch}.{table} ({columns}) "
+                    f"VALUES ({', '.join('?' * len(columns.split(',')))})"
+                )
+                for table, columns in _COLUMNS.items()
+            }
             time.sleep(2)  # the schema's own work out of the way
-            return write(session, insert)
+            return write(session, inserts)
         finally:
             cluster.shutdown()
 
 
-def cassandra_floor(settings: StackSettings, found: list[Row]) -> dict[str, Any]:
-    """Cassandra's CPU per row inserting ``found`` raw, 64 in flight (the bulk floor)."""
-    from cassandra.concurrent import execute_concurrent_with_args
+def cassandra_floor(settings: StackSettings, rows: Sequence[Written]) -> dict[str, Any]:
+    """Cassandra's CPU per row inserting ``rows`` raw, one statement each, 64 in flight (the bulk floor)."""
+    from cassandra.concurrent import execute_concurrent
 
     spent = [0.0]
 
-    def write(session: Any, insert: Any) -> int:
+    def write(session: Any, inserts: dict[str, Any]) -> int:
         before = _cpu("cassandra")
-        for ok, result in execute_concurrent_with_args(session, insert, found, concurrency=64):
+        statements = [(inserts[row.table], row.cells) for row in rows]
+        for ok, result in execute_concurrent(session, statements, concurrency=64):
             if not ok:
                 raise result
         spent[0] = _cpu("cassandra") - before
-        return len(found)
+        return len(rows)
 
     n = max(_inserting(settings, write), 1)
     return {
-        "rows": len(found),
-        "mean_frame_bytes": round(sum(len(r[7]) for r in found) / n, 1),
+        "rows": len(rows),
+        "mean_frame_bytes": round(sum(len(row.cells[-1]) for row in rows) / n, 1),
         "us_per_row": round(spent[0] / n * 1e6, 2),
         "note": "the insert CPU only (memtable, commit log); flushes and compactions come later and are "
         "counted in the run's figures, not here",
@@ -318,47 +367,45 @@ def cassandra_floor(settings: StackSettings, found: list[Row]) -> dict[str, Any]
 
 
 def cassandra_floor_at(
-    settings: StackSettings,
-    found: list[Row],
-    rows_per_s: float,
-    seconds: float = AT_RATE_S,
-    round_s: float | None = None,
+    settings: StackSettings, rounds: Sequence[Sequence[Written]], every_s: float, seconds: float = AT_RATE_S
 ) -> dict[str, Any]:
-    """Cassandra's whole CPU per row while the raw driver writes ``rows_per_s`` of ``found`` (cycled) over
-    ``seconds``, as the sink's cadence lets any client: every ``round_s`` (the sink's trigger interval) the
-    rows of that time, one unlogged batch per partition, 64 in flight. (One insert a row as it comes costs
-    the node several times more at these rates: each request wakes its request and mutation stages.)"""
+    """Cassandra's whole CPU per row while the raw driver writes a step's ``rounds`` again (cycled) at the
+    step's cadence, one round every ``every_s`` (the sink's trigger interval), each round's rows in
+    unlogged batches cut as the sink cuts them (:func:`batched`), 64 in flight, over ``seconds``."""
     from cassandra.concurrent import execute_concurrent
     from cassandra.query import BatchStatement, BatchType
 
-    from core.settings import load
-    from sink.settings import SinkSettings
-
-    every = load(SinkSettings).trigger_ms / 1000 if round_s is None else round_s
-    per_round = max(1, round(rows_per_s * every))
+    if not rounds:
+        return {"rows_per_s": 0.0, "seconds": seconds, "round_s": every_s, "sent": 0, "us_per_row": None}
+    sent = [0]
     spent = [0.0]
 
-    def write(session: Any, insert: Any) -> int:
+    def write(session: Any, inserts: dict[str, Any]) -> int:
         def send(i: int) -> None:
-            batches: dict[tuple[Any, ...], Any] = {}
-            for j in range(i * per_round, (i + 1) * per_round):
-                row = found[j % len(found)]
-                batch = batches.setdefault(row[:3], BatchStatement(batch_type=BatchType.UNLOGGED))
-                batch.add(insert, row)
-            for ok, result in execute_concurrent(
-                session, [(b, ()) for b in batches.values()], concurrency=64
-            ):
+            statements = []
+            for rows in batched(rounds[i % len(rounds)]):
+                batch = BatchStatement(batch_type=BatchType.UNLOGGED)
+                for row in rows:
+                    batch.add(inserts[row.table], row.cells)
+                statements.append((batch, ()))
+            for ok, result in execute_concurrent(session, statements, concurrency=64):
                 if not ok:
                     raise result
+            sent[0] += len(rounds[i % len(rounds)])
 
-        done, spent[0] = _measured("cassandra", seconds, lambda total_s: paced(1 / every, total_s, send))
-        return done * per_round
+        def work(total_s: float) -> int:
+            return paced(1 / every_s, total_s, send)
 
-    sent = _inserting(settings, write)
+        _done, spent[0] = _measured("cassandra", seconds, work)
+        return sent[0]
+
+    _inserting(settings, write)
+    rows_per_s = sum(len(r) for r in rounds) / len(rounds) / every_s
     return {
         "rows_per_s": round(rows_per_s, 1),
         "seconds": seconds,
-        "round_s": every,
-        "sent": sent,
+        "round_s": every_s,
+        "rounds": len(rounds),
+        "sent": sent[0],
         "us_per_row": round(spent[0] / max(rows_per_s * seconds, 1) * 1e6, 2),
     }
