@@ -9,19 +9,18 @@ empty value.
 The rule, for each tag of :data:`TAGS`, applied to the tag section (``@...`` up to the first space) of a
 line's head only:
 
-* the *first* element whose key is the tag's gives up its value when the value is in the tag's canonical
-  form (lower-case hex of 16 bytes; a uuid's canonical text): ``client-nonce=<32 hex>`` becomes
+* the *first* element ``<tag>=<value>`` gives up its value when the value is in the tag's canonical form
+  (lower-case hex of 16 bytes; a uuid's canonical text): ``client-nonce=<32 hex>`` becomes
   ``client-nonce=``, and the 16 bytes go into the tag's column;
-* :func:`put_back` writes the text of those bytes into the first element of that key again.
+* :func:`put_back` writes the text of those bytes into the first element ``<tag>=`` again.
 
 Any other value (upper case, another length, an empty one) stays where it is and nothing goes into the
 column for that line, so ``put_back(*take(heads)) == heads`` for every list of strings (the first element
-of a key is the same element before and after: only its value changes). Pure.
+``<tag>=`` is the same element before and after: only its value changes). Pure.
 """
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Callable
 from typing import Final, NamedTuple
 
@@ -36,23 +35,24 @@ class _Kind(NamedTuple):
     text: Callable[[bytes], str]
 
 
-_HEX: Final = frozenset("0123456789abcdef")
-
-
 def _hex_bytes(value: str) -> bytes | None:
-    return bytes.fromhex(value) if len(value) == 32 and _HEX.issuperset(value) else None
+    try:
+        packed = bytes.fromhex(value)
+    except ValueError:
+        return None
+    return packed if packed.hex() == value else None
 
 
 def _uuid_bytes(value: str) -> bytes | None:
-    try:
-        parsed = uuid.UUID(value)
-    except ValueError:
+    if value[8:9] != "-" or value[13:14] != "-" or value[18:19] != "-" or value[23:24] != "-":
         return None
-    return parsed.bytes if str(parsed) == value else None
+    packed = _hex_bytes(value.replace("-", ""))
+    return packed if packed is not None and len(packed) == 16 else None
 
 
 def _uuid_text(value: bytes) -> str:
-    return str(uuid.UUID(bytes=value))
+    h = value.hex()
+    return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
 
 
 _NONCE: Final = _Kind(32, _hex_bytes, bytes.hex)
@@ -73,45 +73,38 @@ class Column(NamedTuple):
     values: bytes
 
 
-def _value_span(head: str, key: str) -> tuple[int, int]:
-    """Start and end of the value of the first element of key ``key`` in ``head``'s tag section, or
-    (-1, -1) when it has none with a value sign (``key=``)."""
+def _value_at(head: str, key: str) -> int:
+    """Where the value of the first element ``key=...`` of ``head``'s tag section starts (every ``;`` there
+    parts two elements), or -1 when there is none."""
     if head[:1] != "@":
-        return -1, -1
-    end = head.find(" ")
-    if end < 0:
-        end = len(head)
-    at = 1 if head.startswith(key, 1) and head[1 + len(key) : 2 + len(key)] in ("=", ";", " ", "") else -1
-    if at < 0:
-        at = head.find(";" + key, 1, end)
-        while at >= 0 and head[at + 1 + len(key) : at + 2 + len(key)] not in ("=", ";", " ", ""):
-            at = head.find(";" + key, at + 1, end)
-        if at < 0:
-            return -1, -1
-        at += 1
-    sign = at + len(key)
-    if sign >= end or head[sign] != "=":
-        return -1, -1
-    stop = head.find(";", sign, end)
-    return sign + 1, end if stop < 0 else stop
+        return -1
+    if head.startswith(key, 1) and head[1 + len(key) : 2 + len(key)] == "=":
+        return 2 + len(key)
+    at = head.find(f";{key}=", 1)
+    if at < 0 or head.find(" ", 1, at) >= 0:
+        return -1
+    return at + 2 + len(key)
 
 
 def take(heads: list[str]) -> tuple[list[str], list[Column]]:
     """``heads`` with the values of :data:`TAGS` taken out where they are canonical, and the column of each
     tag (module doc). ``heads`` is not changed."""
     out = list(heads)
+    n = len(out)
     columns = []
-    for key, kind in TAGS:
-        present = bytearray((len(out) + 7) // 8)
+    for key, (length, pack, _text) in TAGS:
+        present = bytearray((n + 7) // 8)
         values = bytearray()
         marker = key + "="
         for i, head in enumerate(out):
             if marker not in head:
                 continue
-            start, stop = _value_span(head, key)
-            if start < 0 or stop - start != kind.length:
+            start = _value_at(head, key)
+            stop = start + length
+            # the value is all of the element (the next one, the section's end or the line's follows)
+            if start < 0 or (stop < len(head) and head[stop] not in "; ") or stop > len(head):
                 continue
-            packed = kind.pack(head[start:stop])
+            packed = pack(head[start:stop])  # None unless canonical: no separator, no space inside
             if packed is None:
                 continue
             out[i] = head[:start] + head[stop:]
@@ -128,20 +121,24 @@ def put_back(heads: list[str], columns: list[Column]) -> list[str]:
         raise ValueError(f"{len(columns)} tag columns, expected {len(TAGS)}")
     out = heads
     n = len(heads)
-    for (key, kind), (present, values) in zip(TAGS, columns, strict=True):
+    for (key, (_length, _pack, text)), (present, values) in zip(TAGS, columns, strict=True):
         if len(present) != (n + 7) // 8:
             raise ValueError(f"a {key} column for {len(present) * 8} lines, the frame has {n}")
+        if not any(present):
+            if values:
+                raise ValueError(f"a {key} column of {len(values)} bytes for no value")
+            continue
         lines = [i for i in range(n) if present[i >> 3] >> (i & 7) & 1]
         if len(values) != 16 * len(lines):
             raise ValueError(f"a {key} column of {len(values)} bytes for {len(lines)} values")
-        if not lines:
-            continue
         if out is heads:
             out = list(heads)
-        for j, i in enumerate(lines):
+        at = 0
+        for i in lines:
             head = out[i]
-            start, stop = _value_span(head, key)
-            if start < 0 or stop != start:
+            start = _value_at(head, key)
+            if start < 0 or (start < len(head) and head[start] not in "; "):
                 raise ValueError(f"line {i} has no empty {key} to put its value in")
-            out[i] = head[:start] + kind.text(values[16 * j : 16 * j + 16]) + head[start:]
+            out[i] = head[:start] + text(values[at : at + 16]) + head[start:]
+            at += 16
     return out
