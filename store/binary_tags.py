@@ -21,6 +21,7 @@ column for that line, so ``put_back(*take(heads)) == heads`` for every list of s
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from typing import Final, NamedTuple
 
@@ -30,39 +31,28 @@ __all__ = ["TAGS", "Column", "put_back", "take"]
 class _Kind(NamedTuple):
     length: int
     """Characters of the canonical text."""
-    pack: Callable[[str], bytes | None]
-    """The 16 bytes of a value, or None when the text is not the canonical form of any."""
-    text: Callable[[bytes], str]
+    canonical: re.Pattern[str]
+    """The canonical text (only lower-case hex digits, and a uuid's dashes where they go)."""
+    text: Callable[[str], str]
+    """The canonical text of the 32 hex digits of a value."""
 
 
-def _hex_bytes(value: str) -> bytes | None:
-    try:
-        packed = bytes.fromhex(value)
-    except ValueError:
-        return None
-    return packed if packed.hex() == value else None
+def _uuid_text(digits: str) -> str:
+    return f"{digits[:8]}-{digits[8:12]}-{digits[12:16]}-{digits[16:20]}-{digits[20:]}"
 
 
-def _uuid_bytes(value: str) -> bytes | None:
-    if value[8:9] != "-" or value[13:14] != "-" or value[18:19] != "-" or value[23:24] != "-":
-        return None
-    packed = _hex_bytes(value.replace("-", ""))
-    return packed if packed is not None and len(packed) == 16 else None
-
-
-def _uuid_text(value: bytes) -> str:
-    h = value.hex()
-    return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
-
-
-_NONCE: Final = _Kind(32, _hex_bytes, bytes.hex)
-_UUID: Final = _Kind(36, _uuid_bytes, _uuid_text)
+_NONCE: Final = _Kind(32, re.compile("[0-9a-f]{32}"), str)
+_UUID: Final = _Kind(
+    36, re.compile("[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"), _uuid_text
+)
 TAGS: Final = (
     ("client-nonce", _NONCE),
     ("reply-parent-msg-id", _UUID),
     ("reply-thread-parent-msg-id", _UUID),
 )
 """The tags whose values a frame holds as bytes, in the order of its columns."""
+_BITS: Final = tuple(tuple(j for j in range(8) if b >> j & 1) for b in range(256))
+"""The set bits of each byte value."""
 
 
 class Column(NamedTuple):
@@ -73,17 +63,15 @@ class Column(NamedTuple):
     values: bytes
 
 
-def _value_at(head: str, key: str) -> int:
+def _value_at(head: str, first: str, inner: str) -> int:
     """Where the value of the first element ``key=...`` of ``head``'s tag section starts (every ``;`` there
-    parts two elements), or -1 when there is none."""
-    if head[:1] != "@":
+    parts two elements), or -1 when there is none; ``first`` is ``@key=``, ``inner`` is ``;key=``."""
+    if head.startswith(first):
+        return len(first)
+    at = head.find(inner)
+    if at < 0 or head[:1] != "@" or head.find(" ", 0, at) >= 0:
         return -1
-    if head.startswith(key, 1) and head[1 + len(key) : 2 + len(key)] == "=":
-        return 2 + len(key)
-    at = head.find(f";{key}=", 1)
-    if at < 0 or head.find(" ", 1, at) >= 0:
-        return -1
-    return at + 2 + len(key)
+    return at + len(inner)
 
 
 def take(heads: list[str]) -> tuple[list[str], list[Column]]:
@@ -92,25 +80,23 @@ def take(heads: list[str]) -> tuple[list[str], list[Column]]:
     out = list(heads)
     n = len(out)
     columns = []
-    for key, (length, pack, _text) in TAGS:
+    for key, (length, canonical, _text) in TAGS:
+        first, inner = f"@{key}=", f";{key}="
         present = bytearray((n + 7) // 8)
-        values = bytearray()
-        marker = key + "="
+        digits: list[str] = []
         for i, head in enumerate(out):
-            if marker not in head:
+            if inner not in head and not head.startswith(first):
                 continue
-            start = _value_at(head, key)
+            start = _value_at(head, first, inner)
             stop = start + length
-            # the value is all of the element (the next one, the section's end or the line's follows)
-            if start < 0 or (stop < len(head) and head[stop] not in "; ") or stop > len(head):
+            # all of the element's value, canonical (the next element, the section's end or the line's after)
+            if start < 0 or not canonical.fullmatch(head, start, stop) or head[stop : stop + 1] not in "; ":
                 continue
-            packed = pack(head[start:stop])  # None unless canonical: no separator, no space inside
-            if packed is None:
-                continue
+            digits.append(head[start:stop])
             out[i] = head[:start] + head[stop:]
             present[i >> 3] |= 1 << (i & 7)
-            values += packed
-        columns.append(Column(bytes(present), bytes(values)))
+        values = bytes.fromhex("".join(digits).replace("-", "")) if digits else b""
+        columns.append(Column(bytes(present), values))
     return out, columns
 
 
@@ -121,24 +107,22 @@ def put_back(heads: list[str], columns: list[Column]) -> list[str]:
         raise ValueError(f"{len(columns)} tag columns, expected {len(TAGS)}")
     out = heads
     n = len(heads)
-    for (key, (_length, _pack, text)), (present, values) in zip(TAGS, columns, strict=True):
+    for (key, (_length, _canonical, text)), (present, values) in zip(TAGS, columns, strict=True):
         if len(present) != (n + 7) // 8:
             raise ValueError(f"a {key} column for {len(present) * 8} lines, the frame has {n}")
-        if not any(present):
-            if values:
-                raise ValueError(f"a {key} column of {len(values)} bytes for no value")
-            continue
-        lines = [i for i in range(n) if present[i >> 3] >> (i & 7) & 1]
-        if len(values) != 16 * len(lines):
+        lines = [8 * k + j for k, b in enumerate(present) if b for j in _BITS[b]]
+        if len(values) != 16 * len(lines) or (lines and lines[-1] >= n):
             raise ValueError(f"a {key} column of {len(values)} bytes for {len(lines)} values")
+        if not lines:
+            continue
         if out is heads:
             out = list(heads)
-        at = 0
-        for i in lines:
+        first, inner = f"@{key}=", f";{key}="
+        digits = values.hex()
+        for j, i in enumerate(lines):
             head = out[i]
-            start = _value_at(head, key)
-            if start < 0 or (start < len(head) and head[start] not in "; "):
+            start = _value_at(head, first, inner)
+            if start < 0 or head[start : start + 1] not in "; ":
                 raise ValueError(f"line {i} has no empty {key} to put its value in")
-            out[i] = head[:start] + text(values[at : at + 16]) + head[start:]
-            at += 16
+            out[i] = head[:start] + text(digits[32 * j : 32 * j + 32]) + head[start:]
     return out
