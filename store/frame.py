@@ -21,7 +21,8 @@ one list per column:
 * ``whos``: the index of the user key the line is filed under (:func:`store.keys.filed_under`) in the
   frame's table ``users``, or -1: what erasure, opt-outs and counts by user read without parsing a line;
 * ``tags``: the random tag values (``client-nonce``, the reply ids) as 16 bytes each, a ``(present,
-  values)`` pair per tag of :data:`store.binary_tags.TAGS` (:mod:`store.binary_tags`).
+  values)`` pair per tag of :data:`store.binary_tags.TAGS` (:mod:`store.binary_tags`), or no pair at all
+  (a live frame: the heads keep those values).
 
 Version 4 is version 5 without ``tags`` (the heads keep those values).
 
@@ -182,7 +183,10 @@ def chat_columns(heads: list[str], splits: Iterable[Split | None]) -> ChatColumn
 
 def encode(lines: Sequence[Line], *, level: int = LIVE_LEVEL) -> bytes:
     """The frame of ``lines`` (in :func:`store.keys.line_order`, at least one). A line is split by its chat
-    split only where its stored line ends with that chat's text exactly."""
+    split only where its stored line ends with that chat's text exactly. The random tag values go into
+    ``tags`` only in a frame compressed above :data:`LIVE_LEVEL` (packed, backfilled, migrated: kept for
+    long, where their bytes count); the streaming sink's frames keep them in their heads, ``tags`` empty
+    (written once and repacked within the hour, where the CPU counts)."""
     if not lines:
         raise ValueError("nothing to frame")
     sents = [line[0] for line in lines]
@@ -192,7 +196,7 @@ def encode(lines: Sequence[Line], *, level: int = LIVE_LEVEL) -> bytes:
     users: dict[str, int] = {}
     whos = [-1 if line[5] is None else users.setdefault(line[5], len(users)) for line in lines]
     chats = chat_columns([line[2] for line in lines], [line[4] for line in lines])
-    heads, tags = binary_tags.take(chats.heads)
+    heads, tags = binary_tags.take(chats.heads) if level > LIVE_LEVEL else (chats.heads, [])
     pack = _encoder.encode
     frame = _V5(
         first,
@@ -295,7 +299,7 @@ def _rest(sents: list[int], v: _V2 | _V4 | None) -> tuple[list[bytes], list[str]
         else:
             ids = [uuid.UUID(text).bytes for text in _strings.decode(v.ids)]
         heads, received = _strings.decode(v.heads), _offsets.decode(v.received)
-        if isinstance(v, _V5):
+        if isinstance(v, _V5) and v.tags:
             heads = binary_tags.put_back(heads, [binary_tags.Column(*column) for column in v.tags])
     except (msgspec.DecodeError, msgspec.ValidationError, ValueError) as e:
         raise FrameError(f"not a frame: {e}") from None

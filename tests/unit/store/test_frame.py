@@ -318,11 +318,15 @@ def test_a_written_frame_keeps_a_twitch_lines_nonce_and_reply_ids_as_bytes_and_g
         f"reply-thread-parent-msg-id={thread};tmi-sent-ts= :u!u@u.tmi.twitch.tv PRIVMSG #c :"
     )
     line: Line = (5, uuid.uuid4().bytes, head + "hi", None, ("c", "u", "hi", False, True), "42")
-    value = encode([line])
+    value = encode([line], level=PACKED_LEVEL)
     raw = _raw_of(value)
     assert nonce.encode() not in raw and parent.encode() not in raw and thread.encode() not in raw
     assert bytes.fromhex(nonce) in raw and uuid.UUID(parent).bytes in raw
     assert decode(value).lines(range(1)) == [line]
+    # the streaming sink's frames (the live level) keep them in their heads
+    live = encode([line])
+    assert nonce.encode() in _raw_of(live) and bytes.fromhex(nonce) not in _raw_of(live)
+    assert decode(live).version == 5 and decode(live).lines(range(1)) == [line]
 
 
 @pytest.mark.parametrize(
