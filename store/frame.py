@@ -1,15 +1,16 @@
 """A block's lines as one value: the frame of :mod:`store.blocks`, its columns msgpack-encoded, Zstandard-
 compressed when that pays.
 
-Version 4 (written): ``msgpack([4, first_sent_ms, sent_deltas, ids, heads, received_offsets, channels,
-logins, senders, texts, actions, plains, users, whos])``, the lines in :func:`store.keys.line_order`, one
-list per column:
+Version 5 (written): ``msgpack([5, first_sent_ms, sent_deltas, ids, heads, received_offsets, channels,
+logins, senders, texts, actions, plains, users, whos, tags])``, the lines in :func:`store.keys.line_order`,
+one list per column:
 
 * ``sent_deltas``: each line's ``sent_at`` (epoch ms) minus the line's before (the first's minus
   ``first_sent_ms``: 0), so small integers;
 * ``ids``: the message uuids' 16 bytes each, one after the other;
 * ``heads``: the stored line (:mod:`store.stored_line`: the id and time values left out), without its
-  trailing text where the line has a chat split (below);
+  trailing text where the line has a chat split (below), and without the values of the tags that
+  ``tags`` holds;
 * ``received_offsets``: ``received_at - sent_at`` in ms, or nil;
 * a chat message's split, found once when it is written instead of on every read: ``texts``, its text as
   its event has it (nil: no split); ``actions``, whether it is a ``/me``; ``senders``, the index of its
@@ -18,7 +19,12 @@ list per column:
 * ``plains``: whether a split line's tag section is plain (:func:`core.irc_tags.plain_tags`): a json
   answer then has its tags' JSON by replaces alone;
 * ``whos``: the index of the user key the line is filed under (:func:`store.keys.filed_under`) in the
-  frame's table ``users``, or -1: what erasure, opt-outs and counts by user read without parsing a line.
+  frame's table ``users``, or -1: what erasure, opt-outs and counts by user read without parsing a line;
+* ``tags``: the random tag values (``client-nonce``, the reply ids) as 16 bytes each, a ``(present,
+  values)`` pair per tag of :data:`store.binary_tags.TAGS` (:mod:`store.binary_tags`), or no pair at all
+  (a live frame: the heads keep those values).
+
+Version 4 is version 5 without ``tags`` (the heads keep those values).
 
 Versions 1 to 3 are the packed user-months of the layouts before (``[1, first, deltas, ids, lines,
 received]``: whole lines; 2: with the chat split; 3: with ``plains``; ids as uuid text): read, for the
@@ -40,6 +46,8 @@ from typing import Final, NamedTuple
 import cramjam
 import msgspec
 
+from store import binary_tags
+
 __all__ = [
     "LIVE_LEVEL",
     "PACKED_LEVEL",
@@ -55,7 +63,7 @@ __all__ = [
     "encode",
 ]
 
-VERSION: Final = 4
+VERSION: Final = 5
 LIVE_LEVEL: Final = 3
 """Zstandard level of the frames the streaming sink writes (many small ones, written once, read a few times
 while their period is open)."""
@@ -123,7 +131,11 @@ class _V4(msgspec.Struct, array_like=True, tag=4):
     whos: list[int]
 
 
-_decoder: Final = msgspec.msgpack.Decoder(_V1 | _V2 | _V3 | _V4)
+class _V5(_V4, tag=5):
+    tags: list[tuple[bytes, bytes]]
+
+
+_decoder: Final = msgspec.msgpack.Decoder(_V1 | _V2 | _V3 | _V4 | _V5)
 _encoder: Final = msgspec.msgpack.Encoder()
 _strings: Final = msgspec.msgpack.Decoder(list[str])
 _offsets: Final = msgspec.msgpack.Decoder(list[int | None])
@@ -171,7 +183,10 @@ def chat_columns(heads: list[str], splits: Iterable[Split | None]) -> ChatColumn
 
 def encode(lines: Sequence[Line], *, level: int = LIVE_LEVEL) -> bytes:
     """The frame of ``lines`` (in :func:`store.keys.line_order`, at least one). A line is split by its chat
-    split only where its stored line ends with that chat's text exactly."""
+    split only where its stored line ends with that chat's text exactly. The random tag values go into
+    ``tags`` only in a frame compressed above :data:`LIVE_LEVEL` (packed, backfilled, migrated: kept for
+    long, where their bytes count); the streaming sink's frames keep them in their heads, ``tags`` empty
+    (written once and repacked within the hour, where the CPU counts)."""
     if not lines:
         raise ValueError("nothing to frame")
     sents = [line[0] for line in lines]
@@ -181,12 +196,13 @@ def encode(lines: Sequence[Line], *, level: int = LIVE_LEVEL) -> bytes:
     users: dict[str, int] = {}
     whos = [-1 if line[5] is None else users.setdefault(line[5], len(users)) for line in lines]
     chats = chat_columns([line[2] for line in lines], [line[4] for line in lines])
+    heads, tags = binary_tags.take(chats.heads) if level > LIVE_LEVEL else (chats.heads, [])
     pack = _encoder.encode
-    frame = _V4(
+    frame = _V5(
         first,
         deltas,
         b"".join(line[1] for line in lines),
-        msgspec.Raw(pack(chats.heads)),
+        msgspec.Raw(pack(heads)),
         msgspec.Raw(pack(received)),
         [channel for channel, _ in chats.table],
         [login for _, login in chats.table],
@@ -196,6 +212,7 @@ def encode(lines: Sequence[Line], *, level: int = LIVE_LEVEL) -> bytes:
         chats.plains,
         list(users),
         whos,
+        [(column.present, column.values) for column in tags],
     )
     data = pack(frame)
     if len(data) <= RAW_MAX_BYTES:
@@ -282,6 +299,8 @@ def _rest(sents: list[int], v: _V2 | _V4 | None) -> tuple[list[bytes], list[str]
         else:
             ids = [uuid.UUID(text).bytes for text in _strings.decode(v.ids)]
         heads, received = _strings.decode(v.heads), _offsets.decode(v.received)
+        if isinstance(v, _V5) and v.tags:
+            heads = binary_tags.put_back(heads, [binary_tags.Column(*column) for column in v.tags])
     except (msgspec.DecodeError, msgspec.ValidationError, ValueError) as e:
         raise FrameError(f"not a frame: {e}") from None
     n = len(sents)
@@ -306,7 +325,7 @@ def _refused(data: bytes, error: msgspec.ValidationError) -> FrameError:
 
 
 def decode(value: bytes) -> Frame:
-    """The lines of a frame (version 1 to 4) as a :class:`Frame`; :class:`FrameError` for anything else."""
+    """The lines of a frame (version 1 to 5) as a :class:`Frame`; :class:`FrameError` for anything else."""
     try:
         data = bytes(cramjam.zstd.decompress(value)) if value[:4] == _ZSTD_MAGIC else bytes(value)
         frame = _decoder.decode(data)
@@ -355,5 +374,7 @@ def decode(value: bytes) -> Frame:
             ]
         except IndexError:
             raise FrameError("frame with a sender not in its table") from None
-    version = 4 if isinstance(frame, _V4) else 3 if isinstance(frame, _V3) else 2
+    version = (
+        5 if isinstance(frame, _V5) else 4 if isinstance(frame, _V4) else 3 if isinstance(frame, _V3) else 2
+    )
     return Frame(sents, chats, actions, plains, whos, frame, version=version, ordered=ordered)

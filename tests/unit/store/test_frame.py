@@ -1,4 +1,4 @@
-"""store/frame.py: a block's lines as one value. A version 4 frame gives every column back as it went in
+"""store/frame.py: a block's lines as one value. A version 5 frame gives every column back as it went in
 (send and receive times, ids, stored lines, the chat split where the line ends in its text exactly, the
 filed-under users), raw msgpack up to RAW_MAX_BYTES and Zstandard above; its window is the lines sent in a
 range; the packed user-months of the layout before (versions 1 to 3, as ``schemas/packed_month.py`` wrote
@@ -75,7 +75,7 @@ def _as_read(line: Line) -> Line:
 def test_every_column_comes_back_as_it_went_in(lines: list[Line]) -> None:
     value = encode(lines)
     frame = decode(value)
-    assert frame.version == VERSION == 4 and len(frame) == len(lines)
+    assert frame.version == VERSION == 5 and len(frame) == len(lines)
     assert frame.lines(range(len(lines))) == [_as_read(line) for line in lines]
     assert frame.sents == [line[0] for line in lines]
     assert frame.ids() == [line[1] for line in lines]
@@ -284,11 +284,49 @@ def _v4(**change: object) -> list[object]:
     return [4, *columns.values()]
 
 
+_NONCE = bytes(range(16))
+_NO_TAGS: list[list[bytes]] = [[b"\x00", b""], [b"\x00", b""], [b"\x00", b""]]
+
+
+def _v5(tags: object = None, **change: object) -> list[object]:
+    """The columns of a good one-line version 5 frame whose head had a client-nonce, some changed."""
+    nonce = [[b"\x01", _NONCE], [b"\x00", b""], [b"\x00", b""]]
+    return [5, *_v4(heads=_column("@client-nonce=;a=b :h"), **change)[1:], nonce if tags is None else tags]
+
+
 def test_the_frame_the_damaged_ones_below_are_made_from_is_good() -> None:
     for value in (_raw(*_v4()), _packed(*_v4())):
         assert decode(value).lines(range(1)) == [
             (7, b"\x01" * 16, "ht", None, ("c", "u", "t", False, False), "42")
         ]
+    for value in (_raw(*_v5()), _packed(*_v5())):
+        frame = decode(value)
+        assert frame.version == 5
+        assert frame.lines(range(1))[0][2] == f"@client-nonce={_NONCE.hex()};a=b :ht"
+
+
+def test_a_version_4_frame_reads_with_its_tag_values_in_its_heads() -> None:
+    frame = decode(_raw(*_v4(heads=_column(f"@client-nonce={_NONCE.hex()};a=b :h"))))
+    assert frame.version == 4
+    assert frame.lines(range(1))[0][2] == f"@client-nonce={_NONCE.hex()};a=b :ht"
+
+
+def test_a_written_frame_keeps_a_twitch_lines_nonce_and_reply_ids_as_bytes_and_gives_the_line_back() -> None:
+    nonce, parent, thread = "0123456789abcdef0123456789abcdef", str(uuid.uuid4()), str(uuid.uuid4())
+    head = (
+        f"@badges=;client-nonce={nonce};id=;reply-parent-msg-id={parent};"
+        f"reply-thread-parent-msg-id={thread};tmi-sent-ts= :u!u@u.tmi.twitch.tv PRIVMSG #c :"
+    )
+    line: Line = (5, uuid.uuid4().bytes, head + "hi", None, ("c", "u", "hi", False, True), "42")
+    value = encode([line], level=PACKED_LEVEL)
+    raw = _raw_of(value)
+    assert nonce.encode() not in raw and parent.encode() not in raw and thread.encode() not in raw
+    assert bytes.fromhex(nonce) in raw and uuid.UUID(parent).bytes in raw
+    assert decode(value).lines(range(1)) == [line]
+    # the streaming sink's frames (the live level) keep them in their heads
+    live = encode([line])
+    assert nonce.encode() in _raw_of(live) and bytes.fromhex(nonce) not in _raw_of(live)
+    assert decode(live).version == 5 and decode(live).lines(range(1)) == [line]
 
 
 @pytest.mark.parametrize(
@@ -320,6 +358,8 @@ def test_the_frame_the_damaged_ones_below_are_made_from_is_good() -> None:
         _raw(*_v4(deltas=["0"])),
         _packed(*_v4(plains=[])),
         _raw(*_v4(heads=msgspec.Raw(b"\xc1"))),  # not msgpack: found at once
+        _raw(*_v5()[:-1]),  # no tags: a version 4 frame tagged 5
+        _raw(*_v5(tags="no columns")),
     ],
 )
 def test_what_is_not_a_frame_is_a_frame_error_when_decoded(value: bytes) -> None:
@@ -340,6 +380,10 @@ def test_what_is_not_a_frame_is_a_frame_error_when_decoded(value: bytes) -> None
             2, 0, [0], _column("no uuid"), _column("h"), _column(None), ["c"], ["u"], [0], ["t"], [False]
         ),
         _packed(3, 7, [0, 1], _column(_A, _B), _column("h"), *_two_lines_one_head()),
+        _raw(*_v5(tags=_NO_TAGS[:2])),  # a tag's column short
+        _raw(*_v5(tags=[[b"\x01", _NONCE[:15]], *_NO_TAGS[1:]])),  # a value short
+        _raw(*_v5(tags=[[b"\x01\x00", _NONCE], *_NO_TAGS[1:]])),  # presence for more lines
+        _raw(*_v5(tags=[[b"\x00", b""], [b"\x01", _NONCE], [b"\x00", b""]])),  # no such tag in the head
     ],
 )
 def test_the_ids_and_lines_of_a_frame_are_read_when_asked_and_checked_then(value: bytes) -> None:
