@@ -574,8 +574,8 @@ def _sustains(r: Result) -> str:
         "with R = 2 (`cpu_us_per_msg` and, by part, `cpu_by_process` in `demo.json`), so 2 cores carry "
         "about "
         f"{r('details', 'rate').f(0, grouped=True)} msg/s with headroom: the demo's default (`chatlog demo "
-        f"--rate` to change it). The largest single part of it is the "
-        f"{_PARTS.get(first, first or NA)}"
+        f"--rate` to change it). The largest single part of it: {_PARTS.get(first, first or NA)}, "
+        f"{r('details', 'cpu_by_process', 'us_per_msg', first).f(0)} µs a message"
     )
 
 
