@@ -37,6 +37,7 @@ from core.settings import StackSettings
 from lab.bench.loading import produce
 from lab.bench.scratch import scratch_keyspaces, scratch_topics
 from lab.demo import process_cpu
+from store.requests import BatchLimits
 
 RECORDS: Final = 200_000
 AT_RATE_S: Final = 40.0
@@ -240,10 +241,10 @@ BULK_ROWS: Final = 50_000
 """Most rows of the bulk floor (a sample of the run's, spread over it)."""
 _PARTITION: Final[dict[str, int]] = {"channel_blocks": 3, "user_blocks": 4}
 """How many of a row's first cells are its partition key."""
-BATCH_ROWS: Final = 100
-BATCH_PARTITIONS: Final = 60
-BATCH_BYTES: Final = 48 * 1024
-"""The cuts of a floor's unlogged batches (the sink's defaults: ``sink_batch_max_*``)."""
+BATCH_ROWS: Final = BatchLimits().max_rows
+BATCH_PARTITIONS: Final = BatchLimits().max_partitions
+BATCH_BYTES: Final = BatchLimits().max_bytes
+"""The cuts of a floor's unlogged batches: the sink's defaults (``sink_batch_max_*``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -295,27 +296,12 @@ def rounds_of(rows: Sequence[Written], lo: float, hi: float, gap_s: float) -> li
 
 
 def batched(rows: Sequence[Written]) -> list[list[Written]]:
-    """``rows`` in unlogged batches cut as the sink cuts them (:data:`BATCH_ROWS`, :data:`BATCH_PARTITIONS`,
-    :data:`BATCH_BYTES` of frames; on one node every partition has the same replica), by partition."""
-    out: list[list[Written]] = []
-    size = partitions = 0
-    last: tuple[Any, ...] | None = None
-    for row in sorted(rows, key=lambda w: repr(w.partition)):
-        frame_bytes = len(row.cells[-1])
-        new = row.partition != last
-        if not out or (
-            len(out[-1]) >= BATCH_ROWS
-            or size + frame_bytes > BATCH_BYTES
-            or (new and partitions >= BATCH_PARTITIONS)
-        ):
-            out.append([])
-            size = partitions = 0
-            new = True
-        out[-1].append(row)
-        size += frame_bytes
-        partitions += new
-        last = row.partition
-    return out
+    """``rows`` in unlogged batches cut as the sink cuts them (:func:`store.requests.plan_batches` with the
+    sink's default limits; on one node every partition has the same replica), by partition."""
+    from store.requests import Item, plan_batches
+
+    items = [Item(None, (row.table, repr(row.partition).encode()), len(row.cells[-1]), row) for row in rows]
+    return [[item.statement for item in batch] for batch in plan_batches(items, BatchLimits())]
 
 
 def _inserting(settings: StackSettings, write: Callable[[Any, dict[str, Any]], int]) -> int:
