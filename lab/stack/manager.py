@@ -53,7 +53,12 @@ def _services(settings: StackSettings, nodes: int) -> list[Service]:
 
 def _spawn(svc: Service) -> int:
     return process.spawn(
-        svc.command(), log_file=svc.log_file, pid_file=svc.pid_file, env=svc.env(), cwd=svc.home
+        svc.command(),
+        log_file=svc.log_file,
+        pid_file=svc.pid_file,
+        env=svc.env(),
+        cwd=svc.home,
+        timer_slack_ns=svc.timer_slack_ns,
     )
 
 
