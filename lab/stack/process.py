@@ -73,8 +73,11 @@ def timer_slack(ns: int | None) -> Iterator[None]:
     """This thread's timer slack set to ``ns`` nanoseconds for the block, so that a child started in it has
     that slack (a forked child and its threads inherit the value, execve keeps it: prctl(2)). Where prctl is
     missing (not Linux), or ``ns`` is None, nothing changes."""
-    libc = ctypes.CDLL(ctypes.util.find_library("c"), use_errno=True) if ns is not None else None
-    if ns is None or libc is None or not hasattr(libc, "prctl"):
+    if ns is None:
+        yield
+        return
+    libc = ctypes.CDLL(ctypes.util.find_library("c"), use_errno=True)
+    if not hasattr(libc, "prctl"):
         yield
         return
     before = libc.prctl(_PR_GET_TIMERSLACK, 0, 0, 0, 0)
