@@ -52,6 +52,7 @@ from store.keys import (
     key_id,
     login_key,
     month_end_ms,
+    month_of,
     month_start_ms,
     user_key,
     uuid_text,
@@ -463,19 +464,45 @@ class LogReader:
         if lo >= hi:
             return
         channel_keys, _, pairs = await self._pairs(channel, user)
+        ahead = {} if reverse else self._first_parts_ahead(pairs, lo, hi)
         periods = await self._user_periods(pairs)
         months = [
             m for m in sorted(periods, reverse=reverse) if lo < month_end_ms(m) and month_start_ms(m) < hi
         ]
-        lines = self._periods([periods[m] for m in months], "user", lo, hi, reverse, channel_keys.name)
+        lines = self._periods([periods[m] for m in months], "user", lo, hi, reverse, channel_keys.name, ahead)
         async with closing(lines):
             async for line in lines:
                 yield line
 
+    def _first_parts_ahead(self, pairs: Sequence[Pair], lo: int, hi: int) -> dict[Partition, PagedQuery]:
+        """A forward read of one month: the scan of part 0 of the month of each pair whose months are not
+        cached, started now, beside the read of its months (:meth:`_user_periods`) rather than after it. A
+        month holds part 0 whenever it holds anything (:func:`store.keys.user_part`); a scan of a month the
+        pair does not have finds nothing and is dropped."""
+        month = month_of(lo)
+        if month_end_ms(month) < hi:
+            return {}
+        now = time.monotonic()
+        bounds = (naive_utc(hi), naive_utc(lo))
+        ahead: dict[Partition, PagedQuery] = {}
+        for pair in pairs:
+            hit = self._index.get(("months", pair))
+            if hit is None or now - hit[0] >= _MISS_TTL_S:
+                ahead[(*pair, month, 0)] = self._query("user", *pair, month, 0, *bounds, tuples=True)
+        return ahead
+
     async def _periods(
-        self, periods: Sequence[Sequence[Partition]], table: str, lo: int, hi: int, reverse: bool, name: str
+        self,
+        periods: Sequence[Sequence[Partition]],
+        table: str,
+        lo: int,
+        hi: int,
+        reverse: bool,
+        name: str,
+        ahead: dict[Partition, PagedQuery] | None = None,
     ) -> AsyncIterator[LogLine]:
-        """The lines of each period's partitions in turn, the next period's scan started ahead."""
+        """The lines of each period's partitions in turn, the next period's scan started ahead (``ahead``:
+        scans already started, by partition)."""
         if not periods:
             return
         bounds: tuple[Any, ...] = (naive_utc(hi), naive_utc(lo))
@@ -493,14 +520,18 @@ class LogReader:
                 name,
                 chat,
                 frame.actions[index],
-                owner.of(index),
+                owner,
                 frame,
                 index,
             )
 
         def start(partitions: Sequence[Partition]) -> list[tuple[Partition, PagedQuery]]:
             statement = f"{table}_desc" if reverse else table
-            return [(p, self._query(statement, *p, *bounds, tuples=True)) for p in partitions]
+            started = ahead if ahead is not None else {}
+            return [
+                (p, started.pop(p) if p in started else self._query(statement, *p, *bounds, tuples=True))
+                for p in partitions
+            ]
 
         nxt = start(periods[0])
         for i in range(len(periods)):

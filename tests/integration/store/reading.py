@@ -92,3 +92,47 @@ class Recorded:
             if times:
                 out.append(values[: times[0]])
         return out
+
+
+class _HeldFuture:
+    """A driver's response future whose rows reach the reader only once :meth:`release` is called."""
+
+    def __init__(self, future: Any) -> None:
+        self._future = future
+        self._callbacks: tuple[Any, Any] | None = None
+        self._released = False
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._future, name)
+
+    def add_callbacks(self, callback: Any, errback: Any) -> None:
+        if self._released:
+            self._future.add_callbacks(callback, errback)
+        else:
+            self._callbacks = (callback, errback)
+
+    def release(self) -> None:
+        self._released = True
+        if self._callbacks is not None:
+            self._future.add_callbacks(*self._callbacks)
+
+
+class HeldMonths(Recorded):
+    """:class:`Recorded` whose answers to a user's months (the statement of two values: channel key, user
+    key) are held until :meth:`release`: what a reader sends while it waits for them is in :attr:`sent`."""
+
+    def __init__(self, session: Any) -> None:
+        super().__init__(session)
+        self.held: list[_HeldFuture] = []
+
+    def execute_async(self, statement: Any, params: Any = None, *args: Any, **kwargs: Any) -> Any:
+        future = super().execute_async(statement, params, *args, **kwargs)
+        if len(params or ()) != 2:
+            return future
+        held = _HeldFuture(future)
+        self.held.append(held)
+        return held
+
+    def release(self) -> None:
+        for held in self.held:
+            held.release()

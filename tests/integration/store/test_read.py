@@ -17,7 +17,7 @@ import pytest
 from core.settings import StackSettings
 from core.testing import chat_events
 from schemas.chat_event import ChatEvent
-from store.keys import filed_under, message_uuid
+from store.keys import filed_under, message_uuid, month_end_ms, month_start_ms
 from store.protocol import ById, Channel, Named
 from store.read import LogReader
 from tests.integration.serve.events import privmsg, write
@@ -36,6 +36,7 @@ from tests.integration.store.reading import (
     BATCH,
     FAR,
     OWNED,
+    HeldMonths,
     Recorded,
     as_read,
     events,
@@ -44,6 +45,9 @@ from tests.integration.store.reading import (
 )
 
 pytestmark = pytest.mark.integration
+
+_Scans = set[tuple[Any, ...]]
+"""The partitions whose blocks a read asked for."""
 
 
 @pytest.fixture
@@ -329,6 +333,36 @@ def test_a_users_month_asks_only_the_key_pairs_that_can_hold_it(
     assert chan9 == in_read_order(only_chat)
     assert sorted(asked0) == [("500", "1005"), ("500", "login:user5")]  # not login:chan0's
     assert asked9 == [("509", "1005")]
+
+
+def test_a_users_month_asks_its_first_part_beside_its_months(story: list[ChatEvent], session: Any) -> None:
+    """A forward read of one month starts the scan of part 0 of that month of each key pair while the pair's
+    months are still being asked (one round trip, not two), and reads what it read before; a reversed read
+    or a range over two months waits for the months first."""
+    held = HeldMonths(session)
+    january = (month_start_ms(202601), month_end_ms(202601))
+
+    async def read(lo: int, hi: int, reverse: bool = False) -> tuple[_Scans, _Scans, list[ChatEvent]]:
+        reader = LogReader(held, channels_ttl_s=60)
+        held.sent, held.held = [], []
+        task = asyncio.ensure_future(events(reader.user_lines("newchan", "newname", lo, hi, reverse=reverse)))
+        await asyncio.sleep(0.3)  # the names and the channel's days answered; the user's months held
+        while_held = set(held.scans())
+        held.release()
+        got = await task
+        return while_held, set(held.scans()), got
+
+    async def main() -> list[tuple[_Scans, _Scans, list[ChatEvent]]]:
+        return [await read(*january), await read(*january, reverse=True), await read(january[0], FAR)]
+
+    (ahead, scans, month), (back_ahead, _, back), (wide_ahead, _, wide) = asyncio.run(main())
+    mine = in_read_order(of_user(story))
+    expected = [e for e in mine if january[0] <= e.sent_at < january[1]]
+    assert expected and month == expected and back == expected[::-1] and wide == mine
+    # every part 0 of January the read used was asked before the months came; nothing else was
+    assert ahead and {p for p in scans if p[2:] == (202601, 0)} <= ahead
+    assert {p[2:] for p in ahead} == {(202601, 0)}
+    assert back_ahead == set() and wide_ahead == set()
 
 
 def test_a_stored_line_that_does_not_parse_comes_back(fresh_keyspace: StackSettings, session: Any) -> None:
