@@ -19,7 +19,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from typing import Final, TypeVar
+from typing import Final, Protocol, TypeVar
 
 from core.irc_parse import (
     MalformedLine,
@@ -84,6 +84,13 @@ Chat = tuple[str, str | None, str | None]
 """``(channel, user_login, text)`` of a chat message (PRIVMSG), as its event has them."""
 
 
+class Owners(Protocol):
+    """A block's owners (:class:`store.read.BlockOwner`): the ``(channel id, user id)`` of its line ``index``
+    where its channel key and filed-under user key are ids, else None."""
+
+    def of(self, index: int) -> tuple[str, str] | None: ...
+
+
 class LogLine:
     """One stored event as the reader gives it, parsed at most once, lazily, and handed as it is to every
     formatter and to the consent check: the stored values; the line restored (:attr:`raw`) and parsed
@@ -110,11 +117,11 @@ class LogLine:
         "_frame",
         "_index",
         "_message_id",
+        "_owners",
         "_received_at",
         "_stored",
         "_unread",
         "channel_hint",
-        "owner",
         "sent_at",
     )
 
@@ -127,7 +134,7 @@ class LogLine:
         channel_hint: str,
         chat: Chat | None = None,
         is_action: bool = False,
-        owner: tuple[str, str] | None = None,
+        owners: Owners | None = None,
         frame: Frame | None = None,
         index: int = 0,
     ) -> None:
@@ -147,8 +154,14 @@ class LogLine:
         """The event's ``(channel, user_login, text)`` as its frame gives them (a PRIVMSG's), or None."""
         self._action = is_action
         """The event's ``is_action`` where :attr:`_chat` is given (else unused)."""
-        self.owner = owner
+        self._owners = owners
+        """Its block's owners (:attr:`owner` asks them only when asked: only an opt-out needs it)."""
+
+    @property
+    def owner(self) -> tuple[str, str] | None:
         """``(channel id, user id)`` of the line, where its channel key and filed-under user key are ids."""
+        owners = self._owners
+        return None if owners is None else owners.of(self._index)
 
     def _unframe(self) -> None:
         frame = self._frame

@@ -169,7 +169,9 @@ def test_the_read_store_by_the_keys_a_row_was_read_under(case: Case, optout: str
     found = keyed_verdict(*owner, registry.users(), registry.channels())
     assert (found is OUT) is _expected(case, optout)
     assert found is verdict(event, registry.users(), registry.channels())
-    line = LogLine("not an IRC line", event.message_id, event.sent_at, None, "chan", owner=owner)
+    owners = BlockOwner(owner[0], [owner[1]])  # a block of this one line, read under these keys
+    line = LogLine("not an IRC line", event.message_id, event.sent_at, None, "chan", owners=owners)
+    assert line.owner == owner
     hides = asyncio.run(ConsentStore(MemoryStore([]), registry)._hides_line(line))
     assert hides is _expected(case, optout) and line._event is None  # decided without parsing the line
 

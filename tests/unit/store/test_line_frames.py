@@ -155,3 +155,30 @@ def test_a_text_answer_of_a_frames_chat_messages_does_not_read_their_lines() -> 
     assert text == b"[1970-01-01 00:00:00] #c u: hi\n[1970-01-01 00:00:00] #c u: yo\n"
     with pytest.raises(frame.FrameError, match="columns of different lengths"):  # the lines are read for raw
         _encoder(Format.RAW)(lines[0])
+
+
+class _Owners:
+    """A block's owners that count the lines asked about."""
+
+    def __init__(self) -> None:
+        self.asked: list[int] = []
+
+    def of(self, index: int) -> tuple[str, str] | None:
+        self.asked.append(index)
+        return None if index == 1 else ("500", f"100{index}")
+
+
+def test_a_frames_line_asks_its_blocks_owners_only_when_its_owner_is_asked() -> None:
+    """Only an opt-out needs a line's ``(channel id, user id)``: a line made of a frame keeps its block's
+    owners and asks them for its own index when :attr:`~store.line.LogLine.owner` is read, not before."""
+    events = every_event()[:3]
+    owners = _Owners()
+    lines = [
+        LogLine("", "", framed.sent_at, None, _HINT, *_chat_of(framed), owners, framed._frame, framed._index)
+        for _, framed in framed_lines(events)
+    ]
+    text = b"".join(_encoder(Format.TEXT)(line) for line in lines)
+    assert text and owners.asked == []
+    assert [line.owner for line in lines] == [("500", "1000"), None, ("500", "1002")]
+    assert owners.asked == [0, 1, 2]
+    assert LogLine.of(events[0]).owner is None
