@@ -98,23 +98,28 @@ class FreshStore:
         reverse: bool,
     ) -> AsyncIterator[LogLine]:
         """``lines`` with the unwritten events of ``channel`` that ``pick`` takes in ``[lo, hi)`` merged
-        in, each message once (module doc)."""
+        in, each message once (module doc). The stored lines' read starts beside the Kafka read, not after
+        it: a read of the present waits for the slower of the two, not for both in turn."""
+        ahead = asyncio.ensure_future(_first(lines))
         try:
             found = [e for e in await self.unwritten(channel) if lo <= e.sent_at < hi and pick(e)]
+            head = await ahead
             if not found:
-                async for line in lines:
-                    yield line
+                if head is not None:
+                    yield head
+                    async for line in lines:
+                        yield line
                 return
             found.sort(key=lambda e: e.sent_at, reverse=reverse)
             pending = deque(found)
             edge = min(e.sent_at for e in found)
             stored: set[uuid.UUID] = set()
 
-            def ahead(event: ChatEvent, line: LogLine) -> bool:
+            def before(event: ChatEvent, line: LogLine) -> bool:
                 return event.sent_at > line.sent_at if reverse else event.sent_at < line.sent_at
 
-            async for line in lines:
-                while pending and ahead(pending[0], line):
+            async for line in _resumed(head, lines):
+                while pending and before(pending[0], line):
                     event = pending.popleft()
                     if message_uuid(event.message_id) not in stored:
                         yield LogLine.of(event)
@@ -125,6 +130,11 @@ class FreshStore:
                 if message_uuid(event.message_id) not in stored:
                     yield LogLine.of(event)
         finally:
+            if not ahead.done():
+                ahead.cancel()
+                await asyncio.wait([ahead])
+            if not ahead.cancelled():
+                ahead.exception()  # retrieved: raised above if it was needed, else its read was dropped
             await aclose(lines)
 
     # --- reads of the present ---------------------------------------------------------------------------
@@ -237,6 +247,20 @@ class FreshStore:
 
     async def ping(self) -> None:
         await self.inner.ping()
+
+
+async def _first(lines: AsyncIterator[LogLine]) -> LogLine | None:
+    """The first of ``lines`` (None: there are none)."""
+    return await anext(lines, None)
+
+
+async def _resumed(head: LogLine | None, rest: AsyncIterator[LogLine]) -> AsyncIterator[LogLine]:
+    """``head`` (None: nothing at all) and then ``rest``."""
+    if head is None:
+        return
+    yield head
+    async for line in rest:
+        yield line
 
 
 async def _nothing() -> AsyncIterator[LogLine]:

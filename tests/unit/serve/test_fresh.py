@@ -5,6 +5,7 @@ this month added when only Kafka has them; ranges in the past left to the store.
 from __future__ import annotations
 
 import asyncio
+import threading
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime
 
@@ -14,6 +15,8 @@ from schemas.chat_event import ChatEvent
 from serve.fresh import HORIZON_MS, FreshStore
 from serve.testing import MemoryStore
 from serve.unwritten import Unwritten
+from store.line import LogLine
+from store.protocol import Named
 
 NOW = 1_795_000_000_000  # ms
 
@@ -113,3 +116,58 @@ def test_a_kafka_that_failed_is_not_asked_again_for_a_few_seconds() -> None:
     first, second = reader.read("chan"), reader.read("chan")
     assert not first.complete and not second.complete and first.events == []
     assert Down.calls == 1 and reader.failures == 1  # the second answered without waiting for Kafka
+
+
+class _HeldReader(Reader):
+    """A reader double whose read waits until the stored lines' read has started (or gives up after 2 s)."""
+
+    def __init__(self, events: list[ChatEvent], started: threading.Event) -> None:
+        super().__init__(events)
+        self.started = started
+        self.waited: list[bool] = []
+
+    def read(self, channel: str, lo_ms: int = 0, hi_ms: int | None = None) -> Unwritten:
+        self.waited.append(self.started.wait(2.0))
+        return super().read(channel, lo_ms, hi_ms)
+
+
+class _Started(MemoryStore):
+    """An in-memory store that notes when a read of lines asks for its first line."""
+
+    def __init__(self, events: list[ChatEvent], started: threading.Event) -> None:
+        super().__init__(events)
+        self.started = started
+
+    def channel_lines(
+        self, channel: Named, lo: int, hi: int, *, reverse: bool = False
+    ) -> AsyncIterator[LogLine]:
+        return self._noted(super().channel_lines(channel, lo, hi, reverse=reverse))
+
+    async def _noted(self, lines: AsyncIterator[LogLine]) -> AsyncIterator[LogLine]:
+        self.started.set()
+        async for line in lines:
+            yield line
+
+
+def test_the_stored_lines_are_read_beside_the_kafka_read_not_after_it() -> None:
+    """A read of the present asks the store for its lines while Kafka's unwritten events are still being
+    read: the Kafka read here answers only once the store has been asked (before, it gave up after 2 s and
+    the store was asked after it). Merged as ever, also when the store has nothing, and when it is closed
+    before its end."""
+    started = threading.Event()
+    stored = [_event(1, at=NOW - 5000), _event(2, at=NOW - 4000)]
+    reader = _HeldReader([_event(3, at=NOW - 3000)], started)
+    store = FreshStore(_Started(stored, started), reader, clock=lambda: NOW / 1000, share_s=0)  # type: ignore[arg-type]
+
+    async def main() -> tuple[list[str], list[str], str]:
+        merged = await _ids(store.channel_lines("chan", 0, NOW + 1))
+        started.clear()
+        none = await _ids(store.channel_lines("chan", NOW - 3500, NOW + 1))  # the store has none there
+        started.clear()
+        lines = store.channel_lines("chan", 0, NOW + 1)
+        first = await anext(lines)
+        await lines.aclose()  # type: ignore[attr-defined]
+        return merged, none, first.event.message_id[-2:]
+
+    assert asyncio.run(main()) == (["01", "02", "03"], ["03"], "01")
+    assert reader.waited == [True, True, True]
