@@ -7,7 +7,8 @@ logs`` read.
   ``login:`` keys. Users the same way (``user_ids_by_login``, ``user_names``), so ``oldname``, ``newname``
   and the id give one history. Lookups are cached :attr:`LogReader.names_ttl_s`.
 * **Where the blocks are.** A channel key's days and their parts are rows of ``channel_days`` (one query
-  per key and read); a user's months and parts, of ``user_months`` per (channel key, user key).
+  per key and read); a user's months and parts, of ``user_months`` per (channel key, user key). A forward
+  read of one month does not wait for them to start scanning part 0 of that month of each key pair.
 * **A range's lines.** Period by period (a day of the channel, a month of the user), oldest first (newest
   first when reversed), the blocks of every part and key of the period are scanned in order of their
   first lines (paged; the next period's scan started ahead) and merged (:class:`store.merge.Merge`): each
