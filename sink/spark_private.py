@@ -8,7 +8,9 @@
 - ``StreamingQuery._jsq.recentProgress()``: the JVM's progress updates, read one ``json()`` each
   (:func:`recent_progress`, sink/job/stream.py);
 - a patch of CPython's ``zipimporter.invalidate_caches`` in Spark's Python workers, which pyspark's
-  worker invalidates before every task (:func:`lazy_zip_invalidation`, sink/writer/worker_setup.py).
+  worker invalidates before every task (:func:`lazy_zip_invalidation`, sink/writer/worker_setup.py);
+- the executor's socket behind the records pyspark hands a task, peeked at once they are taken: whether
+  they ended at Spark's end of data or were cut short (:func:`input_cut`, sink/writer/partition.py).
 
 :func:`check` verifies them once when a stream or a backfill starts and fails in one line naming what
 is missing (then pin the pyspark release this chatlog names in pyproject.toml).
@@ -21,8 +23,9 @@ from __future__ import annotations
 
 import os
 import sys
+import threading
 import zipimport
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, Final
 
 from core.errors import ChatlogError
@@ -141,3 +144,35 @@ def lazy_zip_invalidation() -> None:
 
     setattr(invalidate_caches, _ZIP_MARK, True)
     zipimport.zipimporter.invalidate_caches = invalidate_caches  # type: ignore[method-assign]
+
+
+END_OF_STREAM_WAIT_S: Final = 10.0
+"""How long :func:`input_cut`'s check waits for the executor's next bytes (there at once after a whole input,
+in the same flush as the end of data); past it the input counts as whole, as before the check."""
+
+
+def input_cut(records: Iterator[Any]) -> Callable[[], bool]:
+    """For the records pyspark hands a task (its serializer's generator over the executor's socket): a check,
+    to make once they are all taken, of whether the input was cut short.
+
+    pyspark's serializers take the socket's end as the end of the input (``EOFError`` ends their stream), so
+    when the executor fails while it feeds a task (a Kafka read that fails in the middle of a partition, as a
+    broker's failover does; Spark then runs the task again) the task sees a shorter input that looks whole.
+    After a whole input the executor has also sent its end-of-stream marker (read by the worker after the
+    task); after a cut one the socket is at its end. The check peeks at the next bytes without reading
+    them. Records of another source (a list: a test, a raw writer) are never cut."""
+    frame = getattr(records, "gi_frame", None)
+    stream = frame.f_locals.get("stream") if frame is not None else None
+    peek = getattr(stream, "peek", None)
+    if not callable(peek):
+        return lambda: False
+
+    def cut() -> bool:
+        seen: list[bytes] = []
+        # a thread: a later Spark that sent nothing more until the task's results came would never answer
+        waiter = threading.Thread(target=lambda: seen.append(bytes(peek(4)[:4])), daemon=True)
+        waiter.start()
+        waiter.join(END_OF_STREAM_WAIT_S)
+        return bool(seen) and not seen[0]
+
+    return cut

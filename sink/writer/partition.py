@@ -8,7 +8,11 @@ then the storage takes the event (:class:`store.write.TaskWrite`: its blocks, in
 history). Once every record is taken the storage writes them; what Cassandra rejects as invalid (never
 retried) becomes dead letters too, every record whose line was in the rejected block. Nothing is
 acknowledged before every write succeeded or was dead-lettered, so a failure fails the batch, and the batch
-is re-run (its blocks are the same rows again).
+is re-run (its blocks are the same rows again). An input that Spark cut short (its executor failed while
+feeding the task: pyspark ends the input quietly, :func:`sink.spark_private.input_cut`) is not written at all:
+the task fails and Spark runs it again, whose blocks, cut from the whole input, would not be the same rows as
+blocks of a part of it (the same messages stored twice). Only the chunks of :data:`CHUNK_EVENTS` written
+before the end are written as they go; a re-run writes the same chunks again, the same rows.
 
 Copies: every copy of a message is keyed by its channel, so all copies are in one Kafka partition, and one
 task reads each partition of a micro-batch whole: a copy is either in the same task as the first, or in a
@@ -20,7 +24,7 @@ later batch. So a task drops an event whose id it has seen, or that the batches 
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from core.errors import one_line
@@ -41,6 +45,10 @@ if TYPE_CHECKING:
     from store.requests import Item
 
 
+class InputCut(RuntimeError):
+    """The task's input ended before Spark's end of data: nothing of its last chunk was written."""
+
+
 def write_partition(
     records: Iterable[Any],
     settings: SinkSettings,
@@ -48,13 +56,15 @@ def write_partition(
     *,
     optouts: OptOutSet | None = None,
     recent: bytes | None = None,
+    cut: Callable[[], bool] | None = None,
 ) -> WriteStats:
     """Write ``records`` (value, Kafka partition, offset); return what was done, raise if it could not.
 
     ``optouts``: the events of these opted-out users and channels are counted in ``optout_dropped``, not
     written. ``recent``: the ids the last batches wrote; an event whose id is there or earlier in
     ``records`` is counted in ``duplicates``, not written; the ids written come back in ``written_ids``.
-    None: every event is written (a backfill, deduplicated by Spark).
+    None: every event is written (a backfill, deduplicated by Spark). ``cut``: asked once every record is
+    taken, whether the input was cut short (then :class:`InputCut` is raised and the rest is not written).
     """
     from sink.writer.collaborators import production
 
@@ -106,6 +116,11 @@ def write_partition(
         taken += 1
         if taken % CHUNK_EVENTS == 0:  # a big batch (a catch-up, a backfill) is written as it goes
             task.finish(reject)
+    if cut is not None and cut():
+        raise InputCut(
+            f"the input of this task ended early, after {taken} events (Spark failed to read the rest and "
+            "runs the task again): its last chunk is not written"
+        )
     written = task.finish(reject)
     stats.rows.update(written.rows)
     stats.requests, stats.retries = written.requests, written.retries
@@ -168,6 +183,7 @@ def partition_task(
 
     def task(records: Iterator[bytes]) -> Iterator[dict[str, Any]]:
         from sink.framing import unframe
+        from sink.spark_private import input_cut
         from sink.writer.collaborators import production
         from sink.writer.worker_setup import prepare
         from store.write import PROCESS_CACHES
@@ -176,8 +192,9 @@ def partition_task(
         if optouts is not None:  # an erasure deletes index rows: a change of the opt-outs forgets them
             PROCESS_CACHES.consent_is((optouts.users, optouts.channels))
         wiring = production(settings, dead_letters=dead_letters)
+        cut = input_cut(records)
         yield write_partition(
-            map(unframe, records), settings, wiring, optouts=optouts, recent=recent
+            map(unframe, records), settings, wiring, optouts=optouts, recent=recent, cut=cut
         ).to_dict()
 
     return task

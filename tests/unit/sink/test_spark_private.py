@@ -169,3 +169,8 @@ def test_imports_from_a_zip_still_work_after_invalidation(
         assert module.VALUE == 41
     finally:
         sys.modules.pop("chatlog_zip_probe", None)
+
+
+def test_records_of_another_source_are_never_cut() -> None:
+    assert spark_private.input_cut(iter([b"a", b"b"]))() is False
+    assert spark_private.input_cut(x for x in [b"a"])() is False  # a generator without pyspark's stream

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator
+from typing import Any
 
 import msgspec
 import pytest
@@ -117,3 +118,32 @@ def test_a_record_the_driver_cannot_serialize_is_dead_lettered(sink_settings: Si
     assert count(sink_settings, "channel") == good
     reasons = sorted(h["reason"] for _, h in dead_letters(sink_settings))
     assert all(r.startswith("cannot be written to Cassandra: ") for r in reasons), reasons
+
+
+def test_a_task_whose_input_spark_cuts_short_writes_nothing(
+    sink_settings: SinkSettings, spark_session: Any
+) -> None:
+    """When Spark's JVM fails while it feeds a task (a Kafka read that fails mid-partition, as a broker's
+    failover does), pyspark ends the task's input quietly: the task must not write the part it got, or the
+    task's next attempt writes those lines again, cut into other blocks (the same messages in two rows)."""
+    from pyspark.sql import functions as F
+
+    from sink.job.write import write_dataframe
+
+    events = make_events(3_000, channels=3)
+    schema = "value binary, partition int, offset long"
+    rows = spark_session.createDataFrame([(encode(e), 0, i) for i, e in enumerate(events)], schema).coalesce(
+        1
+    )
+    failing = F.when(F.col("offset") == 2_500, F.raise_error(F.lit("Could not read records (a test)")))
+    cut = rows.select("value", "partition", failing.otherwise(F.col("offset")).alias("offset"))
+
+    with pytest.raises(Exception, match="Could not read records"):
+        write_dataframe(cut, sink_settings, dead_letters=False, recent=b"")
+
+    deadline = time.monotonic() + 8  # the task's Python worker outlives the failed job by a moment
+    while time.monotonic() < deadline:
+        assert count(sink_settings, "channel") == 0, "a task wrote the part of its input it got"
+        time.sleep(0.5)
+    write_dataframe(rows, sink_settings, dead_letters=False, recent=b"")  # the same input, whole: written
+    assert count(sink_settings, "channel") == len(events)

@@ -18,7 +18,7 @@ from core.testing import twitch_line
 from schemas.chat_event import ChatEvent, encode
 from sink.dedup import ID_BYTES, id_of, id_set
 from sink.settings import SinkSettings
-from sink.writer.partition import write_partition
+from sink.writer.partition import InputCut, write_partition
 from sink.writer.stats import WriteStats
 from store.keys import message_id_bytes
 from tests.unit.sink.writer.partition_doubles import REJECTION, DeadLettersDouble, StorageDouble, wired
@@ -229,3 +229,31 @@ def test_written_ids_travel_with_the_stats_and_add_up() -> None:
     )
     one.add(WriteStats.from_dict(two.to_dict()))
     assert (one.duplicates, id_set(one.written_ids)) == (3, {id_of("a"), id_of("b")})
+
+
+# -- an input Spark cut short --------------------------------------------------------------------------------
+
+
+def test_an_input_cut_short_is_not_written_and_fails_the_task() -> None:
+    storage = StorageDouble()
+    asked: list[int] = []
+
+    def cut() -> bool:
+        asked.append(len(storage.taken))  # asked once every record is taken
+        return True
+
+    with pytest.raises(InputCut, match="after 2 events"):
+        write_partition(
+            _records([_event(1), _event(2)]), SETTINGS, wired(storage, DeadLettersDouble()), cut=cut
+        )
+    assert asked == [2]
+    assert (storage.finished, storage.blocks) == (0, [])
+
+
+def test_a_whole_input_is_written_after_the_check() -> None:
+    storage = StorageDouble()
+    stats = write_partition(
+        _records([_event(1), _event(2)]), SETTINGS, wired(storage, DeadLettersDouble()), cut=lambda: False
+    )
+    assert (stats.events, storage.finished) == (2, 1)
+    assert sum(block.lines for block in storage.blocks) == 4  # each line: its channel's day, its user's month
