@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import asyncio
 import bisect
+import functools
 import random
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
@@ -155,6 +156,18 @@ async def _in_order(
             await aclose(rows)
 
 
+def _id_pair(channel: Named, user: Named) -> Pair | None:
+    """The (channel key, user key) of a channel and a user both named by id (what a user's lines under
+    their ids are filed under); None when either is named by login (its id is looked up) or is no id."""
+    if not (isinstance(channel, ById) and isinstance(user, ById)):
+        return None
+    channel_id, user_id = channel.id.strip(), user.id.strip()
+    if not (0 < len(channel_id) <= MAX_ID_CHARS and 0 < len(user_id) <= MAX_ID_CHARS):
+        return None
+    user_id_key = user_key(user_id, None)
+    return None if user_id_key is None else (channel_key(channel_id, ""), user_id_key)
+
+
 class LogReader:
     """The logs of one keyspace, read through a connected cassandra-driver ``session`` (its keyspace set)."""
 
@@ -175,6 +188,7 @@ class LogReader:
         self._channels_lock = asyncio.Lock()
         self._names: dict[tuple[str, str], tuple[float, list[str]]] = {}
         self._index: dict[tuple[str, Any], tuple[float, list[Any]]] = {}
+        self._loading: dict[tuple[str, Any], asyncio.Future[list[Any]]] = {}
         prepare = session.prepare
         # a channel's blocks of a range start in its first hour or later (CHANNEL_SPAN_MS): sliced from there
         cb = "FROM channel_blocks WHERE channel_key = ? AND day = ? AND part = ? AND first_at >= ?"
@@ -252,7 +266,9 @@ class LogReader:
         self._names[(kind, key)] = (now, found)
         return found
 
-    async def _keys(self, who: Named, *, channel: bool) -> Keys:
+    async def _keys(self, who: Named, *, channel: bool, logins: bool = True) -> Keys:
+        """The keys ``who``'s lines may be filed under: its id's, and (``logins``) those of every login its
+        id has had, looked up."""
         ids, names = ("channel_ids", "channel_names") if channel else ("user_ids", "user_names")
 
         def id_key(value: str) -> str:
@@ -264,15 +280,15 @@ class LogReader:
             given = who.id.strip()
             if not given or len(given) > MAX_ID_CHARS:
                 return Keys((), who.name, None)
-            logins = await self._lookup(names, given)
-            return Keys(tuple(dict.fromkeys([id_key(given), *map(login_key, logins)])), who.name, given)
+            had = await self._lookup(names, given) if logins else []
+            return Keys(tuple(dict.fromkeys([id_key(given), *map(login_key, had)])), who.name, given)
         login = login_of(who)
         if not login or len(login) > MAX_LOGIN_CHARS:
             return Keys((), login, None)
         found = await self._lookup(ids, login)
         the_id = found[0] if found else None
-        logins = await self._lookup(names, the_id) if the_id else []
-        keys = ([id_key(the_id)] if the_id else []) + [login_key(x) for x in [*logins, login]]
+        had = await self._lookup(names, the_id) if the_id and logins else []
+        keys = ([id_key(the_id)] if the_id else []) + [login_key(x) for x in [*had, login]]
         return Keys(tuple(dict.fromkeys(keys)), login, the_id)
 
     async def channel_keys(self, channel: Named) -> Keys:
@@ -282,10 +298,10 @@ class LogReader:
         return await self._keys(user, channel=False)
 
     async def channel_id(self, channel: Named) -> str | None:
-        return (await self.channel_keys(channel)).id
+        return (await self._keys(channel, channel=True, logins=False)).id  # an id has no login to look up
 
     async def user_id(self, user: Named) -> str | None:
-        return (await self.user_keys(user)).id
+        return (await self._keys(user, channel=False, logins=False)).id
 
     async def user_name_history(self, user_id: str) -> list[NameSeen]:
         return await user_names(self.session, user_id)
@@ -351,24 +367,51 @@ class LogReader:
     async def _indexed(self, name: str, *params: Any) -> list[tuple[int, int]]:
         """The ``(period, part)`` rows of an index partition (``days`` or ``months``), newest first; cached
         :data:`_MISS_TTL_S`."""
+        hit = self._index.get((name, params))
+        if hit is not None and time.monotonic() - hit[0] < _MISS_TTL_S:
+            return hit[1]
+        return await asyncio.shield(self._index_read(name, *params))
+
+    def _index_read(self, name: str, *params: Any) -> asyncio.Future[list[Any]]:
+        """:meth:`_indexed`'s read, started now if it is neither cached nor under way (not awaited)."""
 
         async def load() -> list[Any]:
             rows = await self._query(name, *params, tuples=True).all()
             return [(int(row[0]), int(row[1])) for row in rows]
 
-        return await self._cached((name, params), load)
+        return self._cached_read((name, params), load)
 
     async def _cached(self, key: tuple[str, Any], load: Callable[[], Awaitable[list[Any]]]) -> list[Any]:
-        """``load()``'s rows, kept :data:`_MISS_TTL_S` under ``key``."""
-        now = time.monotonic()
+        """``load()``'s rows, kept :data:`_MISS_TTL_S` under ``key``; one load at a time per key (a second
+        asker awaits the first one's)."""
         hit = self._index.get(key)
-        if hit is not None and now - hit[0] < _MISS_TTL_S:
+        if hit is not None and time.monotonic() - hit[0] < _MISS_TTL_S:
             return hit[1]
-        found = await load()
+        return await asyncio.shield(self._cached_read(key, load))
+
+    def _cached_read(
+        self, key: tuple[str, Any], load: Callable[[], Awaitable[list[Any]]]
+    ) -> asyncio.Future[list[Any]]:
+        hit = self._index.get(key)
+        if hit is not None and time.monotonic() - hit[0] < _MISS_TTL_S:
+            done: asyncio.Future[list[Any]] = asyncio.get_running_loop().create_future()
+            done.set_result(hit[1])
+            return done
+        pending = self._loading.get(key)
+        if pending is None:
+            pending = asyncio.ensure_future(load())
+            self._loading[key] = pending
+            pending.add_done_callback(functools.partial(self._loaded, key))
+        return pending
+
+    def _loaded(self, key: tuple[str, Any], load: asyncio.Future[list[Any]]) -> None:
+        """A load of ``key`` ended: its rows cached, unless it failed (every asker gets the error)."""
+        self._loading.pop(key, None)
+        if load.cancelled() or load.exception() is not None:
+            return
         if len(self._index) >= _CACHE_MAX:
             self._index.clear()
-        self._index[key] = (now, found)
-        return found
+        self._index[key] = (time.monotonic(), load.result())
 
     async def _channel_periods(self, keys: Sequence[str]) -> dict[int, list[Partition]]:
         """Every day of the channel keys that holds blocks -> its partitions."""
@@ -404,17 +447,18 @@ class LogReader:
         a channel key with no day holds no user's month, and a user's ``login:`` key only matters under a
         channel key where some user has lines without an id (plain IRC, old imports). Both answers are
         cached per channel key (:data:`_MISS_TTL_S`): a user's month of Twitch lines reads one or two index
-        partitions, not one per key pair."""
+        partitions, not one per key pair. The logins a user's id has had are looked up only where such a
+        channel key is found (a channel of Twitch lines has none: a user's month by ids asks no name)."""
         channel_keys = await self.channel_keys(channel)
-        user_keys = await self.user_keys(user)
+        with_days = [c for c in channel_keys.keys if await self._indexed("days", c)]
+        with_logins = {c for c in with_days if await self._has_login_users(c)}
+        user_keys = await self._keys(user, channel=False, logins=bool(with_logins))
         by_id = [u for u in user_keys.keys if not u.startswith(LOGIN_KEY_PREFIX)]
         logins = [u for u in user_keys.keys if u.startswith(LOGIN_KEY_PREFIX)]
         pairs: list[Pair] = []
-        for c in channel_keys.keys:
-            if not await self._indexed("days", c):
-                continue
+        for c in with_days:
             pairs += [(c, u) for u in by_id]
-            if logins and await self._has_login_users(c):
+            if c in with_logins:
                 pairs += [(c, u) for u in logins]
         return channel_keys, user_keys, pairs
 
@@ -464,8 +508,11 @@ class LogReader:
     ) -> AsyncIterator[LogLine]:
         if lo >= hi:
             return
+        known = None if reverse else _id_pair(channel, user)
+        ahead = {} if known is None else self._known_pair_ahead(known, lo, hi)
         channel_keys, _, pairs = await self._pairs(channel, user)
-        ahead = {} if reverse else self._first_parts_ahead(pairs, lo, hi)
+        if not reverse:
+            ahead.update(self._first_parts_ahead([p for p in pairs if p != known], lo, hi))
         periods = await self._user_periods(pairs)
         months = [
             m for m in sorted(periods, reverse=reverse) if lo < month_end_ms(m) and month_start_ms(m) < hi
@@ -474,6 +521,22 @@ class LogReader:
         async with closing(lines):
             async for line in lines:
                 yield line
+
+    def _known_pair_ahead(self, pair: Pair, lo: int, hi: int) -> dict[Partition, PagedQuery]:
+        """A forward read of a user's month by ids (the channel's and the user's, as most URLs give them):
+        the pair those ids make is the one that holds the user's lines, so its months' read and its part 0's
+        scan start before the names are looked up (:meth:`_pairs`), not after: a user not read in the last
+        minute waits for one round trip to Cassandra, not two. Unless its months, cached, say that month
+        has nothing."""
+        month = month_of(lo)
+        if month_end_ms(month) < hi:
+            return {}
+        hit = self._index.get(("months", pair))
+        if hit is not None and time.monotonic() - hit[0] < _MISS_TTL_S and (month, 0) not in hit[1]:
+            return {}
+        self._index_read("months", *pair)  # under way when _user_periods asks for it
+        bounds = (naive_utc(hi), naive_utc(lo))
+        return {(*pair, month, 0): self._query("user", *pair, month, 0, *bounds, tuples=True)}
 
     def _first_parts_ahead(self, pairs: Sequence[Pair], lo: int, hi: int) -> dict[Partition, PagedQuery]:
         """A forward read of one month: the scan of part 0 of the month of each pair whose months are not

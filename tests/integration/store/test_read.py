@@ -335,6 +335,51 @@ def test_a_users_month_asks_only_the_key_pairs_that_can_hold_it(
     assert asked9 == [("509", "1005")]
 
 
+def test_a_users_month_by_ids_asks_no_name_in_a_channel_of_twitch_lines(
+    fresh_keyspace: StackSettings, session: Any
+) -> None:
+    """Read by ids (the channel's and the user's) in a channel whose lines all carry ids, a user's month asks
+    none of the user's names (they only matter where lines are filed under a login), neither does asking for
+    the user's or the channel's id; two reads at once of the same months ask them once."""
+    said = [
+        privmsg(
+            "chan9",
+            T0 + i * 60_000,
+            "user5",
+            f"hi {i}",
+            room_id="509",
+            user_id="1005",
+            message_id=str(uuid4()),
+        )
+        for i in range(30)
+    ]
+    write(fresh_keyspace, shuffled(said), batch=7)
+    recorded = Recorded(session)
+    channel, user = ById("509", "chan9"), ById("1005", "user5")
+    month = (month_start_ms(202601), month_end_ms(202601))
+
+    async def main() -> tuple[list[list[ChatEvent]], tuple[str | None, str | None], int]:
+        reader = LogReader(recorded, channels_ttl_s=60)
+        read = [
+            await events(reader.user_lines(channel, user, *month)),
+            await events(reader.user_lines(channel, user, 0, FAR)),
+        ]
+        ids = (await reader.user_id(user), await reader.channel_id(channel))
+        fresh = LogReader(recorded, channels_ttl_s=60)
+        before = len(recorded.sent)
+        await asyncio.gather(fresh.user_months(channel, user), fresh.user_months(channel, user))
+        months_asked = recorded.sent[before:].count(("509", "1005"))
+        return read, ids, months_asked
+
+    (in_month, whole), ids, months_asked = asyncio.run(main())
+    expected = in_read_order(said)
+    assert whole == expected and in_month == [e for e in expected if month[0] <= e.sent_at < month[1]]
+    assert in_month  # T0 is in January
+    assert ("1005",) not in recorded.sent  # the user's names (user_names by id) never asked
+    assert ids == ("1005", "509")
+    assert months_asked == 1
+
+
 def test_a_users_month_asks_its_first_part_beside_its_months(story: list[ChatEvent], session: Any) -> None:
     """A forward read of one month starts the scan of part 0 of that month of each key pair while the pair's
     months are still being asked (one round trip, not two), and reads what it read before; a reversed read
