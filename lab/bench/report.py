@@ -978,8 +978,8 @@ BENCHMARKS: Final[tuple[Benchmark, ...]] = (
         "vs-justlog",
         "vs justlog",
         "`chatlog serve` side by side with justlog on issue 35's data set (1.5M lines of one channel over "
-        "30 days, 2,000 users), each server alone on the machine, the same URL lists and load, a cell its "
-        "median pass's (method below)",
+        "30 days, 2,000 users), both up, their passes taken in turn, the same URL lists and load, a cell "
+        "its median pass's (method below)",
         "chatlog bench vs-justlog /path/to/justlog --days 30 --lines-per-day 50000",
         "bench_vs_justlog.json",
         _vs_justlog,

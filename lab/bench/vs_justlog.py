@@ -5,16 +5,18 @@ It builds nothing: it takes a justlog binary (built from justlog's repository, o
 
 1. the data set (:mod:`lab.bench.justlog_tree`): one channel, ``days`` x ``lines_per_day`` Twitch
    PRIVMSG lines of ``users`` chatters, written as a justlog log tree;
-2. justlog alone (:mod:`lab.bench.justlog_server`: a generated config on a loopback port, a stand-in for the
-   Twitch services it asks at start-up): its own archiver gzips the tree (the past days and month), then
-   a pass of the grid to warm it up and ``passes`` measured ones (below);
-3. chatlog alone: ``chatlog import`` of the same tree (its channel files) into scratch topics, ``chatlog
+2. justlog (:mod:`lab.bench.justlog_server`: a generated config on a loopback port, a stand-in for the
+   Twitch services it asks at start-up): its own archiver gzips the tree (the past days and month);
+3. chatlog: ``chatlog import`` of the same tree (its channel files) into scratch topics, ``chatlog
    sink --backfill`` into a scratch keyspace (both removed at the end), a flush, compactions left to
    settle; then ``chatlog pack`` (the month is over: a deployment's periodic job, as justlog's archiver),
    a flush and Cassandra's configured compactions left to settle: the keyspace as the product leaves it,
-   with no manual step; then ``chatlog serve`` on it (it has no cache of whole answers), a pass of the
-   grid to warm it up and, after compactions settled again, ``passes`` measured ones; after the reads, a
-   major compaction, whose bytes are reported beside (no operator runs one);
+   with no manual step; then ``chatlog serve`` on it (it has no cache of whole answers);
+   with both servers up (each idle while the other is read), a pass of the grid on each to warm it up,
+   then ``passes`` measured passes of each, taken in turn (justlog, chatlog, chatlog, justlog, ...:
+   :func:`alternated`), chatlog's keyspace's compactions left to settle before each of its passes; after
+   the reads, a major compaction of chatlog's keyspace, whose bytes are reported beside (no operator runs
+   one);
 4. the grid: a user's month (``/channelid/<id>/userid/<id>/<y>/<m>``, users of ~``user_month_lines``
    lines) at 1 and 32 clients, a channel's day (``/channelid/<id>/<y>/<m>/<d>``) at 1 and 8 clients, each
    as text and ``?json``, by :func:`lab.bench.serve_load.closed_loop` (keep-alive, every body read to its
@@ -25,7 +27,10 @@ It builds nothing: it takes a justlog binary (built from justlog's repository, o
    lasts a second or two (its list holds a few hundred users): one pause of either server (a garbage
    collection, a compaction) moves it by tens of percent, so each server runs ``passes`` measured passes
    of the same lists (neither has a cache of whole answers; both have their page caches warm from the
-   first pass) and a cell's figures are those of its median pass (by its rate);
+   first pass) and a cell's figures are those of its median pass (by its rate). The passes alternate
+   between the servers so that each one's passes sample the whole run, not one stretch of it: what else
+   the shared machine does changes during a run (in one run here chatlog's CPU per request of the same
+   reads went 3.0, 6.3, 4.6 ms over its three passes while justlog's stayed at 6.6-7.6);
 5. storage, in bytes per message: justlog's tree (every file, both copies, gzipped) and chatlog's line
    tables (the blocks and their indexes, :data:`lab.bench.keyspace_disk.LOG_TABLES`: their ``*-Data.db``; and
    every file of the keyspace) after the flush, as the backfill wrote them; after the pack, as they were
@@ -56,7 +61,7 @@ import tempfile
 import time
 import uuid
 from collections.abc import Awaitable, Callable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -249,44 +254,80 @@ def median_grid(passes: Sequence[dict[str, Any]]) -> dict[str, Any]:
     return out
 
 
-async def measured(
-    base: str, lists: dict[str, list[Url]], params: Params, pids: dict[str, int | None], name: str
-) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-    """:attr:`Params.passes` passes of the grid: the median grid (:func:`median_grid`) and the passes."""
-    passes = [await grid(base, lists, params, pids, f"{name} pass {n + 2}") for n in range(params.passes)]
-    return median_grid(passes), passes
+@dataclass
+class Side:
+    """One server of the comparison, up and ready: where it answers, the processes whose CPU counts, its
+    result so far (``out``: its passes go in there), and what to do before each of its measured passes."""
+
+    name: str
+    base: str
+    pids: dict[str, int | None]
+    out: dict[str, Any]
+    before_pass: Callable[[], None] = lambda: None
+
+
+PassRunner = Callable[[Side, str], dict[str, Any]]
+"""One pass of the grid against a side, under a label: its cells."""
+
+
+def _grid_pass(lists: dict[str, list[Url]], params: Params) -> PassRunner:
+    return lambda side, label: asyncio.run(grid(side.base, lists, params, side.pids, label))
+
+
+def alternated(sides: Sequence[Side], passes: int, run_pass: PassRunner) -> None:
+    """Each side's warm-up pass, then its ``passes`` measured ones, the sides taken in turn: pass n of one,
+    then of the other, in the reverse order on every second pass (A B B A A B ...), so a machine that
+    drifts during the run (its speed moves these figures by tens of percent from one half hour to the
+    next) weighs on both sides alike rather than on the one measured last. Into each side's ``out``:
+    ``pass_1`` (the warm-up), ``passes`` and ``grid`` (the median, :func:`median_grid`)."""
+    taken: dict[str, list[dict[str, Any]]] = {side.name: [] for side in sides}
+    for n in range(passes + 1):
+        for side in sides if n % 2 == 0 else list(reversed(sides)):
+            if n == 0:
+                side.out["pass_1"] = run_pass(side, f"{side.name} pass 1")
+                continue
+            side.before_pass()
+            taken[side.name].append(run_pass(side, f"{side.name} pass {n + 1}"))
+    for side in sides:
+        side.out["passes"] = taken[side.name]
+        side.out["grid"] = median_grid(taken[side.name])
+
+
+def compared(
+    justlog: AbstractContextManager[Side],
+    chatlog: AbstractContextManager[Side],
+    passes: int,
+    lists: dict[str, list[Url]],
+    params: Params,
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Both servers up (justlog's set up first), their passes taken in turn (:func:`alternated`); each
+    one's result once both are down."""
+    with justlog as theirs, chatlog as ours:
+        alternated((theirs, ours), passes, _grid_pass(lists, params))
+    return theirs.out, ours.out
 
 
 # -- justlog -------------------------------------------------------------------------------------------
 
 
-def measure_justlog(binary: Path, tree: Tree, params: Params, work: Path) -> dict[str, Any]:
-    """justlog alone: archive the tree with its own archiver, a pass of the grid to warm up, the measured
-    passes, its storage."""
+@contextmanager
+def justlog_side(binary: Path, tree: Tree, work: Path, name: str = "justlog") -> Iterator[Side]:
+    """justlog up on the tree, its own archiver done; after the passes, its storage into the side's
+    ``out``."""
     from lab.bench.justlog_server import running_justlog, wait_archived
 
-    lists = url_lists(tree)
     with running_justlog(
         binary, tree.root, work, channel_id=tree.channel_id, channel=CHANNEL, port=free_port()
     ) as (justlog, standin):
         say(f"justlog up (pid {justlog.pid}); its archiver gzips {len(tree.files())} files")
         archive_s = wait_archived(tree.files(), justlog.pid, timeout_s=120 + tree.lines / 1000)
         say(f"archived in {archive_s:.1f} s; justlog RSS {(vm_rss(justlog.pid) or 0) / MB:.0f} MB")
-        pids: dict[str, int | None] = {"server": justlog.pid}
-        first = asyncio.run(grid(justlog.base, lists, params, pids, "justlog pass 1"))
-        second, passes = asyncio.run(measured(justlog.base, lists, params, pids, "justlog"))
-        rss_after = vm_rss(justlog.pid)
-        asked = dict(standin.asked)
+        out: dict[str, Any] = {"archive_s": round(archive_s, 1)}
+        yield Side(name, justlog.base, {"server": justlog.pid}, out)
+        out["server_rss_mb_after"] = round((vm_rss(justlog.pid) or 0) / MB, 1)
+        out["stand_in_asked"] = dict(standin.asked)
     size = tree_bytes(tree.root)
-    return {
-        "archive_s": round(archive_s, 1),
-        "stand_in_asked": asked,
-        "pass_1": first,
-        "grid": second,
-        "passes": passes,
-        "server_rss_mb_after": round((rss_after or 0) / MB, 1),
-        "storage": {"bytes": size, "bytes_per_message": round(size / tree.lines, 1)},
-    }
+    out["storage"] = {"bytes": size, "bytes_per_message": round(size / tree.lines, 1)}
 
 
 # -- chatlog -------------------------------------------------------------------------------------------
@@ -363,17 +404,17 @@ def chatlog_storage(data_dir: Path, keyspace: str, tree: Tree) -> dict[str, Any]
     }
 
 
-def measure_chatlog(settings: Any, tree: Tree, params: Params, work: Path) -> dict[str, Any]:
-    """chatlog alone: load the tree, flush, let compactions settle, pack, compact, a pass of the grid to
-    warm up, the measured passes, storage."""
+@contextmanager
+def chatlog_side(settings: Any, tree: Tree, work: Path) -> Iterator[Side]:
+    """chatlog's keyspace loaded from the tree, flushed, compactions settled, packed, settled again, and
+    ``chatlog serve`` on it; after the passes, a major compaction and its storage beside (no operator runs
+    one)."""
     from core.cql import connect
     from core.settings import StackSettings, load
     from lab.bench.keyspace_disk import flush_and_compact
     from lab.bench.sink_data import fresh
 
-    stack = load(StackSettings)
-    data_dir = stack.state_dir / "cassandra" / "data"
-    lists = url_lists(tree)
+    data_dir = load(StackSettings).state_dir / "cassandra" / "data"
     with fresh(settings, f"vsjl{uuid.uuid4().hex[:8]}", work) as scratch:
         keyspace = scratch.cassandra_keyspace
         out: dict[str, Any] = {"keyspace": keyspace, "answer_cache": "none (chatlog serve has none)"}
@@ -383,13 +424,13 @@ def measure_chatlog(settings: Any, tree: Tree, params: Params, work: Path) -> di
             _flushed(out, session, keyspace, data_dir, tree)
             _pack_settled(out, scratch, session, data_dir, tree, 0)
             say(f"packed, as the product leaves it: {out['storage_packed']['bytes_per_message']} B/message")
-            _served(out, scratch, session, data_dir, lists, params, "chatlog")
+            with _serving_side(out, scratch, session, data_dir, "chatlog") as side:
+                yield side
             say("beside, after the reads: a major compaction of the line tables (no operator runs one)")
             out["compact_s"] = round(flush_and_compact(session, keyspace, data_dir, 900), 1)
             out["storage_compacted"] = chatlog_storage(data_dir, keyspace, tree)
         finally:
             cluster.shutdown()
-    return out
 
 
 def _flushed(out: dict[str, Any], session: Any, keyspace: str, data_dir: Path, tree: Tree) -> None:
@@ -415,18 +456,17 @@ def _pack_settled(
     out["storage_packed"] = chatlog_storage(data_dir, keyspace, tree)
 
 
-def _served(
+@contextmanager
+def _serving_side(
     out: dict[str, Any],
     scratch: Any,
     session: Any,
     data_dir: Path,
-    lists: dict[str, list[Url]],
-    params: Params,
     name: str,
     env: dict[str, str] | None = None,
-) -> None:
-    """``chatlog serve`` on the scratch keyspace (``env``: more of its environment): a pass of the grid to
-    warm up, compactions left to settle, the measured passes; into ``out``."""
+) -> Iterator[Side]:
+    """``chatlog serve`` on the scratch keyspace (``env``: more of its environment) as a side whose every
+    measured pass waits for the keyspace's compactions to settle first."""
     from core.settings import StackSettings, load
     from lab.bench.keyspace_disk import settle
     from lab.bench.serve import serving
@@ -434,11 +474,12 @@ def _served(
 
     keyspace = scratch.cassandra_keyspace
     cassandra = read_pid(load(StackSettings).state_dir / "run" / "cassandra.pid")
-    with serving(keyspace, env=env) as server:
-        pids: dict[str, int | None] = {"server": server.pid, "cassandra": cassandra}
-        out["pass_1"] = asyncio.run(grid(server.base, lists, params, pids, f"{name} pass 1"))
+
+    def settled() -> None:
         out["settle_s"].append(round(settle(session, keyspace, data_dir, 600, tell=say), 1))
-        out["grid"], out["passes"] = asyncio.run(measured(server.base, lists, params, pids, name))
+
+    with serving(keyspace, env=env) as server:
+        yield Side(name, server.base, {"server": server.pid, "cassandra": cassandra}, out, settled)
         out["server_rss_mb_after"] = round((vm_rss(server.pid) or 0) / MB, 1)
 
 
@@ -446,20 +487,19 @@ ROUTINE_SETTLE_MINUTES: Final = 60
 """The settle time of the product's hourly ``chatlog pack`` (``k8s/base/pack-cronjob.yaml``)."""
 
 
-def measure_chatlog_current(settings: Any, tree: Tree, params: Params, work: Path) -> dict[str, Any]:
+@contextmanager
+def chatlog_current_side(settings: Any, tree: Tree, work: Path) -> Iterator[Side]:
     """chatlog on a current tree: written as the streaming sink writes the present, a flush, compactions
     left to settle; the product's hourly ``chatlog pack`` (settle 60 minutes: today's day and this month's
     user-months packed up to an hour ago; the past days, written just now, left for a later run), a flush,
-    compactions left to settle; then ``chatlog serve`` on the scratch topics (a pass of the grid to warm up,
-    the measured passes); the bytes as written and after the pack beside."""
+    compactions left to settle; then ``chatlog serve`` on the scratch topics; the bytes as written and
+    after the pack beside."""
     from core.cql import connect
     from core.settings import StackSettings, load
     from lab.bench.live_writes import write_live
     from lab.bench.sink_data import fresh
 
-    stack = load(StackSettings)
-    data_dir = stack.state_dir / "cassandra" / "data"
-    lists = url_lists(tree)
+    data_dir = load(StackSettings).state_dir / "cassandra" / "data"
     with fresh(settings, f"vsjlnow{uuid.uuid4().hex[:8]}", work) as scratch:
         keyspace = scratch.cassandra_keyspace
         out: dict[str, Any] = {"keyspace": keyspace}
@@ -474,10 +514,10 @@ def measure_chatlog_current(settings: Any, tree: Tree, params: Params, work: Pat
             _flushed(out, session, keyspace, data_dir, tree)
             _pack_settled(out, scratch, session, data_dir, tree, ROUTINE_SETTLE_MINUTES)
             env = {**scratch.topic_env(), "CHATLOG_KAFKA_BOOTSTRAP_SERVERS": scratch.kafka_bootstrap_servers}
-            _served(out, scratch, session, data_dir, lists, params, "chatlog now", env)
+            with _serving_side(out, scratch, session, data_dir, "chatlog now", env) as side:
+                yield side
         finally:
             cluster.shutdown()
-    return out
 
 
 def data_of(tree: Tree, lists: dict[str, list[Url]]) -> dict[str, Any]:
@@ -619,16 +659,24 @@ def run(
             say(f"writing the tree ({params.days} days x {params.lines_per_day:,} lines) under {root}")
             tree = write_tree(root / "logs", params)
             result["data"] = data_of(tree, url_lists(tree))
-            result["justlog"] = measure_justlog(binary, tree, params, root / "justlog")
-            result["chatlog"] = measure_chatlog(settings, tree, params, root / "chatlog")
+            result["justlog"], result["chatlog"] = compared(
+                justlog_side(binary, tree, root / "justlog"),
+                chatlog_side(settings, tree, root / "chatlog"),
+                params.passes,
+                url_lists(tree),
+                params,
+            )
         if "current" in phases:
             now = datetime.now(UTC)
             say(f"writing the current tree (up to {params.days} days x {params.lines_per_day:,} lines)")
             tree = write_tree(root / "current" / "logs", params, now=now)
             result["current"] = {"data": data_of(tree, url_lists(tree))}
-            result["current"]["justlog"] = measure_justlog(binary, tree, params, root / "current" / "justlog")
-            result["current"]["chatlog"] = measure_chatlog_current(
-                settings, tree, params, root / "current" / "chatlog"
+            result["current"]["justlog"], result["current"]["chatlog"] = compared(
+                justlog_side(binary, tree, root / "current" / "justlog", "justlog now"),
+                chatlog_current_side(settings, tree, root / "current" / "chatlog"),
+                params.passes,
+                url_lists(tree),
+                params,
             )
     result["table"] = []
     if "past" in phases:

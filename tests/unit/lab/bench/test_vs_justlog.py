@@ -27,6 +27,8 @@ from lab.bench.justlog_tree import (
 from lab.bench.vs_justlog import (
     Params,
     Row,
+    Side,
+    alternated,
     median_grid,
     ratio_table,
     rows,
@@ -266,6 +268,38 @@ def test_a_cell_is_its_median_pass() -> None:
     assert (day["lines_per_s"], day["p99_ms"]) == (8.0, 3.0)  # a day's cell ranked by lines/s
     assert median_grid(passes[:2])["user_month_text_1"]["requests_per_s"] == 400.0  # the lower middle one
     assert median_grid(passes[:1])["user_month_text_1"]["requests_per_s"] == 400.0
+
+
+def test_the_sides_passes_are_taken_in_turn_warm_ups_first() -> None:
+    taken: list[str] = []
+    settled: list[int] = []
+
+    def run_pass(side: Side, label: str) -> dict[str, Any]:
+        taken.append(label)
+        rate = float(len(taken))  # later passes faster: a machine that speeds up over the run
+        return {"user_month_text_1": {"requests_per_s": rate, "lines_per_s": rate, "p99_ms": 1.0}}
+
+    theirs = Side("justlog", "http://a", {"server": 1}, {})
+    ours = Side("chatlog", "http://b", {"server": 2}, {}, lambda: settled.append(len(taken)))
+    alternated((theirs, ours), 3, run_pass)
+
+    assert taken == [
+        "justlog pass 1",
+        "chatlog pass 1",
+        "chatlog pass 2",
+        "justlog pass 2",
+        "justlog pass 3",
+        "chatlog pass 3",
+        "chatlog pass 4",
+        "justlog pass 4",
+    ]
+    assert settled == [2, 5, 6]  # before each measured pass of the side that asks, never before a warm-up
+    assert theirs.out["pass_1"]["user_month_text_1"]["requests_per_s"] == 1.0
+    assert [p["user_month_text_1"]["requests_per_s"] for p in theirs.out["passes"]] == [4.0, 5.0, 8.0]
+    assert [p["user_month_text_1"]["requests_per_s"] for p in ours.out["passes"]] == [3.0, 6.0, 7.0]
+    # the medians: neither side gets all the late (fast) passes
+    assert theirs.out["grid"]["user_month_text_1"]["requests_per_s"] == 5.0
+    assert ours.out["grid"]["user_month_text_1"]["requests_per_s"] == 6.0
 
 
 def _sent_ts(line: str) -> int:
