@@ -796,15 +796,18 @@ def _vs_justlog_goal(r: Result) -> str:
         f"≤ {fixed(VS_GOAL_STORAGE, 2)}{X} as the product leaves it: "
         f"{verdict(at_most(packed, VS_GOAL_STORAGE))} ({packed.f(2)}{X})"
     )
+    now = (
+        f"{verdict(judged(current, VS_GOAL_CURRENT))} ({span(current, 2)}{X})"
+        if current
+        else "not measured in this run"
+    )
     return (
         f"user-month ≥ {fixed(VS_GOAL_USER_MONTH, 1)}{X}: text {verdict(judged(text, VS_GOAL_USER_MONTH))} "
         f"({', '.join(v.f(2) + X for v in text) or NA}), json {verdict(judged(json_, VS_GOAL_USER_MONTH))} "
         f"({', '.join(v.f(2) + X for v in json_) or NA}); p99 ≤ justlog's: {p99}; channel day ≥ "
         f"{fixed(VS_GOAL_CHANNEL_DAY, 1)}{X}: {verdict(judged(day, VS_GOAL_CHANNEL_DAY))} "
         f"({span(day, 2)}{X}); "
-        f"current month and day ≥ {fixed(VS_GOAL_CURRENT, 1)}{X}: "
-        f"{verdict(judged(current, VS_GOAL_CURRENT))} ({span(current, 2)}{X}); "
-        f"storage {storage}"
+        f"current month and day ≥ {fixed(VS_GOAL_CURRENT, 1)}{X}: {now}; storage {storage}"
     )
 
 

@@ -239,3 +239,6 @@ def test_vs_justlog_judges_the_current_case_apart_from_the_past() -> None:
     assert f"current month and day ≥ 1.0{x}: met (1.05-1.30{x})" in report._vs_justlog_goal(result)
     empty = report.Result("bench_vs_justlog.json", {"table": table[:1]})
     assert report._vs_justlog_current(empty) == "The current month and day were not measured in this run."
+    assert f"current month and day ≥ 1.0{x}: not measured in this run; storage" in report._vs_justlog_goal(
+        empty
+    )
