@@ -367,13 +367,11 @@ class LogReader:
     async def _indexed(self, name: str, *params: Any) -> list[tuple[int, int]]:
         """The ``(period, part)`` rows of an index partition (``days`` or ``months``), newest first; cached
         :data:`_MISS_TTL_S`."""
-        hit = self._index.get((name, params))
-        if hit is not None and time.monotonic() - hit[0] < _MISS_TTL_S:
-            return hit[1]
-        return await asyncio.shield(self._index_read(name, *params))
+        hit = self._hit((name, params))
+        return hit if hit is not None else await asyncio.shield(self._index_read(name, *params))
 
     def _index_read(self, name: str, *params: Any) -> asyncio.Future[list[Any]]:
-        """:meth:`_indexed`'s read, started now if it is neither cached nor under way (not awaited)."""
+        """:meth:`_indexed`'s read of an index partition not cached, started now unless under way."""
 
         async def load() -> list[Any]:
             rows = await self._query(name, *params, tuples=True).all()
@@ -384,19 +382,18 @@ class LogReader:
     async def _cached(self, key: tuple[str, Any], load: Callable[[], Awaitable[list[Any]]]) -> list[Any]:
         """``load()``'s rows, kept :data:`_MISS_TTL_S` under ``key``; one load at a time per key (a second
         asker awaits the first one's)."""
+        hit = self._hit(key)
+        return hit if hit is not None else await asyncio.shield(self._cached_read(key, load))
+
+    def _hit(self, key: tuple[str, Any]) -> list[Any] | None:
+        """The rows cached under ``key`` within :data:`_MISS_TTL_S`, else None."""
         hit = self._index.get(key)
-        if hit is not None and time.monotonic() - hit[0] < _MISS_TTL_S:
-            return hit[1]
-        return await asyncio.shield(self._cached_read(key, load))
+        return hit[1] if hit is not None and time.monotonic() - hit[0] < _MISS_TTL_S else None
 
     def _cached_read(
         self, key: tuple[str, Any], load: Callable[[], Awaitable[list[Any]]]
     ) -> asyncio.Future[list[Any]]:
-        hit = self._index.get(key)
-        if hit is not None and time.monotonic() - hit[0] < _MISS_TTL_S:
-            done: asyncio.Future[list[Any]] = asyncio.get_running_loop().create_future()
-            done.set_result(hit[1])
-            return done
+        """The load of ``key`` (not cached): the one under way, else ``load()`` started now."""
         pending = self._loading.get(key)
         if pending is None:
             pending = asyncio.ensure_future(load())
@@ -531,12 +528,16 @@ class LogReader:
         month = month_of(lo)
         if month_end_ms(month) < hi:
             return {}
-        hit = self._index.get(("months", pair))
-        if hit is not None and time.monotonic() - hit[0] < _MISS_TTL_S and (month, 0) not in hit[1]:
+        months = self._hit(("months", pair))
+        if months is None:
+            self._index_read("months", *pair)  # under way when _user_periods asks for it
+        elif (month, 0) not in months:
             return {}
-        self._index_read("months", *pair)  # under way when _user_periods asks for it
-        bounds = (naive_utc(hi), naive_utc(lo))
-        return {(*pair, month, 0): self._query("user", *pair, month, 0, *bounds, tuples=True)}
+        return {(*pair, month, 0): self._part_0(pair, month, lo, hi)}
+
+    def _part_0(self, pair: Pair, month: int, lo: int, hi: int) -> PagedQuery:
+        """The scan of part 0 of ``pair``'s ``month`` within ``[lo, hi)``, started now."""
+        return self._query("user", *pair, month, 0, naive_utc(hi), naive_utc(lo), tuples=True)
 
     def _first_parts_ahead(self, pairs: Sequence[Pair], lo: int, hi: int) -> dict[Partition, PagedQuery]:
         """A forward read of one month: the scan of part 0 of the month of each pair whose months are not
@@ -546,14 +547,11 @@ class LogReader:
         month = month_of(lo)
         if month_end_ms(month) < hi:
             return {}
-        now = time.monotonic()
-        bounds = (naive_utc(hi), naive_utc(lo))
-        ahead: dict[Partition, PagedQuery] = {}
-        for pair in pairs:
-            hit = self._index.get(("months", pair))
-            if hit is None or now - hit[0] >= _MISS_TTL_S:
-                ahead[(*pair, month, 0)] = self._query("user", *pair, month, 0, *bounds, tuples=True)
-        return ahead
+        return {
+            (*pair, month, 0): self._part_0(pair, month, lo, hi)
+            for pair in pairs
+            if self._hit(("months", pair)) is None
+        }
 
     async def _periods(
         self,
