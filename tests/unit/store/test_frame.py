@@ -22,6 +22,7 @@ from store.frame import (
     VERSION,
     FrameError,
     Line,
+    content_size,
     decode,
     encode,
 )
@@ -124,6 +125,59 @@ def test_a_large_block_compresses_and_a_packed_one_more() -> None:
     assert live[:4] == packed[:4] == ZSTD
     assert len(packed) < len(live) < sum(len(line[2]) for line in lines)
     assert decode(live).lines(range(2_000)) == decode(packed).lines(range(2_000)) == lines
+
+
+def _big_lines(n: int) -> list[Line]:
+    return [
+        (1_000 + i, uuid.UUID(int=i).bytes, f"@id=;tmi-sent-ts= :u{i % 7}!u@u PRIVMSG #c :message {i}", None,
+         ("c", f"u{i % 7}", f"message {i}", False, True), str(i % 7))
+        for i in range(n)
+    ]  # fmt: skip
+
+
+@pytest.mark.parametrize("n", [20, 600, 2_000])
+def test_a_written_frames_header_gives_the_size_it_decompresses_to(n: int) -> None:
+    value = encode(_big_lines(n), level=PACKED_LEVEL)
+    assert value[:4] == ZSTD
+    assert content_size(value) == len(bytes(cramjam.zstd.decompress(value)))
+
+
+@pytest.mark.parametrize(
+    ("header", "size"),
+    [
+        (bytes([0x20, 0x07]), 7),  # single segment, a 1-byte size
+        (bytes([0x60]) + (300 - 256).to_bytes(2, "little"), 300),  # a 2-byte size is 256 more than written
+        (bytes([0xA0]) + (70_000).to_bytes(4, "little"), 70_000),
+        (bytes([0xE0]) + (5 << 33).to_bytes(8, "little"), 5 << 33),
+        (bytes([0x80, 0x58]) + (70_000).to_bytes(4, "little"), 70_000),  # a window descriptor before it
+        (bytes([0x82, 0x58, 0x01, 0x02]) + (70_000).to_bytes(4, "little"), 70_000),  # and a dictionary id
+        (bytes([0x00, 0x58]), None),  # no size: a streamed frame
+        (bytes([0x80, 0x58, 0x01]), None),  # cut short
+    ],
+)
+def test_a_zstandard_header_gives_its_content_size_where_it_has_one(header: bytes, size: int | None) -> None:
+    assert content_size(ZSTD + header) == size
+
+
+def test_a_frame_compressed_without_its_size_in_the_header_reads_as_one_with_it() -> None:
+    lines = _big_lines(600)
+    value = encode(lines, level=PACKED_LEVEL)
+    streamed = cramjam.zstd.Compressor()
+    streamed.compress(bytes(cramjam.zstd.decompress(value)))
+    unsized = bytes(streamed.finish())
+    assert content_size(unsized) is None
+    read = [_as_read(line) for line in lines]
+    assert decode(unsized).lines(range(600)) == decode(value).lines(range(600)) == read
+
+
+@pytest.mark.parametrize("wrong", [1, -1, 1_000, -1_000])
+def test_a_frame_whose_header_misstates_its_size_is_a_frame_error(wrong: int) -> None:
+    value = encode(_big_lines(2_000), level=PACKED_LEVEL)
+    size = content_size(value)
+    assert size is not None and value[4] == 0xA0  # a single segment, a 4-byte size right after
+    damaged = value[:5] + (size + wrong).to_bytes(4, "little") + value[9:]
+    with pytest.raises(FrameError, match="not a frame"):
+        decode(damaged)
 
 
 def test_nothing_to_frame_is_refused() -> None:
