@@ -571,10 +571,10 @@ def _sustains(r: Result) -> str:
     return (
         f"the whole pipeline (simulator, IRC server, two replica groups of ingesters, Kafka, the sink, "
         f"Cassandra) costs about {r('cpu_us_per_msg').f(1, scale=1e-3)} ms of the machine's CPU per message "
-        "with R = 2 (`cpu_us_per_msg` and, by part, `cpu_by_process` in `demo.json`), so 2 cores carry "
-        "about "
-        f"{r('details', 'rate').f(0, grouped=True)} msg/s with headroom: the demo's default (`chatlog demo "
-        f"--rate` to change it). The largest single part of it: {_PARTS.get(first, first or NA)}, "
+        "with R = 2 (`cpu_us_per_msg` and, by part, `cpu_by_process` in `demo.json`) at the demo's default "
+        f"{r('details', 'rate').f(0, grouped=True)} msg/s (`chatlog demo --rate` to change it; the highest "
+        "rate it sustains is `chatlog bench capacity`'s, below). The largest single part of it: "
+        f"{_PARTS.get(first, first or NA)}, "
         f"{r('details', 'cpu_by_process', 'us_per_msg', first).f(0)} µs a message"
     )
 
