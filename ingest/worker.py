@@ -54,7 +54,9 @@ from schemas.coverage import encode as encode_coverage
 
 log = logging.getLogger(__name__)
 
-_PRODUCER_POLL_S = 0.25  # delivery reports are served by every batch of lines too; this is for quiet times
+_PRODUCER_POLL_S = 1.0
+"""Delivery reports are served by every batch of lines too; this is for quiet times, and for the queue's
+fill, which pauses IRC reads at 80 % (a second of reading is far below the 20 % left)."""
 _READY_CACHE_S = 2.0
 _COVERAGE_S = 0.25
 
@@ -63,6 +65,7 @@ class Pool(Protocol):
     """What the worker asks of the IRC pool (ingest/irc/pool.py)."""
 
     membership_version: int
+    membership_moved: asyncio.Event
 
     @property
     def wanted(self) -> AbstractSet[str]: ...
@@ -302,11 +305,22 @@ class Worker:
 
     # -- coverage events ---------------------------------------------------------------------------
     async def _publish_coverage(self) -> None:
+        """The coverage events of each change of what is confirmed, within :data:`_COVERAGE_S` of the echo
+        that changed it (the echoes of that time together), and every covered channel announced again
+        each ``ingest_coverage_refresh_s``. Between them nothing wakes it: an idle ingester's loop sleeps."""
         refresh_s = self.settings.ingest_coverage_refresh_s
         refreshed = time.monotonic()
+        moved = self.pool.membership_moved
+        moved.set()  # the first look comes at once
         seen = -1
         while True:
+            left = refreshed + refresh_s - time.monotonic()
+            if left > 0:  # asyncio.timeout, not wait_for: 3.11's wait_for can swallow a cancellation
+                with contextlib.suppress(TimeoutError):
+                    async with asyncio.timeout(left):
+                        await moved.wait()
             await asyncio.sleep(_COVERAGE_S)
+            moved.clear()
             now = now_ms()
             if self.pool.membership_version != seen:  # confirmed can only differ after an echo
                 seen = self.pool.membership_version

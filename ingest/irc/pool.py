@@ -98,6 +98,8 @@ class IrcPool:
         self._dirty = True  # something changed since the last plan
         self.membership_version = 0
         """Grows at every JOIN/PART/KICK echo and connection change: ``confirmed`` may differ only then."""
+        self.membership_moved = asyncio.Event()
+        """Set when ``membership_version`` grows; whoever waits for it clears it once it has looked."""
         self._published_at = float("-inf")
         self._counts: dict[str, int] = defaultdict(int)
         self._bytes_closed = 0
@@ -264,20 +266,24 @@ class IrcPool:
         """A JOIN/PART/KICK echo: reconcile again at the next tick (no wake-up per echo)."""
         del conn
         self._dirty = True
+        self._membership_moved()
+
+    def _membership_moved(self) -> None:
         self.membership_version += 1
+        self.membership_moved.set()
 
     def _poke(self) -> None:
         self._dirty = True
         self._wake.set()
 
     def connection_ready(self, conn: IrcConnection) -> None:
-        self.membership_version += 1
+        self._membership_moved()
         took = (conn.ready_at or conn.created_at) - conn.created_at
         log.info("irc conn %d connected as %s (registered in %.2f s)", conn.conn_id, conn.nick, took)
         self._poke()
 
     def connection_closed(self, conn: IrcConnection, reason: str, kind: str, failure: bool) -> None:
-        self.membership_version += 1
+        self._membership_moved()
         self._conns.pop(conn.conn_id, None)
         self._leaving[conn.conn_id] = conn  # until its socket is closed
         conn.closed.add_done_callback(lambda _f: self._forget_connection(conn))

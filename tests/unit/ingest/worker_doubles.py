@@ -26,6 +26,7 @@ class PoolDouble:
         self.over_capacity: frozenset[str] = frozenset()
         self.confirmed: frozenset[str] = frozenset()
         self.membership_version = 0
+        self.membership_moved = asyncio.Event()
         self.changes: list[frozenset[str]] = []
         self.closed_with_part: bool | None = None
         self.paused = False
@@ -38,6 +39,7 @@ class PoolDouble:
             self.changes.append(self.wanted)
             self.confirmed = self.wanted if self.server_up else frozenset()
             self.membership_version += 1
+            self.membership_moved.set()
 
     async def run(self) -> None:
         await self._closed.wait()
@@ -46,6 +48,7 @@ class PoolDouble:
         self.closed_with_part = part
         self.confirmed = frozenset()
         self.membership_version += 1
+        self.membership_moved.set()
         self._closed.set()
 
     def pause_reading(self) -> None:
