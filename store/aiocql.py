@@ -45,6 +45,12 @@ class PagedQuery:
     def _on_error(self, exc: BaseException) -> None:  # the driver's thread
         self._loop.call_soon_threadsafe(self._deliver, self._waiter, None, exc)
 
+    async def only_page(self) -> list[Any] | None:
+        """The rows of the first page when no page follows it (None when more do); :meth:`pages` and
+        :meth:`rows` still give it. Call it before taking any page."""
+        rows = await self._waiter
+        return None if self._future.has_more_pages else rows
+
     async def pages(self) -> AsyncIterator[list[Any]]:
         """Every page of rows; the next one is requested after this one is taken."""
         while True:

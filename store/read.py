@@ -601,7 +601,7 @@ class LogReader:
             nxt = start(periods[i + 1]) if i + 1 < len(periods) else []
             merge = Merge(lo, hi, make, reverse=reverse)
             if reverse:
-                stream = self._blocks_reversed(current, periods[i], table, bounds, merge)
+                stream = self._blocks_reversed(current, table, bounds, merge)
             else:
                 stream = self._blocks_forward(current, merge)
             async with closing(stream):
@@ -637,18 +637,21 @@ class LogReader:
     async def _blocks_reversed(
         self,
         scans: Sequence[tuple[Partition, PagedQuery]],
-        partitions: Sequence[Partition],
         table: str,
         bounds: tuple[Any, ...],
         merge: Merge,
     ) -> AsyncIterator[list[LogLine]]:
         """The merged lines of the partitions' scans, newest first: the blocks taken in descending order of
         their first lines, each line given once no block still to come reaches as far (the blocks' first and
-        last times read beforehand)."""
+        last times known beforehand: from the scan itself when its first page holds all its blocks, as a read
+        of the last seconds' lines does, else read by one more query of the blocks' times alone)."""
+        whole = await asyncio.gather(*(query.only_page() for _, query in scans))
+        more = [p for (p, _), rows in zip(scans, whole, strict=True) if rows is None]
         metas = await asyncio.gather(
-            *(self._query(f"{table}_meta", *p, *bounds, tuples=True).all() for p in partitions)
+            *(self._query(f"{table}_meta", *p, *bounds, tuples=True).all() for p in more)
         )
-        known = sorted((row[_FIRST], row[_LAST]) for rows in metas for row in rows)  # ascending first_at
+        found = [rows for rows in whole if rows is not None] + metas
+        known = sorted((row[_FIRST], row[_LAST]) for rows in found for row in rows)  # ascending first_at
         starts = [first for first, _ in known]
         reach: list[int] = []  # reach[i]: the latest last_at of the blocks known[0..i]
         latest = -1

@@ -104,6 +104,27 @@ def test_a_channel_streams_day_by_day_with_the_next_day_asked_ahead(
     assert {p[1] for p in early} == set(days[:2]) and set(early) <= set(scans)
 
 
+def test_a_reverse_read_asks_each_partition_once_when_its_blocks_fit_one_page(
+    story: list[ChatEvent], session: Any
+) -> None:
+    channel = in_read_order(of_channel(story))
+    lo, hi = channel[40].sent_at, channel[350].sent_at  # across the burst and the month's end
+
+    async def main(fetch_size: int) -> tuple[list[ChatEvent], list[tuple[Any, ...]]]:
+        recorded = Recorded(session)
+        reader = LogReader(recorded, fetch_size=fetch_size, channels_ttl_s=60)
+        await reader.latest_day("newchan")  # the keys and days looked up before: only the scans are left
+        recorded.sent = []
+        return await events(reader.channel_lines("newchan", lo, hi, reverse=True)), recorded.scans()
+
+    whole, at_once = asyncio.run(main(1000))
+    paged, apart = asyncio.run(main(1))
+    assert whole == paged == [e for e in channel if lo <= e.sent_at < hi][::-1] and len(whole) > 300
+    # one page: the blocks' times come with the blocks; paged: one more query for the times beforehand
+    assert len(at_once) == len(set(at_once)) > 1
+    assert set(apart) == set(at_once) and len(apart) > len(at_once)
+
+
 def test_a_channels_days_are_asked_once_per_key_within_the_cache_time(
     story: list[ChatEvent], session: Any
 ) -> None:

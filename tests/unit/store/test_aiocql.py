@@ -38,6 +38,16 @@ def test_each_page_is_asked_for_once_the_one_before_is_taken() -> None:
     assert asyncio.run(go()) == [[1, 2], [3]]
 
 
+def test_the_only_page_is_given_when_no_page_follows_and_is_still_read_after() -> None:
+    async def go(page_size: int | None) -> tuple[list[Any] | None, list[list[Any]]]:
+        query = PagedQuery(FakeSession(lambda _call: [1, 2, 3], page_size=page_size), "q", ())
+        only = await query.only_page()
+        return only, [page async for page in query.pages()]
+
+    assert asyncio.run(go(None)) == ([1, 2, 3], [[1, 2, 3]])
+    assert asyncio.run(go(2)) == (None, [[1, 2], [3]])
+
+
 def test_an_abandoned_query_that_fails_logs_nothing() -> None:
     reported: list[dict[str, Any]] = []
 
