@@ -211,8 +211,9 @@ class IrcPool:
             while not self._closing:
                 self._wake.clear()
                 self._tick()
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(self._wake.wait(), self._tick_s)
+                with contextlib.suppress(TimeoutError):  # not wait_for: 3.11's can swallow a cancel
+                    async with asyncio.timeout(self._tick_s):
+                        await self._wake.wait()
         except asyncio.CancelledError:
             self._abort_all()
             raise
