@@ -142,40 +142,60 @@ def compare_floors(run: Run, steps: list[dict[str, Any]]) -> dict[str, Any]:
     step beside the raw library doing its work at its rate, and the bulk floors."""
     from core.settings import load
     from lab.bench import floors as f
+    from lab.bench.serve import serving
     from sink.settings import SinkSettings
 
     every = load(SinkSettings).trigger_ms / 1000
     records, partitions = f.taken_records(run.settings, run.settings.topic_messages)
     written = f.written_rows(run.settings, run.settings.cassandra_keyspace)
-    for step in steps:
-        rate = step["sent_per_s"]
-        lo, hi = (run.t0 + at for at in step["window_s"])
-        rounds = f.rounds_of(written, lo, hi, gap_s=every / 2)
-        rows = sum(len(r) for r in rounds)
-        # two records a message at R = 2
-        kafka = f.kafka_floor_at(run.settings, records, partitions, 2 * rate)
-        cassandra = f.cassandra_floor_at(run.settings, rounds, every)
-        per_record = step["cpu_us_per_msg"]["kafka"] / 2
-        per_row = step["cpu_us_per_msg"]["cassandra"] * step["sent"] / max(rows, 1)
-        step["block_rows"] = {"written": rows, "per_s": round(rows / (hi - lo), 1), "rounds": len(rounds)}
-        step["floors_at_rate"] = {"kafka": kafka, "cassandra": cassandra}
-        step["kafka_us_per_record"] = round(per_record, 2)
-        step["kafka_vs_floor"] = round(per_record / max(kafka["us_per_record"], 1e-9), 2)
-        step["cassandra_us_per_row"] = round(per_row, 2)
-        step["cassandra_vs_floor"] = round(per_row / max(cassandra["us_per_row"] or 0, 1e-9), 2)
+    indexed = f.with_index_rows(written)
+    channels = run.probe.channels if run.probe is not None else []
+    # the step's reads again: chatlog serve on the run's keyspace, as the run started it
+    with serving(run.settings.cassandra_keyspace, env={**run.env(), "CHATLOG_SERVE_WORKERS": "1"}) as server:
+        for step in steps:
+            rate = step["sent_per_s"]
+            lo, hi = (run.t0 + at for at in step["window_s"])
+            rounds = f.rounds_of(indexed, lo, hi, gap_s=every / 2)
+            rows = sum(len(r) for r in rounds)
+            blocks = sum(1 for r in rounds for row in r if row.table in f.BLOCK_TABLES)
+            # two records a message at R = 2
+            kafka = f.kafka_floor_at(run.settings, records, partitions, 2 * rate)
+            reads = f.serve_polls(server.base, channels, lo, hi) if channels else None
+            writes_only = f.cassandra_floor_at(run.settings, rounds, every)
+            cassandra = f.cassandra_floor_at(run.settings, rounds, every, reads=reads)
+            per_record = step["cpu_us_per_msg"]["kafka"] / 2
+            per_row = step["cpu_us_per_msg"]["cassandra"] * step["sent"] / max(rows, 1)
+            step["rows"] = {
+                "written": rows,
+                "blocks": blocks,
+                "index": rows - blocks,
+                "per_s": round(rows / (hi - lo), 1),
+                "rounds": len(rounds),
+            }
+            step["floors_at_rate"] = {
+                "kafka": kafka,
+                "cassandra": cassandra,
+                "cassandra_writes_only": writes_only,
+            }
+            step["kafka_us_per_record"] = round(per_record, 2)
+            step["kafka_vs_floor"] = round(per_record / max(kafka["us_per_record"], 1e-9), 2)
+            step["cassandra_us_per_row"] = round(per_row, 2)
+            step["cassandra_vs_floor"] = round(per_row / max(cassandra["us_per_row"] or 0, 1e-9), 2)
     sample = written[:: max(1, len(written) // f.BULK_ROWS)][: f.BULK_ROWS]
     return {
         "kafka_bulk": f.kafka_floor(run.settings, records, partitions),
         "cassandra_bulk": f.cassandra_floor(run.settings, sample),
         "block_rows": {table: sum(1 for w in written if w.table == table) for table in f.BLOCK_TABLES},
         "note": "each step's *_vs_floor: the server's whole CPU per record (Kafka: the ingesters' "
-        "produces, the sink's and serve's fetches, the control topics, idle work) or per block row written "
-        "in the step (Cassandra: writes of blocks, index and name rows, flushes, compactions, serve's "
-        "reads) against the same server's while the raw library does the step's work at the step's rate "
-        "(floors_at_rate: the run's records from as many raw producers with the ingesters' settings and "
-        "one raw consumer; the block rows the sink wrote in the step, both tables, in the rounds it wrote "
-        "them, in unlogged batches cut as the sink cuts them); *_bulk: the same records and a sample of the "
-        "rows at once, the server's marginal cost of one",
+        "produces, the sink's and serve's fetches, the control topics, idle work) or per block and index "
+        "row written in the step (Cassandra: writes of blocks, index and name rows, flushes, compactions, "
+        "serve's reads) against the same server's while the raw library does the step's work at the "
+        "step's rate (floors_at_rate: the run's records from as many raw producers with the ingesters' "
+        "settings and one raw consumer; the block rows the sink wrote in the step, both tables, and their "
+        "index rows, in the rounds it wrote them, in unlogged batches cut as the sink cuts them, once no "
+        "compaction runs, while chatlog serve answers the e2e probe's polls of the step again), the median "
+        "of 4 windows, JIT compilers left out on both sides; *_bulk: the "
+        "same records and a sample of the block rows at once, the server's marginal cost of one",
     }
 
 

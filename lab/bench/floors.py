@@ -5,25 +5,34 @@ gone):
 
 * **at a step's rate** (what each step is compared with): the same work a step gave the server, done by
   the raw library at the same rate for :data:`AT_RATE_S` seconds, the server's whole CPU over that time
-  (its idle work included, as in the step) per record or row.
+  (its idle work included, as in the step; its JIT compilers left out, as a step counts them apart) in
+  :data:`WINDOWS` windows, per record or row by the median window (a flush, compaction or collection of
+  what was written before the floor falls in one window and does not move it).
 
   - Kafka: the run's records (the same values and keys, so the same partitions) produced again into a
     scratch topic of as many partitions, two records per message sent (R = 2), by as many raw librdkafka
     producers as the run had ingesters with the ingesters' own producer settings (``linger.ms``,
     compression, acks), and read as they come by one raw consumer, as the sink reads them.
-  - Cassandra: the block rows the sink wrote in the step (both block tables, frames and all, found by
-    their write times) written again into a scratch keyspace by the raw driver in the rounds the sink
-    wrote them, one round every trigger interval, each round's rows in unlogged batches cut as the sink
-    cuts them (by partition; at most :data:`BATCH_ROWS` rows, :data:`BATCH_PARTITIONS` partitions,
-    :data:`BATCH_BYTES` of frames). The sink's index and name rows and serve's reads are not in it.
+  - Cassandra, once no compaction has run for a few seconds (:func:`quiet`; the run's own settle after
+    its last step): the block rows the sink wrote in the step (both block tables, frames and all, found by
+    their write times) and the index rows it wrote with them (:func:`with_index_rows`) written again into
+    a scratch keyspace by the raw driver in the rounds the sink wrote them, one round every trigger
+    interval, each round's rows in unlogged batches cut as the sink cuts them (by partition; at most
+    :data:`BATCH_ROWS` rows, :data:`BATCH_PARTITIONS` partitions, :data:`BATCH_BYTES`); meanwhile
+    ``chatlog serve`` on the run's keyspace answers the step's reads again (:func:`serve_polls`: the e2e
+    probe's polls, each reading what it read at that moment of the step). The sink's name rows (a name at
+    most once an hour) are not in it.
 
-* **in bulk**: the same records produced at once (``linger.ms`` 1 s) and read back, a sample of the rows
-  inserted one statement each, 64 in flight: the marginal cost of a record or row to the server, which no
-  client reaches at a few thousand messages a second.
+* **in bulk**: the same records produced at once (``linger.ms`` 1 s) and read back, a sample of the block
+  rows inserted one statement each, 64 in flight: the marginal cost of a record or row to the server,
+  which no client reaches at a few thousand messages a second.
 """
 
 from __future__ import annotations
 
+import contextlib
+import itertools
+import statistics
 import threading
 import time
 import uuid
@@ -38,11 +47,16 @@ from lab.bench.loading import produce
 from lab.bench.scratch import scratch_keyspaces, scratch_topics
 from lab.demo import process_cpu
 from store.requests import BatchLimits
+from store.write import INDEX_ROW_BYTES, IndexCache
 
 RECORDS: Final = 200_000
 AT_RATE_S: Final = 40.0
 """Seconds each floor at a step's rate is measured over (after :data:`AT_RATE_WARM_S` to connect)."""
 AT_RATE_WARM_S: Final = 5.0
+QUIET_TIMEOUT_S: Final = 180.0
+"""The longest a Cassandra floor waits for the server's compactions to end before it measures."""
+WINDOWS: Final = 4
+"""The windows a floor at a rate is measured in; its figure is the median window's."""
 PRODUCERS: Final = 4
 """Raw producers of the Kafka floor at a rate: the run's ingesters (two replica groups of two)."""
 
@@ -52,9 +66,10 @@ Record = tuple[bytes | None, bytes | None]
 
 
 def _cpu(component: str) -> float:
-    """CPU seconds so far of the stack's ``component`` (``kafka`` or ``cassandra``)."""
+    """CPU seconds so far of the stack's ``component`` (``kafka`` or ``cassandra``), its JIT compilers'
+    left out as a step leaves them out (``jvm_jit``)."""
     snap = process_cpu.snapshot()
-    return sum(p.seconds for p in snap.values() if p.component == component)
+    return sum(p.seconds - p.jit_since(None) for p in snap.values() if p.component == component)
 
 
 def paced(per_s: float, seconds: float, send: Callable[[int], None], slice_s: float = 0.01) -> int:
@@ -73,21 +88,42 @@ def paced(per_s: float, seconds: float, send: Callable[[int], None], slice_s: fl
         time.sleep(slice_s)
 
 
-def _measured(component: str, seconds: float, work: Callable[[float], int]) -> tuple[int, float]:
-    """Run ``work(AT_RATE_WARM_S + seconds)``; returns what it counts and ``component``'s CPU seconds over
-    its last ``seconds`` (its first :data:`AT_RATE_WARM_S` connect and warm up)."""
+@dataclass(frozen=True, slots=True)
+class Windows:
+    """A server's CPU over the windows of a floor at a rate: CPU seconds per second of each."""
+
+    cores: tuple[float, ...]
+    window_s: float
+
+    @property
+    def median(self) -> float:
+        """The median window's CPU seconds per second: a compaction, flush or collection of data written
+        before the floor, in one window, does not move it."""
+        return statistics.median(self.cores) if self.cores else 0.0
+
+    def us_per(self, per_s: float) -> float:
+        """µs of CPU per unit of work at ``per_s`` units a second, by the median window."""
+        return round(self.median / max(per_s, 1e-9) * 1e6, 2)
+
+
+def _measured(component: str, seconds: float, work: Callable[[float], int]) -> tuple[int, Windows]:
+    """Run ``work(AT_RATE_WARM_S + seconds)``; returns what it counts and ``component``'s CPU over its last
+    ``seconds`` in :data:`WINDOWS` windows (its first :data:`AT_RATE_WARM_S` connect and warm up)."""
+    window_s = seconds / WINDOWS
     marks: list[float] = []
 
     def mark() -> None:
-        time.sleep(AT_RATE_WARM_S)
-        marks.append(_cpu(component))
+        start = time.monotonic() + AT_RATE_WARM_S
+        for i in range(WINDOWS + 1):
+            time.sleep(max(0.0, start + i * window_s - time.monotonic()))
+            marks.append(_cpu(component))
 
     marker = threading.Thread(target=mark, daemon=True)
     marker.start()
     done = work(AT_RATE_WARM_S + seconds)
-    end = _cpu(component)
     marker.join()
-    return done, end - marks[0]
+    cores = tuple((b - a) / window_s for a, b in itertools.pairwise(marks))
+    return done, Windows(tuple(round(c, 5) for c in cores), window_s)
 
 
 def _consumer(settings: StackSettings) -> Any:
@@ -218,7 +254,7 @@ def kafka_floor_at(
                 producer.flush(30)
             return n
 
-        sent, spent = _measured("kafka", seconds, work)
+        sent, cpu = _measured("kafka", seconds, work)
         stop.set()
         reading.join()
         consumer.close()
@@ -227,7 +263,8 @@ def kafka_floor_at(
         "seconds": seconds,
         "read": read[0],
         "sent": sent,
-        "us_per_record": round(spent / max(records_per_s * seconds, 1) * 1e6, 2),
+        "cores_by_window": list(cpu.cores),
+        "us_per_record": cpu.us_per(records_per_s),
     }
 
 
@@ -237,9 +274,26 @@ _COLUMNS: Final[dict[str, str]] = {
 }
 """The cells of a block row of each block table, in the order a :class:`Written` holds them."""
 BLOCK_TABLES: Final = tuple(_COLUMNS)
+_INDEX_COLUMNS: Final[dict[str, str]] = {
+    "channel_days": "channel_key, day, part",
+    "user_months": "channel_key, user_key, month, part",
+    "channel_users": "channel_key, user_key",
+}
+"""The cells of an index row of each index table: the first cells of the block row it indexes."""
+_INDEXES: Final[dict[str, tuple[str, ...]]] = {
+    "channel_blocks": ("channel_days",),
+    "user_blocks": ("user_months", "channel_users"),
+}
+"""The index rows the sink writes beside a block row of each block table (``store.write``)."""
 BULK_ROWS: Final = 50_000
 """Most rows of the bulk floor (a sample of the run's, spread over it)."""
-_PARTITION: Final[dict[str, int]] = {"channel_blocks": 3, "user_blocks": 4}
+_PARTITION: Final[dict[str, int]] = {
+    "channel_blocks": 3,
+    "user_blocks": 4,
+    "channel_days": 1,
+    "user_months": 2,
+    "channel_users": 1,
+}
 """How many of a row's first cells are its partition key."""
 BATCH_ROWS: Final = BatchLimits().max_rows
 BATCH_PARTITIONS: Final = BatchLimits().max_partitions
@@ -249,7 +303,8 @@ BATCH_BYTES: Final = BatchLimits().max_bytes
 
 @dataclass(frozen=True, slots=True)
 class Written:
-    """A block row a run wrote: its table, its cells (:data:`_COLUMNS`) and its write time (epoch s)."""
+    """A row a run wrote: its table, its cells (:data:`_COLUMNS`, :data:`_INDEX_COLUMNS`) and its write
+    time (epoch s)."""
 
     table: str
     cells: tuple[Any, ...]
@@ -280,6 +335,24 @@ def written_rows(settings: StackSettings, keyspace: str) -> list[Written]:
         cluster.shutdown()
 
 
+def with_index_rows(rows: Sequence[Written], refresh_s: float = IndexCache().refresh_s) -> list[Written]:
+    """``rows`` (block rows, oldest first) with the index rows the sink writes beside them, each after its
+    block row: an index key when first seen and again ``refresh_s`` after it was last written, as one
+    sink process's :class:`store.write.IndexCache` (the sink's processes each keep their own, so it may
+    write some more: these are the fewest it writes)."""
+    last: dict[tuple[str, tuple[Any, ...]], float] = {}
+    out: list[Written] = []
+    for row in rows:
+        out.append(row)
+        for index in _INDEXES[row.table]:
+            cells = row.cells[: len(_INDEX_COLUMNS[index].split(","))]
+            seen = last.get((index, cells))
+            if seen is None or row.at - seen >= refresh_s:
+                last[index, cells] = row.at
+                out.append(Written(index, cells, row.at))
+    return out
+
+
 def rounds_of(rows: Sequence[Written], lo: float, hi: float, gap_s: float) -> list[list[Written]]:
     """The rows written in ``[lo, hi)`` (epoch s; ``rows`` oldest first) in the rounds they were written
     in: a round ends where no row was written for ``gap_s``."""
@@ -300,13 +373,34 @@ def batched(rows: Sequence[Written]) -> list[list[Written]]:
     sink's default limits; on one node every partition has the same replica), by partition."""
     from store.requests import Item, plan_batches
 
-    items = [Item(None, (row.table, repr(row.partition).encode()), len(row.cells[-1]), row) for row in rows]
+    items = [Item(None, (row.table, repr(row.partition).encode()), _size(row), row) for row in rows]
     return [[item.statement for item in batch] for batch in plan_batches(items, BatchLimits())]
 
 
-def _inserting(settings: StackSettings, write: Callable[[Any, dict[str, Any]], int]) -> int:
-    """``write(session, inserts)`` (a prepared INSERT per block table) into a scratch keyspace of the
-    product's schema, dropped after; returns what ``write`` returns."""
+def quiet(session: Any, timeout_s: float = QUIET_TIMEOUT_S, quiet_s: float = 5.0) -> float:
+    """Wait until Cassandra has run no compaction (of any keyspace: the run's own are still settling after
+    its last step) for ``quiet_s``, at most ``timeout_s``; the seconds waited."""
+    t0 = time.monotonic()
+    since = t0
+    while time.monotonic() - t0 < timeout_s:
+        if list(session.execute("SELECT keyspace_name FROM system_views.sstable_tasks", timeout=30)):
+            since = time.monotonic()
+        elif time.monotonic() - since >= quiet_s:
+            break
+        time.sleep(1.0)
+    return round(time.monotonic() - t0, 1)
+
+
+def _size(row: Written) -> int:
+    """The bytes the sink counts for ``row`` in a batch (``store.write``: a block's frame and 64, an index
+    row 64)."""
+    return len(row.cells[-1]) + INDEX_ROW_BYTES if row.table in _COLUMNS else INDEX_ROW_BYTES
+
+
+def _inserting(settings: StackSettings, write: Callable[[Any, dict[str, Any]], int]) -> float:
+    """``write(session, inserts)`` (a prepared INSERT per block and index table) into a scratch keyspace of
+    the product's schema, dropped after, once no compaction runs (:func:`quiet`); returns the seconds it
+    waited for that."""
     from core.cql import connect
     from store.schema import create
 
@@ -319,10 +413,12 @@ def _inserting(settings: StackSettings, write: Callable[[Any, dict[str, Any]], i
                     f"INSERT INTO {scratch}.{table} ({columns}) "
                     f"VALUES ({', '.join('?' * len(columns.split(',')))})"
                 )
-                for table, columns in _COLUMNS.items()
+                for table, columns in {**_COLUMNS, **_INDEX_COLUMNS}.items()
             }
             time.sleep(2)  # the schema's own work out of the way
-            return write(session, inserts)
+            waited = quiet(session)
+            write(session, inserts)
+            return waited
         finally:
             cluster.shutdown()
 
@@ -342,7 +438,8 @@ def cassandra_floor(settings: StackSettings, rows: Sequence[Written]) -> dict[st
         spent[0] = _cpu("cassandra") - before
         return len(rows)
 
-    n = max(_inserting(settings, write), 1)
+    _inserting(settings, write)
+    n = max(len(rows), 1)
     return {
         "rows": len(rows),
         "mean_frame_bytes": round(sum(len(row.cells[-1]) for row in rows) / n, 1),
@@ -352,19 +449,57 @@ def cassandra_floor(settings: StackSettings, rows: Sequence[Written]) -> dict[st
     }
 
 
+ReadLoad = Callable[[threading.Event], None]
+"""Reads made beside a floor's writes until the event is set (:func:`serve_polls`)."""
+PROBE_POLL_S: Final = 0.5
+"""How often the e2e probe asks each of its channels for its recent messages (``lab.demo.e2e``: its
+fastest; it polls less often while a line is late)."""
+PROBE_LOOKBACK_MS: Final = 1000
+
+
+def serve_polls(
+    base: str, channels: Sequence[str], lo: float, hi: float, every_s: float = PROBE_POLL_S
+) -> ReadLoad:
+    """The e2e probe's polls of a step again, to ``chatlog serve`` at ``base`` on the run's keyspace: each
+    of ``channels`` asked for its recent messages every ``every_s``, ``before`` a moment t that sweeps the
+    step's window ``[lo, hi)`` (epoch s) at the clock's pace and ``after`` :data:`PROBE_LOOKBACK_MS` before
+    it, so that each poll reads the blocks the step's poll at t read (the probe asked after its newest
+    unseen line, with no ``before``)."""
+    import httpx
+
+    def polls(stop: threading.Event) -> None:
+        start = time.monotonic()
+        with httpx.Client(base_url=base, timeout=10) as client:
+            while not stop.is_set():
+                began = time.monotonic()
+                t_ms = int((lo + (began - start) % max(hi - lo, 0.001)) * 1000)
+                for channel in channels:
+                    params = {"after": t_ms - PROBE_LOOKBACK_MS, "before": t_ms}
+                    with contextlib.suppress(httpx.HTTPError):
+                        client.get(f"/api/v2/recent-messages/{channel}", params=params)
+                stop.wait(max(0.0, every_s - (time.monotonic() - began)))
+
+    return polls
+
+
 def cassandra_floor_at(
-    settings: StackSettings, rounds: Sequence[Sequence[Written]], every_s: float, seconds: float = AT_RATE_S
+    settings: StackSettings,
+    rounds: Sequence[Sequence[Written]],
+    every_s: float,
+    seconds: float = AT_RATE_S,
+    reads: ReadLoad | None = None,
 ) -> dict[str, Any]:
     """Cassandra's whole CPU per row while the raw driver writes a step's ``rounds`` again (cycled) at the
     step's cadence, one round every ``every_s`` (the sink's trigger interval), each round's rows in
-    unlogged batches cut as the sink cuts them (:func:`batched`), 64 in flight, over ``seconds``."""
+    unlogged batches cut as the sink cuts them (:func:`batched`), 64 in flight, over ``seconds``; and
+    ``reads`` made meanwhile (the step's reads by ``chatlog serve``, :func:`serve_polls`)."""
     from cassandra.concurrent import execute_concurrent
     from cassandra.query import BatchStatement, BatchType
 
     if not rounds:
         return {"rows_per_s": 0.0, "seconds": seconds, "round_s": every_s, "sent": 0, "us_per_row": None}
     sent = [0]
-    spent = [0.0]
+    measured: list[Windows] = []
 
     def write(session: Any, inserts: dict[str, Any]) -> int:
         def send(i: int) -> None:
@@ -382,10 +517,20 @@ def cassandra_floor_at(
         def work(total_s: float) -> int:
             return paced(1 / every_s, total_s, send)
 
-        _done, spent[0] = _measured("cassandra", seconds, work)
+        stop = threading.Event()
+        reader = threading.Thread(target=reads, args=(stop,), daemon=True) if reads is not None else None
+        if reader is not None:
+            reader.start()
+        try:
+            _done, cpu = _measured("cassandra", seconds, work)
+        finally:
+            stop.set()
+            if reader is not None:
+                reader.join()
+        measured.append(cpu)
         return sent[0]
 
-    _inserting(settings, write)
+    waited = _inserting(settings, write)
     rows_per_s = sum(len(r) for r in rounds) / len(rounds) / every_s
     return {
         "rows_per_s": round(rows_per_s, 1),
@@ -393,5 +538,8 @@ def cassandra_floor_at(
         "round_s": every_s,
         "rounds": len(rounds),
         "sent": sent[0],
-        "us_per_row": round(spent[0] / max(rows_per_s * seconds, 1) * 1e6, 2),
+        "quiet_after_s": waited,
+        "with_reads": reads is not None,
+        "cores_by_window": list(measured[0].cores),
+        "us_per_row": measured[0].us_per(rows_per_s),
     }

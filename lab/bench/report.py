@@ -496,8 +496,8 @@ def _capacity_figures(r: Result) -> str:
             f"{step('floors_at_rate', 'kafka', 'us_per_record').f(1)} "
             f"µs per record), Cassandra {step('cassandra_vs_floor').f(2)}x "
             f"({step('cassandra_us_per_row').f(0)} against "
-            f"{step('floors_at_rate', 'cassandra', 'us_per_row').f(0)} µs per block row, "
-            f"{step('block_rows', 'per_s').f(1)} rows/s)"
+            f"{step('floors_at_rate', 'cassandra', 'us_per_row').f(0)} µs per row, "
+            f"{step('rows', 'per_s').f(1)} block and index rows/s)"
         )
     return (
         f"Sustained {r('sustained_msgs_per_s').f(0, grouped=True)} msg/s; at rest the pipeline takes "
