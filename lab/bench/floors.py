@@ -46,6 +46,7 @@ from core.settings import StackSettings
 from lab.bench.loading import produce
 from lab.bench.scratch import scratch_keyspaces, scratch_topics
 from lab.demo import process_cpu
+from lab.demo.e2e import POLL_S
 from store.requests import BatchLimits
 from store.write import INDEX_ROW_BYTES, IndexCache
 
@@ -380,10 +381,12 @@ def batched(rows: Sequence[Written]) -> list[list[Written]]:
 def quiet(session: Any, timeout_s: float = QUIET_TIMEOUT_S, quiet_s: float = 5.0) -> float:
     """Wait until Cassandra has run no compaction (of any keyspace: the run's own are still settling after
     its last step) for ``quiet_s``, at most ``timeout_s``; the seconds waited."""
+    from lab.bench.keyspace_disk import compacting
+
     t0 = time.monotonic()
     since = t0
     while time.monotonic() - t0 < timeout_s:
-        if list(session.execute("SELECT keyspace_name FROM system_views.sstable_tasks", timeout=30)):
+        if compacting(session, None):
             since = time.monotonic()
         elif time.monotonic() - since >= quiet_s:
             break
@@ -451,14 +454,11 @@ def cassandra_floor(settings: StackSettings, rows: Sequence[Written]) -> dict[st
 
 ReadLoad = Callable[[threading.Event], None]
 """Reads made beside a floor's writes until the event is set (:func:`serve_polls`)."""
-PROBE_POLL_S: Final = 0.5
-"""How often the e2e probe asks each of its channels for its recent messages (``lab.demo.e2e``: its
-fastest; it polls less often while a line is late)."""
 PROBE_LOOKBACK_MS: Final = 1000
 
 
 def serve_polls(
-    base: str, channels: Sequence[str], lo: float, hi: float, every_s: float = PROBE_POLL_S
+    base: str, channels: Sequence[str], lo: float, hi: float, every_s: float = POLL_S
 ) -> ReadLoad:
     """The e2e probe's polls of a step again, to ``chatlog serve`` at ``base`` on the run's keyspace: each
     of ``channels`` asked for its recent messages every ``every_s``, ``before`` a moment t that sweeps the

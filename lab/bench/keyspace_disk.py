@@ -130,13 +130,13 @@ def disk_usage(
 # -- flush, compactions --------------------------------------------------------------------------------
 
 
-def compacting(session: Any, keyspace: str) -> bool:
-    """Whether Cassandra runs an SSTable task (a compaction) in ``keyspace``."""
+def compacting(session: Any, keyspace: str | None) -> bool:
+    """Whether Cassandra runs an SSTable task (a compaction) in ``keyspace`` (None: in any keyspace)."""
     try:
         rows = session.execute("SELECT keyspace_name FROM system_views.sstable_tasks", timeout=30)
     except Exception:
         return False
-    return any(r.keyspace_name == keyspace for r in rows)
+    return any(keyspace is None or r.keyspace_name == keyspace for r in rows)
 
 
 def _flushed(data_dir: Path, keyspace: str, tables: Sequence[str]) -> bool:

@@ -25,6 +25,7 @@ import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Final
 
 from core.irc_parse import MalformedLine, parse_line
 from core.logins import login_of
@@ -37,6 +38,8 @@ log = logging.getLogger(__name__)
 SAMPLE_RANKS = (10, 40, 160)
 """Which channels the probe reads, by the simulator's hotness rank: not the few hottest (their
 partitions would make each poll large), then further down the long tail: three polls every half second."""
+POLL_S: Final = 0.5
+"""How often the probe asks each sample channel for its recent messages while nothing is late."""
 
 
 def sample_channels(channels: Sequence[str], seed: int, ranks: Sequence[int] = SAMPLE_RANKS) -> list[str]:
@@ -153,7 +156,7 @@ class ReadProbe:
         channels: Sequence[str],
         sent_file: Path,
         *,
-        interval_s: float = 0.5,
+        interval_s: float = POLL_S,
     ) -> None:
         self.base_url, self.channels, self.sent_file = base_url.rstrip("/"), list(channels), sent_file
         self.interval_s = interval_s
