@@ -175,6 +175,8 @@ class FakeConsumer:
         self._callbacks: dict[str, RebalanceCallback] = {}
         self._steps: deque[tuple[str, list[TopicPartition] | list[FakeMessage]]] = deque()
         self._changed = threading.Condition()
+        self.watermarks: dict[int, tuple[int, int]] = {}
+        """Partition -> (low, high) offsets, as the test sets them; (0, 0) (nothing yet) for any other."""
 
     # -- what the test scripts -----------------------------------------------------------------------
     def assign(self, topic: str, partitions: Iterable[int]) -> None:
@@ -243,6 +245,11 @@ class FakeConsumer:
 
     def incremental_unassign(self, partitions: list[TopicPartition]) -> None:
         self.assignment -= {(p.topic, p.partition) for p in partitions}
+
+    def get_watermark_offsets(
+        self, partition: TopicPartition, timeout: float | None = None
+    ) -> tuple[int, int]:
+        return self.watermarks.get(partition.partition, (0, 0))
 
     def memberid(self) -> str:
         return self._member_id

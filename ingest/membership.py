@@ -2,13 +2,21 @@
 which channels it wants.
 
 :class:`BucketTable` is the pure bookkeeping (an injected clock, no Kafka): buckets are assigned
-(loading until their partition's end has been read), loaded, revoked into a hand-off overlap, or lost.
+(loading until their partition has been read up to the end it had at assignment), loaded, revoked into a
+hand-off overlap, or lost.
 The wanted set is the union of the channels of loaded owned buckets and of buckets still in overlap.
 A revoked bucket's channel leaves the overlap when the new owner confirms its JOIN of it
 (:meth:`BucketTable.confirm`, fed from ``chatlog.coverage``), or when the hand-off timeout passes:
 then it is parted without a confirmation, counted and logged as a gap risk.
 
 :class:`Membership` runs a confluent-kafka consumer in its own thread (:mod:`core.background_consumer`).
+The group member follows its buckets with a long fetch wait (``core.compacted.FOLLOW_FETCH_WAIT_MS``: an idle
+member's fetches are most of what it costs the broker), so it is never the one that reads a new bucket:
+librdkafka sends a broker one fetch at a time, and a bucket assigned while the member's fetch waits would be
+read only when that wait ends. A second consumer, outside the group and holding nothing between
+rebalances (so it sends nothing), reads each newly assigned bucket from its beginning up to the end offset it
+had at assignment, at librdkafka's default wait; the member follows the bucket from that offset on, and what
+it reads of a bucket still loading is held until the loader is done.
 The rebalance callbacks live here, in one place; each one only records what changed in the table, and is
 wrapped so an error does not escape into librdkafka: it is counted and stops the member
 (:class:`RebalanceFailed` in ``failure``), so the worker exits non-zero and is restarted instead of owning
@@ -21,6 +29,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+import uuid
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, Final
@@ -29,6 +38,7 @@ from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, TopicPartiti
 from confluent_kafka.admin import AdminClient
 
 from core.background_consumer import BackgroundConsumer
+from core.compacted import FOLLOW_FETCH_WAIT_MS
 from core.errors import one_line
 from ingest.metrics import counter
 
@@ -36,6 +46,10 @@ log = logging.getLogger(__name__)
 
 _POLL_BATCH: Final = 2000
 _POLL_TIMEOUT_S: Final = 1.0  # a record ends the wait at once; this bounds only a quiet loop and stop()
+_LOADING_POLL_S: Final = 0.05
+"""Each consumer's wait while a bucket loads: the loop polls the member and the loader in turn."""
+_ENDS_TIMEOUT_S: Final = 10.0
+"""How long a newly assigned bucket's end offset may take to read (a failure stops the member)."""
 
 
 @dataclass(frozen=True)
@@ -193,7 +207,8 @@ class MembershipStats:
 def consumer_config(
     base: dict[str, Any], *, group_id: str, protocol: str, session_timeout_ms: int, client_id: str
 ) -> dict[str, Any]:
-    """librdkafka settings of the membership consumer (KIP-848 forbids client-side session/assignor keys)."""
+    """librdkafka settings of the membership consumer (KIP-848 forbids client-side session/assignor keys):
+    a follower's fetch wait, as it never reads a bucket from its beginning (see the module doc)."""
     conf = {
         **base,
         "logger": logging.getLogger("librdkafka.consumer"),
@@ -203,13 +218,27 @@ def consumer_config(
         "enable.auto.commit": False,
         "enable.auto.offset.store": False,
         "auto.offset.reset": "earliest",
-        "enable.partition.eof": True,
+        "fetch.wait.max.ms": FOLLOW_FETCH_WAIT_MS,
     }
     if protocol == "classic":
         conf["partition.assignment.strategy"] = "cooperative-sticky"
         conf["session.timeout.ms"] = session_timeout_ms
         conf["heartbeat.interval.ms"] = max(100, session_timeout_ms // 4)
     return conf
+
+
+def loader_config(base: dict[str, Any], *, client_id: str) -> dict[str, Any]:
+    """librdkafka settings of the loader: assigned buckets by hand (a group id it never joins), an event at
+    each partition's end (the end of a bucket whose last records compaction removed), the default wait."""
+    return {
+        **base,
+        "logger": logging.getLogger("librdkafka.consumer"),
+        "group.id": f"{client_id}-loader-{uuid.uuid4().hex}",
+        "client.id": f"{client_id}-loader",
+        "enable.auto.commit": False,
+        "enable.auto.offset.store": False,
+        "enable.partition.eof": True,
+    }
 
 
 def _discard(_snap: Snapshot) -> None:
@@ -229,12 +258,21 @@ class Membership(BackgroundConsumer[Consumer]):
         conf: dict[str, Any],
         topic: str,
         *,
+        loader_conf: dict[str, Any],
         handoff_timeout_s: float,
         clock: Callable[[], float] = time.monotonic,
         consumer_factory: Callable[[dict[str, Any]], Consumer] = Consumer,
     ) -> None:
+        """``conf``: the group member's settings (:func:`consumer_config`); ``loader_conf``: the loader's
+        (:func:`loader_config`); ``consumer_factory`` makes both, the member first."""
         super().__init__("membership", "membership consumer")
         self._conf = conf
+        self._loader_conf = loader_conf
+        self._loader: Consumer | None = None
+        self._ends: dict[int, int] = {}
+        """Bucket still loading -> the end offset it had at assignment (the loader reads up to it)."""
+        self._held: dict[int, list[tuple[str, bool]]] = {}
+        """Bucket still loading -> what the member read of it from that end on, applied once it is loaded."""
         self._consumer_factory = consumer_factory
         self._topic = topic
         self._publish: Callable[[Snapshot], None] = _discard
@@ -253,6 +291,7 @@ class Membership(BackgroundConsumer[Consumer]):
         """Join the group; every changed :class:`Snapshot` goes to ``publish``, called on the poll thread."""
         self._publish = publish
         self._consumer = self._consumer_factory(self._conf)
+        self._loader = self._consumer_factory(self._loader_conf)
         self._consumer.subscribe(
             [self._topic],
             on_assign=self._guard("on_assign", self._on_assign),
@@ -291,11 +330,14 @@ class Membership(BackgroundConsumer[Consumer]):
         return consumer
 
     def _poll(self, consumer: Consumer) -> None:
-        messages = consumer.consume(_POLL_BATCH, _POLL_TIMEOUT_S)
+        messages = consumer.consume(_POLL_BATCH, _LOADING_POLL_S if self._ends else _POLL_TIMEOUT_S)
         if self._callback_failure is not None:
             raise self._callback_failure
         self.member_id = consumer.memberid()
+        loaded = self._loader.consume(_POLL_BATCH, _LOADING_POLL_S) if self._ends and self._loader else []
         with self._lock:
+            for msg in loaded:
+                self._load(msg)
             for msg in messages:
                 self._record(msg)
             self._table.expire(self._clock())
@@ -310,16 +352,68 @@ class Membership(BackgroundConsumer[Consumer]):
             log.exception("membership consumer failed")
 
     def _record(self, msg: Any) -> None:
+        """A record the member read (from a bucket's end at assignment on): applied, or held while the
+        bucket loads."""
         err = msg.error()
-        if err is None:
-            key = msg.key()
-            if key is not None:
-                self._table.apply(msg.partition(), key.decode("utf-8", "replace"), msg.value() is not None)
-        elif err.code() == KafkaError._PARTITION_EOF:
-            self._table.loaded(msg.partition())
+        if err is not None:
+            if err.code() != KafkaError._PARTITION_EOF:
+                self._consumer_error(err)
+            return
+        key = msg.key()
+        if key is None:
+            return
+        change = (key.decode("utf-8", "replace"), msg.value() is not None)
+        held = self._held.get(msg.partition())
+        if held is not None:
+            held.append(change)
         else:
-            self.stats.consumer_errors += 1
-            log.warning("channel topic consumer: %s", err)
+            self._table.apply(msg.partition(), *change)
+
+    def _load(self, msg: Any) -> None:
+        """A record (or a partition's end) the loader read of a bucket still loading."""
+        bucket = msg.partition()
+        end = self._ends.get(bucket)
+        if end is None:
+            return  # revoked while it loaded, or loaded already
+        offset = msg.offset() or 0
+        err = msg.error()
+        if err is not None:
+            if err.code() != KafkaError._PARTITION_EOF:
+                self._consumer_error(err)
+            elif offset >= end:
+                self._loaded(bucket)  # the end is a gap compaction left
+            return
+        key = msg.key()
+        if offset < end and key is not None:
+            self._table.apply(bucket, key.decode("utf-8", "replace"), msg.value() is not None)
+        if offset + 1 >= end:
+            self._loaded(bucket)
+
+    def _loaded(self, bucket: int) -> None:
+        """The loader read ``bucket`` to its end: what the member read of it since counts, and so does it."""
+        del self._ends[bucket]
+        for login, present in self._held.pop(bucket, []):
+            self._table.apply(bucket, login, present)
+        self._table.loaded(bucket)
+        if self._loader is not None:
+            self._loader.incremental_unassign([TopicPartition(self._topic, bucket)])
+
+    def _forget(self, buckets: list[int]) -> None:
+        """Buckets the member no longer owns: the loader stops reading those still loading."""
+        loading = [b for b in buckets if self._ends.pop(b, None) is not None]
+        for b in buckets:
+            self._held.pop(b, None)
+        if loading and self._loader is not None:
+            self._loader.incremental_unassign([TopicPartition(self._topic, b) for b in loading])
+
+    def _consumer_error(self, err: KafkaError) -> None:
+        self.stats.consumer_errors += 1
+        log.warning("channel topic consumer: %s", err)
+
+    def _close(self, consumer: Consumer) -> None:
+        super()._close(consumer)
+        if self._loader is not None:
+            super()._close(self._loader)
 
     # -- rebalance callbacks (called by librdkafka inside consume(), on the poll thread) -----------
     def _guard(self, name: str, fn: Callable[[Consumer, list[TopicPartition]], None]) -> Callable[..., None]:
@@ -350,19 +444,44 @@ class Membership(BackgroundConsumer[Consumer]):
         return buckets
 
     def _on_assign(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
+        """Stateless: a bucket's channels are learnt from its beginning, by the loader up to the end offset
+        it has now; the member follows it from there."""
+        ends: dict[int, int] = {}
         for p in partitions:
-            p.offset = OFFSET_BEGINNING  # stateless: learn the bucket's channels from its beginning
+            low, high = consumer.get_watermark_offsets(p, timeout=_ENDS_TIMEOUT_S)
+            p.offset = high
+            if high > low:
+                ends[p.partition] = high
         consumer.incremental_assign(partitions)
         if not partitions:
             return
-        buckets = self._rebalanced(partitions, self._table.assign)
+
+        def assign(buckets: list[int]) -> None:
+            self._table.assign(buckets)
+            self._forget(buckets)  # a stale load of an earlier assignment
+            self._ends.update(ends)
+            self._held.update({b: [] for b in ends})
+            for b in buckets:
+                if b not in ends:
+                    self._table.loaded(b)  # nothing to read
+
+        buckets = self._rebalanced(partitions, assign)
+        if ends and self._loader is not None:
+            self._loader.incremental_assign(
+                [TopicPartition(self._topic, b, OFFSET_BEGINNING) for b in sorted(ends)]
+            )
         self.stats.assigned += len(buckets)
         log.info("assigned buckets %s", buckets)
 
     def _on_revoke(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
         if not partitions:
             return
-        buckets = self._rebalanced(partitions, lambda buckets: self._table.revoke(buckets, self._clock()))
+
+        def revoke(buckets: list[int]) -> None:
+            self._forget(buckets)
+            self._table.revoke(buckets, self._clock())
+
+        buckets = self._rebalanced(partitions, revoke)
         self.stats.revoked += len(buckets)
         if self.stopping:
             log.info("released buckets %s (leaving the group)", buckets)
@@ -372,7 +491,12 @@ class Membership(BackgroundConsumer[Consumer]):
     def _on_lost(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
         if not partitions:
             return
-        buckets = self._rebalanced(partitions, self._table.lose)
+
+        def lose(buckets: list[int]) -> None:
+            self._forget(buckets)
+            self._table.lose(buckets)
+
+        buckets = self._rebalanced(partitions, lose)
         self.stats.lost += len(buckets)
         log.warning("lost buckets %s (session expired): stopped logging them", buckets)
 

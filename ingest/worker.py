@@ -44,7 +44,7 @@ from ingest.consent import OptOutGate
 from ingest.coverage import ConfirmationWatch, CoverageTracker
 from ingest.irc.pool import IrcPool
 from ingest.irc.stats import PoolStats
-from ingest.membership import GroupAssignments, Membership, Snapshot, consumer_config
+from ingest.membership import GroupAssignments, Membership, Snapshot, consumer_config, loader_config
 from ingest.metrics import FastHistogram, IngestCollector, MetricsServer, Sample, counter_samples
 from ingest.producer import IngestProducer, with_client_id_tags
 from ingest.registry import QUIET
@@ -532,6 +532,7 @@ def build_worker(settings: IngestSettings) -> Worker:
             client_id=f"chatlog-ingest-{worker_id}",
         ),
         settings.topic_channels,
+        loader_conf=loader_config(settings.kafka_client_config(), client_id=f"chatlog-ingest-{worker_id}"),
         handoff_timeout_s=settings.ingest_handoff_timeout_s,
     )
     watch = ConfirmationWatch(

@@ -293,7 +293,7 @@ def test_the_worker_parts_an_opted_out_channel_and_rejoins_it_on_a_lift() -> Non
     kafka.default_cb = producer._on_delivery
     group = FakeConsumer()
     membership = Membership(
-        {}, CHANNELS, handoff_timeout_s=60, consumer_factory=lambda _c: cast(Consumer, group)
+        {}, CHANNELS, loader_conf={}, handoff_timeout_s=60, consumer_factory=lambda _c: cast(Consumer, group)
     )
     pool, metrics = PoolDouble(producer.on_lines), MetricsDouble()
     worker = Worker(

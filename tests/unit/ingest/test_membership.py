@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from ingest.membership import BucketTable, consumer_config
+from core.compacted import FOLLOW_FETCH_WAIT_MS
+from ingest.membership import BucketTable, consumer_config, loader_config
 
 
 def _table(loaded: dict[int, str], handoff_timeout_s: float = 10) -> BucketTable:
@@ -101,7 +102,10 @@ def test_consumer_config_kip848_sets_no_client_side_group_keys() -> None:
                            session_timeout_ms=6000, client_id="c")  # fmt: skip
     assert conf["group.protocol"] == "consumer"
     assert "session.timeout.ms" not in conf and "partition.assignment.strategy" not in conf
-    assert conf["enable.auto.commit"] is False and conf["enable.partition.eof"] is True
+    assert conf["enable.auto.commit"] is False and conf["fetch.wait.max.ms"] == FOLLOW_FETCH_WAIT_MS
+    loader = loader_config({"bootstrap.servers": "x"}, client_id="c")
+    assert loader["enable.partition.eof"] is True and "fetch.wait.max.ms" not in loader
+    assert loader["group.id"] != loader_config({}, client_id="c")["group.id"]  # never a shared group
     classic = consumer_config({}, group_id="g", protocol="classic", session_timeout_ms=6000, client_id="c")
     assert classic["partition.assignment.strategy"] == "cooperative-sticky"
     assert classic["session.timeout.ms"] == 6000

@@ -41,7 +41,7 @@ def test_a_failed_incremental_assign_stops_the_member_with_the_reason() -> None:
         consumers[-1].assign("chan", [3, 7])  # the first consume() runs on_assign
         return cast(Consumer, consumers[-1])
 
-    member = Membership({}, "chan", handoff_timeout_s=10, consumer_factory=factory)
+    member = Membership({}, "chan", loader_conf={}, handoff_timeout_s=10, consumer_factory=factory)
     member.start(lambda _snap: None)
     _wait_until_dead(member)
     assert not member.alive, "the member must stop, not go on polling with buckets it does not log"

@@ -82,7 +82,7 @@ def make_harness(*, drain_s: float = 0.5) -> Harness:
     kafka.default_cb = producer._on_delivery  # what producer_config() wires into librdkafka
     group = FakeConsumer()
     membership = Membership(
-        {}, CHANNELS, handoff_timeout_s=settings.ingest_handoff_timeout_s,
+        {}, CHANNELS, loader_conf={}, handoff_timeout_s=settings.ingest_handoff_timeout_s,
         consumer_factory=lambda _conf: cast(Consumer, group),
     )  # fmt: skip
     pool, watch, metrics, asked_about = PoolDouble(producer.on_lines), WatchDouble(), MetricsDouble(), []
