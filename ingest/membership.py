@@ -45,7 +45,9 @@ from ingest.metrics import counter
 log = logging.getLogger(__name__)
 
 _POLL_BATCH: Final = 2000
-_POLL_TIMEOUT_S: Final = 1.0  # a record ends the wait at once; this bounds only a quiet loop and stop()
+_POLL_TIMEOUT_S: Final = 0.25
+"""A record ends a poll's wait at once, a rebalance does not: this bounds how soon a bucket assigned in
+the middle of a wait starts to count, and how soon stop() is seen."""
 _LOADING_POLL_S: Final = 0.05
 """Each consumer's wait while a bucket loads: the loop polls the member and the loader in turn."""
 _ENDS_TIMEOUT_S: Final = 10.0
@@ -447,8 +449,12 @@ class Membership(BackgroundConsumer[Consumer]):
         """Stateless: a bucket's channels are learnt from its beginning, by the loader up to the end offset
         it has now; the member follows it from there."""
         ends: dict[int, int] = {}
+        loader = self._loader
+        assert loader is not None  # made by start()
         for p in partitions:
-            low, high = consumer.get_watermark_offsets(p, timeout=_ENDS_TIMEOUT_S)
+            # asked over the loader's connection: a broker answers a connection's requests in order, so
+            # the member's would wait for its fetch
+            low, high = loader.get_watermark_offsets(p, timeout=_ENDS_TIMEOUT_S)
             p.offset = high
             if high > low:
                 ends[p.partition] = high
@@ -466,8 +472,8 @@ class Membership(BackgroundConsumer[Consumer]):
                     self._table.loaded(b)  # nothing to read
 
         buckets = self._rebalanced(partitions, assign)
-        if ends and self._loader is not None:
-            self._loader.incremental_assign(
+        if ends:
+            loader.incremental_assign(
                 [TopicPartition(self._topic, b, OFFSET_BEGINNING) for b in sorted(ends)]
             )
         self.stats.assigned += len(buckets)

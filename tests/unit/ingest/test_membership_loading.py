@@ -72,7 +72,7 @@ def test_the_loader_reads_to_the_end_and_the_members_records_wait_for_it(
     pair: tuple[Membership, Assigning, Loader, list[Snapshot]],
 ) -> None:
     m, member, loader, _snaps = pair
-    member.watermarks = {1: (0, 3), 2: (4, 4)}
+    loader.watermarks = {1: (0, 3), 2: (4, 4)}
     member.assign(TOPIC, [1, 2])
     _until("the assignment", lambda: m.snapshot().owned == (1, 2))
     assert member.starts == {1: 3, 2: 4}, "the member follows each bucket from its end at assignment"
@@ -96,7 +96,7 @@ def test_an_end_left_by_compaction_is_seen_at_the_partition_end_event(
     pair: tuple[Membership, Assigning, Loader, list[Snapshot]],
 ) -> None:
     m, member, loader, _snaps = pair
-    member.watermarks = {0: (0, 6)}
+    loader.watermarks = {0: (0, 6)}
     member.assign(TOPIC, [0])
     _until("the assignment", lambda: m.snapshot().loading == (0,))
     loader.feed(_record(0, 1, "a"), _record(0, 3, "b"))  # 4 and 5 compacted away
@@ -109,7 +109,7 @@ def test_a_bucket_revoked_while_loading_is_dropped_by_the_loader(
     pair: tuple[Membership, Assigning, Loader, list[Snapshot]],
 ) -> None:
     m, member, loader, _snaps = pair
-    member.watermarks = {5: (0, 10)}
+    loader.watermarks = {5: (0, 10)}
     member.assign(TOPIC, [5])
     _until("the loader assigned", lambda: loader.assignment == {(TOPIC, 5)})
     member.feed(_record(5, 10, "x"))
