@@ -38,8 +38,9 @@ from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, TopicPartiti
 from confluent_kafka.admin import AdminClient
 
 from core.background_consumer import BackgroundConsumer
-from core.compacted import FOLLOW_FETCH_WAIT_MS
+from core.compacted import FOLLOW_FETCH_WAIT_MS, reader_config
 from core.errors import one_line
+from core.settings import KafkaSettings
 from ingest.metrics import counter
 
 log = logging.getLogger(__name__)
@@ -229,18 +230,15 @@ def consumer_config(
     return conf
 
 
-def loader_config(base: dict[str, Any], *, client_id: str) -> dict[str, Any]:
-    """librdkafka settings of the loader: assigned buckets by hand (a group id it never joins), an event at
-    each partition's end (the end of a bucket whose last records compaction removed), the default wait."""
-    return {
-        **base,
-        "logger": logging.getLogger("librdkafka.consumer"),
-        "group.id": f"{client_id}-loader-{uuid.uuid4().hex}",
-        "client.id": f"{client_id}-loader",
-        "enable.auto.commit": False,
-        "enable.auto.offset.store": False,
-        "enable.partition.eof": True,
-    }
+def loader_config(settings: KafkaSettings, *, client_id: str) -> dict[str, Any]:
+    """librdkafka settings of the loader: a stateless reader of buckets assigned by hand (a group id it never
+    joins; an event at each partition's end, for a bucket whose last records compaction removed), at
+    librdkafka's default fetch wait."""
+    return reader_config(
+        settings,
+        f"{client_id}-loader-{uuid.uuid4().hex}",
+        **{"client.id": f"{client_id}-loader", "logger": logging.getLogger("librdkafka.consumer")},
+    )
 
 
 def _discard(_snap: Snapshot) -> None:

@@ -532,7 +532,7 @@ def build_worker(settings: IngestSettings) -> Worker:
             client_id=f"chatlog-ingest-{worker_id}",
         ),
         settings.topic_channels,
-        loader_conf=loader_config(settings.kafka_client_config(), client_id=f"chatlog-ingest-{worker_id}"),
+        loader_conf=loader_config(settings, client_id=f"chatlog-ingest-{worker_id}"),
         handoff_timeout_s=settings.ingest_handoff_timeout_s,
     )
     watch = ConfirmationWatch(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from core.compacted import FOLLOW_FETCH_WAIT_MS
+from core.settings import KafkaSettings
 from ingest.membership import BucketTable, consumer_config, loader_config
 
 
@@ -103,9 +104,11 @@ def test_consumer_config_kip848_sets_no_client_side_group_keys() -> None:
     assert conf["group.protocol"] == "consumer"
     assert "session.timeout.ms" not in conf and "partition.assignment.strategy" not in conf
     assert conf["enable.auto.commit"] is False and conf["fetch.wait.max.ms"] == FOLLOW_FETCH_WAIT_MS
-    loader = loader_config({"bootstrap.servers": "x"}, client_id="c")
+    settings = KafkaSettings(kafka_bootstrap_servers="x:9092")
+    loader = loader_config(settings, client_id="c")
     assert loader["enable.partition.eof"] is True and "fetch.wait.max.ms" not in loader
-    assert loader["group.id"] != loader_config({}, client_id="c")["group.id"]  # never a shared group
+    assert loader["bootstrap.servers"] == "x:9092" and loader["client.id"] == "c-loader"
+    assert loader["group.id"] != loader_config(settings, client_id="c")["group.id"]  # never a shared group
     classic = consumer_config({}, group_id="g", protocol="classic", session_timeout_ms=6000, client_id="c")
     assert classic["partition.assignment.strategy"] == "cooperative-sticky"
     assert classic["session.timeout.ms"] == 6000
