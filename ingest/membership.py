@@ -30,7 +30,7 @@ import logging
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
@@ -73,12 +73,21 @@ class _Overlap:
 
 
 @dataclass
+class _Loading:
+    """A bucket being read from its beginning: the end offset it had at assignment, and the changes that
+    came from that end on before the read got there (applied after it, in order)."""
+
+    end: int
+    held: list[tuple[str, bool]] = field(default_factory=list)
+
+
+@dataclass
 class BucketTable:
     """Owned buckets with their channels, and revoked buckets kept until their new owner confirms."""
 
     handoff_timeout_s: float
     owned: dict[int, set[str]] = field(default_factory=dict)
-    loading: set[int] = field(default_factory=set)
+    loading: dict[int, _Loading] = field(default_factory=dict)
     overlap: dict[int, _Overlap] = field(default_factory=dict)
     version: int = 0
     handed_off: set[str] = field(default_factory=set)
@@ -86,46 +95,72 @@ class BucketTable:
     timed_out: int = 0
     """Channels parted because the hand-off timeout passed without a confirmation (gap risk)."""
 
-    def assign(self, buckets: Iterable[int]) -> None:
-        """New buckets: read from the beginning; they count once :meth:`loaded` says the end was reached."""
-        for b in buckets:
+    def assign(self, ends: Mapping[int, int | None]) -> list[int]:
+        """New buckets, each with the end offset it had at assignment (None: nothing to read, it counts at
+        once); one with an end is read from its beginning (:meth:`load`) and counts once that end is
+        reached. The buckets that were loading already (an earlier assignment's read, now stale)."""
+        stale = [b for b in ends if b in self.loading]
+        for b, end in ends.items():
             self.owned[b] = set()
-            self.loading.add(b)
+            self.loading.pop(b, None)
+            if end is None:
+                self.overlap.pop(b, None)  # we own it again: the overlap copy is superseded
+            else:
+                self.loading[b] = _Loading(end)
         self.version += 1
+        return stale
 
-    def loaded(self, bucket: int) -> None:
-        """The end of the bucket's partition was reached: its channels are wanted from now on."""
-        if bucket in self.loading:
-            self.loading.discard(bucket)
-            self.overlap.pop(bucket, None)  # we own it again: the overlap copy is superseded
-            self.version += 1
+    def load(self, bucket: int, upto: int, change: tuple[str, bool] | None = None) -> bool:
+        """What the read of a loading bucket reached: its offsets before ``upto`` are read, the last one
+        bringing ``change`` (login, present; None for a record without a key or the partition's end). True
+        when that is the bucket's end: it counts from now on."""
+        loading = self.loading.get(bucket)
+        if loading is None:
+            return False  # revoked while it loaded, or loaded already
+        if change is not None and upto <= loading.end:
+            self._change(bucket, *change)
+        if upto < loading.end:
+            return False
+        del self.loading[bucket]
+        for login, present in loading.held:
+            self._change(bucket, login, present)
+        self.overlap.pop(bucket, None)  # we own it again: the overlap copy is superseded
+        self.version += 1
+        return True
 
     def apply(self, bucket: int, login: str, present: bool) -> None:
-        """A record of an owned bucket: a channel added (``present``) or removed (tombstone)."""
-        channels = self.owned.get(bucket)
-        if channels is None:
-            return
-        if present:
-            if login in channels:
-                return
-            channels.add(login)
-        else:
-            if login not in channels:
-                return
-            channels.discard(login)
-        if bucket not in self.loading:
+        """A record of an owned bucket from its end at assignment on: a channel added (``present``) or
+        removed (tombstone); held while the bucket loads."""
+        loading = self.loading.get(bucket)
+        if loading is not None:
+            loading.held.append((login, present))
+        elif self._change(bucket, login, present):
             self.version += 1
 
-    def revoke(self, buckets: Iterable[int], now: float) -> None:
+    def _change(self, bucket: int, login: str, present: bool) -> bool:
+        """Whether the change altered the bucket's channels (a bucket not owned: no)."""
+        channels = self.owned.get(bucket)
+        if channels is None or (login in channels) == present:
+            return False
+        if present:
+            channels.add(login)
+        else:
+            channels.discard(login)
+        return True
+
+    def revoke(self, buckets: Iterable[int], now: float) -> list[int]:
         """Cooperative revocation: keep logging the bucket's channels until the new owner confirms each
-        (:meth:`confirm`), at most until ``now + handoff_timeout_s``."""
+        (:meth:`confirm`), at most until ``now + handoff_timeout_s``. The buckets that were still loading
+        (their reads stop; nothing of them was logged)."""
+        stopped = []
         for b in buckets:
             channels = self.owned.pop(b, None)
-            was_loading = b in self.loading
-            self.loading.discard(b)
-            if channels and not was_loading and self.handoff_timeout_s > 0:
+            if self.loading.pop(b, None) is not None:
+                stopped.append(b)
+            elif channels and self.handoff_timeout_s > 0:
                 self.overlap[b] = _Overlap(set(channels), now + self.handoff_timeout_s)
         self.version += 1
+        return stopped
 
     def confirm(self, channels: Iterable[str]) -> None:
         """Another worker of this replica group confirmed its JOIN of ``channels``: release them."""
@@ -149,13 +184,17 @@ class BucketTable:
     def overlap_channels(self) -> int:
         return sum(len(o.channels) for o in self.overlap.values())
 
-    def lose(self, buckets: Iterable[int]) -> None:
-        """The session expired: someone else owns these already; stop at once (no overlap)."""
+    def lose(self, buckets: Iterable[int]) -> list[int]:
+        """The session expired: someone else owns these already; stop at once (no overlap). The buckets that
+        were still loading (their reads stop)."""
+        stopped = []
         for b in buckets:
             self.owned.pop(b, None)
-            self.loading.discard(b)
+            if self.loading.pop(b, None) is not None:
+                stopped.append(b)
             self.overlap.pop(b, None)
         self.version += 1
+        return stopped
 
     def expire(self, now: float) -> None:
         """Drop overlaps whose time is up: their channels go unconfirmed (a gap risk, logged)."""
@@ -269,10 +308,6 @@ class Membership(BackgroundConsumer[Consumer]):
         self._conf = conf
         self._loader_conf = loader_conf
         self._loader: Consumer | None = None
-        self._ends: dict[int, int] = {}
-        """Bucket still loading -> the end offset it had at assignment (the loader reads up to it)."""
-        self._held: dict[int, list[tuple[str, bool]]] = {}
-        """Bucket still loading -> what the member read of it from that end on, applied once it is loaded."""
         self._consumer_factory = consumer_factory
         self._topic = topic
         self._publish: Callable[[Snapshot], None] = _discard
@@ -330,11 +365,12 @@ class Membership(BackgroundConsumer[Consumer]):
         return consumer
 
     def _poll(self, consumer: Consumer) -> None:
-        messages = consumer.consume(_POLL_BATCH, _LOADING_POLL_S if self._ends else _POLL_TIMEOUT_S)
+        loading = bool(self._table.loading)  # read unlocked: only this thread changes it
+        messages = consumer.consume(_POLL_BATCH, _LOADING_POLL_S if loading else _POLL_TIMEOUT_S)
         if self._callback_failure is not None:
             raise self._callback_failure
         self.member_id = consumer.memberid()
-        loaded = self._loader.consume(_POLL_BATCH, _LOADING_POLL_S) if self._ends and self._loader else []
+        loaded = self._loading_consumer().consume(_POLL_BATCH, _LOADING_POLL_S) if loading else []
         with self._lock:
             for msg in loaded:
                 self._load(msg)
@@ -352,59 +388,41 @@ class Membership(BackgroundConsumer[Consumer]):
             log.exception("membership consumer failed")
 
     def _record(self, msg: Any) -> None:
-        """A record the member read (from a bucket's end at assignment on): applied, or held while the
-        bucket loads."""
+        """A record the member read (from a bucket's end at assignment on)."""
         err = msg.error()
         if err is not None:
-            if err.code() != KafkaError._PARTITION_EOF:
-                self._consumer_error(err)
+            self._consumer_error(err)
             return
         key = msg.key()
-        if key is None:
-            return
-        change = (key.decode("utf-8", "replace"), msg.value() is not None)
-        held = self._held.get(msg.partition())
-        if held is not None:
-            held.append(change)
-        else:
-            self._table.apply(msg.partition(), *change)
+        if key is not None:
+            self._table.apply(msg.partition(), key.decode("utf-8", "replace"), msg.value() is not None)
 
     def _load(self, msg: Any) -> None:
-        """A record (or a partition's end) the loader read of a bucket still loading."""
-        bucket = msg.partition()
-        end = self._ends.get(bucket)
-        if end is None:
-            return  # revoked while it loaded, or loaded already
+        """A record (or a partition's end, which may be past a last record compaction removed) the loader
+        read of a bucket still loading."""
         offset = msg.offset() or 0
         err = msg.error()
-        if err is not None:
-            if err.code() != KafkaError._PARTITION_EOF:
-                self._consumer_error(err)
-            elif offset >= end:
-                self._loaded(bucket)  # the end is a gap compaction left
-            return
-        key = msg.key()
-        if offset < end and key is not None:
-            self._table.apply(bucket, key.decode("utf-8", "replace"), msg.value() is not None)
-        if offset + 1 >= end:
-            self._loaded(bucket)
+        if err is None:
+            key = msg.key()
+            change = None if key is None else (key.decode("utf-8", "replace"), msg.value() is not None)
+            done = self._table.load(msg.partition(), offset + 1, change)
+        elif err.code() == KafkaError._PARTITION_EOF:
+            done = self._table.load(msg.partition(), offset)
+        else:
+            self._consumer_error(err)
+            done = False
+        if done:
+            self._stop_loading([msg.partition()])
 
-    def _loaded(self, bucket: int) -> None:
-        """The loader read ``bucket`` to its end: what the member read of it since counts, and so does it."""
-        del self._ends[bucket]
-        for login, present in self._held.pop(bucket, []):
-            self._table.apply(bucket, login, present)
-        self._table.loaded(bucket)
-        if self._loader is not None:
-            self._loader.incremental_unassign([TopicPartition(self._topic, bucket)])
+    def _stop_loading(self, buckets: list[int]) -> None:
+        """The loader reads these buckets no more (loaded, or no longer owned)."""
+        if buckets:
+            self._loading_consumer().incremental_unassign([TopicPartition(self._topic, b) for b in buckets])
 
-    def _forget(self, buckets: list[int]) -> None:
-        """Buckets the member no longer owns: the loader stops reading those still loading."""
-        loading = [b for b in buckets if self._ends.pop(b, None) is not None]
-        for b in buckets:
-            self._held.pop(b, None)
-        if loading and self._loader is not None:
-            self._loader.incremental_unassign([TopicPartition(self._topic, b) for b in loading])
+    def _loading_consumer(self) -> Consumer:
+        loader = self._loader
+        assert loader is not None  # made by start()
+        return loader
 
     def _consumer_error(self, err: KafkaError) -> None:
         self.stats.consumer_errors += 1
@@ -412,8 +430,7 @@ class Membership(BackgroundConsumer[Consumer]):
 
     def _close(self, consumer: Consumer) -> None:
         super()._close(consumer)
-        if self._loader is not None:
-            super()._close(self._loader)
+        super()._close(self._loading_consumer())
 
     # -- rebalance callbacks (called by librdkafka inside consume(), on the poll thread) -----------
     def _guard(self, name: str, fn: Callable[[Consumer, list[TopicPartition]], None]) -> Callable[..., None]:
@@ -434,58 +451,47 @@ class Membership(BackgroundConsumer[Consumer]):
 
         return callback
 
-    def _rebalanced(self, partitions: list[TopicPartition], change: Callable[[list[int]], None]) -> list[int]:
-        """``change`` the table by the buckets of ``partitions`` (under the lock), counted as a rebalance;
-        the buckets."""
+    def _rebalanced(
+        self, partitions: list[TopicPartition], change: Callable[[list[int]], list[int]]
+    ) -> list[int]:
+        """``change`` the table by the buckets of ``partitions`` (under the lock), counted as a rebalance; the
+        loader stops reading the buckets ``change`` says were loading. The buckets."""
         buckets = [p.partition for p in partitions]
         with self._lock:
-            change(buckets)
+            stopped = change(buckets)
+        self._stop_loading(stopped)
         self.stats.rebalances += 1
         return buckets
 
     def _on_assign(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
         """Stateless: a bucket's channels are learnt from its beginning, by the loader up to the end offset
         it has now; the member follows it from there."""
-        ends: dict[int, int] = {}
-        loader = self._loader
-        assert loader is not None  # made by start()
+        ends: dict[int, int | None] = {}
+        loader = self._loading_consumer()
         for p in partitions:
             # asked over the loader's connection: a broker answers a connection's requests in order, so
             # the member's would wait for its fetch
             low, high = loader.get_watermark_offsets(p, timeout=_ENDS_TIMEOUT_S)
             p.offset = high
-            if high > low:
-                ends[p.partition] = high
+            ends[p.partition] = high if high > low else None
         consumer.incremental_assign(partitions)
         if not partitions:
             return
-
-        def assign(buckets: list[int]) -> None:
-            self._table.assign(buckets)
-            self._forget(buckets)  # a stale load of an earlier assignment
-            self._ends.update(ends)
-            self._held.update({b: [] for b in ends})
-            for b in buckets:
-                if b not in ends:
-                    self._table.loaded(b)  # nothing to read
-
-        buckets = self._rebalanced(partitions, assign)
-        if ends:
-            loader.incremental_assign(
-                [TopicPartition(self._topic, b, OFFSET_BEGINNING) for b in sorted(ends)]
-            )
+        buckets = self._rebalanced(partitions, lambda _b: self._table.assign(ends))
+        reads = [
+            TopicPartition(self._topic, b, OFFSET_BEGINNING)
+            for b, end in sorted(ends.items())
+            if end is not None
+        ]
+        if reads:
+            loader.incremental_assign(reads)
         self.stats.assigned += len(buckets)
         log.info("assigned buckets %s", buckets)
 
     def _on_revoke(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
         if not partitions:
             return
-
-        def revoke(buckets: list[int]) -> None:
-            self._forget(buckets)
-            self._table.revoke(buckets, self._clock())
-
-        buckets = self._rebalanced(partitions, revoke)
+        buckets = self._rebalanced(partitions, lambda b: self._table.revoke(b, self._clock()))
         self.stats.revoked += len(buckets)
         if self.stopping:
             log.info("released buckets %s (leaving the group)", buckets)
@@ -495,12 +501,7 @@ class Membership(BackgroundConsumer[Consumer]):
     def _on_lost(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
         if not partitions:
             return
-
-        def lose(buckets: list[int]) -> None:
-            self._forget(buckets)
-            self._table.lose(buckets)
-
-        buckets = self._rebalanced(partitions, lose)
+        buckets = self._rebalanced(partitions, self._table.lose)
         self.stats.lost += len(buckets)
         log.warning("lost buckets %s (session expired): stopped logging them", buckets)
 

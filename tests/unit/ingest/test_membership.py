@@ -12,24 +12,38 @@ def _table(loaded: dict[int, str], handoff_timeout_s: float = 10) -> BucketTable
     separated)."""
     table = BucketTable(handoff_timeout_s=handoff_timeout_s)
     for bucket, channels in loaded.items():
-        table.assign([bucket])
-        for ch in channels.split():
-            table.apply(bucket, ch, True)
-        table.loaded(bucket)
+        logins = channels.split()
+        table.assign({bucket: len(logins)})
+        for offset, ch in enumerate(logins):
+            table.load(bucket, offset + 1, (ch, True))
+        assert bucket not in table.loading
     return table
 
 
 def test_a_loading_bucket_contributes_nothing_until_its_end_is_read() -> None:
     table = BucketTable(handoff_timeout_s=10)
-    table.assign([1])
-    table.apply(1, "a", True)
-    table.apply(1, "b", True)
-    table.apply(1, "a", False)  # added then removed while loading: never wanted
+    table.assign({1: 3})
+    assert not table.load(1, 1, ("a", True))
+    assert not table.load(1, 2, ("b", True))
+    table.apply(1, "c", True)  # the member's, from offset 3 on: held until the read gets there
+    table.apply(1, "b", False)
     assert table.wanted() == frozenset()
     assert table.snapshot().loading == (1,)
-    table.loaded(1)
-    assert table.wanted() == {"b"}
+    assert table.load(1, 3, ("a", False))  # the end: counts from now on
+    assert table.wanted() == {"c"}
     assert table.snapshot().loading == ()
+    assert not table.load(1, 4, ("late", True)), "a loaded bucket takes nothing from a read"
+    assert table.wanted() == {"c"}
+
+
+def test_a_read_ends_at_a_partition_end_past_the_last_record() -> None:
+    table = BucketTable(handoff_timeout_s=10)
+    table.assign({2: 6, 3: None})
+    assert table.snapshot().loading == (2,), "an empty bucket counts at once"
+    table.load(2, 2, ("a", True))  # offsets 2..5 compacted away
+    assert not table.load(2, 5)
+    assert table.load(2, 6)
+    assert table.wanted() == {"a"}
 
 
 def test_tail_records_add_and_remove_channels() -> None:
@@ -72,19 +86,20 @@ def test_zero_overlap_and_revoking_a_loading_bucket_keep_nothing() -> None:
     table.revoke([0], now=0.0)
     assert table.wanted() == frozenset()
     table = BucketTable(handoff_timeout_s=10)
-    table.assign([3])
-    table.apply(3, "x", True)
-    table.revoke([3], now=0.0)  # never loaded: nothing was being logged, nothing to keep
+    table.assign({3: 2, 5: 1})
+    table.load(3, 1, ("x", True))
+    assert table.revoke([3], now=0.0) == [3]  # never loaded: nothing was being logged, nothing to keep
     assert table.wanted() == frozenset() and table.snapshot().overlap == ()
+    assert table.lose([5]) == [5] and table.snapshot().loading == ()
 
 
 def test_reassigned_during_overlap_keeps_channels_until_reloaded() -> None:
     table = _table({4: "a b"})
     table.revoke([4], now=0.0)
-    table.assign([4])  # it comes back (a flapping rebalance)
+    assert table.assign({4: 1}) == []  # it comes back (a flapping rebalance)
     assert table.wanted() == {"a", "b"}  # still from the overlap copy while reloading
-    table.apply(4, "a", True)
-    table.loaded(4)
+    assert table.assign({4: 1}) == [4], "assigned again while loading: the earlier read is stale"
+    table.load(4, 1, ("a", True))
     assert table.wanted() == {"a"}  # the fresh read wins; the overlap copy is gone
     table.expire(1000.0)
     assert table.wanted() == {"a"}
