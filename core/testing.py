@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from confluent_kafka import KafkaError, TopicPartition
+from confluent_kafka import OFFSET_BEGINNING, OFFSET_END, KafkaError, TopicPartition
 
 from core import times
 from schemas.chat_event import ChatEvent
@@ -246,10 +246,17 @@ class FakeConsumer:
     def incremental_unassign(self, partitions: list[TopicPartition]) -> None:
         self.assignment -= {(p.topic, p.partition) for p in partitions}
 
-    def get_watermark_offsets(
-        self, partition: TopicPartition, timeout: float | None = None
-    ) -> tuple[int, int]:
-        return self.watermarks.get(partition.partition, (0, 0))
+    def offsets_for_times(
+        self, partitions: list[TopicPartition], timeout: float | None = None
+    ) -> list[TopicPartition]:
+        """Kafka's ListOffsets as :attr:`watermarks` answer it: a partition asked at ``OFFSET_END`` (-1) gets
+        its high offset, at ``OFFSET_BEGINNING`` (-2) its low one; no other time is known here."""
+        out = []
+        for p in partitions:
+            low, high = self.watermarks.get(p.partition, (0, 0))
+            assert p.offset in (OFFSET_END, OFFSET_BEGINNING), f"no offset for time {p.offset} here"
+            out.append(TopicPartition(p.topic, p.partition, high if p.offset == OFFSET_END else low))
+        return out
 
     def memberid(self) -> str:
         return self._member_id

@@ -27,6 +27,22 @@ class FailingAssignConsumer(FakeConsumer):
         raise KafkaException(KafkaError(KafkaError._STATE, "Erroneous state"))
 
 
+class LeaderlessConsumer(FakeConsumer):
+    """A loader whose broker answers one partition's offsets with an error (its leader is moving)."""
+
+    def offsets_for_times(
+        self, partitions: list[TopicPartition], timeout: float | None = None
+    ) -> list[TopicPartition]:
+        out = super().offsets_for_times(partitions, timeout)
+        failed = SimpleNamespace(  # a TopicPartition's error is set by the client only
+            topic=out[-1].topic,
+            partition=out[-1].partition,
+            offset=-1,
+            error=KafkaError(KafkaError.NOT_LEADER_FOR_PARTITION, "Not leader for partition"),
+        )
+        return [*out[:-1], cast(TopicPartition, failed)]
+
+
 def _wait_until_dead(member: Membership, timeout: float = 5.0) -> None:
     deadline = time.monotonic() + timeout
     while member.alive and time.monotonic() < deadline:
@@ -51,6 +67,23 @@ def test_a_failed_incremental_assign_stops_the_member_with_the_reason() -> None:
     assert member.stats.callback_errors == 1
     assert consumers[0].closed and consumers[0].polls == 1
     assert member.snapshot().owned == ()
+
+
+def test_a_bucket_whose_end_cannot_be_read_stops_the_member() -> None:
+    member_consumer, loader = FakeConsumer(), LeaderlessConsumer()
+    made = iter([member_consumer, loader])
+    member = Membership(
+        {},
+        "chan",
+        loader_conf={},
+        handoff_timeout_s=10,
+        consumer_factory=lambda _c: cast(Consumer, next(made)),
+    )
+    member_consumer.assign("chan", [1, 2])
+    member.start(lambda _snap: None)
+    _wait_until_dead(member)
+    assert isinstance(member.failure, RebalanceFailed) and "Not leader for partition" in str(member.failure)
+    assert member_consumer.assignment == set() and member.snapshot().owned == ()
 
 
 def test_the_worker_stops_on_a_failed_member_with_one_error_line(caplog: pytest.LogCaptureFixture) -> None:
