@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import random
+import time
 from collections import Counter
 from collections.abc import AsyncIterator, Awaitable, Callable
 from datetime import datetime
@@ -119,20 +120,34 @@ class _HeldFuture:
 
 class HeldMonths(Recorded):
     """:class:`Recorded` whose answers to a user's months (the statement of two values: channel key, user
-    key) are held until :meth:`release`: what a reader sends while it waits for them is in :attr:`sent`."""
+    key) are held from :meth:`hold` until :meth:`release`: what a reader sends while it waits for them is in
+    :attr:`sent`. One asked after the release is answered at once."""
 
     def __init__(self, session: Any) -> None:
         super().__init__(session)
         self.held: list[_HeldFuture] = []
+        self._holding = False
+
+    def hold(self) -> None:
+        """From now on, hold the months' answers; what was sent and held before is forgotten."""
+        self.sent, self.held, self._holding = [], [], True
+
+    async def asked(self, timeout: float = 10.0) -> None:
+        """Wait until a user's months are asked (and held)."""
+        deadline = time.monotonic() + timeout
+        while not self.held:
+            assert time.monotonic() < deadline, f"no user's months asked within {timeout}s"
+            await asyncio.sleep(0.01)
 
     def execute_async(self, statement: Any, params: Any = None, *args: Any, **kwargs: Any) -> Any:
         future = super().execute_async(statement, params, *args, **kwargs)
-        if len(params or ()) != 2:
+        if len(params or ()) != 2 or not self._holding:
             return future
         held = _HeldFuture(future)
         self.held.append(held)
         return held
 
     def release(self) -> None:
+        self._holding = False
         for held in self.held:
             held.release()

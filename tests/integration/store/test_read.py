@@ -410,9 +410,10 @@ def test_a_users_month_asks_its_first_part_beside_its_months(story: list[ChatEve
 
     async def read(lo: int, hi: int, reverse: bool = False) -> tuple[_Scans, _Scans, list[ChatEvent]]:
         reader = LogReader(held, channels_ttl_s=60)
-        held.sent, held.held = [], []
+        held.hold()
         task = asyncio.ensure_future(events(reader.user_lines("newchan", "newname", lo, hi, reverse=reverse)))
-        await asyncio.sleep(0.3)  # the names and the channel's days answered; the user's months held
+        await held.asked()  # the names and the channel's days answered; the user's months held
+        await asyncio.sleep(0.3)  # what the reader sends while it waits for them
         while_held = set(held.scans())
         held.release()
         got = await task
