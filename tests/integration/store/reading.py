@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import random
-import time
 from collections import Counter
 from collections.abc import AsyncIterator, Awaitable, Callable
 from datetime import datetime
@@ -15,6 +14,7 @@ from typing import Any, TypeVar
 import msgspec
 
 from consent.rule import whose
+from core.testing import eventually
 from schemas.chat_event import ChatEvent
 from store.line import LogLine
 from store.read import LogReader
@@ -134,10 +134,7 @@ class HeldMonths(Recorded):
 
     async def asked(self, timeout: float = 10.0) -> None:
         """Wait until a user's months are asked (and held)."""
-        deadline = time.monotonic() + timeout
-        while not self.held:
-            assert time.monotonic() < deadline, f"no user's months asked within {timeout}s"
-            await asyncio.sleep(0.01)
+        await eventually(lambda: bool(self.held), timeout, "a user's months asked")
 
     def execute_async(self, statement: Any, params: Any = None, *args: Any, **kwargs: Any) -> Any:
         future = super().execute_async(statement, params, *args, **kwargs)
