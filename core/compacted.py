@@ -11,11 +11,12 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Iterable, Iterator
-from typing import Any, Final, NamedTuple
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any, Final, NamedTuple, TypeVar
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, Message, TopicPartition
 
+from core import kafka_offsets
 from core.errors import ChatlogError
 from core.settings import KafkaSettings
 
@@ -32,6 +33,7 @@ one per wait (the broker's CPU goes with requests), and how soon a partition-end
 
 
 _NEW_TOPIC_PATIENCE_S: Final = 5.0
+_T = TypeVar("_T")
 _NO_LEADER_YET: Final = frozenset(
     {
         KafkaError.NOT_LEADER_FOR_PARTITION,
@@ -100,36 +102,38 @@ class TopicReader:
         first record of that time or later). A partition with nothing to read is caught up at once (and
         assigned only when following). Retries while a new topic's partition has no leader yet, until
         ``deadline`` (``time.monotonic()``); :class:`TopicReadError` when it cannot."""
+        wanted = sorted(partitions)
+        bounds = self._asked(lambda t: kafka_offsets.bounds(self.consumer, self.topic, wanted, t), deadline)
+        starts: dict[int, int] = {}
+        if since_ms is not None:  # -1: nothing that recent
+            recent = [p for p in wanted if bounds[p][1] > bounds[p][0]]
+            found = self._asked(
+                lambda t: kafka_offsets.offsets_at(self.consumer, self.topic, recent, since_ms, t), deadline
+            )
+            starts = {p: offset if offset >= 0 else bounds[p][1] for p, offset in found.items()}
         assignment = []
-        for p in sorted(partitions):
-            low, high = self._watermarks(TopicPartition(self.topic, p), deadline)
-            start = OFFSET_BEGINNING
-            if since_ms is not None and high > low:
-                [found] = self.consumer.offsets_for_times(
-                    [TopicPartition(self.topic, p, since_ms)], max(1.0, deadline - time.monotonic())
-                )
-                start = low = found.offset if found.offset >= 0 else high  # -1: nothing that recent
+        for p in wanted:
+            low, high = bounds[p]
+            low = starts.get(p, low)
             self.ends[p] = high
             if high > low:
                 self._behind.add(p)
             if high > low or self.follow:
-                assignment.append(TopicPartition(self.topic, p, start))
+                assignment.append(TopicPartition(self.topic, p, starts.get(p, OFFSET_BEGINNING)))
         if assignment:
             self.consumer.assign(assignment)
 
-    def _watermarks(self, tp: TopicPartition, deadline: float) -> tuple[int, int]:
+    def _asked(self, ask: Callable[[float], _T], deadline: float) -> _T:
+        """``ask(timeout)``, again while a new topic's partition has no leader yet, until ``deadline``."""
         while True:
             try:
-                low, high = self.consumer.get_watermark_offsets(
-                    tp, timeout=max(1.0, deadline - time.monotonic())
-                )
-                return int(low), int(high)
+                return ask(max(1.0, deadline - time.monotonic()))
             except KafkaException as exc:
                 err = exc.args[0] if exc.args and isinstance(exc.args[0], KafkaError) else None
                 if err is None or (not err.retriable() and err.code() not in _NO_LEADER_YET):
-                    raise TopicReadError(f"reading topic {tp.topic}: {_text(exc)}", err) from None
+                    raise TopicReadError(f"reading topic {self.topic}: {_text(exc)}", err) from None
                 if time.monotonic() > deadline:
-                    raise TopicReadError(f"reading topic {tp.topic} timed out: {err.str()}", err) from None
+                    raise TopicReadError(f"reading topic {self.topic} timed out: {err.str()}", err) from None
                 time.sleep(0.2)
 
     def read(self, timeout: float, max_records: int) -> Batch:

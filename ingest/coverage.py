@@ -18,6 +18,7 @@ from typing import Any, Final
 
 from confluent_kafka import Consumer, TopicPartition
 
+from core import kafka_offsets
 from core.background_consumer import BackgroundConsumer
 from core.compacted import follower_options
 from schemas.coverage import ALIVE, JOINED, LEFT, CoverageEvent, decode_records
@@ -157,11 +158,9 @@ class ConfirmationWatch(BackgroundConsumer[Consumer]):
         consumer = Consumer(self._conf)
         try:
             meta = consumer.list_topics(self._topic, timeout=15).topics[self._topic]
-            parts = []
-            for p in sorted(meta.partitions):  # the end offsets now: nothing produced after start is missed
-                _low, high = consumer.get_watermark_offsets(TopicPartition(self._topic, p), timeout=15)
-                parts.append(TopicPartition(self._topic, p, high))
-            consumer.assign(parts)
+            # the end offsets now: nothing produced after start is missed
+            ends = kafka_offsets.ends(consumer, self._topic, sorted(meta.partitions), timeout=15)
+            consumer.assign([TopicPartition(self._topic, p, end) for p, end in ends.items()])
         except Exception:
             consumer.close()
             raise

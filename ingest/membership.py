@@ -34,9 +34,10 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from confluent_kafka import OFFSET_BEGINNING, OFFSET_END, Consumer, KafkaError, KafkaException, TopicPartition
+from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, TopicPartition
 from confluent_kafka.admin import AdminClient
 
+from core import kafka_offsets
 from core.background_consumer import BackgroundConsumer
 from core.compacted import FOLLOW_FETCH_WAIT_MS, reader_config
 from core.errors import one_line
@@ -280,25 +281,6 @@ def loader_config(settings: KafkaSettings, *, client_id: str) -> dict[str, Any]:
     )
 
 
-def _bounds(consumer: Consumer, partitions: list[TopicPartition]) -> dict[int, tuple[int, int]]:
-    """Each partition's first and end offsets now, in two requests for them all (librdkafka's
-    ``get_watermark_offsets`` makes two per partition). A partition the broker answers with an error raises
-    it."""
-
-    def offsets(at: int) -> dict[int, int]:
-        asked = [TopicPartition(p.topic, p.partition, at) for p in partitions]
-        found = consumer.offsets_for_times(asked, timeout=_ENDS_TIMEOUT_S)
-        for tp in found:
-            if tp.error is not None:
-                raise KafkaException(tp.error)
-        return {tp.partition: tp.offset for tp in found}
-
-    if not partitions:
-        return {}
-    low, high = offsets(OFFSET_BEGINNING), offsets(OFFSET_END)
-    return {b: (low[b], high[b]) for b in high}
-
-
 def _discard(_snap: Snapshot) -> None:
     """Where snapshots go before :meth:`Membership.start`, or when it is given nowhere to send them."""
 
@@ -488,7 +470,7 @@ class Membership(BackgroundConsumer[Consumer]):
         loader = self._loading_consumer()
         # asked over the loader's connection: a broker answers a connection's requests in order, so the
         # member's would wait for its fetch
-        bounds = _bounds(loader, partitions)
+        bounds = kafka_offsets.bounds(loader, self._topic, [p.partition for p in partitions], _ENDS_TIMEOUT_S)
         for p in partitions:
             p.offset = bounds[p.partition][1]
         ends = {b: high if high > low else None for b, (low, high) in bounds.items()}

@@ -40,6 +40,7 @@ from typing import Any, Final, Protocol
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, TopicPartition
 
 from consent.rule import named_login
+from core import kafka_offsets
 from core.background_consumer import BackgroundConsumer
 from core.errors import ChatlogError, one_line
 from core.kafka_probe import QUIET, describe, probe
@@ -226,9 +227,9 @@ class ConsumerLike(Protocol):
     def incremental_assign(self, partitions: list[TopicPartition]) -> None: ...
     def poll(self, timeout: float = -1) -> Any: ...
     def consume(self, num_messages: int = 1, timeout: float = -1) -> list[Any]: ...
-    def get_watermark_offsets(
-        self, partition: TopicPartition, timeout: float = -1, cached: bool = False
-    ) -> tuple[int, int]: ...
+    def offsets_for_times(
+        self, partitions: list[TopicPartition], timeout: float = -1
+    ) -> list[TopicPartition]: ...
     def list_topics(self, topic: str | None = None, timeout: float = -1) -> Any: ...
     def close(self) -> None: ...
 
@@ -355,8 +356,8 @@ class LiveHub(BackgroundConsumer[ConsumerLike]):
             raise LiveUnavailable(f"Kafka consumer settings rejected: {exc}") from None
         try:
             ends = [
-                TopicPartition(topic, p, consumer.get_watermark_offsets(TopicPartition(topic, p), timeout)[1])
-                for p in partitions
+                TopicPartition(topic, p, end)
+                for p, end in kafka_offsets.ends(consumer, topic, partitions, timeout).items()
             ]
             consumer.assign(ends)
         except KafkaException as exc:

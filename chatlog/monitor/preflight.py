@@ -18,6 +18,7 @@ from confluent_kafka import Consumer, KafkaException, TopicPartition
 from confluent_kafka.admin import NewTopic
 
 from chatlog.monitor.settings import MonitorSettings
+from core import kafka_offsets
 from core.errors import ChatlogError
 from core.kafka_admin import admin_client, topic_config
 from core.kafka_probe import PROBE_TIMEOUT_S, probe
@@ -207,11 +208,10 @@ def catch_up_targets(settings: MonitorSettings, timeout: float = 30.0) -> dict[t
             meta = consumer.list_topics(topic, timeout=timeout).topics[topic]
             tps = [TopicPartition(topic, p) for p in sorted(meta.partitions)]
             committed = {tp.partition: tp.offset for tp in consumer.committed(tps, timeout=timeout)}
-            for tp in tps:
-                low, high = consumer.get_watermark_offsets(tp, timeout=timeout)
-                start = max(int(low), committed.get(tp.partition, -1))
-                if int(high) > start:
-                    targets[(topic, tp.partition)] = int(high)
+            bounds = kafka_offsets.bounds(consumer, topic, [tp.partition for tp in tps], timeout)
+            for p, (low, high) in bounds.items():
+                if high > max(low, committed.get(p, -1)):
+                    targets[(topic, p)] = high
         return targets
     except KafkaException as exc:
         raise ChatlogError(f"reading offsets of {settings.monitor_app_id}: {exc}") from None

@@ -13,8 +13,9 @@ import json
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from confluent_kafka import Consumer, KafkaException, TopicPartition
+from confluent_kafka import Consumer, KafkaException
 
+from core import kafka_offsets
 from core.errors import ChatlogError
 
 if TYPE_CHECKING:
@@ -97,12 +98,11 @@ def time_range(
                 f"topic {topic} does not exist at {settings.kafka_bootstrap_servers} (CHATLOG_TOPIC_MESSAGES)"
             )
         partitions = sorted(meta.partitions)
-        high = {
-            p: consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=timeout)[1]
-            for p in partitions
-        }
-        at_start = _offsets_for_time(consumer, topic, partitions, start_ms, timeout)
-        at_end = None if end_ms is None else _offsets_for_time(consumer, topic, partitions, end_ms, timeout)
+        high = kafka_offsets.ends(consumer, topic, partitions, timeout)
+        at_start = kafka_offsets.offsets_at(consumer, topic, partitions, start_ms, timeout)
+        at_end = (
+            None if end_ms is None else kafka_offsets.offsets_at(consumer, topic, partitions, end_ms, timeout)
+        )
     except KafkaException as exc:
         raise ChatlogError(
             f"reading the offsets of {topic} from Kafka at {settings.kafka_bootstrap_servers}: "
@@ -111,10 +111,3 @@ def time_range(
     finally:
         consumer.close()
     return TopicRange(topic, resolve(partitions, high, at_start, at_end))
-
-
-def _offsets_for_time(
-    consumer: Consumer, topic: str, partitions: list[int], ms: int, timeout: float
-) -> dict[int, int]:
-    asked = [TopicPartition(topic, p, ms) for p in partitions]
-    return {tp.partition: tp.offset for tp in consumer.offsets_for_times(asked, timeout=timeout)}

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import time
 from collections import deque
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
-from confluent_kafka import OFFSET_BEGINNING, KafkaError, KafkaException, TopicPartition
+from confluent_kafka import OFFSET_BEGINNING, OFFSET_END, KafkaError, TopicPartition
 
 from core import compacted
 from core.compacted import TopicReader, TopicReadError, fold, read_to_end
@@ -37,13 +38,20 @@ class Partitions:
         self.times: dict[int, int] = {}
         self.closed = False
 
-    def get_watermark_offsets(self, tp: TopicPartition, timeout: float) -> tuple[int, int]:
-        if self.refusals:
-            raise KafkaException(self.refusals.pop(0))
-        return self.watermarks[tp.partition]
-
     def offsets_for_times(self, tps: list[TopicPartition], timeout: float) -> list[TopicPartition]:
-        return [TopicPartition(tp.topic, tp.partition, self.times.get(tp.partition, -1)) for tp in tps]
+        """ListOffsets: first or end offsets from ``watermarks``, a time's from ``times``; a refusal is
+        the answer's error for its first partition."""
+        out: list[Any] = []
+        for tp in tps:
+            low, high = self.watermarks[tp.partition]
+            at = {OFFSET_BEGINNING: low, OFFSET_END: high}.get(tp.offset, self.times.get(tp.partition, -1))
+            out.append(TopicPartition(tp.topic, tp.partition, at))
+        if self.refusals and out:  # a TopicPartition's error is set by the client only
+            refused = out[0]
+            out[0] = SimpleNamespace(
+                topic=refused.topic, partition=refused.partition, offset=-1, error=self.refusals.pop(0)
+            )
+        return out
 
     def assign(self, tps: list[TopicPartition]) -> None:
         self.assigned = tps

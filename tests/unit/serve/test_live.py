@@ -12,7 +12,7 @@ from typing import Any
 
 import httpx
 import pytest
-from confluent_kafka import TopicPartition
+from confluent_kafka import OFFSET_END, TopicPartition
 from fastapi import FastAPI
 
 from core.kafka_probe import KafkaUnreachable
@@ -215,10 +215,12 @@ class Consumer:
             out, self._fed = self._fed[:num_messages], self._fed[num_messages:]
             return out
 
-    def get_watermark_offsets(
-        self, partition: TopicPartition, timeout: float = -1, cached: bool = False
-    ) -> tuple[int, int]:
-        return 0, 100 + partition.partition
+    def offsets_for_times(
+        self, partitions: list[TopicPartition], timeout: float = -1
+    ) -> list[TopicPartition]:
+        """ListOffsets at the end (the only offsets the live tail asks): partition p ends at 100 + p."""
+        assert all(tp.offset == OFFSET_END for tp in partitions)
+        return [TopicPartition(tp.topic, tp.partition, 100 + tp.partition) for tp in partitions]
 
     def list_topics(self, topic: str | None = None, timeout: float = -1) -> Any:
         return Metadata(2)
