@@ -47,6 +47,9 @@ class RegistryView(Protocol):
     and the sink's follower (:class:`sink.side.optout_follower.OptOutFollower`). :class:`OptOutRegistry` is
     one; tests give a fake."""
 
+    records_read: int
+    """Records of the topic read so far (opt-outs, lifts, codes; again after a re-read)."""
+
     def start(self) -> None: ...
     def wait_ready(self, timeout_s: float) -> None: ...
     def close(self) -> None: ...

@@ -474,6 +474,7 @@ class Worker:
             Sample(p + "dropped", "Events of opted-out users/channels dropped before Kafka.", gate.dropped),
             Sample(p + "registered", "Self-service opt-outs registered from chat commands.", gate.registered),
             Sample(p + "publish_errors", "Self-service opt-outs not written.", gate.publish_errors),
+            Sample(p + "records_read", "Opt-out topic records read.", gate.registry.records_read),
         ]  # fmt: skip
 
     def _histograms(self) -> Iterable[tuple[str, str, FastHistogram]]:

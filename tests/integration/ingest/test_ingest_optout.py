@@ -272,7 +272,14 @@ def test_self_service_opt_out_through_the_irc_server(
             code = publisher.issue_code(by="test", ttl_s=300).code
             channel_code = publisher.issue_code(by="test", ttl_s=300).code
             await eventually("the codes in the registry", lambda: registry.code(channel_code) is not None)
-            await asyncio.sleep(1.0)  # the ingesters' registries read them as fast
+            read = registry.records_read  # both codes: every ingester's registry reads them too
+            await eventually(
+                "the codes in the ingesters' registries",
+                lambda: all(
+                    _metric(sup.children[w].log, "chatlog_ingest_optout_records_read_total") >= read
+                    for w in workers
+                ),
+            )
 
             await dave.say(channel, room, "!chatlog optout zzzzzzzz")  # no such code: a chat line
             await carol.say(channel, room, f"!chatlog optout {code}")
