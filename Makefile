@@ -48,14 +48,15 @@ typecheck: setup
 
 check: lint typecheck
 
-unit: setup
-	$(BIN)/pytest tests/unit
+unit: setup ## the unit tests, on both cores (pytest-xdist: they share no state)
+	$(BIN)/pytest tests/unit -n 2
 
 integration: setup
 	$(BIN)/pytest tests/integration -m "not cluster"
 
 test: check ## the whole suite: lint, types, unit and integration tests against the real local stack
-	$(BIN)/pytest tests -m "not chaos and not cluster"
+	$(BIN)/pytest tests/unit -n 2 -m "not chaos and not cluster"
+	$(BIN)/pytest tests --ignore=tests/unit -m "not chaos and not cluster"
 
 chaos: setup ## fault injection on the whole pipeline (restarts stack services: run it alone)
 	$(BIN)/pytest tests/integration/chaos -m chaos -s
