@@ -48,14 +48,17 @@ typecheck: setup
 
 check: lint typecheck
 
-unit: setup ## the unit tests, on both cores (pytest-xdist: they share no state)
-	$(BIN)/pytest tests/unit -n 2
+# the unit tests on both cores (pytest-xdist): they share no state
+UNIT_TESTS = $(BIN)/pytest tests/unit -n 2
+
+unit: setup ## the unit tests
+	$(UNIT_TESTS)
 
 integration: setup
 	$(BIN)/pytest tests/integration -m "not cluster"
 
 test: check ## the whole suite: lint, types, unit and integration tests against the real local stack
-	$(BIN)/pytest tests/unit -n 2 -m "not chaos and not cluster"
+	$(UNIT_TESTS) -m "not chaos and not cluster"
 	$(BIN)/pytest tests --ignore=tests/unit -m "not chaos and not cluster"
 
 chaos: setup ## fault injection on the whole pipeline (restarts stack services: run it alone)
