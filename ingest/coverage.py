@@ -117,9 +117,9 @@ def confirmations(events: Iterable[CoverageEvent], *, replica: int, worker: str)
 
 
 class ConfirmationWatch(BackgroundConsumer[Consumer]):
-    """Tails the coverage topic from its end and calls ``on_confirmed`` with the channels another worker
-    of this replica group has confirmed (a thread; no consumer group, nothing committed). A failure ends
-    the watch, kept in ``failure``: the worker stops on it."""
+    """Tails the coverage topic from its end and calls ``on_confirmed`` with the channels other workers
+    of this replica group have confirmed and those they have left (a thread; no consumer group, nothing
+    committed). A failure ends the watch, kept in ``failure``: the worker stops on it."""
 
     def __init__(
         self,
@@ -128,7 +128,7 @@ class ConfirmationWatch(BackgroundConsumer[Consumer]):
         *,
         replica: int,
         worker: str,
-        on_confirmed: Callable[[set[str]], None],
+        on_confirmed: Callable[[set[str], set[str]], None],
     ) -> None:
         super().__init__("coverage-watch", "coverage watch consumer")
         self._conf = {
@@ -170,9 +170,9 @@ class ConfirmationWatch(BackgroundConsumer[Consumer]):
     def _poll(self, consumer: Consumer) -> None:
         events, bad = decode_records(consumer.consume(_POLL_BATCH, _POLL_TIMEOUT_S))
         self.undecodable += bad
-        joined, _left = confirmations(events, replica=self._replica, worker=self._worker)
-        if joined:
-            self._on_confirmed(joined)
+        joined, left = confirmations(events, replica=self._replica, worker=self._worker)
+        if joined or left:
+            self._on_confirmed(joined, left)
 
     def _failed(self, exc: Exception) -> None:
         log.error("coverage watch on %s failed: %s", self._topic, exc)

@@ -3,7 +3,7 @@ which channels it wants.
 
 :class:`BucketTable` is the pure bookkeeping (an injected clock, no Kafka): buckets are assigned
 (loading until their partition has been read up to the end it had at assignment), loaded, revoked into a
-hand-off overlap, or lost.
+hand-off overlap (revoked, or lost when the session expired).
 The wanted set is the union of the channels of loaded owned buckets and of buckets still in overlap.
 A revoked bucket's channel leaves the overlap when the new owner confirms its JOIN of it
 (:meth:`BucketTable.confirm`, fed from ``chatlog.coverage``), or when the hand-off timeout passes:
@@ -30,7 +30,9 @@ import logging
 import threading
 import time
 import uuid
+from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from typing import Any, Final
 
@@ -54,6 +56,8 @@ _LOADING_POLL_S: Final = 0.05
 """Each consumer's wait while a bucket loads: the loop polls the member and the loader in turn."""
 _ENDS_TIMEOUT_S: Final = 10.0
 """How long a newly assigned bucket's end offset may take to read (a failure stops the member)."""
+HELD_ELSEWHERE_S: Final = 120.0
+"""How long another worker's confirmation of a channel releases it from a bucket revoked or lost later."""
 
 
 @dataclass(frozen=True)
@@ -95,6 +99,10 @@ class BucketTable:
     """Channels released by a confirmation since the last :meth:`take_handed_off`."""
     timed_out: int = 0
     """Channels parted because the hand-off timeout passed without a confirmation (gap risk)."""
+    elsewhere: OrderedDict[str, float] = field(default_factory=OrderedDict)
+    """Channels other workers of the group confirmed since each became ours, and have not left, oldest
+    confirmation first: a worker that took them while this one's session expired (not one that held
+    them before they were ours and may be dead)."""
 
     def assign(self, ends: Mapping[int, int | None]) -> list[int]:
         """New buckets, each with the end offset it had at assignment (None: nothing to read, it counts at
@@ -126,6 +134,8 @@ class BucketTable:
         for login, present in loading.held:
             self._change(bucket, login, present)
         self.overlap.pop(bucket, None)  # we own it again: the overlap copy is superseded
+        for login in self.owned[bucket]:  # ours now: a confirmation from before does not say who has it
+            self.elsewhere.pop(login, None)
         self.version += 1
         return True
 
@@ -145,14 +155,19 @@ class BucketTable:
             return False
         if present:
             channels.add(login)
+            self.elsewhere.pop(login, None)
         else:
             channels.discard(login)
         return True
 
     def revoke(self, buckets: Iterable[int], now: float) -> list[int]:
-        """Cooperative revocation: keep logging the bucket's channels until the new owner confirms each
-        (:meth:`confirm`), at most until ``now + handoff_timeout_s``. The buckets that were still loading
-        (their reads stop; nothing of them was logged)."""
+        """Revoked (cooperatively) or lost (the session expired): keep logging the bucket's channels until
+        the new owner confirms each (:meth:`confirm`), at most until ``now + handoff_timeout_s``. A lost
+        bucket is kept too: the group may give it straight back (then nothing was missed while it was
+        read again), and if another member has it, that member's JOINs may still be under way. Channels
+        another worker confirmed in the last :data:`HELD_ELSEWHERE_S` are released at once (a member whose
+        session expired can hear the new owner's JOIN before it hears of its loss). The buckets that were
+        still loading (their reads stop; nothing of them was logged)."""
         stopped = []
         for b in buckets:
             channels = self.owned.pop(b, None)
@@ -160,12 +175,24 @@ class BucketTable:
                 stopped.append(b)
             elif channels and self.handoff_timeout_s > 0:
                 self.overlap[b] = _Overlap(set(channels), now + self.handoff_timeout_s)
+        while self.elsewhere and now - next(iter(self.elsewhere.values())) > HELD_ELSEWHERE_S:
+            self.elsewhere.popitem(last=False)
+        self._release(set(self.elsewhere))
         self.version += 1
         return stopped
 
-    def confirm(self, channels: Iterable[str]) -> None:
-        """Another worker of this replica group confirmed its JOIN of ``channels``: release them."""
+    def confirm(self, channels: Iterable[str], now: float, withdrawn: Iterable[str] = ()) -> None:
+        """Another worker of this replica group confirmed its JOIN of ``channels`` (and left
+        ``withdrawn``): release them, and remember them a while for a bucket lost or revoked after."""
         wanted = set(channels)
+        for ch in withdrawn:
+            self.elsewhere.pop(ch, None)
+        for ch in wanted:
+            self.elsewhere[ch] = now
+            self.elsewhere.move_to_end(ch)
+        self._release(wanted)
+
+    def _release(self, wanted: set[str]) -> None:
         for b in list(self.overlap):
             o = self.overlap[b]
             released = o.channels & wanted
@@ -184,18 +211,6 @@ class BucketTable:
     @property
     def overlap_channels(self) -> int:
         return sum(len(o.channels) for o in self.overlap.values())
-
-    def lose(self, buckets: Iterable[int]) -> list[int]:
-        """The session expired: someone else owns these already; stop at once (no overlap). The buckets that
-        were still loading (their reads stop)."""
-        stopped = []
-        for b in buckets:
-            self.owned.pop(b, None)
-            if self.loading.pop(b, None) is not None:
-                stopped.append(b)
-            self.overlap.pop(b, None)
-        self.version += 1
-        return stopped
 
     def expire(self, now: float) -> None:
         """Drop overlaps whose time is up: their channels go unconfirmed (a gap risk, logged)."""
@@ -345,10 +360,11 @@ class Membership(BackgroundConsumer[Consumer]):
         with self._lock:
             return self._table.snapshot()
 
-    def confirm(self, channels: set[str]) -> None:
-        """Channels another worker of the group confirmed (any thread); published at the next poll."""
+    def confirm(self, channels: set[str], withdrawn: AbstractSet[str] = frozenset()) -> None:
+        """Channels another worker of the group confirmed, and ones it left (any thread); published at the
+        next poll."""
         with self._lock:
-            self._table.confirm(channels)
+            self._table.confirm(channels, self._clock(), withdrawn)
 
     def take_handed_off(self) -> set[str]:
         with self._lock:
@@ -501,9 +517,11 @@ class Membership(BackgroundConsumer[Consumer]):
     def _on_lost(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
         if not partitions:
             return
-        buckets = self._rebalanced(partitions, self._table.lose)
+        buckets = self._rebalanced(partitions, lambda b: self._table.revoke(b, self._clock()))
         self.stats.lost += len(buckets)
-        log.warning("lost buckets %s (session expired): stopped logging them", buckets)
+        log.warning(
+            "lost buckets %s (session expired): kept until their owner confirms each channel", buckets
+        )
 
 
 class GroupAssignments:

@@ -18,15 +18,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from confluent_kafka import Consumer
 
 from core.settings import StackSettings
 from ingest.registry import Registry
 from lab.demo.observer import NamesObserver, worker_of
 from lab.demo.supervisor import CHATLOG, Supervisor
 from lab.simulator import ChatSimulator
-from schemas import chat_event
 from tests.integration.ingest.ingester_env import QUICK, ingester_env
+from tests.integration.ingest.topic_tokens import tokens_in_topic
 
 pytestmark = pytest.mark.integration
 
@@ -121,31 +120,6 @@ def _steady(done: Callable[[Coverage], bool], seconds: float = 5.0) -> Callable[
     return check
 
 
-def _tokens_in_topic(settings: StackSettings, wanted: set[str], timeout: float) -> set[str]:
-    """Tokens (first word of the text) found in the messages topic, reading until all are found."""
-    consumer = Consumer(
-        {
-            **settings.kafka_client_config(),
-            "group.id": f"verify-{time.monotonic_ns()}",
-            "auto.offset.reset": "earliest",
-            "enable.auto.commit": False,
-        }
-    )
-    consumer.subscribe([settings.topic_messages])
-    found: set[str] = set()
-    deadline = time.monotonic() + timeout
-    try:
-        while not wanted <= found and time.monotonic() < deadline:
-            for msg in consumer.consume(5000, 0.5):
-                if msg.error() is None:
-                    event = chat_event.decode(msg.value() or b"")
-                    if event.kind == "PRIVMSG" and event.text:
-                        found.add(event.text.split(" ", 1)[0])
-    finally:
-        consumer.close()
-    return found
-
-
 def _status_until_ok(env: dict[str, str], timeout: float = 20.0) -> dict[str, Any]:
     """`chatlog status --json --replicas 2` until it exits 0 (heartbeats lag NAMES by up to 1 s)."""
     deadline = time.monotonic() + timeout
@@ -234,7 +208,7 @@ def test_group_shares_channels_fails_over_and_scales_out(
             await sim.close()
             sent = {m.token for m in sim.sent}
             assert len(sent) > 100
-            found = _tokens_in_topic(settings, sent, timeout=60)
+            found = tokens_in_topic(settings, sent, timeout=60)
             assert sent <= found, f"{len(sent - found)} of {len(sent)} messages never reached Kafka"
 
             # 3. a new ingester takes a fair share; the others shrink; no channel is ever uncovered
@@ -310,7 +284,7 @@ def test_scale_out_at_the_twitch_join_limit_leaves_no_channel_unlogged_at_r1(
             await traffic
             sent = {m.token for m in sim.sent}
             assert len(sent) > 1000
-            found = _tokens_in_topic(settings, sent, timeout=60)
+            found = tokens_in_topic(settings, sent, timeout=60)
             assert sent <= found, f"{len(sent - found)} of {len(sent)} messages never reached Kafka"
             for name in (a, b, c):
                 assert sup.terminate(name, timeout=40) == 0, sup.children[name].log.read_text()[-3000:]

@@ -1,4 +1,4 @@
-"""The classic cooperative protocol, an idle member's readiness, and a lost session (SIGSTOP), for real."""
+"""The classic cooperative protocol, an idle member's readiness, and lost sessions (SIGSTOP), for real."""
 
 from __future__ import annotations
 
@@ -17,7 +17,9 @@ from core.settings import StackSettings
 from ingest.registry import Registry
 from lab.demo.observer import NamesObserver, worker_of
 from lab.demo.supervisor import Supervisor
+from lab.simulator import ChatSimulator
 from tests.integration.ingest.ingester_env import QUICK, ingester_env
+from tests.integration.ingest.topic_tokens import tokens_in_topic
 
 pytestmark = pytest.mark.integration
 
@@ -81,7 +83,7 @@ def test_classic_protocol_idle_member_and_lost_session(
                 assert _ready(sup.children[w].log) == 200, w
 
             # a frozen member's session expires; the idle one takes its bucket; on waking up, the
-            # frozen one finds its bucket lost and leaves those channels at once (no overlap)
+            # frozen one finds its bucket lost and leaves those channels once the idle one has them
             frozen = sorted(busy)[0]
             pid = sup.children[frozen].proc.pid
             os.kill(pid, signal.SIGSTOP)
@@ -101,6 +103,65 @@ def test_classic_protocol_idle_member_and_lost_session(
             await observer.close()
         for w in workers:
             assert sup.terminate(w, timeout=40) == 0, sup.children[w].log.read_text()[-3000:]
+
+    with Supervisor(tmp_path / "logs", env=env) as sup:
+        asyncio.run(scenario(sup))
+
+
+def test_an_expired_session_loses_no_line_when_the_group_gives_the_buckets_back(
+    fresh_topics: StackSettings, unique: str, tmp_path: Path
+) -> None:
+    """The only member of a group (KIP-848, the broker's short lab session) is frozen past its session
+    while chat flows: on waking it finds every bucket lost and gets them straight back. It keeps its
+    channels joined throughout, so every line said, before, during and after, reaches Kafka."""
+    settings = fresh_topics
+    channels = [f"s{unique}_{i}" for i in range(20)]
+    Registry(settings).add(channels)
+    env = ingester_env(
+        settings, settings.irc_port, f"test-{unique}", {"CHATLOG_INGEST_SHUTDOWN_DRAIN_S": "1", **QUICK}
+    )
+    worker = f"x{unique[:6]}"
+
+    async def joined_all(observer: NamesObserver) -> bool:
+        members = await observer.members(channels)
+        return all(any(worker_of(n, [worker]) for n in members.get(ch, ())) for ch in channels)
+
+    async def scenario(sup: Supervisor) -> None:
+        observer = NamesObserver("127.0.0.1", settings.irc_port)
+        await observer.connect()
+        sim = ChatSimulator("127.0.0.1", settings.irc_port, channels, rate=50, connections=2, seed=5)
+        try:
+            sup.start(worker, ["ingest", "--worker-id", worker])
+            deadline = time.monotonic() + 60
+            while not await joined_all(observer):
+                assert time.monotonic() < deadline, "the ingester never joined its channels"
+                await asyncio.sleep(0.3)
+            await sim.start()
+            traffic = asyncio.create_task(sim.run(600))
+            await asyncio.sleep(2.0)
+            pid = sup.children[worker].proc.pid
+            os.kill(pid, signal.SIGSTOP)
+            try:
+                await asyncio.sleep(2.5 * settings.kafka_group_session_timeout_ms / 1000)
+            finally:
+                os.kill(pid, signal.SIGCONT)
+            deadline = time.monotonic() + 30
+            while "lost buckets" not in sup.children[worker].log.read_text():
+                assert time.monotonic() < deadline, "the frozen member's session never expired"
+                await asyncio.sleep(0.3)
+            await asyncio.sleep(5.0)  # the rejoin, the buckets read again
+            sim.stop()
+            await traffic
+            sent = {m.token for m in sim.sent}
+            assert len(sent) > 300
+            found = tokens_in_topic(settings, sent, timeout=60)
+            assert sent <= found, f"{len(sent - found)} of {len(sent)} lines never reached Kafka"
+            log = sup.children[worker].log.read_text()
+            assert "no longer needed" not in log, log[-3000:]
+            assert sup.terminate(worker, timeout=40) == 0, log[-3000:]
+        finally:
+            await sim.close()
+            await observer.close()
 
     with Supervisor(tmp_path / "logs", env=env) as sup:
         asyncio.run(scenario(sup))

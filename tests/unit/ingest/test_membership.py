@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from core.compacted import FOLLOW_FETCH_WAIT_MS
 from core.settings import KafkaSettings
-from ingest.membership import BucketTable, consumer_config, loader_config
+from ingest.membership import HELD_ELSEWHERE_S, BucketTable, consumer_config, loader_config
 
 
 def _table(loaded: dict[int, str], handoff_timeout_s: float = 10) -> BucketTable:
@@ -73,12 +73,41 @@ def test_revoked_bucket_stays_wanted_for_the_overlap_then_goes() -> None:
     assert table.snapshot().overlap == ()
 
 
-def test_lost_bucket_stops_at_once_even_during_an_overlap() -> None:
-    table = _table({0: "a", 1: "b", 2: "c"})
+def test_a_lost_bucket_is_kept_until_confirmed_or_given_back() -> None:
+    table = _table({0: "a", 1: "b", 2: "c d"})
     table.revoke([2], now=0.0)
-    table.lose([1, 2])
-    assert table.wanted() == {"a"}
-    assert table.snapshot().overlap == ()
+    table.revoke([1, 2], now=1.0)  # the session expired: lost, after a revocation for 2
+    assert table.wanted() == {"a", "b", "c", "d"}, "nothing is dropped before someone has it"
+    assert table.snapshot().overlap == (1, 2)
+    assert table.assign({1: 1}) == []  # the group gives 1 straight back
+    table.load(1, 1, ("b", True))
+    assert table.wanted() == {"a", "b", "c", "d"} and table.snapshot().overlap == (2,)
+    table.confirm({"c", "d"}, now=2.0)
+    assert table.wanted() == {"a", "b"} and table.snapshot().overlap == ()
+
+
+def test_a_confirmation_heard_before_the_loss_releases_the_lost_channels() -> None:
+    table = _table({0: "a b", 1: "c"})
+    table.confirm({"a"}, now=10.0)  # the new owner's JOIN, heard before the expired session is
+    table.confirm({"c"}, now=10.0)
+    table.confirm(set(), now=11.0, withdrawn={"c"})  # ... and c left again: not held elsewhere now
+    table.revoke([0, 1], now=12.0)
+    assert table.wanted() == {"b", "c"}
+    assert table.take_handed_off() == {"a"}
+    table = _table({0: "a b"})
+    table.confirm({"a"}, now=0.0)
+    table.revoke([0], now=HELD_ELSEWHERE_S + 1)  # too old to trust: kept until confirmed again
+    assert table.wanted() == {"a", "b"} and not table.elsewhere
+
+
+def test_a_confirmation_from_before_a_channel_was_ours_releases_nothing() -> None:
+    table = BucketTable(handoff_timeout_s=10)
+    table.confirm({"a", "b"}, now=0.0)  # the previous owner's JOINs (it may die without leaving)
+    table.assign({0: 1})
+    table.load(0, 1, ("a", True))  # its bucket is ours now
+    table.apply(0, "b", True)
+    table.revoke([0], now=1.0)  # and moves on to a third worker
+    assert table.wanted() == {"a", "b"}, "kept until the third worker confirms, not released at once"
 
 
 def test_zero_overlap_and_revoking_a_loading_bucket_keep_nothing() -> None:
@@ -90,7 +119,7 @@ def test_zero_overlap_and_revoking_a_loading_bucket_keep_nothing() -> None:
     table.load(3, 1, ("x", True))
     assert table.revoke([3], now=0.0) == [3]  # never loaded: nothing was being logged, nothing to keep
     assert table.wanted() == frozenset() and table.snapshot().overlap == ()
-    assert table.lose([5]) == [5] and table.snapshot().loading == ()
+    assert table.revoke([5], now=0.0) == [5] and table.snapshot().loading == ()
 
 
 def test_reassigned_during_overlap_keeps_channels_until_reloaded() -> None:
@@ -135,10 +164,10 @@ def test_a_revoked_channel_is_kept_until_the_new_owner_confirms_it() -> None:
     table.expire(600.0)  # minutes later (a JOIN-limited new owner): still logged
     assert table.wanted() == {"a", "b", "c", "d"}
     v = table.version
-    table.confirm({"b", "zzz"})
+    table.confirm({"b", "zzz"}, now=1.0)
     assert table.wanted() == {"a", "c", "d"} and table.version > v
     assert table.take_handed_off() == {"b"} and table.take_handed_off() == set()
-    table.confirm({"c", "d"})
+    table.confirm({"c", "d"}, now=1.0)
     assert table.wanted() == {"a"} and table.snapshot().overlap == ()
     assert table.timed_out == 0
 
@@ -146,7 +175,7 @@ def test_a_revoked_channel_is_kept_until_the_new_owner_confirms_it() -> None:
 def test_an_unconfirmed_hand_off_ends_at_the_timeout_and_is_counted() -> None:
     table = _table({2: "x y"}, handoff_timeout_s=30)
     table.revoke([2], now=0.0)
-    table.confirm({"x"})
+    table.confirm({"x"}, now=1.0)
     table.expire(30.0)
     assert table.wanted() == frozenset()
     assert table.timed_out == 1 and table.overlap_channels == 0
