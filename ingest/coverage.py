@@ -3,8 +3,8 @@
 :class:`CoverageTracker` (pure) turns the IRC pool's confirmed set into ``joined`` / ``left`` events
 (``schemas.coverage``), with the reason a channel stopped being covered. :class:`ConfirmationWatch`
 reads ``chatlog.coverage`` from its end, in a thread (:mod:`core.background_consumer`), and reports every
-channel that *another* worker of the same replica group has confirmed since: the hand-off waits for
-exactly that before parting.
+channel that *another* worker of the same replica group has confirmed since (the hand-off waits for exactly
+that before parting), and every one such a worker has left.
 """
 
 from __future__ import annotations
