@@ -25,7 +25,7 @@ from lab.demo.observer import NamesObserver, worker_of
 from lab.demo.supervisor import CHATLOG, Supervisor
 from lab.simulator import ChatSimulator
 from tests.integration.ingest.ingester_env import QUICK, ingester_env
-from tests.integration.ingest.topic_tokens import tokens_in_topic
+from tests.integration.ingest.topic_tokens import assert_sent_reached_kafka
 
 pytestmark = pytest.mark.integration
 
@@ -203,13 +203,8 @@ def test_group_shares_channels_fails_over_and_scales_out(
                     if owner != b:
                         assert owner in cov[0][ch], f"{ch} moved away from surviving {owner}"
             await asyncio.sleep(1.0)
-            sim.stop()
-            await traffic
+            await assert_sent_reached_kafka(settings, sim, traffic, at_least=100)
             await sim.close()
-            sent = {m.token for m in sim.sent}
-            assert len(sent) > 100
-            found = tokens_in_topic(settings, sent, timeout=60)
-            assert sent <= found, f"{len(sent - found)} of {len(sent)} messages never reached Kafka"
 
             # 3. a new ingester takes a fair share; the others shrink; no channel is ever uncovered
             before_new = _owner_map(await group.observe(), 0)
@@ -280,12 +275,7 @@ def test_scale_out_at_the_twitch_join_limit_leaves_no_channel_unlogged_at_r1(
             assert not uncovered, f"{len(uncovered)} channels without a logger during the scale-out"
             assert len(seen) > 20  # sampled all along (~0.3 s apart), not once at the end
             await asyncio.sleep(1.0)
-            sim.stop()
-            await traffic
-            sent = {m.token for m in sim.sent}
-            assert len(sent) > 1000
-            found = tokens_in_topic(settings, sent, timeout=60)
-            assert sent <= found, f"{len(sent - found)} of {len(sent)} messages never reached Kafka"
+            await assert_sent_reached_kafka(settings, sim, traffic, at_least=1000)
             for name in (a, b, c):
                 assert sup.terminate(name, timeout=40) == 0, sup.children[name].log.read_text()[-3000:]
         finally:

@@ -19,7 +19,7 @@ from lab.demo.observer import NamesObserver, worker_of
 from lab.demo.supervisor import Supervisor
 from lab.simulator import ChatSimulator
 from tests.integration.ingest.ingester_env import QUICK, ingester_env
-from tests.integration.ingest.topic_tokens import tokens_in_topic
+from tests.integration.ingest.topic_tokens import assert_sent_reached_kafka
 
 pytestmark = pytest.mark.integration
 
@@ -150,12 +150,7 @@ def test_an_expired_session_loses_no_line_when_the_group_gives_the_buckets_back(
                 assert time.monotonic() < deadline, "the frozen member's session never expired"
                 await asyncio.sleep(0.3)
             await asyncio.sleep(5.0)  # the rejoin, the buckets read again
-            sim.stop()
-            await traffic
-            sent = {m.token for m in sim.sent}
-            assert len(sent) > 300
-            found = tokens_in_topic(settings, sent, timeout=60)
-            assert sent <= found, f"{len(sent - found)} of {len(sent)} lines never reached Kafka"
+            await assert_sent_reached_kafka(settings, sim, traffic, at_least=300)
             log = sup.children[worker].log.read_text()
             assert "no longer needed" not in log, log[-3000:]
             assert sup.terminate(worker, timeout=40) == 0, log[-3000:]

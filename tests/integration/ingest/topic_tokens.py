@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import asyncio
 import time
 
 from confluent_kafka import Consumer
 
 from core.settings import StackSettings
+from lab.simulator import ChatSimulator
 from schemas import chat_event
 
 
@@ -33,3 +35,15 @@ def tokens_in_topic(settings: StackSettings, wanted: set[str], timeout: float) -
     finally:
         consumer.close()
     return found
+
+
+async def assert_sent_reached_kafka(
+    settings: StackSettings, sim: ChatSimulator, traffic: asyncio.Task[None], at_least: int
+) -> None:
+    """Stop ``sim`` and its ``traffic``; every token it sent (more than ``at_least``) is in the topic."""
+    sim.stop()
+    await traffic
+    sent = {m.token for m in sim.sent}
+    assert len(sent) > at_least
+    found = tokens_in_topic(settings, sent, timeout=60)
+    assert sent <= found, f"{len(sent - found)} of {len(sent)} messages never reached Kafka"
