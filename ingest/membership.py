@@ -100,9 +100,9 @@ class BucketTable:
     timed_out: int = 0
     """Channels parted because the hand-off timeout passed without a confirmation (gap risk)."""
     elsewhere: OrderedDict[str, float] = field(default_factory=OrderedDict)
-    """Channels other workers of the group confirmed since each became ours, and have not left, oldest
-    confirmation first: a worker that took them while this one's session expired (not one that held
-    them before they were ours and may be dead)."""
+    """Channels other workers of the group confirmed in the last :data:`HELD_ELSEWHERE_S` and have not left,
+    oldest confirmation first. A channel's entry goes when it becomes ours: a confirmation from before
+    then does not say who has it now (its sender may be dead)."""
 
     def assign(self, ends: Mapping[int, int | None]) -> list[int]:
         """New buckets, each with the end offset it had at assignment (None: nothing to read, it counts at
@@ -175,8 +175,7 @@ class BucketTable:
                 stopped.append(b)
             elif channels and self.handoff_timeout_s > 0:
                 self.overlap[b] = _Overlap(set(channels), now + self.handoff_timeout_s)
-        while self.elsewhere and now - next(iter(self.elsewhere.values())) > HELD_ELSEWHERE_S:
-            self.elsewhere.popitem(last=False)
+        self._forget_old(now)
         self._release(set(self.elsewhere))
         self.version += 1
         return stopped
@@ -190,7 +189,12 @@ class BucketTable:
         for ch in wanted:
             self.elsewhere[ch] = now
             self.elsewhere.move_to_end(ch)
+        self._forget_old(now)
         self._release(wanted)
+
+    def _forget_old(self, now: float) -> None:
+        while self.elsewhere and now - next(iter(self.elsewhere.values())) > HELD_ELSEWHERE_S:
+            self.elsewhere.popitem(last=False)
 
     def _release(self, wanted: set[str]) -> None:
         for b in list(self.overlap):

@@ -98,6 +98,9 @@ def test_a_confirmation_heard_before_the_loss_releases_the_lost_channels() -> No
     table.confirm({"a"}, now=0.0)
     table.revoke([0], now=HELD_ELSEWHERE_S + 1)  # too old to trust: kept until confirmed again
     assert table.wanted() == {"a", "b"} and not table.elsewhere
+    table.confirm({"x"}, now=200.0)
+    table.confirm({"y"}, now=201.0 + HELD_ELSEWHERE_S)
+    assert list(table.elsewhere) == ["y"], "what is too old to trust is not kept either"
 
 
 def test_a_confirmation_from_before_a_channel_was_ours_releases_nothing() -> None:
