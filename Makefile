@@ -59,17 +59,17 @@ integration: setup
 
 test: check ## the whole suite: lint, types, unit and integration tests against the real local stack
 	$(UNIT_TESTS) -m "not chaos and not cluster"
-	$(BIN)/pytest tests --ignore=tests/unit -m "not chaos and not cluster"
+	$(BIN)/pytest tests --ignore=tests/unit -m "not chaos and not cluster" --durations=25
 
 chaos: setup ## fault injection on the whole pipeline (restarts stack services: run it alone)
-	$(BIN)/pytest tests/integration/chaos -m chaos -s
+	$(BIN)/pytest tests/integration/chaos -m chaos -s --durations=0
 
 cluster: setup ## the multi-node stack (3 Kafka, 3 Cassandra, Spark standalone): up, checked, down
 	$(BIN)/pytest tests/integration/cluster -m "cluster and not chaos" -s
 
 chaos-cluster: setup ## node faults, backfill and scale-out on the multi-node stack: up, the tests, down
 	$(BIN)/chatlog stack up --nodes 3
-	$(BIN)/pytest tests/integration/cluster -m "cluster and chaos" -s; status=$$?; \
+	$(BIN)/pytest tests/integration/cluster -m "cluster and chaos" -s --durations=0; status=$$?; \
 	$(BIN)/chatlog stack down --nodes 3; exit $$status
 
 bench: setup $(STAMPS)/bench-extra ## every benchmark on the local stack; JSON and PNG under results/

@@ -233,6 +233,10 @@ class Run:
             "CHATLOG_IRC_JOIN_RATE": "1000",
             "CHATLOG_METRICS_PORT": "0",
             "CHATLOG_INGEST_GROUP_PREFIX": f"{self.config.name}-{self.run_id}-ingest",
+            # A run ends by stopping every ingester at once: no new owner will confirm their channels, so
+            # the hand-off a SIGTERM waits for (45 s by default) would only hold the run's end until the
+            # supervisor's SIGKILL 30 s later. Faults kill ingesters with -9; none is stopped gracefully.
+            "CHATLOG_INGEST_SHUTDOWN_DRAIN_S": "0",
             "CHATLOG_SINK_CHECKPOINT": str(self.run_dir / "checkpoint"),
             "CHATLOG_SINK_METRICS_PORT": str(self.config.sink_metrics_port),
             "CHATLOG_SPARK_MASTER": self.config.spark_master,

@@ -5,7 +5,8 @@ Cassandra RF 3 at LOCAL_QUORUM) at a steady load while one node fails. Every mes
 :mod:`tests.integration.chaos.read_once`). Each test prints the time the stored rate took to come back and the
 e2e p99 (IRC send -> line readable) before and after the fault (:mod:`lab.demo.impact`) and asserts the
 goal: the stored rate back within 30 s of a broker's or a Cassandra node's fault, 60 s of the Spark driver's.
-Then the backfill on the standalone master and an ingester added during traffic."""
+Then an ingester added during traffic, and that run's topic replayed by the backfill on the standalone
+master."""
 
 from __future__ import annotations
 
@@ -159,15 +160,26 @@ def test_kill_the_spark_driver_and_restart_it_on_its_checkpoint(cluster: Layout)
     print(f"kill-driver: stored rate back in {said} (goal {DRIVER_S:.0f}s)")
 
 
-def test_an_ingester_added_during_traffic_loses_nothing(cluster: Layout) -> None:
-    res = run(cluster, "scale-out", [at(0.3, start_ingester("r0b", 0))])
-    assert res["workers"] == {"r0a": 0, "r1a": 1, "r0b": 0}
+@pytest.fixture(scope="module")
+def scale_out_run(cluster: Layout) -> dict[str, Any]:
+    """One run for the two tests below (a run on the cluster takes about three minutes here): an ingester
+    added to replica group 0 at 30 % of the traffic (nothing lost, nothing stored twice: asserted in
+    :func:`run`), then its topic replayed."""
+    return run(cluster, "scale-out", [at(0.3, start_ingester("r0b", 0))])
 
 
-def test_backfill_on_the_standalone_master_stores_every_message_once(cluster: Layout) -> None:
-    """A run's messages replayed from its topic into a fresh keyspace by ``chatlog sink --backfill``
-    submitted to the standalone master: every message sent is stored once there."""
-    res = run(cluster, "backfill", [], duration=20.0)
+def test_an_ingester_added_during_traffic_loses_nothing(scale_out_run: dict[str, Any]) -> None:
+    assert scale_out_run["workers"] == {"r0a": 0, "r1a": 1, "r0b": 0}
+
+
+def test_backfill_on_the_standalone_master_stores_every_message_once(
+    cluster: Layout, scale_out_run: dict[str, Any]
+) -> None:
+    """The scale-out run's messages (each in the topic two or three times: two groups, and the channels
+    handed over to the added ingester logged by both its owners for a moment) replayed from its topic into
+    a fresh keyspace by ``chatlog sink --backfill`` submitted to the standalone master: every message sent
+    is stored once there."""
+    res = scale_out_run
     run_dir = Path(res["logs"]).parent
     sent = read_sent(run_dir / "sent.ndjson")
     settings = run_settings(cluster.client_settings(), res["name"], res["run_id"])

@@ -40,6 +40,7 @@ def test_the_sink_of_a_run_goes_to_the_configured_spark_master_and_cassandra(tmp
     assert env["CHATLOG_KAFKA_PRODUCER_REQUEST_TIMEOUT_MS"] == "5000"  # the ingesters' producers too
     assert env["CHATLOG_CASSANDRA_HOSTS"] == "127.0.0.11,127.0.0.12,127.0.0.13"
     assert env["CHATLOG_IRC_PORT"] == "16667"
+    assert env["CHATLOG_INGEST_SHUTDOWN_DRAIN_S"] == "0"  # the run's end waits for no new owner
     assert env["CHATLOG_SINK_CHECKPOINT"].startswith(str(tmp_path / "cluster" / "runs"))
     local = demo_run.Run(StackSettings(state_dir=tmp_path), demo_run.demo_config(channels=2), console=None)
     assert local.env()["CHATLOG_SPARK_MASTER"] == "local[2]"
