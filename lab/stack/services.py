@@ -7,6 +7,7 @@ settings, plus Spark (``lab/stack/spark.py``)."""
 from __future__ import annotations
 
 import base64
+import shlex
 import shutil
 import socket
 import subprocess
@@ -236,6 +237,7 @@ class Kafka(Service):
             f"-Xmx{self.settings.kafka_heap}",
             "-XX:+UseG1GC",
             "-XX:MaxGCPauseMillis=20",
+            *shlex.split(self.settings.stack_java_options),
             "-Djava.awt.headless=true",
             f"-Dlog4j2.configurationFile={self.home / 'log4j2.properties'}",
             f"-Dkafka.logs.dir={self.log_file.parent}",
@@ -271,7 +273,6 @@ class Cassandra(Service):
     name: str = "cassandra"
     password_auth: bool = False
     tls: security.TlsFiles | None = None
-    jvm_flags: tuple[str, ...] = ()  # e.g. a short-lived node's faster start
     address: str = "127.0.0.1"  # listen and rpc address (a node of a ring: its own loopback address)
     seeds: str = ""  # default: this node alone
     cluster_name: str = "chatlog-dev"
@@ -338,7 +339,7 @@ class Cassandra(Service):
             "-XX:G1HeapRegionSize=16m",
             "-XX:MaxGCPauseMillis=300",
             "-XX:MaxDirectMemorySize=768m",
-            *self.jvm_flags,
+            *shlex.split(self.settings.stack_java_options),
             *JAVA17_FLAGS,
             *([f"-javaagent:{jamm[0]}"] if jamm else []),
             f"-Dcassandra.config=file://{self.home / 'cassandra.yaml'}",

@@ -50,10 +50,7 @@ def secured(tmp_path_factory: pytest.TempPathFactory) -> Iterator[StackSettings]
         cassandra_password=SecretStr("cassandra"),
         cassandra_ssl_ca_location=tls.ca,
     )
-    # C1 only: the JIT's start-up work, 9 instead of 15 s of CPU to get ready (measured 2+2 starts)
-    node = Cassandra(
-        settings, name="cassandra-auth", password_auth=True, tls=tls, jvm_flags=("-XX:TieredStopAtLevel=1",)
-    )
+    node = Cassandra(settings, name="cassandra-auth", password_auth=True, tls=tls)
     pid = manager.start(node, timeout=180, report=lambda _line: None)
     try:
         yield settings
