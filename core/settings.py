@@ -540,7 +540,7 @@ class StackSettings(KafkaSettings, CassandraSettings):
         description="JVM options added to the stack's Kafka and Cassandra (each node of the multi-node stack "
         "too), split as a shell would. The default compiles with C1 only: on this project's 2-core machine, "
         "C2 compiling Kafka's and Cassandra's code was still busy minutes into a run, 140-152 of the demo's "
-        "466-512 µs per message (C1 only: 8-9 of 341-372, the other parts unchanged). Empty: the JVM's "
+        "466-512 µs per message (C1 only: 8-10 of 341-396, the other parts alike). Empty: the JVM's "
         "defaults (tiered), which a long-lived broker or node amortises.",
     )
     irc_port: Port = Field(default=6667, description="InspIRCd client port.")
