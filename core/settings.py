@@ -612,6 +612,11 @@ class StackSettings(KafkaSettings, CassandraSettings):
         return value
 
     @property
+    def stack_java_args(self) -> list[str]:
+        """:attr:`stack_java_options` as the arguments of a JVM's command line."""
+        return shlex.split(self.stack_java_options)
+
+    @property
     def cluster_dir(self) -> Path:
         """Where the multi-node stack keeps its state (apart from the single stack's services)."""
         return self.cluster_state_dir or self.state_dir / "cluster"

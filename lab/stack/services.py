@@ -7,7 +7,6 @@ settings, plus Spark (``lab/stack/spark.py``)."""
 from __future__ import annotations
 
 import base64
-import shlex
 import shutil
 import socket
 import subprocess
@@ -237,7 +236,7 @@ class Kafka(Service):
             f"-Xmx{self.settings.kafka_heap}",
             "-XX:+UseG1GC",
             "-XX:MaxGCPauseMillis=20",
-            *shlex.split(self.settings.stack_java_options),
+            *self.settings.stack_java_args,
             "-Djava.awt.headless=true",
             f"-Dlog4j2.configurationFile={self.home / 'log4j2.properties'}",
             f"-Dkafka.logs.dir={self.log_file.parent}",
@@ -339,7 +338,7 @@ class Cassandra(Service):
             "-XX:G1HeapRegionSize=16m",
             "-XX:MaxGCPauseMillis=300",
             "-XX:MaxDirectMemorySize=768m",
-            *shlex.split(self.settings.stack_java_options),
+            *self.settings.stack_java_args,
             *JAVA17_FLAGS,
             *([f"-javaagent:{jamm[0]}"] if jamm else []),
             f"-Dcassandra.config=file://{self.home / 'cassandra.yaml'}",
