@@ -5,7 +5,9 @@ One Python process runs its Python on one core at a time (the GIL). With ``CHATL
 the socket and uvicorn's supervisor (:class:`uvicorn.supervisors.Multiprocess`) starts that many worker
 processes on it (spawned: fresh interpreters), starts a worker again when one dies, and on SIGTERM or SIGINT
 stops them all, each after its responses in flight end (at most :data:`GRACEFUL_SHUTDOWN_S`), then exits
-with status 0. The parent answers no request and keeps no session. With 1 the app runs in the
+with status 0. A parent that dies without stopping them (SIGKILL, the OOM killer) takes them along: each
+worker asks the kernel for SIGTERM when its parent dies (:func:`end_with_parent`), so no orphan keeps
+answering on the socket. The parent answers no request and keeps no session. With 1 the app runs in the
 ``chatlog serve`` process itself, as it always did.
 
 Each worker builds the app from the environment (:func:`worker_app`): before starting them the parent puts
@@ -37,8 +39,11 @@ What each worker holds for itself, and why N of each is right:
 
 from __future__ import annotations
 
+import ctypes
+import multiprocessing
 import os
 import shutil
+import signal
 import tempfile
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
@@ -56,6 +61,7 @@ WORKER_APP: Final = "serve.api.workers:worker_app"
 """The app factory each worker calls (uvicorn's ``factory=True``)."""
 GRACEFUL_SHUTDOWN_S: Final = 30
 """On SIGTERM/SIGINT: the longest wait for responses in flight (k8s' termination grace period is above)."""
+_PR_SET_PDEATHSIG: Final = 1  # prctl(2), linux/prctl.h
 
 
 def uvicorn_options(settings: ServeSettings) -> dict[str, Any]:
@@ -90,10 +96,23 @@ def worker_app() -> FastAPI:
     from serve.api.app import create_app
     from serve.settings import ServeSettings
 
+    end_with_parent()
     log_to_stderr()
     redact.install()
     quiet_driver_logs()
     return create_app(load(ServeSettings), freeze=True)
+
+
+def end_with_parent() -> None:
+    """Have the kernel send this worker SIGTERM (a graceful stop, as the parent's own would be) when the
+    process that started it dies (``prctl(PR_SET_PDEATHSIG)``; where libc has no prctl, nothing); a worker
+    whose parent died before that exits at once."""
+    prctl = getattr(ctypes.CDLL(None), "prctl", None)
+    if prctl is not None:
+        prctl(_PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
+    parent = multiprocessing.parent_process()
+    if parent is not None and not parent.is_alive():
+        raise SystemExit(1)
 
 
 def serve_on_workers(settings: ServeSettings, workers: int, *, app: str = WORKER_APP) -> None:

@@ -1,6 +1,6 @@
 """``chatlog serve --workers 2`` (the real command, a subprocess on a free port) over a keyspace the sink's
 executor wrote: two worker processes answer a user's month, ``/metrics`` counts the requests of both, and
-SIGTERM stops every worker with exit status 0."""
+SIGTERM stops every worker with exit status 0; a parent killed with SIGKILL leaves no worker behind."""
 
 from __future__ import annotations
 
@@ -9,10 +9,13 @@ import shutil
 import signal
 import subprocess
 import sys
+import time
 from datetime import UTC, datetime
 from pathlib import Path
 
 import httpx
+import psutil
+import pytest
 
 from core.settings import StackSettings
 from core.times import now_ms
@@ -30,21 +33,12 @@ from tests.uvicorn_thread import free_port
 USER_MONTH = "/{ct}/{c}/{ut}/{u}/{y}/{m}"
 
 
-def test_two_workers_serve_count_and_stop_on_sigterm(
+def _serve_on_two_workers(
     sink_settings: SinkSettings, fresh_topics: StackSettings, tmp_path: Path
-) -> None:
-    at = now_ms()
-    events = make_events(300, now_ms=at)
-    write(sink_settings, events)
-    month = datetime.fromtimestamp(at / 1000, UTC)
-    path = f"/channel/chan0/user/user0/{month.year}/{month.month}"
-    expected = sum(
-        1 for e in events if e.channel == "chan0" and e.user_login == "user0" and e.kind == "PRIVMSG"
-    )
-    assert expected > 0
-
+) -> tuple[subprocess.Popen[bytes], str, Path]:
+    """``chatlog serve --workers 2`` on a free port over the sink's keyspace: the process, its base URL and
+    its log."""
     port = free_port()
-    base = f"http://127.0.0.1:{port}"
     env = {
         **os.environ,
         "CHATLOG_SERVE_LOG_LEVEL": "warning",
@@ -61,6 +55,23 @@ def test_two_workers_serve_count_and_stop_on_sigterm(
             stdout=out,
             stderr=subprocess.STDOUT,
         )
+    return proc, f"http://127.0.0.1:{port}", log
+
+
+def test_two_workers_serve_count_and_stop_on_sigterm(
+    sink_settings: SinkSettings, fresh_topics: StackSettings, tmp_path: Path
+) -> None:
+    at = now_ms()
+    events = make_events(300, now_ms=at)
+    write(sink_settings, events)
+    month = datetime.fromtimestamp(at / 1000, UTC)
+    path = f"/channel/chan0/user/user0/{month.year}/{month.month}"
+    expected = sum(
+        1 for e in events if e.channel == "chan0" and e.user_login == "user0" and e.kind == "PRIVMSG"
+    )
+    assert expected > 0
+
+    proc, base, log = _serve_on_two_workers(sink_settings, fresh_topics, tmp_path)
     try:
         workers = wait_until_serving(proc, base, log, workers=2)
         directory = metrics_dir(workers[0])
@@ -74,3 +85,28 @@ def test_two_workers_serve_count_and_stop_on_sigterm(
         if proc.poll() is None:
             proc.kill()
             proc.wait()
+
+
+def test_workers_end_when_their_parent_is_killed(
+    sink_settings: SinkSettings, fresh_topics: StackSettings, tmp_path: Path
+) -> None:
+    proc, base, log = _serve_on_two_workers(sink_settings, fresh_topics, tmp_path)
+    try:
+        workers = wait_until_serving(proc, base, log, workers=2)
+    finally:
+        proc.kill()  # SIGKILL: the parent stops nothing itself
+        proc.wait()
+    deadline = time.monotonic() + 45
+    while (left := [pid for pid in workers if _running(pid)]) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not left, f"workers {left} still run after their parent was killed: {log.read_text()[-3000:]}"
+    with pytest.raises(httpx.ConnectError):
+        httpx.get(base + "/health", timeout=5)
+
+
+def _running(pid: int) -> bool:
+    """Whether ``pid`` still runs (a zombie, ended and not yet reaped by the init it went to, does not)."""
+    try:
+        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False
