@@ -1,5 +1,6 @@
 """``chatlog serve`` on worker processes seen from outside (:mod:`serve.api.workers`), for the tests that run
-it as a subprocess: its workers, which of them answered, what ``/metrics`` counts, and a stop by signal."""
+it as a subprocess: its workers, which of them answered, what ``/metrics`` counts, a stop by signal, and the
+workers left after their parent ended."""
 
 from __future__ import annotations
 
@@ -82,3 +83,19 @@ def stop(proc: subprocess.Popen[bytes], sig: signal.Signals, workers: list[int],
     left = [pid for pid in workers if psutil.pid_exists(pid)]
     assert left == [], f"workers {left} outlived chatlog serve"
     return status
+
+
+def left_after(workers: list[int], seconds: float) -> list[int]:
+    """Those of ``workers`` that still run once all have ended or ``seconds`` have passed (a zombie, ended and
+    not yet reaped by the init it went to, does not run)."""
+    deadline = time.monotonic() + seconds
+    while (left := [pid for pid in workers if _running(pid)]) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    return left
+
+
+def _running(pid: int) -> bool:
+    try:
+        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False

@@ -9,12 +9,10 @@ import shutil
 import signal
 import subprocess
 import sys
-import time
 from datetime import UTC, datetime
 from pathlib import Path
 
 import httpx
-import psutil
 import pytest
 
 from core.settings import StackSettings
@@ -22,6 +20,7 @@ from core.times import now_ms
 from sink.settings import SinkSettings
 from tests.integration.serve.events import make_events, write
 from tests.serve_workers import (
+    left_after,
     metrics_dir,
     request_until_every_worker_answered,
     requests_counted,
@@ -96,17 +95,7 @@ def test_workers_end_when_their_parent_is_killed(
     finally:
         proc.kill()  # SIGKILL: the parent stops nothing itself
         proc.wait()
-    deadline = time.monotonic() + 45
-    while (left := [pid for pid in workers if _running(pid)]) and time.monotonic() < deadline:
-        time.sleep(0.2)
+    left = left_after(workers, 45)
     assert not left, f"workers {left} still run after their parent was killed: {log.read_text()[-3000:]}"
     with pytest.raises(httpx.ConnectError):
         httpx.get(base + "/health", timeout=5)
-
-
-def _running(pid: int) -> bool:
-    """Whether ``pid`` still runs (a zombie, ended and not yet reaped by the init it went to, does not)."""
-    try:
-        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
-    except psutil.NoSuchProcess:
-        return False
