@@ -639,8 +639,11 @@ def run(
     """The whole comparison (``settings``: sink settings, where Kafka and Cassandra are): the past case and
     the current one (``phases``); results at ``out`` (JSON) and next to it (PNG). The trees and the scratch
     state live in ``work`` (a temporary directory by default, removed at the end)."""
+    from core.settings import StackSettings, load
+    from lab.bench.stack_jit import require_full_jit
     from lab.results import write_json
 
+    jvm = require_full_jit(load(StackSettings).state_dir, "chatlog bench vs-justlog")
     started = time.perf_counter()
     with _workdir(work) as root:
         result: dict[str, Any] = {
@@ -652,6 +655,7 @@ def run(
             "phases": list(phases),
             "justlog_binary": str(binary),
             "cpus": os.cpu_count(),
+            "cassandra_jvm_options": jvm,
             "shared_machine": True,
             "load_average_start": list(os.getloadavg()),
         }
