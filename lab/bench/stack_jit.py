@@ -10,20 +10,21 @@ against ~1.5 with the full JIT (docs/benchmarks.md).
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Final
 
 from core.errors import ChatlogError
+from lab.stack.process import read_pid
 
 __all__ = ["cassandra_jvm_options", "limiting_flag", "require_full_jit"]
 
-_STOP_AT: str = "-XX:TieredStopAtLevel="
-_FULL_LEVEL: int = 4
+_STOP_AT: Final = "-XX:TieredStopAtLevel="
+_FULL_LEVEL: Final = 4
+"""The level of C2, the JIT's last tier."""
 
 
 def cassandra_jvm_options(state_dir: Path) -> list[str] | None:
     """The ``-X`` options on the command line of the stack's running Cassandra (its pid file under
     ``state_dir``); None where the stack runs none (a Cassandra elsewhere: not ours to tell)."""
-    from lab.stack.process import read_pid
-
     pid = read_pid(state_dir / "run" / "cassandra.pid")
     if pid is None:
         return None
