@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMPS := .cache/stamps
 BENCHES := parse ingest rebalance sink capacity scale monitor irc serve fresh placement
-JUSTLOG_BENCHES := vs-justlog fill
+JUSTLOG_BENCHES := vs-justlog read-floor fill
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 # chromium: the browser tests (tests/browser) drive Debian's build with Playwright; no browser is downloaded
 APT_PACKAGES := inspircd maven openjdk-17-jre-headless chromium

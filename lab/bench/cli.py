@@ -322,6 +322,33 @@ def bench_vs_justlog(
     typer.echo(f"wrote {out} and {out.with_suffix('.png')}")
 
 
+@app.command("read-floor")
+def bench_read_floor(
+    justlog: JustlogBinary,
+    days: MonthDays = 30,
+    lines_per_day: LinesPerDay = 50_000,
+    users: Chatters = 2_000,
+    passes: Annotated[
+        int, typer.Option(min=1, help="Measured passes per side; a cell is its median pass's.")
+    ] = 5,
+    work: Annotated[
+        Path | None, typer.Option(help="Keep the tree and the scratch files here (default: a temporary dir).")
+    ] = None,
+    out: Annotated[Path, typer.Option(help="Result JSON.")] = Path("results/bench_read_floor.json"),
+) -> None:
+    """A current user-month read: justlog, chatlog serve and the floors of its parts (HTTP, one read)."""
+    from core.settings import load
+    from lab.bench import read_floor as b
+    from lab.bench.vs_justlog import workdir
+    from sink.settings import SinkSettings
+
+    params = b.Params(days=days, lines_per_day=lines_per_day, users=users, passes=passes)
+    with workdir(work) as root:
+        result = b.run(load(SinkSettings), justlog.resolve(), params, out, root)
+    typer.echo(b.summary(result))
+    typer.echo(f"wrote {out}")
+
+
 @app.command("fill")
 def bench_fill(
     justlog: JustlogBinary,

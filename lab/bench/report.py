@@ -811,6 +811,52 @@ def _vs_justlog_goal(r: Result) -> str:
     )
 
 
+READ_FLOOR_SIDES: Final = (
+    ("chatlog now", "chatlog"),
+    ("floor http+read", "HTTP + one read"),
+    ("floor http", "HTTP alone"),
+    ("floor read", "one read alone"),
+)
+
+
+def _read_floor(r: Result) -> str:
+    cells = []
+    for clients in ("1", "32"):
+        at = r("table", clients)
+        parts = ", ".join(f"{label} {at(side, 'vs_justlog').f(2)}{X}" for side, label in READ_FLOOR_SIDES)
+        cells.append(
+            f"{clients} client{'s' if clients != '1' else ''}: justlog "
+            f"{at('justlog now', 'requests_per_s').f(0)} req/s; {parts}"
+        )
+    return "; ".join(cells)
+
+
+def _read_floor_goal(r: Result) -> str:
+    floors = [r("table", c, "floor http+read", "vs_justlog") for c in ("1", "32")]
+    one, many = (verdict(at_least(floor, VS_GOAL_CURRENT)) for floor in floors)
+    return (
+        f"current user-month ≥ {fixed(VS_GOAL_CURRENT, 1)}{X} reachable with a Cassandra read per request "
+        f"(its floor ≥ {fixed(VS_GOAL_CURRENT, 1)}{X}): 1 client {one}, 32 clients {many}"
+    )
+
+
+def _read_floor_figures(r: Result) -> str:
+    rows = []
+    for clients in ("1", "32"):
+        at = r("table", clients)
+        for side, label in (("justlog now", "justlog"), *READ_FLOOR_SIDES):
+            cpu = at(side, "cpu_ms_per_request")
+            who = f"{clients} client{'s' if clients != '1' else ''}, {label}"
+            rate = f"{at(side, 'requests_per_s').f(0)} req/s, p99 {at(side, 'p99_ms').f(1)} ms"
+            used = ", ".join(
+                f"{name} {cpu(key).f(2)}"
+                for key, name in (("server", "server"), ("cassandra", "Cassandra"), ("client", "client"))
+                if cpu(key).number() is not None
+            )
+            rows.append(f"{who}: {rate}, CPU ms/request {used}")
+    return "Latest: " + "; ".join(rows) + "."
+
+
 def _fresh(r: Result) -> str:
     stopped, running = r("sink_stopped"), r("sink_running")
     return (
@@ -997,6 +1043,17 @@ BENCHMARKS: Final[tuple[Benchmark, ...]] = (
         "bench_fill.json",
         _fill,
         _fill_goal,
+    ),
+    Benchmark(
+        "read_floor",
+        "current user-month floor",
+        "a user's current month (text, 1 and 32 clients) from justlog, `chatlog serve` and the floors of "
+        "its parts (a bare ASGI app: HTTP alone, HTTP and one raw-driver read; the read alone), in one run",
+        "chatlog bench read-floor /path/to/justlog",
+        "bench_read_floor.json",
+        _read_floor,
+        _read_floor_goal,
+        _read_floor_figures,
     ),
     Benchmark(
         "fresh",

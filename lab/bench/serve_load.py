@@ -319,11 +319,12 @@ def cpu_seconds(pid: int) -> float | None:
     """utime + stime of process ``pid`` and its descendants (all their threads) in seconds, from
     ``/proc/<pid>/stat``. A descendant that ended between two readings takes its time with it: a difference
     of two readings is a lower bound when a worker was restarted meanwhile. None: all gone."""
-    found = [s for p in process_tree(pid) if (s := _own_cpu_seconds(p)) is not None]
+    found = [s for p in process_tree(pid) if (s := own_cpu_seconds(p)) is not None]
     return sum(found) if found else None
 
 
-def _own_cpu_seconds(pid: int) -> float | None:
+def own_cpu_seconds(pid: int) -> float | None:
+    """utime + stime of process ``pid`` alone (all its threads, none of its children) in seconds."""
     import os
 
     try:

@@ -645,7 +645,7 @@ def run(
 
     jvm = require_full_jit(load(StackSettings).state_dir, "chatlog bench vs-justlog")
     started = time.perf_counter()
-    with _workdir(work) as root:
+    with workdir(work) as root:
         result: dict[str, Any] = {
             "params": {
                 **asdict(params),
@@ -696,7 +696,8 @@ def run(
 
 
 @contextmanager
-def _workdir(work: Path | None) -> Iterator[Path]:
+def workdir(work: Path | None) -> Iterator[Path]:
+    """``work`` (made if missing), else a temporary directory removed at the end."""
     if work is not None:
         work.mkdir(parents=True, exist_ok=True)
         yield work

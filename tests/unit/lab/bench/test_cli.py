@@ -26,10 +26,11 @@ COMMANDS = (
     "fresh",
     "placement",
     "vs-justlog",
+    "read-floor",
     "fill",
     "report",
 )
-OUTSIDE_BINARY = {"vs-justlog", "fill"}
+OUTSIDE_BINARY = {"vs-justlog", "read-floor", "fill"}
 """Benchmarks that need a binary built outside the repository: `make bench` runs them when given one."""
 
 
