@@ -37,7 +37,7 @@ from typing import Any, Final
 
 from core.errors import ChatlogError
 from lab.bench.justlog_tree import Tree, TreeParams, Url, write_tree
-from lab.bench.read_floor_app import QUERY
+from lab.bench.read_floor_app import QUERY, read_frames, user_month_params
 from lab.bench.serve import free_port, say
 from lab.bench.serve_load import (
     HttpClient,
@@ -109,19 +109,11 @@ def _http_fetch(client: HttpClient) -> Fetch:
 
 
 def _read_fetch(session: Any, query: Any) -> Fetch:
-    """The floor read: the query of :mod:`lab.bench.read_floor_app` by the raw driver, here."""
+    """The floor read: :func:`lab.bench.read_floor_app.read_frames`, here."""
 
     async def fetch(url: Url) -> int:
-        parts = url.path.split("/")
-        loop = asyncio.get_running_loop()
-        done: asyncio.Future[Any] = loop.create_future()
-        future = session.execute_async(query, (parts[2], parts[4], int(parts[5]) * 100 + int(parts[6])))
-        future.add_callbacks(
-            lambda rows: loop.call_soon_threadsafe(done.set_result, rows),
-            lambda exc: loop.call_soon_threadsafe(done.set_exception, exc),
-        )
-        rows = await done
-        return sum(len(row[0]) for row in rows)
+        frames = await read_frames(session, query, user_month_params(url.path))
+        return sum(map(len, frames))
 
     return fetch
 

@@ -27,6 +27,28 @@ QUERY: Final = (
 _HEADERS: Final = [(b"content-type", b"text/plain; charset=utf-8")]
 
 
+def user_month_params(path: str) -> tuple[str, str, int]:
+    """:data:`QUERY`'s values for ``/channelid/<id>/userid/<id>/<year>/<month>``; ValueError for any other
+    path."""
+    parts = path.split("/")
+    if len(parts) != 7 or parts[1] != "channelid" or parts[3] != "userid":
+        raise ValueError(f"not a user-month path by ids: {path}")
+    return parts[2], parts[4], int(parts[5]) * 100 + int(parts[6])
+
+
+async def read_frames(session: Any, query: Any, params: tuple[str, str, int]) -> list[bytes]:
+    """:data:`QUERY` by the raw driver, its first page's frames (a current month's blocks fit one), the
+    driver's callback handing them to the asyncio loop."""
+    loop = asyncio.get_running_loop()
+    done: asyncio.Future[Any] = loop.create_future()
+    future = session.execute_async(query, params)
+    future.add_callbacks(
+        lambda rows: loop.call_soon_threadsafe(done.set_result, rows),
+        lambda exc: loop.call_soon_threadsafe(done.set_exception, exc),
+    )
+    return [row[0] for row in await done]
+
+
 class _Floor:
     """One worker's state: the mode, the constant body, the session and the prepared query."""
 
@@ -52,18 +74,6 @@ class _Floor:
         if self.cluster is not None:
             self.cluster.shutdown()
 
-    async def frames(self, channel_id: str, user_id: str, month: int) -> bytes:
-        """The frames of part 0 of the month: one round trip (the first page: a current month's blocks)."""
-        loop = asyncio.get_running_loop()
-        done: asyncio.Future[Any] = loop.create_future()
-        future = self.session.execute_async(self.query, (channel_id, user_id, month))
-        future.add_callbacks(
-            lambda rows: loop.call_soon_threadsafe(done.set_result, rows),
-            lambda exc: loop.call_soon_threadsafe(done.set_exception, exc),
-        )
-        rows = await done
-        return b"".join(row[0] for row in rows)
-
 
 _floor = _Floor()
 
@@ -85,14 +95,16 @@ async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
                 _floor.stop()
                 await send({"type": "lifespan.shutdown.complete"})
                 return
-    parts = scope["path"].split("/")
-    if parts[1:2] == ["health"]:
+    path = scope["path"]
+    if path == "/health":
         await _send(send, 200, b"ok")
-    elif len(parts) == 7 and parts[1] == "channelid" and parts[3] == "userid":
-        if _floor.mode == "read":
-            body = await _floor.frames(parts[2], parts[4], int(parts[5]) * 100 + int(parts[6]))
-        else:
-            body = _floor.body
-        await _send(send, 200, body)
-    else:
+        return
+    try:
+        params = user_month_params(path)
+    except ValueError:
         await _send(send, 404, b"")
+        return
+    if _floor.mode == "read":
+        await _send(send, 200, b"".join(await read_frames(_floor.session, _floor.query, params)))
+    else:
+        await _send(send, 200, _floor.body)

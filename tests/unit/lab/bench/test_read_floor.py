@@ -100,6 +100,18 @@ def test_health_answers() -> None:
     assert _Asgi().get("/health") == (200, b"ok")
 
 
+def test_a_user_month_path_gives_the_query_its_ids_and_month() -> None:
+    assert read_floor_app.user_month_params("/channelid/11/userid/22/2026/12") == ("11", "22", 202612)
+
+
+@pytest.mark.parametrize(
+    "path", ["/channel/a/userid/22/2026/12", "/channelid/11/user/b/2026/12", "/channelid/11/userid/22/2026/x"]
+)
+def test_any_other_path_gives_no_query(path: str) -> None:
+    with pytest.raises(ValueError):
+        read_floor_app.user_month_params(path)
+
+
 def test_the_read_mode_asks_part_0_of_the_month_by_both_ids() -> None:
     query = read_floor_app.QUERY.format(keyspace="ks")
     assert query.startswith("SELECT frame FROM ks.user_blocks ")
