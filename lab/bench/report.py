@@ -1029,7 +1029,7 @@ BENCHMARKS: Final[tuple[Benchmark, ...]] = (
         "`chatlog serve` side by side with justlog on issue 35's data set (1.5M lines of one channel over "
         "30 days, 2,000 users), both up, their passes taken in turn, the same URL lists and load, a cell "
         "its median pass's (method below)",
-        "chatlog bench vs-justlog /path/to/justlog --days 30 --lines-per-day 50000",
+        "chatlog bench vs-justlog /path/to/justlog --days 30 --lines-per-day 50000 --passes 5",
         "bench_vs_justlog.json",
         _vs_justlog,
         _vs_justlog_goal,
