@@ -263,6 +263,11 @@ MonthDays = Annotated[int, typer.Option(min=1, max=30, help="Days of the channel
 LinesPerDay = Annotated[int, typer.Option(min=1000, help="Lines of each day.")]
 Chatters = Annotated[int, typer.Option(min=100, help="Chatters of the channel.")]
 """The options of a channel's month of lines (:class:`lab.bench.justlog_tree.TreeParams`)."""
+Passes = Annotated[int, typer.Option(min=1, help="Measured passes per server; a cell is its median pass's.")]
+WorkDir = Annotated[
+    Path | None, typer.Option(help="Keep the tree and the scratch files here (default: a temporary dir).")
+]
+"""The options of the benchmarks that alternate servers over a tree."""
 
 
 @app.command("vs-justlog")
@@ -283,13 +288,8 @@ def bench_vs_justlog(
     seconds: Annotated[
         float, typer.Option(min=0.5, help="A cell ends after this long, or when its URL list is used up.")
     ] = 5.0,
-    passes: Annotated[
-        int,
-        typer.Option(min=1, help="Measured passes of the grid per server; a cell is its median pass's."),
-    ] = 3,
-    work: Annotated[
-        Path | None, typer.Option(help="Keep the tree and the scratch files here (default: a temporary dir).")
-    ] = None,
+    passes: Passes = 3,
+    work: WorkDir = None,
     phases: Annotated[
         str,
         typer.Option(
@@ -328,12 +328,8 @@ def bench_read_floor(
     days: MonthDays = 30,
     lines_per_day: LinesPerDay = 50_000,
     users: Chatters = 2_000,
-    passes: Annotated[
-        int, typer.Option(min=1, help="Measured passes per side; a cell is its median pass's.")
-    ] = 5,
-    work: Annotated[
-        Path | None, typer.Option(help="Keep the tree and the scratch files here (default: a temporary dir).")
-    ] = None,
+    passes: Passes = 5,
+    work: WorkDir = None,
     out: Annotated[Path, typer.Option(help="Result JSON.")] = Path("results/bench_read_floor.json"),
 ) -> None:
     """A current user-month read: justlog, chatlog serve and the floors of its parts (HTTP, one read)."""
