@@ -12,7 +12,9 @@ same load generator on the same URLs (each URL at most once per cell):
   ``chatlog serve``'s server stack and worker count, one raw-driver query per request (the frames of the
   month's part 0, returned as stored): HTTP in Python plus one Cassandra read, nothing else;
 * ``floor http``: the same server answering a constant body of the mean answer's size: HTTP in Python alone;
-* ``floor read``: the same query by the raw driver in this process, no HTTP: one Cassandra read alone.
+* ``floor read``: the same query by the raw driver in this process, no HTTP: one Cassandra read alone;
+* ``floor cassandra``: a native-protocol OPTIONS on a ready connection over a raw socket
+  (:mod:`lab.bench.cql_ping`): no driver, no query, no read: the least any request to Cassandra costs.
 
 A cell: requests/s, p50/p99, CPU ms per request of the server (its workers summed), of Cassandra and of
 this process (the load generator, and the reads themselves for ``floor read``). The sides take their passes
@@ -36,6 +38,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from core.errors import ChatlogError
+from lab.bench.cql_ping import Pinger
 from lab.bench.justlog_tree import Tree, TreeParams, Url, write_tree
 from lab.bench.read_floor_app import QUERY, read_frames, user_month_params
 from lab.bench.serve import free_port, say
@@ -56,7 +59,8 @@ CHATLOG: Final = "chatlog now"
 HTTP_READ: Final = "floor http+read"
 HTTP: Final = "floor http"
 READ: Final = "floor read"
-SIDES: Final = (JUSTLOG, CHATLOG, HTTP_READ, HTTP, READ)
+PING: Final = "floor cassandra"
+SIDES: Final = (JUSTLOG, CHATLOG, HTTP_READ, HTTP, READ, PING)
 
 
 @dataclass(frozen=True)
@@ -69,6 +73,19 @@ class Params(TreeParams):
 
 
 Fetch = Callable[[Url], Awaitable[int]]
+CassandraAt = tuple[str, int, tuple[str, str] | None]
+"""Where :class:`lab.bench.cql_ping.Pinger` finds the node: host, port, login (user, password) if any."""
+
+
+def cassandra_at(settings: Any) -> CassandraAt:
+    """The first contact point of ``settings`` and its login."""
+    password = settings.cassandra_password
+    login = (
+        (settings.cassandra_username, password.get_secret_value())
+        if settings.cassandra_username and password is not None
+        else None
+    )
+    return settings.contact_points[0], settings.cassandra_port, login
 
 
 async def _cell(
@@ -118,23 +135,41 @@ def _read_fetch(session: Any, query: Any) -> Fetch:
     return fetch
 
 
-def _pass(side: Side, urls: list[Url], params: Params, reader: tuple[Any, Any]) -> dict[str, Any]:
+def _ping_fetch(pinger: Pinger) -> Fetch:
+    """The floor of a Cassandra request: one OPTIONS, whatever the URL."""
+
+    async def fetch(_url: Url) -> int:
+        await pinger.ping()
+        return 0
+
+    return fetch
+
+
+def _pass(
+    side: Side, urls: list[Url], params: Params, reader: tuple[Any, Any], cassandra: CassandraAt
+) -> dict[str, Any]:
     pids = {name: pid for name, pid in side.pids.items() if pid}
 
     async def run() -> dict[str, Any]:
         out: dict[str, Any] = {}
         warm, measured = split_warmup(KIND, urls)
+        pinger = Pinger(*cassandra)
         async with HttpClient(side.base or "http://127.0.0.1:1", max(params.clients)) as client:
-            fetch = _read_fetch(*reader) if side.name == READ else _http_fetch(client)
-            for url in warm:
-                await fetch(url)
-            for clients in params.clients:
-                cell = await _cell(fetch, measured, clients, params.seconds, pids)
-                out[f"{KIND}_{clients}"] = cell
-                say(
-                    f"{side.name}, {clients} client(s): {cell['requests_per_s']} req/s, "
-                    f"p99 {cell['p99_ms']} ms, CPU {cell['cpu_ms_per_request']} ms/req"
-                )
+            fetch = {READ: _read_fetch(*reader), PING: _ping_fetch(pinger)}.get(side.name) or _http_fetch(
+                client
+            )
+            try:
+                for url in warm:
+                    await fetch(url)
+                for clients in params.clients:
+                    cell = await _cell(fetch, measured, clients, params.seconds, pids)
+                    out[f"{KIND}_{clients}"] = cell
+                    say(
+                        f"{side.name}, {clients} client(s): {cell['requests_per_s']} req/s, "
+                        f"p99 {cell['p99_ms']} ms, CPU {cell['cpu_ms_per_request']} ms/req"
+                    )
+            finally:
+                pinger.close()
         return out
 
     return asyncio.run(run())
@@ -219,8 +254,10 @@ def run(settings: Any, binary: Path, params: Params, out: Path, work: Path) -> d
             Side(HTTP_READ, read_base, {"server": read_pid, "cassandra": cassandra, "client": me}, {}),
             Side(HTTP, http_base, {"server": http_pid, "client": me}, {}),
             Side(READ, "", {"cassandra": cassandra, "client": me}, {}),
+            Side(PING, "", {"cassandra": cassandra, "client": me}, {}),
         ]
-        alternated(sides, params.passes, lambda side, _label: _pass(side, urls, params, (session, query)))
+        at = cassandra_at(settings)
+        alternated(sides, params.passes, lambda side, _label: _pass(side, urls, params, (session, query), at))
         result["sides"] = {s.name: {"grid": s.out["grid"], "passes": s.out["passes"]} for s in sides}
         result["chatlog_settle_s"] = chatlog.out.get("settle_s")
     result["table"] = table(result["sides"], params)

@@ -35,6 +35,7 @@ RATES = {
     read_floor.HTTP_READ: 400.0,
     read_floor.HTTP: 3000.0,
     read_floor.READ: 500.0,
+    read_floor.PING: 900.0,
 }
 
 
@@ -116,3 +117,13 @@ def test_the_read_mode_asks_part_0_of_the_month_by_both_ids() -> None:
     query = read_floor_app.QUERY.format(keyspace="ks")
     assert query.startswith("SELECT frame FROM ks.user_blocks ")
     assert "channel_key = ? AND user_key = ? AND month = ? AND part = 0" in query
+
+
+def test_the_ping_goes_to_the_first_contact_point_with_the_login_if_any() -> None:
+    from core.settings import load
+    from sink.settings import SinkSettings
+
+    plain = load(SinkSettings, cassandra_hosts="10.0.0.5,10.0.0.6", cassandra_port=9142)
+    assert read_floor.cassandra_at(plain) == ("10.0.0.5", 9142, None)
+    login = load(SinkSettings, cassandra_username="u", cassandra_password="p")
+    assert read_floor.cassandra_at(login)[2] == ("u", "p")
