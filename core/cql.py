@@ -29,11 +29,8 @@ def connect(
     from cassandra.cluster import EXEC_PROFILE_DEFAULT, Cluster, ExecutionProfile
     from cassandra.policies import DCAwareRoundRobinPolicy, TokenAwarePolicy
 
-    auth = None
-    if settings.cassandra_username and settings.cassandra_password is not None:
-        auth = PlainTextAuthProvider(
-            settings.cassandra_username, settings.cassandra_password.get_secret_value()
-        )
+    login = settings.cassandra_login
+    auth = None if login is None else PlainTextAuthProvider(*login)
     profile = ExecutionProfile(
         load_balancing_policy=TokenAwarePolicy(DCAwareRoundRobinPolicy(local_dc=settings.cassandra_local_dc)),
         request_timeout=timeout,

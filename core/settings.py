@@ -508,6 +508,13 @@ class CassandraSettings(_Base):
         return [h.strip() for h in self.cassandra_hosts.split(",") if h.strip()]
 
     @property
+    def cassandra_login(self) -> tuple[str, str] | None:
+        """(user, password) when both are set: the login a client sends; else None (no login)."""
+        if self.cassandra_username and self.cassandra_password is not None:
+            return self.cassandra_username, self.cassandra_password.get_secret_value()
+        return None
+
+    @property
     def cassandra_uses_tls(self) -> bool:
         files = (self.cassandra_ssl_ca_location, self.cassandra_ssl_certificate_location)
         return self.cassandra_ssl or any(f is not None for f in files)

@@ -79,13 +79,7 @@ CassandraAt = tuple[str, int, tuple[str, str] | None]
 
 def cassandra_at(settings: Any) -> CassandraAt:
     """The first contact point of ``settings`` and its login."""
-    password = settings.cassandra_password
-    login = (
-        (settings.cassandra_username, password.get_secret_value())
-        if settings.cassandra_username and password is not None
-        else None
-    )
-    return settings.contact_points[0], settings.cassandra_port, login
+    return settings.contact_points[0], settings.cassandra_port, settings.cassandra_login
 
 
 async def _cell(
@@ -145,6 +139,15 @@ def _ping_fetch(pinger: Pinger) -> Fetch:
     return fetch
 
 
+def _fetch_of(side: str, client: HttpClient, reader: tuple[Any, Any], pinger: Pinger) -> Fetch:
+    """What a request of ``side`` is: the in-process read, the ping, or a GET of the side's server."""
+    if side == READ:
+        return _read_fetch(*reader)
+    if side == PING:
+        return _ping_fetch(pinger)
+    return _http_fetch(client)
+
+
 def _pass(
     side: Side, urls: list[Url], params: Params, reader: tuple[Any, Any], cassandra: CassandraAt
 ) -> dict[str, Any]:
@@ -155,9 +158,7 @@ def _pass(
         warm, measured = split_warmup(KIND, urls)
         pinger = Pinger(*cassandra)
         async with HttpClient(side.base or "http://127.0.0.1:1", max(params.clients)) as client:
-            fetch = {READ: _read_fetch(*reader), PING: _ping_fetch(pinger)}.get(side.name) or _http_fetch(
-                client
-            )
+            fetch = _fetch_of(side.name, client, reader, pinger)
             try:
                 for url in warm:
                     await fetch(url)

@@ -13,7 +13,7 @@ import pytest
 
 from core import settings
 from core.errors import SettingsError
-from core.settings import StackSettings, home_dir, load
+from core.settings import CassandraSettings, StackSettings, home_dir, load
 from lab.stack.security import TlsFiles
 from serve.settings import ServeSettings
 from tests.unit.core.tls_settings import SECRET, kafka, sasl_ssl
@@ -281,3 +281,13 @@ def test_an_option_given_on_the_command_line_is_named_not_its_variable(
     with pytest.raises(SettingsError) as from_env:
         load(settings.CassandraSettings, options=options)
     assert str(from_env.value).startswith("setting cassandra_keyspace (CHATLOG_CASSANDRA_KEYSPACE)")
+
+
+def test_a_cassandra_login_needs_both_the_user_and_the_password() -> None:
+    assert load(CassandraSettings).cassandra_login is None
+    assert load(CassandraSettings, cassandra_username="u").cassandra_login is None
+    assert load(CassandraSettings, cassandra_password="p").cassandra_login is None
+    assert load(CassandraSettings, cassandra_username="u", cassandra_password="p").cassandra_login == (
+        "u",
+        "p",
+    )
