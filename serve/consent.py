@@ -26,7 +26,7 @@ from fastapi.responses import JSONResponse
 from consent.rule import BY_LOGIN, OUT, SeenLogins, keyed_verdict, named_login, verdict
 from schemas.chat_event import ChatEvent
 from serve.errors import ApiError, error_response
-from store.line import LogLine, aclose
+from store.line import LogLine, Run, Span, aclose
 from store.names import NameSeen
 from store.protocol import ById, Channel, LogStore, Named
 
@@ -156,33 +156,47 @@ class ConsentStore:
         optouts = self.optouts
         return keyed_verdict(owner[0], owner[1], optouts.users(), optouts.channels()) is OUT
 
+    async def _kept(self, run: Run) -> Run:
+        """The lines of ``run`` that :meth:`hides` does not: by the ids of the partition each was read from
+        where it has them (a block's :meth:`~store.line.Span.owners`), so a user's month is not parsed line
+        by line."""
+        optouts = self.optouts
+        if isinstance(run, Span):
+            owners = run.owners()
+            if None not in owners:
+                users, channels = optouts.users(), optouts.channels()
+                return run.kept([keyed_verdict(o[0], o[1], users, channels) is not OUT for o in owners if o])
+        return [line for line in run if not await self._hides_line(line)]
+
     async def _shown(
-        self, check: Callable[[], Awaitable[None]], lines: AsyncIterator[LogLine]
-    ) -> AsyncIterator[LogLine]:
-        """``check()``, then the lines that :meth:`hides` does not; none is parsed while nobody has
-        opted out. One generator per answer, not one per layer: this runs once per line served."""
+        self, check: Callable[[], Awaitable[None]], runs: AsyncIterator[Run]
+    ) -> AsyncIterator[Run]:
+        """``check()``, then the lines that :meth:`hides` does not, run by run; none is looked at while
+        nobody has opted out."""
         try:
             await check()
             optouts = self.optouts
-            async for line in lines:
-                if (optouts.users() or optouts.channels()) and await self._hides_line(line):
-                    continue
-                yield line
+            async for run in runs:
+                if optouts.users() or optouts.channels():
+                    kept = await self._kept(run)
+                    if not kept:
+                        continue
+                    yield kept
+                else:
+                    yield run
         finally:
-            await aclose(lines)
+            await aclose(runs)
 
-    def channel_lines(
-        self, channel: Named, lo: int, hi: int, *, reverse: bool = False
-    ) -> AsyncIterator[LogLine]:
+    def channel_runs(self, channel: Named, lo: int, hi: int, *, reverse: bool = False) -> AsyncIterator[Run]:
         return self._shown(
-            lambda: self._check(channel), self.inner.channel_lines(channel, lo, hi, reverse=reverse)
+            lambda: self._check(channel), self.inner.channel_runs(channel, lo, hi, reverse=reverse)
         )
 
-    def user_lines(
+    def user_runs(
         self, channel: Named, user: Named, lo: int, hi: int, *, reverse: bool = False
-    ) -> AsyncIterator[LogLine]:
+    ) -> AsyncIterator[Run]:
         return self._shown(
-            lambda: self._check(channel, user), self.inner.user_lines(channel, user, lo, hi, reverse=reverse)
+            lambda: self._check(channel, user), self.inner.user_runs(channel, user, lo, hi, reverse=reverse)
         )
 
     async def random_channel_event(self, channel: Named) -> ChatEvent | None:

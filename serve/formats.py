@@ -45,10 +45,11 @@ import msgspec
 
 from schemas.chat_event import ChatEvent
 from serve.terminal import escape_controls
+from store.line import Span
 
 if TYPE_CHECKING:
     from core.irc_parse import PrivmsgFields
-    from store.line import LogLine, PlainPrivmsg
+    from store.line import LogLine, PlainPrivmsg, Run
 
 MESSAGE_TYPES: Final[dict[str, int]] = {
     "WHISPER": 0,
@@ -194,6 +195,33 @@ def log_text_line(line: LogLine) -> str:
 def log_text_bytes(line: LogLine) -> bytes:
     """:func:`log_text_line` and its line end, encoded: a text answer's line."""
     return (log_text_line(line) + "\n").encode()
+
+
+def log_text_run(run: Run) -> bytes:
+    """:func:`log_text_bytes` of each line of ``run``, joined: a chat message's line made here from its
+    send time and chat split (a block's :meth:`~store.line.Span.columns`, no line object made), any other
+    line's by :func:`log_text_line`. One call per run: a user's month is ~300 lines in one or two runs."""
+    if isinstance(run, Span):
+        sents, chats = run.columns()
+    else:
+        sents, chats = [line.sent_at for line in run], [line.chat() for line in run]
+    out: list[str] = []
+    add, hour_of, two = out.append, _hour, _TWO
+    for at, (sent_at, chat) in enumerate(zip(sents, chats, strict=True)):
+        if chat is None:
+            add(log_text_line(run[at]))
+            continue
+        hour, rest = divmod(sent_at // 1000, 3600)
+        minute, second = divmod(rest, 60)
+        channel, user, text = chat
+        made = (
+            f"[{hour_of(hour)}{two[minute]}:{two[second]}] #{channel} {user}: {text or ''}"
+            if user
+            else f"[{hour_of(hour)}{two[minute]}:{two[second]}] #{channel} {text or ''}"
+        )
+        add(made if made.isprintable() else escape_controls(made))
+    add("")
+    return "\n".join(out).encode()
 
 
 # -- the json messages: one shape each, its keys in the order they are sent ---------------------------

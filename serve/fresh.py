@@ -26,7 +26,7 @@ from core.logins import login_of
 from core.times import utc_day
 from schemas.chat_event import ChatEvent
 from store.keys import message_uuid
-from store.line import LogLine, aclose
+from store.line import LogLine, Run, aclose
 from store.protocol import ById, Channel, LogStore, Named
 
 if TYPE_CHECKING:
@@ -90,25 +90,25 @@ class FreshStore:
 
     async def _merged(
         self,
-        lines: AsyncIterator[LogLine],
+        runs: AsyncIterator[Run],
         pick: Callable[[ChatEvent], bool],
         channel: Named,
         lo: int,
         hi: int,
         reverse: bool,
-    ) -> AsyncIterator[LogLine]:
-        """``lines`` with the unwritten events of ``channel`` that ``pick`` takes in ``[lo, hi)`` merged
+    ) -> AsyncIterator[Run]:
+        """``runs`` with the unwritten events of ``channel`` that ``pick`` takes in ``[lo, hi)`` merged
         in, each message once (module doc). The stored lines' read starts beside the Kafka read, not after
         it: a read of the present waits for the slower of the two, not for both in turn."""
-        ahead = asyncio.ensure_future(_first(lines))
+        ahead = asyncio.ensure_future(_first(runs))
         try:
             found = [e for e in await self.unwritten(channel) if lo <= e.sent_at < hi and pick(e)]
             head = await ahead
             if not found:
                 if head is not None:
                     yield head
-                    async for line in lines:
-                        yield line
+                    async for run in runs:
+                        yield run
                 return
             found.sort(key=lambda e: e.sent_at, reverse=reverse)
             pending = deque(found)
@@ -118,46 +118,47 @@ class FreshStore:
             def before(event: ChatEvent, line: LogLine) -> bool:
                 return event.sent_at > line.sent_at if reverse else event.sent_at < line.sent_at
 
-            async for line in _resumed(head, lines):
-                while pending and before(pending[0], line):
-                    event = pending.popleft()
-                    if message_uuid(event.message_id) not in stored:
-                        yield LogLine.of(event)
-                if line.sent_at >= edge:
-                    stored.add(_uuid(line.message_id))
-                yield line
-            for event in pending:
-                if message_uuid(event.message_id) not in stored:
-                    yield LogLine.of(event)
+            async for run in _resumed(head, runs):
+                merged: list[LogLine] = []
+                for line in run:
+                    while pending and before(pending[0], line):
+                        event = pending.popleft()
+                        if message_uuid(event.message_id) not in stored:
+                            merged.append(LogLine.of(event))
+                    if line.sent_at >= edge:
+                        stored.add(_uuid(line.message_id))
+                    merged.append(line)
+                yield merged
+            rest = [LogLine.of(event) for event in pending if message_uuid(event.message_id) not in stored]
+            if rest:
+                yield rest
         finally:
             if not ahead.done():
                 ahead.cancel()
                 await asyncio.wait([ahead])
             if not ahead.cancelled():
                 ahead.exception()  # retrieved: raised above if it was needed, else its read was dropped
-            await aclose(lines)
+            await aclose(runs)
 
     # --- reads of the present ---------------------------------------------------------------------------
 
-    def channel_lines(
-        self, channel: Named, lo: int, hi: int, *, reverse: bool = False
-    ) -> AsyncIterator[LogLine]:
-        lines = self.inner.channel_lines(channel, lo, hi, reverse=reverse)
+    def channel_runs(self, channel: Named, lo: int, hi: int, *, reverse: bool = False) -> AsyncIterator[Run]:
+        runs = self.inner.channel_runs(channel, lo, hi, reverse=reverse)
         if not self._fresh(hi):
-            return lines
-        return self._merged(lines, lambda _e: True, channel, lo, hi, reverse)
+            return runs
+        return self._merged(runs, lambda _e: True, channel, lo, hi, reverse)
 
-    def user_lines(
+    def user_runs(
         self, channel: Named, user: Named, lo: int, hi: int, *, reverse: bool = False
-    ) -> AsyncIterator[LogLine]:
-        lines = self.inner.user_lines(channel, user, lo, hi, reverse=reverse)
+    ) -> AsyncIterator[Run]:
+        runs = self.inner.user_runs(channel, user, lo, hi, reverse=reverse)
         if not self._fresh(hi):
-            return lines
-        return self._user_merged(lines, channel, user, lo, hi, reverse)
+            return runs
+        return self._user_merged(runs, channel, user, lo, hi, reverse)
 
     async def _user_merged(
-        self, lines: AsyncIterator[LogLine], channel: Named, user: Named, lo: int, hi: int, reverse: bool
-    ) -> AsyncIterator[LogLine]:
+        self, runs: AsyncIterator[Run], channel: Named, user: Named, lo: int, hi: int, reverse: bool
+    ) -> AsyncIterator[Run]:
         user_id = await self.inner.user_id(user)
         login = None if isinstance(user, ById) else login_of(user)
 
@@ -167,8 +168,8 @@ class FreshStore:
                 return event_user == user_id
             return login is not None and (event_login or "").lower() == login
 
-        async for line in self._merged(lines, theirs, channel, lo, hi, reverse):
-            yield line
+        async for run in self._merged(runs, theirs, channel, lo, hi, reverse):
+            yield run
 
     async def channel_days(self, channel: Named) -> list[date]:
         days = await self.inner.channel_days(channel)
@@ -200,10 +201,11 @@ class FreshStore:
 
     async def _newest_month(self, channel: Named, user: Named) -> tuple[int, int] | None:
         now_ms = int(self._clock() * 1000)
-        lines = self._user_merged(_nothing(), channel, user, now_ms - HORIZON_MS, now_ms + HORIZON_MS, False)
+        runs = self._user_merged(_nothing(), channel, user, now_ms - HORIZON_MS, now_ms + HORIZON_MS, False)
         newest = None
-        async for line in lines:
-            newest = line.sent_at
+        async for run in runs:
+            if run:
+                newest = run[-1].sent_at
         if newest is None:
             return None
         day = utc_day(newest)
@@ -249,20 +251,20 @@ class FreshStore:
         await self.inner.ping()
 
 
-async def _first(lines: AsyncIterator[LogLine]) -> LogLine | None:
-    """The first of ``lines`` (None: there are none)."""
-    return await anext(lines, None)
+async def _first(runs: AsyncIterator[Run]) -> Run | None:
+    """The first of ``runs`` (None: there are none)."""
+    return await anext(runs, None)
 
 
-async def _resumed(head: LogLine | None, rest: AsyncIterator[LogLine]) -> AsyncIterator[LogLine]:
+async def _resumed(head: Run | None, rest: AsyncIterator[Run]) -> AsyncIterator[Run]:
     """``head`` (None: nothing at all) and then ``rest``."""
     if head is None:
         return
     yield head
-    async for line in rest:
-        yield line
+    async for run in rest:
+        yield run
 
 
-async def _nothing() -> AsyncIterator[LogLine]:
+async def _nothing() -> AsyncIterator[Run]:
     return
     yield  # an async generator that yields nothing

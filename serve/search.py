@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 from schemas.chat_event import ChatEvent
 from serve.formats import friendly_text, line_text
-from store.line import LogLine, aclose
+from store.line import LogLine, Run, aclose
 
 
 class BadQuery(ValueError):
@@ -58,11 +58,13 @@ def needle(query: str | None, *, max_chars: int) -> Needle:
     return Needle(query, fold(query))
 
 
-async def matching(lines: AsyncIterator[LogLine], wanted: Needle) -> AsyncGenerator[LogLine, None]:
-    """The lines of ``lines`` that ``wanted`` matches, in their order; closing this closes ``lines``."""
+async def matching(runs: AsyncIterator[Run], wanted: Needle) -> AsyncGenerator[Run, None]:
+    """The lines of ``runs`` that ``wanted`` matches, in their order, run by run (a run with none is
+    left out); closing this closes ``runs``."""
     try:
-        async for line in lines:
-            if wanted.matches_line(line):
-                yield line
+        async for run in runs:
+            found = [line for line in run if wanted.matches_line(line)]
+            if found:
+                yield found
     finally:
-        await aclose(lines)
+        await aclose(runs)

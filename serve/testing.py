@@ -23,7 +23,7 @@ from core.irc_parse import USER_KINDS
 from core.logins import login_of
 from core.times import utc_day
 from schemas.chat_event import ChatEvent
-from store.line import LogLine
+from store.line import LogLine, Run
 from store.names import NameSeen
 from store.protocol import ById, Channel, Named
 
@@ -169,28 +169,27 @@ class MemoryStore:
 
     # --- events -------------------------------------------------------------------------------------------
 
-    async def _lines(self, name: str, events: list[ChatEvent], reverse: bool) -> AsyncIterator[LogLine]:
+    async def _runs(self, name: str, events: list[ChatEvent], reverse: bool) -> AsyncIterator[Run]:
+        """The events as runs of one line each (a failure in ``fail`` after ``lines_before_failure``)."""
         error = self.fail.get(name)
         for n, event in enumerate(reversed(events) if reverse else events):
             if error is not None and n >= self.lines_before_failure:
                 raise error
-            yield LogLine.of(event)
+            yield [LogLine.of(event)]
         if error is not None:
             raise error
 
-    def channel_lines(
-        self, channel: Named, lo: int, hi: int, *, reverse: bool = False
-    ) -> AsyncIterator[LogLine]:
-        self.calls.append("channel_lines")
+    def channel_runs(self, channel: Named, lo: int, hi: int, *, reverse: bool = False) -> AsyncIterator[Run]:
+        self.calls.append("channel_runs")
         events = [e for e in self._channel_events(channel) if lo <= e.sent_at < hi]
-        return self._lines("channel_lines", events, reverse)
+        return self._runs("channel_runs", events, reverse)
 
-    def user_lines(
+    def user_runs(
         self, channel: Named, user: Named, lo: int, hi: int, *, reverse: bool = False
-    ) -> AsyncIterator[LogLine]:
-        self.calls.append("user_lines")
+    ) -> AsyncIterator[Run]:
+        self.calls.append("user_runs")
         events = [e for e in self._user_events(channel, user) if lo <= e.sent_at < hi]
-        return self._lines("user_lines", events, reverse)
+        return self._runs("user_runs", events, reverse)
 
     async def random_channel_event(self, channel: Named) -> ChatEvent | None:
         self._call("random_channel_event")

@@ -17,9 +17,9 @@ that is not chat, a line that is now over a bound) is still given back, never ra
 from __future__ import annotations
 
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator, Sequence
 from contextlib import asynccontextmanager
-from typing import Final, Protocol, TypeVar
+from typing import Final, Protocol, TypeVar, overload
 
 from core.irc_parse import (
     MalformedLine,
@@ -37,7 +37,7 @@ from store.frame import Frame
 from store.keys import uuid_text
 from store.stored_line import VERBATIM, restore
 
-__all__ = ["UNKNOWN_KIND", "LogLine", "aclose", "stored_event"]
+__all__ = ["UNKNOWN_KIND", "LogLine", "Run", "Span", "aclose", "each_line", "one_by_one", "stored_event"]
 
 UNKNOWN_KIND: Final = "UNKNOWN"
 """``kind`` of a stored line that has no command word."""
@@ -261,6 +261,92 @@ class LogLine:
         if tags is None:  # not as framed (a frame written by another hand): the parse decides
             return None
         return raw, tags[0], tags[1], tags[2], chat[0], chat[1], chat[2], self._action
+
+
+class Span(Sequence[LogLine]):
+    """Lines of one block's frame, at ``indices`` there, in that order: what the reader hands on for a
+    stretch of lines that come from one block (most of a user's month, most of a channel's day). Each is a
+    :class:`LogLine` when taken (by index or by iterating: made then, not kept); :meth:`columns` gives the
+    send times and chat splits of them all without making one, which is all a text answer of chat
+    messages reads."""
+
+    __slots__ = ("_frame", "_hint", "_indices", "_owners")
+
+    def __init__(
+        self, frame: Frame, indices: Sequence[int], owners: Owners | None, channel_hint: str
+    ) -> None:
+        self._frame, self._indices, self._owners, self._hint = frame, indices, owners, channel_hint
+
+    def _line(self, i: int) -> LogLine:
+        frame = self._frame
+        return LogLine(
+            "", "", frame.sents[i], None, self._hint, frame.chats[i], frame.actions[i], self._owners, frame, i
+        )
+
+    def __len__(self) -> int:
+        return len(self._indices)
+
+    @overload
+    def __getitem__(self, at: int) -> LogLine: ...
+
+    @overload
+    def __getitem__(self, at: slice) -> Span: ...
+
+    def __getitem__(self, at: int | slice) -> LogLine | Span:
+        if isinstance(at, slice):
+            return Span(self._frame, self._indices[at], self._owners, self._hint)
+        return self._line(self._indices[at])
+
+    def __iter__(self) -> Iterator[LogLine]:
+        line = self._line
+        for i in self._indices:
+            yield line(i)
+
+    def columns(self) -> tuple[Sequence[int], Sequence[Chat | None]]:
+        """The ``sent_at`` of each line, and its :meth:`LogLine.chat` where its frame gives that (None:
+        the line itself tells, :meth:`LogLine.chat`)."""
+        frame, indices = self._frame, self._indices
+        if isinstance(indices, range) and indices.step == 1:
+            return frame.sents[indices.start : indices.stop], frame.chats[indices.start : indices.stop]
+        sents, chats = frame.sents, frame.chats
+        return [sents[i] for i in indices], [chats[i] for i in indices]
+
+    def owners(self) -> list[tuple[str, str] | None]:
+        """:attr:`LogLine.owner` of each line."""
+        owners = self._owners
+        if owners is None:
+            return [None] * len(self._indices)
+        return [owners.of(i) for i in self._indices]
+
+    def kept(self, keep: Sequence[bool]) -> Span:
+        """The lines whose ``keep`` (one per line, in order) is true."""
+        return Span(
+            self._frame, [i for i, k in zip(self._indices, keep, strict=True) if k], self._owners, self._hint
+        )
+
+
+Run = Sequence[LogLine]
+"""Lines handed on together, in order: a :class:`Span` of one block, or a list."""
+
+
+async def each_line(runs: AsyncIterator[Run]) -> AsyncIterator[LogLine]:
+    """The lines of ``runs``, one by one; closing this closes ``runs``."""
+    try:
+        async for run in runs:
+            for line in run:
+                yield line
+    finally:
+        await aclose(runs)
+
+
+async def one_by_one(lines: AsyncIterator[LogLine]) -> AsyncIterator[Run]:
+    """``lines`` as runs of one line each (a source that gives lines one at a time); closing this closes
+    ``lines``."""
+    try:
+        async for line in lines:
+            yield [line]
+    finally:
+        await aclose(lines)
 
 
 async def aclose(source: object) -> None:

@@ -24,6 +24,8 @@ from store.keys import line_order
 Key = tuple[int, int, int, int]
 MakeLine = Callable[[Frame, int, Any], Any]
 """``(frame, index, owner) -> line``: what :meth:`Merge.take` gives for a frame's line."""
+MakeRun = Callable[[Frame, Sequence[int], Any], Sequence[Any]]
+"""``(frame, indices, owner) -> lines``: what :meth:`Merge.take` gives for a stretch of one block's lines."""
 
 
 class _Cursor:
@@ -44,9 +46,13 @@ class _Cursor:
 class Merge:
     """The merge of one stream of blocks (see the module doc)."""
 
-    def __init__(self, lo: int, hi: int, make: MakeLine, *, reverse: bool = False) -> None:
+    def __init__(
+        self, lo: int, hi: int, make: MakeLine, *, reverse: bool = False, run: MakeRun | None = None
+    ) -> None:
+        """``run``: how a stretch of one block's lines is given (default: a list of ``make``'s lines)."""
         self.lo, self.hi, self.reverse = lo, hi, reverse
         self._make = make
+        self._run: MakeRun = run or (lambda frame, indices, owner: [make(frame, i, owner) for i in indices])
         self._open: list[_Cursor] = []  # one cursor not yet keyed, or a heap of (key, seq, cursor)
         self._heap: list[tuple[Key, int, _Cursor]] = []
         self._seq = 0
@@ -75,23 +81,30 @@ class Merge:
             return True
         return sent > bound if self.reverse else sent < bound
 
-    def take(self, bound: int | None) -> list[Any]:
+    def take(self, bound: int | None) -> Sequence[Any]:
         """The lines no block still to come can precede: sent before ``bound`` (after it, reversed); every
-        line left when ``bound`` is None (the scan is over)."""
-        out: list[Any] = []
-        make = self._make
+        line left when ``bound`` is None (the scan is over). While one block is open they are one run of it
+        (``run``)."""
         if self._open:
             cursor = self._open[0]
-            frame, indices, owner, sents = cursor.frame, cursor.indices, cursor.owner, cursor.frame.sents
-            pos, end = cursor.pos, len(indices)
-            while pos < end and self._safe(sents[indices[pos]], bound):
-                out.append(make(frame, indices[pos], owner))
-                pos += 1
+            indices, sents = cursor.indices, cursor.frame.sents
+            start = pos = cursor.pos
+            end = len(indices)
+            if bound is None:
+                pos = end
+            elif self.reverse:
+                while pos < end and sents[indices[pos]] > bound:
+                    pos += 1
+            else:
+                while pos < end and sents[indices[pos]] < bound:
+                    pos += 1
             cursor.pos = pos
             if pos == end:
                 self._open = []
                 self._last = None
-            return out
+            return self._run(cursor.frame, indices[start:pos], cursor.owner) if pos > start else []
+        out: list[Any] = []
+        make = self._make
         heap = self._heap
         while heap:
             key, _seq, cursor = heap[0]

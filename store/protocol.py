@@ -9,7 +9,9 @@ and the login itself are read, so a renamed channel or user keeps one history) o
 epoch milliseconds, ranges half-open (``lo <= sent_at < hi``); a range's events come back as
 :class:`~store.line.LogLine` (the stored line, restored and parsed into its
 :class:`~schemas.chat_event.ChatEvent` only when asked: a text or raw answer needs no parse), in time
-order (``reverse``: newest first); a single event picked at random as its ``ChatEvent``.
+order (``reverse``: newest first), handed on in runs (:data:`~store.line.Run`: a stretch of one block
+as a :class:`~store.line.Span`, else a list; :func:`~store.line.each_line` gives them one by one); a
+single event picked at random as its ``ChatEvent``.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from datetime import date
 from typing import Any, Protocol
 
 from schemas.chat_event import ChatEvent
-from store.line import LogLine
+from store.line import Run
 from store.names import NameSeen
 
 
@@ -100,17 +102,15 @@ class LogStore(Protocol):
         """The newest (year, month), UTC, in which ``user`` has events in ``channel`` (None: none)."""
         ...
 
-    def channel_lines(
-        self, channel: Named, lo: int, hi: int, *, reverse: bool = False
-    ) -> AsyncIterator[LogLine]:
-        """Every event of ``channel`` with ``lo <= sent_at < hi``."""
+    def channel_runs(self, channel: Named, lo: int, hi: int, *, reverse: bool = False) -> AsyncIterator[Run]:
+        """Every event of ``channel`` with ``lo <= sent_at < hi``, run by run."""
         ...
 
-    def user_lines(
+    def user_runs(
         self, channel: Named, user: Named, lo: int, hi: int, *, reverse: bool = False
-    ) -> AsyncIterator[LogLine]:
-        """Every event of ``user`` in ``channel`` with ``lo <= sent_at < hi``: what the user sent, and the
-        bans, timeouts and deleted messages that name the user."""
+    ) -> AsyncIterator[Run]:
+        """Every event of ``user`` in ``channel`` with ``lo <= sent_at < hi``, run by run: what the user
+        sent, and the bans, timeouts and deleted messages that name the user."""
         ...
 
     async def random_channel_event(self, channel: Named) -> ChatEvent | None:

@@ -15,8 +15,11 @@ logs`` read.
   line once, in :func:`store.keys.line_order`. A block whose lines all lie before the range is not sent
   (``last_at >= ?``, filtered by Cassandra within the partition). Reversed, the blocks' first and last
   times are read first (no frame), so that a block reaching further back than the next ones in the scan is
-  waited for. Every line is a :class:`store.line.LogLine` of its block's frame: its id and stored line are
-  read from the frame only when asked (a text answer of chat messages never asks).
+  waited for. The lines are handed on in runs (:data:`store.line.Run`): a stretch of one block as a
+  :class:`store.line.Span` of its frame, merged lines of overlapping blocks as a list. Every line is a
+  :class:`store.line.LogLine` of its block's frame: its id and stored line are read from the frame only
+  when asked (a text answer of chat messages never asks, nor makes the line object:
+  :meth:`~store.line.Span.columns`).
 * **Channels**: ``SELECT DISTINCT channel_key FROM channel_days``, an id key named by its newest login, a
   ``login:`` key by the newest login of the id that login had last (else by the login itself); cached
   :attr:`LogReader.channels_ttl_s`.
@@ -59,7 +62,7 @@ from store.keys import (
     user_key,
     uuid_text,
 )
-from store.line import LogLine, aclose, closing, stored_event
+from store.line import LogLine, Run, Span, aclose, closing, each_line, stored_event
 from store.merge import Merge
 from store.names import NameSeen, user_names
 from store.protocol import ById, Channel, Named
@@ -482,27 +485,37 @@ class LogReader:
     def channel_lines(
         self, channel: Named, lo: int, hi: int, *, reverse: bool = False
     ) -> AsyncIterator[LogLine]:
-        return self._channel_lines(channel, lo, hi, reverse)
+        """:meth:`channel_runs`, line by line."""
+        return each_line(self.channel_runs(channel, lo, hi, reverse=reverse))
 
-    async def _channel_lines(self, channel: Named, lo: int, hi: int, reverse: bool) -> AsyncIterator[LogLine]:
+    def channel_runs(self, channel: Named, lo: int, hi: int, *, reverse: bool = False) -> AsyncIterator[Run]:
+        return self._channel_runs(channel, lo, hi, reverse)
+
+    async def _channel_runs(self, channel: Named, lo: int, hi: int, reverse: bool) -> AsyncIterator[Run]:
         if lo >= hi:
             return
         keys = await self.channel_keys(channel)
         periods = await self._channel_periods(keys.keys)
         days = [d for d in sorted(periods, reverse=reverse) if lo < (d + 1) * DAY_MS and d * DAY_MS < hi]
-        lines = self._periods([periods[d] for d in days], "channel", lo, hi, reverse, keys.name)
-        async with closing(lines):
-            async for line in lines:
-                yield line
+        runs = self._periods([periods[d] for d in days], "channel", lo, hi, reverse, keys.name)
+        async with closing(runs):
+            async for run in runs:
+                yield run
 
     def user_lines(
         self, channel: Named, user: Named, lo: int, hi: int, *, reverse: bool = False
     ) -> AsyncIterator[LogLine]:
-        return self._user_lines(channel, user, lo, hi, reverse)
+        """:meth:`user_runs`, line by line."""
+        return each_line(self.user_runs(channel, user, lo, hi, reverse=reverse))
 
-    async def _user_lines(
+    def user_runs(
+        self, channel: Named, user: Named, lo: int, hi: int, *, reverse: bool = False
+    ) -> AsyncIterator[Run]:
+        return self._user_runs(channel, user, lo, hi, reverse)
+
+    async def _user_runs(
         self, channel: Named, user: Named, lo: int, hi: int, reverse: bool
-    ) -> AsyncIterator[LogLine]:
+    ) -> AsyncIterator[Run]:
         if lo >= hi:
             return
         known = None if reverse else _id_pair(channel, user)
@@ -514,10 +527,10 @@ class LogReader:
         months = [
             m for m in sorted(periods, reverse=reverse) if lo < month_end_ms(m) and month_start_ms(m) < hi
         ]
-        lines = self._periods([periods[m] for m in months], "user", lo, hi, reverse, channel_keys.name, ahead)
-        async with closing(lines):
-            async for line in lines:
-                yield line
+        runs = self._periods([periods[m] for m in months], "user", lo, hi, reverse, channel_keys.name, ahead)
+        async with closing(runs):
+            async for run in runs:
+                yield run
 
     def _known_pair_ahead(self, pair: Pair, lo: int, hi: int) -> dict[Partition, PagedQuery]:
         """A forward read of a user's month by ids (the channel's and the user's, as most URLs give them):
@@ -562,9 +575,9 @@ class LogReader:
         reverse: bool,
         name: str,
         ahead: dict[Partition, PagedQuery] | None = None,
-    ) -> AsyncIterator[LogLine]:
-        """The lines of each period's partitions in turn, the next period's scan started ahead (``ahead``:
-        scans already started, by partition)."""
+    ) -> AsyncIterator[Run]:
+        """The lines of each period's partitions in turn, run by run (:meth:`store.merge.Merge.take`), the
+        next period's scan started ahead (``ahead``: scans already started, by partition)."""
         if not periods:
             return
         bounds: tuple[Any, ...] = (naive_utc(hi), naive_utc(lo))
@@ -587,6 +600,9 @@ class LogReader:
                 index,
             )
 
+        def span(frame: Frame, indices: Sequence[int], owner: BlockOwner) -> Span:
+            return Span(frame, indices, owner, name)
+
         def start(partitions: Sequence[Partition]) -> list[tuple[Partition, PagedQuery]]:
             statement = f"{table}_desc" if reverse else table
             started = ahead if ahead is not None else {}
@@ -599,19 +615,19 @@ class LogReader:
         for i in range(len(periods)):
             current = nxt
             nxt = start(periods[i + 1]) if i + 1 < len(periods) else []
-            merge = Merge(lo, hi, make, reverse=reverse)
+            merge = Merge(lo, hi, make, reverse=reverse, run=span)
             if reverse:
                 stream = self._blocks_reversed(current, table, bounds, merge)
             else:
                 stream = self._blocks_forward(current, merge)
             async with closing(stream):
                 async for run in stream:
-                    for line in run:
-                        yield line
+                    if run:
+                        yield run
 
     async def _blocks_forward(
         self, scans: Sequence[tuple[Partition, PagedQuery]], merge: Merge
-    ) -> AsyncIterator[list[LogLine]]:
+    ) -> AsyncIterator[Run]:
         """The merged lines of the partitions' scans, oldest first: the scans' blocks taken in order of their
         first lines across the partitions (usually one partition: part 0 of a day)."""
         if len(scans) == 1:
@@ -640,7 +656,7 @@ class LogReader:
         table: str,
         bounds: tuple[Any, ...],
         merge: Merge,
-    ) -> AsyncIterator[list[LogLine]]:
+    ) -> AsyncIterator[Run]:
         """The merged lines of the partitions' scans, newest first: the blocks taken in descending order of
         their first lines, each line given once no block still to come reaches as far (the blocks' first and
         last times known beforehand: from the scan itself when its first page holds all its blocks, as a read

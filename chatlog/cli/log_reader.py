@@ -17,7 +17,7 @@ from core.errors import ChatlogError, one_line
 from core.logins import login_of
 from core.times import format_time, now_ms
 from schemas.chat_event import ChatEvent
-from store.line import aclose
+from store.line import aclose, each_line
 from store.protocol import ById, Named
 
 if TYPE_CHECKING:
@@ -145,10 +145,10 @@ class LogReader:
         lo = since_ms if since_ms is not None else 0
         hi = until_ms if until_ms is not None else MAX_MS
         if user is None:
-            lines = self.store.channel_lines(channel, lo, hi, reverse=reverse)
+            runs = self.store.channel_runs(channel, lo, hi, reverse=reverse)
         else:
-            lines = self.store.user_lines(channel, user, lo, hi, reverse=reverse)
-        source = _parsed(lines)
+            runs = self.store.user_runs(channel, user, lo, hi, reverse=reverse)
+        source = _parsed(each_line(runs))
         if limit is not None:
             source = _limited(source, limit)
         return self.iterate(source, f"reading #{channel}")

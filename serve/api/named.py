@@ -21,7 +21,7 @@ from store.protocol import ById, LogStore, Named
 
 if TYPE_CHECKING:
     from schemas.chat_event import ChatEvent
-    from store.line import LogLine
+    from store.line import Run
 
 CHANNEL_KINDS: Final = ("channel", "channelid")
 USER_KINDS: Final = ("user", "userid")
@@ -98,11 +98,11 @@ class Subject:
     def __str__(self) -> str:
         return f"#{self.channel}" if self.user is None else f"{self.user} in #{self.channel}"
 
-    def lines(self, store: LogStore, lo: int, hi: int, *, reverse: bool) -> AsyncIterator[LogLine]:
-        """Its lines in ``[lo, hi)`` (epoch ms), oldest first unless ``reverse``."""
+    def runs(self, store: LogStore, lo: int, hi: int, *, reverse: bool) -> AsyncIterator[Run]:
+        """Its lines in ``[lo, hi)`` (epoch ms), oldest first unless ``reverse``, run by run."""
         if self.user is None:
-            return store.channel_lines(self.channel, lo, hi, reverse=reverse)
-        return store.user_lines(self.channel, self.user, lo, hi, reverse=reverse)
+            return store.channel_runs(self.channel, lo, hi, reverse=reverse)
+        return store.user_runs(self.channel, self.user, lo, hi, reverse=reverse)
 
     async def random_event(self, store: LogStore) -> ChatEvent | None:
         """One of its events picked at random (:mod:`store.random_pick`); None when it has none."""

@@ -14,7 +14,7 @@ from serve.api.named import Subject, resolve_subject, store_of
 from serve.api.params import LogQuery, output_format
 from serve.api.query_docs import FORMATS, documented
 from serve.api.stream import line_counter, stream_events
-from store.line import LogLine
+from store.line import LogLine, one_by_one
 
 router = APIRouter()
 
@@ -25,7 +25,7 @@ async def _answer(request: Request, pick: AsyncIterator[LogLine], empty: str) ->
     fmt = output_format(request.query_params)  # one line: no range, order or paging
     query = LogQuery(format=fmt, reverse=False, limit=None, offset=0, since_ms=None, until_ms=None)
     return await stream_events(
-        pick, query, empty=empty, count=line_counter(request, query), headers=_NO_CACHE
+        one_by_one(pick), query, empty=empty, count=line_counter(request, query), headers=_NO_CACHE
     )
 
 

@@ -30,7 +30,7 @@ from serve.api.named import store_of
 from serve.api.params import MAX_MS
 from serve.errors import ApiError
 from serve.recent import RecentOptions, export_lines, exported
-from store.line import aclose
+from store.line import aclose, each_line
 from store.protocol import LogStore
 
 MAX_LIMIT: Final = 500
@@ -93,7 +93,7 @@ async def _newest(store: LogStore, channel: str, lo: int, hi: int, limit: int) -
     found: list[ChatEvent] = []
     if limit <= 0 or lo >= hi:
         return found
-    lines = store.channel_lines(channel, lo, hi, reverse=True)
+    lines = each_line(store.channel_runs(channel, lo, hi, reverse=True))
     try:
         async for line in lines:
             event = line.event

@@ -63,7 +63,7 @@ async def _lines(request: Request, subject: Subject, lo: int, hi: int, query: Lo
     """The subject's lines in ``[lo, hi)`` as ``query`` asks (:func:`answer_lines`); a 404 for none."""
     return await answer_lines(
         request,
-        subject.lines(store_of(request), lo, hi, reverse=query.reverse),
+        subject.runs(store_of(request), lo, hi, reverse=query.reverse),
         query,
         hi,
         _nothing_stored(subject),

@@ -35,7 +35,7 @@ from serve.api.stream import answer_lines, line_counter, stream_events
 from serve.errors import ApiError, bad_request, not_found
 from serve.search import BadQuery, Needle, matching, needle
 from serve.settings import ServeSettings
-from store.line import LogLine
+from store.line import Run
 
 DAY_MS: Final = 86_400_000
 _SHOWN: Final = 40
@@ -97,11 +97,11 @@ def search_router(settings: ServeSettings) -> APIRouter:
         if query.reverse:
             channels.reverse()
 
-        async def everywhere() -> AsyncIterator[LogLine]:
+        async def everywhere() -> AsyncIterator[Run]:
             for channel in channels:
-                lines = store.user_lines(channel, user, lo, hi, reverse=query.reverse)
-                async for line in matching(lines, wanted) if wanted else lines:
-                    yield line
+                runs = store.user_runs(channel, user, lo, hi, reverse=query.reverse)
+                async for run in matching(runs, wanted) if wanted else runs:
+                    yield run
 
         headers = {"Cache-Control": "no-store"}
         empty = f"nothing of {user} in any channel in that range" + (
@@ -159,7 +159,7 @@ async def _search(
     else:
         lo, hi = narrowed(0, now_ms() + 1, query)
     store = store_of(request)
-    events = matching(subject.lines(store, lo, hi, reverse=query.reverse), wanted)
+    events = matching(subject.runs(store, lo, hi, reverse=query.reverse), wanted)
     within = " in that range" if subject.user is None else ""
     shown = _shown(request.query_params.get("q", ""))
     try:

@@ -1,4 +1,5 @@
-"""A log response: events to bytes in the asked format, ``offset``/``limit`` applied on the way.
+"""A log response: events to bytes in the asked format, ``offset``/``limit`` applied on the way, run by run
+(:data:`store.line.Run`).
 
 Up to :data:`WHOLE_LINES` lines are read before the response starts, so a storage failure (or an empty
 range) is still an ordinary error answer, and an answer that ends there (a user's month, usually) is sent
@@ -19,8 +20,8 @@ from core.times import now_ms
 from serve.api.middleware import StreamCut
 from serve.api.params import Format, LogQuery
 from serve.errors import ApiError, not_found
-from serve.formats import log_basic_bytes, log_full_bytes, log_json_bytes, log_page_bytes, log_text_bytes
-from store.line import LogLine, aclose
+from serve.formats import log_basic_bytes, log_full_bytes, log_json_bytes, log_page_bytes, log_text_run
+from store.line import Run, aclose
 
 CHUNK_LINES: Final = 500
 WHOLE_LINES: Final = 2000
@@ -58,7 +59,7 @@ def line_counter(request: Request, query: LogQuery) -> Callable[[int], None]:
 
 
 async def answer_lines(
-    request: Request, events: AsyncIterator[LogLine], query: LogQuery, hi: int, empty: str
+    request: Request, events: AsyncIterator[Run], query: LogQuery, hi: int, empty: str
 ) -> Response:
     """The answer of a log route: ``events`` as ``query`` asks (:func:`stream_events`; a 404 saying
     ``empty`` when there are none), counted (:func:`line_counter`), cacheable as a range that ends at ``hi``
@@ -68,52 +69,62 @@ async def answer_lines(
     )
 
 
-def _encoder(fmt: Format) -> Callable[[LogLine], bytes]:
-    """A line's bytes in ``fmt``: text and raw without parsing it, the json formats of a chat message
-    without parsing it whole (:class:`~store.line.LogLine`)."""
+def _encoder(fmt: Format) -> Callable[[Run], bytes]:
+    """A run's lines' bytes in ``fmt`` (a json array's without the commas before and after): text and raw
+    without parsing them, the json formats of a chat message without parsing it whole
+    (:class:`~store.line.LogLine`)."""
     if fmt is Format.TEXT:
-        return log_text_bytes
+        return log_text_run
     if fmt is Format.RAW:
-        return lambda line: line.raw.encode() + b"\n"
+        return lambda run: "".join([line.raw + "\n" for line in run]).encode()
     if fmt is Format.JSON_BASIC:
-        return log_basic_bytes
+        return lambda run: b",".join(map(log_basic_bytes, run))
     if fmt is Format.JSON:
-        return log_json_bytes
+        return lambda run: b",".join(map(log_json_bytes, run))
     if fmt is Format.WEB:
-        return lambda line: log_page_bytes(line) + b"\n"
-    return lambda line: log_full_bytes(line) + b"\n"
+        return lambda run: b"".join([log_page_bytes(line) + b"\n" for line in run])
+    return lambda run: b"".join([log_full_bytes(line) + b"\n" for line in run])
 
 
 class _Body:
-    """A log answer's bytes in the asked format, ``offset``/``limit`` applied, made line by line."""
+    """A log answer's bytes in the asked format, ``offset``/``limit`` applied, made run by run."""
 
     def __init__(self, query: LogQuery) -> None:
-        self.encode_one = _encoder(query.format)
+        self.encode = _encoder(query.format)
         self.is_array = query.format in (Format.JSON, Format.JSON_BASIC)
         self.chunk: list[bytes] = [b'{"messages":['] if self.is_array else []
         self.lines = 0
+        self.untaken = 0
+        """Lines made since the last take."""
         self.skip = query.offset
         self.left = query.limit
 
-    def add(self, line: LogLine) -> bool:
-        """Encode ``line`` unless ``offset`` skips it; False once ``limit`` lines are in."""
+    def add(self, run: Run) -> bool:
+        """Encode ``run``'s lines but those ``offset`` skips, up to ``limit``; False once ``limit`` lines
+        are in."""
         if self.skip:
-            self.skip -= 1
-            return True
-        if self.left is not None:
-            if self.left <= 0:
-                return False
-            self.left -= 1
-        if self.is_array and self.lines:
-            self.chunk.append(b",")
-        self.chunk.append(self.encode_one(line))
-        self.lines += 1
-        return True
+            if len(run) <= self.skip:
+                self.skip -= len(run)
+                return True
+            run, self.skip = run[self.skip :], 0
+        left = self.left
+        if left is not None:
+            if len(run) >= left:
+                run = run[:left]
+            self.left = left = left - len(run)
+        if run:
+            if self.is_array and self.lines:
+                self.chunk.append(b",")
+            self.chunk.append(self.encode(run))
+            self.lines += len(run)
+            self.untaken += len(run)
+        return left is None or left > 0
 
     def take(self) -> bytes:
         """The bytes made since the last take."""
         made = b"".join(self.chunk)
         self.chunk.clear()
+        self.untaken = 0
         return made
 
     def end(self) -> bytes:
@@ -122,17 +133,16 @@ class _Body:
             self.chunk.append(b"]}")
         return self.take()
 
-    async def rest(
-        self, events: AsyncIterator[LogLine], count: Callable[[int], None]
-    ) -> AsyncIterator[bytes]:
-        """The bytes made so far, then those of the rest of ``events``, chunk by chunk."""
+    async def rest(self, runs: AsyncIterator[Run], count: Callable[[int], None]) -> AsyncIterator[bytes]:
+        """The bytes made so far, then those of the rest of ``runs``, chunk by chunk."""
         try:
             yield self.take()
-            async for line in events:  # straight from the store: no generator step per line in between
-                if not self.add(line):
-                    break
-                if len(self.chunk) >= CHUNK_LINES:
+            async for run in runs:  # straight from the store: no generator step per line in between
+                more = self.add(run)
+                if self.untaken >= CHUNK_LINES:
                     yield self.take()
+                if not more:
+                    break
         except (
             Exception
         ) as exc:  # the status line is sent: the connection is cut (no last chunk); log says why
@@ -142,14 +152,18 @@ class _Body:
             raise StreamCut from None
         finally:
             count(self.lines)
-            await aclose(events)
+            await aclose(runs)
         yield self.end()
 
 
-async def _read(events: AsyncIterator[LogLine]) -> LogLine | None:
-    """The next line, or None at the end; a storage failure before the answer starts is a 503."""
+async def _read(runs: AsyncIterator[Run]) -> Run | None:
+    """The next run that has lines, or None at the end; a storage failure before the answer starts is a
+    503."""
     try:
-        return await anext(events, None)
+        while (run := await anext(runs, None)) is not None:
+            if run:
+                return run
+        return None
     except ApiError:
         raise
     except Exception as exc:
@@ -157,16 +171,15 @@ async def _read(events: AsyncIterator[LogLine]) -> LogLine | None:
         raise ApiError(503, "the log storage did not answer; try again") from None
 
 
-async def _whole(events: AsyncIterator[LogLine], body: _Body) -> bool:
-    """Add ``events``' lines to ``body`` until its limit, their end or :data:`WHOLE_LINES`; whether there
-    are more to stream. A storage failure meanwhile is a 503 (nothing is sent yet); one loop, no call per
-    line (a user's month is ~300 of them)."""
+async def _whole(runs: AsyncIterator[Run], body: _Body) -> bool:
+    """Add ``runs``' lines to ``body`` until its limit, their end or :data:`WHOLE_LINES`; whether there
+    are more to stream. A storage failure meanwhile is a 503 (nothing is sent yet)."""
     if body.lines >= WHOLE_LINES:
         return True
     add = body.add
     try:
-        async for line in events:
-            if not add(line):
+        async for run in runs:
+            if not add(run):
                 return False
             if body.lines >= WHOLE_LINES:
                 return True
@@ -179,16 +192,16 @@ async def _whole(events: AsyncIterator[LogLine], body: _Body) -> bool:
 
 
 async def stream_events(
-    events: AsyncIterator[LogLine],
+    events: AsyncIterator[Run],
     query: LogQuery,
     *,
     empty: str,
     count: Callable[[int], None],
     headers: dict[str, str] | None = None,
 ) -> Response:
-    """The response for ``events``; a 404 with ``empty`` when there is none, a 503 when storage fails
-    before the answer starts. An answer of at most :data:`WHOLE_LINES` lines is sent whole, with its
-    length; a longer one is streamed from there, chunk by chunk."""
+    """The response for ``events`` (runs of lines); a 404 with ``empty`` when there is none, a 503 when
+    storage fails before the answer starts. An answer of at most :data:`WHOLE_LINES` lines is sent whole,
+    with its length; a longer one is streamed from there, chunk by chunk."""
     body = _Body(query)
     try:
         first = await _read(events)

@@ -89,8 +89,8 @@ def _reads(session: Any) -> dict[str, Any]:
         answers = {}  # every format's bytes, each of a read of its own (a line keeps its parse)
         for fmt in Format:
             encode = _encoder(fmt)
-            answers[fmt] = [encode(x) async for x in lines(JAN_1, MAR_1)] + [
-                encode(x) async for x in reader.user_lines("chan", "alice", JAN_1, MAR_1, reverse=True)
+            answers[fmt] = [encode([x]) async for x in lines(JAN_1, MAR_1)] + [
+                encode([x]) async for x in reader.user_lines("chan", "alice", JAN_1, MAR_1, reverse=True)
             ]
         channel = reader.channel_lines(CHANNEL_500, JAN_1, MAR_1)
         channel_desc = reader.channel_lines(CHANNEL_500, JAN_1, MAR_1, reverse=True)

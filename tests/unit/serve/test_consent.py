@@ -18,8 +18,9 @@ from serve.api.optout import key_name
 from serve.consent import ConsentStore, OptedOut
 from serve.errors import ApiError
 from serve.testing import MemoryStore
-from store.line import LogLine
-from store.protocol import ById
+from store.line import LogLine, Run, Span, each_line
+from store.protocol import ById, Named
+from tests.unit.store.stored_lines import framed_lines
 
 AT = 1_790_000_000_000
 SECRET = "0123456789abcdef-secret"
@@ -72,7 +73,7 @@ async def collect(it: AsyncIterator[Any]) -> list[Any]:
 def test_nothing_changes_without_opt_outs() -> None:
     store = ConsentStore(Store(), OptOuts())
     assert len(run(store.channels())) == 2
-    assert run(collect(store.channel_lines("chan0", 0, AT * 2))) == EVENTS
+    assert run(collect(each_line(store.channel_runs("chan0", 0, AT * 2)))) == EVENTS
     assert store.session == "the session"  # the rest is the wrapped store's
 
 
@@ -84,7 +85,7 @@ def test_an_opted_out_channel_is_hidden_and_forbidden() -> None:
         store.latest_day("chan0"),
         store.latest_day(ById("500", "chan0")),
         store.user_months("chan0", "bob"),
-        collect(store.channel_lines("chan0", 0, 1)),
+        collect(each_line(store.channel_runs("chan0", 0, 1))),
         collect(store.senders("chan0", 0, 1)),
     ):
         with pytest.raises(OptedOut):
@@ -99,11 +100,11 @@ def test_an_opted_out_user_is_forbidden_and_left_out_of_channel_logs() -> None:
         store.user_months("chan0", "alice"),
         store.user_months("chan0", ById("1", "alice")),
         store.user_count("chan0", "alice", 0, 1),
-        collect(store.user_lines("chan0", "alice", 0, 1)),
+        collect(each_line(store.user_runs("chan0", "alice", 0, 1))),
     ):
         with pytest.raises(OptedOut):
             run(call)
-    left = run(collect(store.channel_lines("chan0", 0, AT * 2)))
+    left = run(collect(each_line(store.channel_runs("chan0", 0, AT * 2))))
     # alice's message, her timeout, and the deletion of her message (named by login only) are left out
     assert left == [EVENTS[1], EVENTS[4]]
     assert run(collect(store.senders("chan0", 0, AT * 2))) == [("bob", "2"), (None, None), ("bob", None)]
@@ -143,3 +144,48 @@ def test_without_keys_the_admin_routes_are_404() -> None:
     with pytest.raises(ApiError) as caught:
         key_name(settings(None), f"Bearer {SECRET}", None)
     assert caught.value.status == 404
+
+
+class _Owners:
+    """The owners of a block of EVENTS: the channel id and the filed-under user id of each line (the
+    deletion of alice's message by login only: filed under no id)."""
+
+    def of(self, index: int) -> tuple[str, str] | None:
+        return {0: ("500", "1"), 1: ("500", "2"), 2: ("500", "1"), 4: ("500", "2")}.get(index)
+
+
+class _FramedStore(MemoryStore):
+    """chan0's EVENTS as one block's span, as the Cassandra reader hands them on."""
+
+    def __init__(self, owners: _Owners) -> None:
+        super().__init__(EVENTS)
+        self.owners = owners
+
+    def channel_runs(self, channel: Named, lo: int, hi: int, *, reverse: bool = False) -> AsyncIterator[Run]:
+        async def runs() -> AsyncIterator[Run]:
+            block = framed_lines(EVENTS, per_frame=len(EVENTS))[0][1]._frame
+            assert block is not None
+            yield Span(block, range(len(EVENTS)), self.owners, "chan0")
+            yield Span(block, [0, 1], self.owners, "chan0")  # every line with its owner
+
+        return runs()
+
+
+def test_a_blocks_span_is_filtered_by_its_owners_and_stays_a_span_where_every_line_has_one() -> None:
+    """An opted-out user's lines are left out of a block's span by the ids it was filed under (no parse,
+    still a span: a text answer reads its columns); a span with a line filed under no id is checked
+    line by line (the deletion of alice's message names her by login only)."""
+    store = ConsentStore(_FramedStore(_Owners()), OptOuts(user_ids={"1"}))
+
+    async def runs() -> list[Run]:
+        return [run async for run in store.channel_runs("chan0", 0, AT * 2)]
+
+    def ids(lines: Any) -> list[str]:
+        return [line.event.message_id for line in lines]
+
+    mixed, owned = run(runs())
+    assert ids(mixed) == ids(LogLine.of(e) for e in (EVENTS[1], EVENTS[4]))
+    assert isinstance(owned, Span) and ids(owned) == [EVENTS[1].message_id]
+    nobody = ConsentStore(_FramedStore(_Owners()), OptOuts())
+    everything = run(collect(each_line(nobody.channel_runs("chan0", 0, AT * 2))))
+    assert [e.message_id for e in everything] == [e.message_id for e in [*EVENTS, *EVENTS[:2]]]

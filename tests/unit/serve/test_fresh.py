@@ -15,7 +15,7 @@ from schemas.chat_event import ChatEvent
 from serve.fresh import HORIZON_MS, FreshStore
 from serve.testing import MemoryStore
 from serve.unwritten import Unwritten
-from store.line import LogLine
+from store.line import Run, each_line
 from store.protocol import Named
 
 NOW = 1_795_000_000_000  # ms
@@ -54,8 +54,15 @@ def test_stored_and_unwritten_lines_merge_in_order_each_once() -> None:
     store = FreshStore(MemoryStore(stored), Reader(unwritten), clock=lambda: NOW / 1000)  # type: ignore[arg-type]
 
     async def main() -> None:
-        assert await _ids(store.channel_lines("chan", 0, NOW + 1)) == ["01", "06", "02", "03", "04", "05"]
-        assert await _ids(store.channel_lines("chan", 0, NOW + 1, reverse=True)) == [
+        assert await _ids(each_line(store.channel_runs("chan", 0, NOW + 1))) == [
+            "01",
+            "06",
+            "02",
+            "03",
+            "04",
+            "05",
+        ]
+        assert await _ids(each_line(store.channel_runs("chan", 0, NOW + 1, reverse=True))) == [
             "05",
             "04",
             "03",
@@ -63,11 +70,17 @@ def test_stored_and_unwritten_lines_merge_in_order_each_once() -> None:
             "06",
             "01",
         ]
-        assert await _ids(store.channel_lines("chan", NOW - 3500, NOW - 2000)) == ["03", "04"]
-        assert await _ids(store.user_lines("chan", "bob", 0, NOW + 1)) == ["06"]
-        assert await _ids(store.user_lines("chan", "alice", 0, NOW + 1)) == ["01", "02", "03", "04", "05"]
+        assert await _ids(each_line(store.channel_runs("chan", NOW - 3500, NOW - 2000))) == ["03", "04"]
+        assert await _ids(each_line(store.user_runs("chan", "bob", 0, NOW + 1))) == ["06"]
+        assert await _ids(each_line(store.user_runs("chan", "alice", 0, NOW + 1))) == [
+            "01",
+            "02",
+            "03",
+            "04",
+            "05",
+        ]
         past = NOW - HORIZON_MS - 1
-        assert await _ids(store.channel_lines("chan", 0, past)) == []  # the store's answer alone
+        assert await _ids(each_line(store.channel_runs("chan", 0, past))) == []  # the store's answer alone
 
     asyncio.run(main())
 
@@ -138,15 +151,13 @@ class _Started(MemoryStore):
         super().__init__(events)
         self.started = started
 
-    def channel_lines(
-        self, channel: Named, lo: int, hi: int, *, reverse: bool = False
-    ) -> AsyncIterator[LogLine]:
-        return self._noted(super().channel_lines(channel, lo, hi, reverse=reverse))
+    def channel_runs(self, channel: Named, lo: int, hi: int, *, reverse: bool = False) -> AsyncIterator[Run]:
+        return self._noted(super().channel_runs(channel, lo, hi, reverse=reverse))
 
-    async def _noted(self, lines: AsyncIterator[LogLine]) -> AsyncIterator[LogLine]:
+    async def _noted(self, runs: AsyncIterator[Run]) -> AsyncIterator[Run]:
         self.started.set()
-        async for line in lines:
-            yield line
+        async for run in runs:
+            yield run
 
 
 def test_the_stored_lines_are_read_beside_the_kafka_read_not_after_it() -> None:
@@ -160,11 +171,13 @@ def test_the_stored_lines_are_read_beside_the_kafka_read_not_after_it() -> None:
     store = FreshStore(_Started(stored, started), reader, clock=lambda: NOW / 1000, share_s=0)  # type: ignore[arg-type]
 
     async def main() -> tuple[list[str], list[str], str]:
-        merged = await _ids(store.channel_lines("chan", 0, NOW + 1))
+        merged = await _ids(each_line(store.channel_runs("chan", 0, NOW + 1)))
         started.clear()
-        none = await _ids(store.channel_lines("chan", NOW - 3500, NOW + 1))  # the store has none there
+        none = await _ids(
+            each_line(store.channel_runs("chan", NOW - 3500, NOW + 1))
+        )  # the store has none there
         started.clear()
-        lines = store.channel_lines("chan", 0, NOW + 1)
+        lines = each_line(store.channel_runs("chan", 0, NOW + 1))
         first = await anext(lines)
         await lines.aclose()  # type: ignore[attr-defined]
         return merged, none, first.event.message_id[-2:]

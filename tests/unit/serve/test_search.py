@@ -10,7 +10,7 @@ import pytest
 
 from schemas.chat_event import ChatEvent
 from serve.search import BadQuery, fold, matching, needle
-from store.line import LogLine
+from store.line import LogLine, Run
 
 
 def _event(i: int, text: str, *, kind: str = "PRIVMSG", tags: dict[str, str] | None = None) -> ChatEvent:
@@ -92,35 +92,35 @@ def test_matching_is_lazy_in_order_and_closes_its_source() -> None:
     read: list[int] = []
     closed: list[bool] = []
 
-    async def source() -> AsyncIterator[LogLine]:
+    async def source() -> AsyncIterator[Run]:
         try:
-            for i in range(1000):
+            for i in range(0, 1000, 4):  # runs of four lines
                 read.append(i)
-                yield LogLine.of(_event(i, "hello" if i % 10 == 0 else "nope"))
+                yield [LogLine.of(_event(j, "hello" if j % 10 == 0 else "nope")) for j in range(i, i + 4)]
         finally:
             closed.append(True)
 
-    async def first_three() -> list[str]:
+    async def first_three() -> list[list[str]]:
         found = matching(source(), needle("HELLO", max_chars=200))
         out = []
-        async for line in found:
-            out.append(line.event.message_id)
+        async for run in found:
+            out.append([line.event.message_id for line in run])
             if len(out) == 3:
                 break
         await found.aclose()
         return out
 
-    assert asyncio.run(first_three()) == ["m0", "m10", "m20"]
-    assert read[-1] == 20  # stopped at the third hit, not at the end of the source
+    assert asyncio.run(first_three()) == [["m0"], ["m10"], ["m20"]]  # runs without a hit left out
+    assert read[-1] == 20  # stopped at the run of the third hit, not at the end of the source
     assert closed == [True]
 
 
 def test_matching_reads_to_the_end_when_nothing_matches() -> None:
-    async def source() -> AsyncIterator[LogLine]:
+    async def source() -> AsyncIterator[Run]:
         for i in range(50):
-            yield LogLine.of(_event(i, "nope"))
+            yield [LogLine.of(_event(i, "nope"))]
 
-    async def everything() -> list[LogLine]:
+    async def everything() -> list[Run]:
         return [e async for e in matching(source(), needle("yes", max_chars=200))]
 
     assert asyncio.run(everything()) == []

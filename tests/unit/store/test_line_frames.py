@@ -20,7 +20,7 @@ from schemas.chat_event import ChatEvent
 from serve.api.params import Format
 from serve.api.stream import _encoder
 from store import frame
-from store.line import LogLine
+from store.line import LogLine, Span
 from tests.unit.store.stored_lines import NOW, T, every_event, framed_lines, stored_row
 
 _HINT = "hint"
@@ -34,7 +34,7 @@ def _same_in_every_format(events: list[ChatEvent], per_frame: int = 50) -> int:
         line, mid, sent, received = stored_row(event)
         for fmt in Format:  # a fresh framed line per format: each answers on its own
             fresh = LogLine("", "", sent, None, _HINT, *_chat_of(framed), None, framed._frame, framed._index)
-            assert _encoder(fmt)(fresh) == _encoder(fmt)(LogLine(line, mid, sent, received, _HINT)), (
+            assert _encoder(fmt)([fresh]) == _encoder(fmt)([LogLine(line, mid, sent, received, _HINT)]), (
                 fmt,
                 line,
             )
@@ -151,10 +151,11 @@ def test_a_text_answer_of_a_frames_chat_messages_does_not_read_their_lines() -> 
     lines = [
         LogLine("", "", 7 + i, None, _HINT, found.chats[i], found.actions[i], None, found, i) for i in (0, 1)
     ]
-    text = b"".join(_encoder(Format.TEXT)(line) for line in lines)
+    text = _encoder(Format.TEXT)(lines)
     assert text == b"[1970-01-01 00:00:00] #c u: hi\n[1970-01-01 00:00:00] #c u: yo\n"
+    assert _encoder(Format.TEXT)(Span(found, range(2), None, _HINT)) == text
     with pytest.raises(frame.FrameError, match="columns of different lengths"):  # the lines are read for raw
-        _encoder(Format.RAW)(lines[0])
+        _encoder(Format.RAW)(lines[:1])
 
 
 class _Owners:
@@ -177,8 +178,42 @@ def test_a_frames_line_asks_its_blocks_owners_only_when_its_owner_is_asked() -> 
         LogLine("", "", framed.sent_at, None, _HINT, *_chat_of(framed), owners, framed._frame, framed._index)
         for _, framed in framed_lines(events)
     ]
-    text = b"".join(_encoder(Format.TEXT)(line) for line in lines)
+    text = _encoder(Format.TEXT)(lines)
     assert text and owners.asked == []
     assert [line.owner for line in lines] == [("500", "1000"), None, ("500", "1002")]
     assert owners.asked == [0, 1, 2]
     assert LogLine.of(events[0]).owner is None
+
+
+def test_a_span_of_a_frame_is_its_lines_and_answers_as_they_do() -> None:
+    """A :class:`~store.line.Span` (what the reader hands on for a stretch of one block) is the lines a
+    frame's indices make, in their order, forward, reversed or picked; sliced, kept by a mask and encoded
+    in every format it gives what those lines give one by one."""
+    framed = framed_lines(every_event(), per_frame=400)
+    block = framed[0][1]._frame
+    assert block is not None and len(block) == 400
+    owners = _Owners()
+    for indices in (range(0, 400), range(399, -1, -1), range(10, 60), [5, 3, 300, 7]):
+        span = Span(block, indices, owners, _HINT)
+        chats, actions = block.chats, block.actions
+        lines = [
+            LogLine("", "", block.sents[i], None, _HINT, chats[i], actions[i], owners, block, i)
+            for i in indices
+        ]
+        assert len(span) == len(lines)
+        assert [(x.sent_at, x.chat(), x.stored, x.message_id) for x in span] == [
+            (x.sent_at, x.chat(), x.stored, x.message_id) for x in lines
+        ]
+        assert span.columns() == ([x.sent_at for x in lines], [block.chats[i] for i in indices])
+        assert [x.stored for x in span[1:4]] == [x.stored for x in lines[1:4]]
+        assert span[-1].stored == lines[-1].stored
+        keep = [n % 3 == 0 for n in range(len(lines))]
+        assert [x.stored for x in span.kept(keep)] == [
+            x.stored for x, k in zip(lines, keep, strict=True) if k
+        ]
+        assert span.owners() == [owners.of(i) for i in indices]
+        for fmt in Format:
+            between = b"," if fmt in (Format.JSON, Format.JSON_BASIC) else b""  # an array's, added per run
+            assert _encoder(fmt)(span) == between.join(_encoder(fmt)([line]) for line in lines), fmt
+    said = sum(chat is not None for chat in block.chats)
+    assert 0 < said < 400  # chat messages answered from the columns, the other lines parsed

@@ -161,6 +161,33 @@ def test_the_usual_partition_is_given_block_by_block_without_reading_an_id() -> 
         damaged[0].ids()
 
 
+def test_the_usual_partition_is_given_as_runs_of_its_blocks() -> None:
+    """While one block is open, what a take gives is one run of it (``run``: its frame, the indices taken
+    in order, its owner), and nothing at all when none is due; overlapping blocks are merged line by line
+    (``make``) as ever."""
+    blocks = [
+        _Block([(t, _id(t + k * 100)) for t in times])
+        for k, times in enumerate(([1, 2, 3, 6], [6, 7], [20, 21]))
+    ]
+    runs: list[tuple[Frame, list[int], Any]] = []
+
+    def run(found: Frame, indices: Sequence[int], owner: Any) -> list[Any]:
+        runs.append((found, list(indices), owner))
+        return [("run", found.sents[i], owner) for i in indices]
+
+    merge = Merge(0, 100, _make, run=run)
+    merge.add(blocks[0].frame, "a")
+    assert merge.take(2) == [("run", 1, "a")]
+    assert merge.take(2) == []  # nothing due: no run made
+    assert merge.take(6) == [("run", 2, "a"), ("run", 3, "a")]
+    assert [(f is blocks[0].frame, i, o) for f, i, o in runs] == [(True, [0], "a"), (True, [1, 2], "a")]
+    merge.add(blocks[1].frame, "b")  # overlaps a's last line: merged by line order from here
+    assert [p[0] for p in merge.take(20)] == [6, 6, 7]
+    merge.add(blocks[2].frame, "c")
+    assert merge.take(None) == [("run", 20, "c"), ("run", 21, "c")]
+    assert len(runs) == 3 and not merge
+
+
 def _short(times: list[int]) -> bytes:
     """A version 3 frame of lines sent at ``times`` whose head column is one short (found when read)."""
     encode = msgspec.msgpack.encode

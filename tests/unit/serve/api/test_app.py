@@ -34,7 +34,7 @@ def _event(i: int) -> ChatEvent:
 
 EVENTS = [_event(i) for i in range(5)]
 TIMED_OUT = RuntimeError("Cassandra timed out")
-EVENT_READS = ("channel_lines", "user_lines", "random_channel_event", "user_count", "senders")
+EVENT_READS = ("channel_runs", "user_runs", "random_channel_event", "user_count", "senders")
 
 
 def alpha_store(*, fail_at: int | None = None, down: bool = False) -> MemoryStore:

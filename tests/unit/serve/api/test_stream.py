@@ -20,7 +20,7 @@ from serve.formats import (
     page_message,
     text_line,
 )
-from store.line import LogLine
+from store.line import LogLine, Run
 from tests.unit.store.stored_lines import every_event, stored_row
 
 _ARRAY: dict[Format, Callable[[ChatEvent], dict[str, Any]]] = {
@@ -43,9 +43,12 @@ def _lines() -> list[LogLine]:
 
 
 def _answer(lines: list[LogLine], fmt: Format, offset: int, limit: int | None) -> bytes:
-    async def events() -> AsyncIterator[LogLine]:
-        for line in lines:
-            yield line
+    async def events() -> AsyncIterator[Run]:  # runs of 1 to 97 lines and an empty one: offset and limit
+        at, size = 0, 1  # fall inside runs and on their edges
+        yield []
+        while at < len(lines):
+            yield lines[at : at + size]
+            at, size = at + size, size * 3 % 97 + 1
 
     query = LogQuery(format=fmt, reverse=False, limit=limit, offset=offset, since_ms=None, until_ms=None)
     counted: list[int] = []
