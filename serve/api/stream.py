@@ -10,7 +10,7 @@ whole with its length; a longer one is streamed from there, chunk by chunk as pa
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from typing import Final
 
 from fastapi import Request
@@ -98,6 +98,11 @@ class _Body:
         """Lines made since the last take."""
         self.skip = query.offset
         self.left = query.limit
+        self.held: Run = []
+        """What :func:`_whole` left of a run when it stopped at :data:`WHOLE_LINES` (:meth:`rest` starts
+        there)."""
+        self.full = False
+        """Whether ``limit`` lines are in."""
 
     def add(self, run: Run) -> bool:
         """Encode ``run``'s lines but those ``offset`` skips, up to ``limit``; False once ``limit`` lines
@@ -118,7 +123,8 @@ class _Body:
             self.chunk.append(self.encode(run))
             self.lines += len(run)
             self.untaken += len(run)
-        return left is None or left > 0
+        self.full = left is not None and left <= 0
+        return not self.full
 
     def take(self) -> bytes:
         """The bytes made since the last take."""
@@ -133,16 +139,28 @@ class _Body:
             self.chunk.append(b"]}")
         return self.take()
 
+    def _made(self, run: Run) -> Iterator[bytes]:
+        """Add ``run`` piece by piece (:func:`_pieces`), its bytes taken whenever a chunk's worth is made."""
+        for piece in _pieces(run):
+            self.add(piece)
+            if self.untaken >= CHUNK_LINES:
+                yield self.take()
+            if self.full:
+                return
+
     async def rest(self, runs: AsyncIterator[Run], count: Callable[[int], None]) -> AsyncIterator[bytes]:
-        """The bytes made so far, then those of the rest of ``runs``, chunk by chunk."""
+        """The bytes made so far, then those of what :func:`_whole` held and of the rest of ``runs``, chunk
+        by chunk."""
         try:
             yield self.take()
-            async for run in runs:  # straight from the store: no generator step per line in between
-                more = self.add(run)
-                if self.untaken >= CHUNK_LINES:
-                    yield self.take()
-                if not more:
-                    break
+            for made in self._made(self.held):
+                yield made
+            if not self.full:
+                async for run in runs:  # straight from the store: no generator step per line in between
+                    for made in self._made(run):
+                        yield made
+                    if self.full:
+                        break
         except (
             Exception
         ) as exc:  # the status line is sent: the connection is cut (no last chunk); log says why
@@ -171,18 +189,29 @@ async def _read(runs: AsyncIterator[Run]) -> Run | None:
         raise ApiError(503, "the log storage did not answer; try again") from None
 
 
-async def _whole(runs: AsyncIterator[Run], body: _Body) -> bool:
-    """Add ``runs``' lines to ``body`` until its limit, their end or :data:`WHOLE_LINES`; whether there
-    are more to stream. A storage failure meanwhile is a 503 (nothing is sent yet)."""
-    if body.lines >= WHOLE_LINES:
-        return True
-    add = body.add
+def _pieces(run: Run) -> Sequence[Run]:
+    """``run`` in slices of at most :data:`CHUNK_LINES` lines: a block's run may be a packed channel day of
+    tens of thousands of lines, and an answer is made and sent a chunk at a time, never whole in memory."""
+    if len(run) <= CHUNK_LINES:
+        return (run,)
+    return [run[at : at + CHUNK_LINES] for at in range(0, len(run), CHUNK_LINES)]
+
+
+async def _whole(first: Run, runs: AsyncIterator[Run], body: _Body) -> bool:
+    """Add ``first`` and then ``runs``' lines to ``body`` until its limit, their end or :data:`WHOLE_LINES`;
+    whether there are more to stream (what is left of the run then: ``body.held``). A storage failure
+    meanwhile is a 503 (nothing is sent yet)."""
+    run: Run | None = first
     try:
-        async for run in runs:
-            if not add(run):
-                return False
-            if body.lines >= WHOLE_LINES:
-                return True
+        while run is not None:
+            pieces = _pieces(run)
+            for at, piece in enumerate(pieces):
+                if not body.add(piece):
+                    return False
+                if body.lines >= WHOLE_LINES:
+                    body.held = run[(at + 1) * CHUNK_LINES :]
+                    return True
+            run = await anext(runs, None)
     except ApiError:
         raise
     except Exception as exc:
@@ -207,7 +236,7 @@ async def stream_events(
         first = await _read(events)
         if first is None:
             raise not_found(empty)
-        if body.add(first) and await _whole(events, body):  # WHOLE_LINES lines made, more to come: streamed
+        if await _whole(first, events, body):  # WHOLE_LINES lines made, more to come: streamed
             return StreamingResponse(
                 body.rest(events, count), media_type=MEDIA_TYPES[query.format], headers=headers
             )

@@ -8,10 +8,11 @@ from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import pytest
+from fastapi.responses import StreamingResponse
 
 from schemas.chat_event import ChatEvent
 from serve.api.params import Format, LogQuery
-from serve.api.stream import stream_events
+from serve.api.stream import CHUNK_LINES, WHOLE_LINES, stream_events
 from serve.formats import (
     basic_message,
     encode_json,
@@ -73,3 +74,37 @@ def test_an_answer_is_its_lines_parsed_events_in_the_format(
     lines = _lines()
     assert len(lines) > 600 and sum(line.privmsg() is None for line in lines) > 10
     assert _answer(lines, fmt, offset, limit) == _expected(lines[offset:][:limit], fmt)
+
+
+async def _streamed(runs: list[Run], query: LogQuery) -> tuple[bool, list[bytes], list[int]]:
+    """Whether the answer is streamed, its body's pieces as sent, and the lines counted."""
+    counted: list[int] = []
+
+    async def events() -> AsyncIterator[Run]:
+        for run in runs:
+            yield run
+
+    response = await stream_events(events(), query, empty="none", count=counted.append)
+    if not isinstance(response, StreamingResponse):
+        return False, [bytes(response.body)], counted
+    return True, [bytes(part) async for part in response.body_iterator], counted  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(("offset", "limit"), [(0, None), (1_234, None), (10, 2_600), (0, 2_000)])
+def test_a_run_longer_than_an_answer_sent_whole_is_streamed_a_chunk_at_a_time(
+    offset: int, limit: int | None
+) -> None:
+    """A block's run may hold a packed channel day (tens of thousands of lines): it is made and sent at most
+    CHUNK_LINES lines at a time, what an answer sent whole would hold first, the rest streamed, the bytes
+    those of the lines one by one, offset and limit applied across it."""
+    lines = [line for _ in range(8) for line in _lines()][:5_000]
+    query = LogQuery(
+        format=Format.TEXT, reverse=False, limit=limit, offset=offset, since_ms=None, until_ms=None
+    )
+    streamed, parts, counted = asyncio.run(_streamed([lines[:1], lines[1:]], query))
+    wanted = lines[offset:][:limit]
+    assert b"".join(parts) == _expected(wanted, Format.TEXT) and counted == [len(wanted)]
+    assert streamed is (len(wanted) > WHOLE_LINES)
+    if streamed:
+        assert WHOLE_LINES <= parts[0].count(b"\n") < WHOLE_LINES + CHUNK_LINES  # what a whole answer holds
+        assert max(part.count(b"\n") for part in parts[1:]) <= CHUNK_LINES
