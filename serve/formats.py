@@ -161,10 +161,16 @@ def _hour(hour: int) -> str:
 
 
 def _text_line(sent_at: int, channel: str, user: str | None, text: str) -> str:
+    """The one text line rule: ``[2024-01-02 15:04:05] #channel user: text`` (no ``user:`` without a user),
+    controls escaped (:func:`~serve.terminal.escape_controls`; the usual line, printable, is not copied)."""
     hour, rest = divmod(sent_at // 1000, 3600)
     minute, second = divmod(rest, 60)
-    stamp = f"[{_hour(hour)}{_TWO[minute]}:{_TWO[second]}] #{channel}"
-    return escape_controls(f"{stamp} {user}: {text}" if user else f"{stamp} {text}")
+    line = (
+        f"[{_hour(hour)}{_TWO[minute]}:{_TWO[second]}] #{channel} {user}: {text}"
+        if user
+        else f"[{_hour(hour)}{_TWO[minute]}:{_TWO[second]}] #{channel} {text}"
+    )
+    return line if line.isprintable() else escape_controls(line)
 
 
 def text_line(event: ChatEvent) -> str:
@@ -205,22 +211,11 @@ def log_text_run(run: Run) -> bytes:
         sents, chats = run.columns()
     else:
         sents, chats = [line.sent_at for line in run], [line.chat() for line in run]
-    out: list[str] = []
-    add, hour_of, two = out.append, _hour, _TWO
-    for at, (sent_at, chat) in enumerate(zip(sents, chats, strict=True)):
-        if chat is None:
-            add(log_text_line(run[at]))
-            continue
-        hour, rest = divmod(sent_at // 1000, 3600)
-        minute, second = divmod(rest, 60)
-        channel, user, text = chat
-        made = (
-            f"[{hour_of(hour)}{two[minute]}:{two[second]}] #{channel} {user}: {text or ''}"
-            if user
-            else f"[{hour_of(hour)}{two[minute]}:{two[second]}] #{channel} {text or ''}"
-        )
-        add(made if made.isprintable() else escape_controls(made))
-    add("")
+    out = [
+        log_text_line(run[at]) if chat is None else _text_line(sent_at, chat[0], chat[1], chat[2] or "")
+        for at, (sent_at, chat) in enumerate(zip(sents, chats, strict=True))
+    ]
+    out.append("")
     return "\n".join(out).encode()
 
 
