@@ -37,7 +37,17 @@ from store.frame import Frame
 from store.keys import uuid_text
 from store.stored_line import VERBATIM, restore
 
-__all__ = ["UNKNOWN_KIND", "LogLine", "Run", "Span", "aclose", "each_line", "one_by_one", "stored_event"]
+__all__ = [
+    "UNKNOWN_KIND",
+    "LogLine",
+    "Run",
+    "Span",
+    "aclose",
+    "each_line",
+    "frame_line",
+    "one_by_one",
+    "stored_event",
+]
 
 UNKNOWN_KIND: Final = "UNKNOWN"
 """``kind`` of a stored line that has no command word."""
@@ -263,6 +273,13 @@ class LogLine:
         return raw, tags[0], tags[1], tags[2], chat[0], chat[1], chat[2], self._action
 
 
+def frame_line(frame: Frame, index: int, owners: Owners | None, channel_hint: str) -> LogLine:
+    """The line ``index`` of a block's ``frame`` (its owners ``owners``, read under ``channel_hint``): its
+    send time and chat split given, the rest read from the frame when asked."""
+    chat, action = frame.chats[index], frame.actions[index]
+    return LogLine("", "", frame.sents[index], None, channel_hint, chat, action, owners, frame, index)
+
+
 class Span(Sequence[LogLine]):
     """Lines of one block's frame, at ``indices`` there, in that order: what the reader hands on for a
     stretch of lines that come from one block (most of a user's month, most of a channel's day). Each is a
@@ -278,10 +295,7 @@ class Span(Sequence[LogLine]):
         self._frame, self._indices, self._owners, self._hint = frame, indices, owners, channel_hint
 
     def _line(self, i: int) -> LogLine:
-        frame = self._frame
-        return LogLine(
-            "", "", frame.sents[i], None, self._hint, frame.chats[i], frame.actions[i], self._owners, frame, i
-        )
+        return frame_line(self._frame, i, self._owners, self._hint)
 
     def __len__(self) -> int:
         return len(self._indices)

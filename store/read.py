@@ -62,7 +62,7 @@ from store.keys import (
     user_key,
     uuid_text,
 )
-from store.line import LogLine, Run, Span, aclose, closing, each_line, stored_event
+from store.line import LogLine, Run, Span, aclose, closing, each_line, frame_line, stored_event
 from store.merge import Merge
 from store.names import NameSeen, user_names
 from store.protocol import ById, Channel, Named
@@ -586,19 +586,7 @@ class LogReader:
             bounds = (floor, *bounds)
 
         def make(frame: Frame, index: int, owner: BlockOwner) -> LogLine:
-            chat = frame.chats[index]
-            return LogLine(
-                "",
-                "",
-                frame.sents[index],
-                None,
-                name,
-                chat,
-                frame.actions[index],
-                owner,
-                frame,
-                index,
-            )
+            return frame_line(frame, index, owner, name)
 
         def span(frame: Frame, indices: Sequence[int], owner: BlockOwner) -> Span:
             return Span(frame, indices, owner, name)
