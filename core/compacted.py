@@ -34,14 +34,10 @@ one per wait (the broker's CPU goes with requests), and how soon a partition-end
 
 _NEW_TOPIC_PATIENCE_S: Final = 5.0
 _T = TypeVar("_T")
-_NO_LEADER_YET: Final = frozenset(
-    {
-        KafkaError.NOT_LEADER_FOR_PARTITION,
-        KafkaError.LEADER_NOT_AVAILABLE,
-        KafkaError.UNKNOWN_TOPIC_OR_PART,
-        KafkaError._UNKNOWN_PARTITION,
-    }
-)
+_NO_LEADER_YET: Final = kafka_offsets.LEADER_MOVING | {
+    KafkaError.UNKNOWN_TOPIC_OR_PART,
+    KafkaError._UNKNOWN_PARTITION,
+}
 
 
 class TopicReadError(ChatlogError):

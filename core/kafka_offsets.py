@@ -7,26 +7,75 @@ for the two requests of :func:`bounds`, the same offsets)."""
 
 from __future__ import annotations
 
+import contextlib
+import time
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, Final
 
-from confluent_kafka import OFFSET_BEGINNING, OFFSET_END, KafkaException, TopicPartition
+from confluent_kafka import OFFSET_BEGINNING, OFFSET_END, KafkaError, KafkaException, TopicPartition
+
+LEADER_MOVING: Final = frozenset(
+    {
+        KafkaError.NOT_LEADER_FOR_PARTITION,
+        KafkaError.LEADER_NOT_AVAILABLE,
+        KafkaError.FENCED_LEADER_EPOCH,
+        KafkaError.UNKNOWN_LEADER_EPOCH,
+        KafkaError.OFFSET_NOT_AVAILABLE,
+        KafkaError.REPLICA_NOT_AVAILABLE,
+        KafkaError.REQUEST_TIMED_OUT,
+        KafkaError._TIMED_OUT,
+        KafkaError._TRANSPORT,
+    }
+)
+"""A partition's answer while its leadership moves (a broker died, hung or came back): the client's idea of
+the leader or its epoch is stale, or the new leader does not know its high watermark yet. Asked again a
+moment later, the partition answers; librdkafka hands these to the caller of ``offsets_for_times`` as they
+are (a member's rebalance failed on ``FENCED_LEADER_EPOCH`` right after a broker's hang)."""
+_RETRY_PAUSE_S: Final = 0.2
 
 
 def offsets_at(
     consumer: Any, topic: str, partitions: Iterable[int], at: int, timeout: float
 ) -> dict[int, int]:
     """Each partition's offset at ``at``: a time in ms (the first record of that time or later; -1 when
-    there is none), ``OFFSET_BEGINNING`` (its first offset) or ``OFFSET_END`` (its end). Raises
-    ``KafkaException`` when the request fails or the broker answers a partition with an error."""
-    asked = [TopicPartition(topic, p, at) for p in partitions]
-    if not asked:
-        return {}
-    found = consumer.offsets_for_times(asked, timeout=timeout)
-    for tp in found:
-        if tp.error is not None:
-            raise KafkaException(tp.error)
-    return {tp.partition: tp.offset for tp in found}
+    there is none), ``OFFSET_BEGINNING`` (its first offset) or ``OFFSET_END`` (its end). A partition answered
+    with an error of :data:`LEADER_MOVING` (or a request that failed so) is asked again until ``timeout``
+    has passed. Raises ``KafkaException`` for any other error, or for that one at the end of ``timeout``."""
+    deadline = time.monotonic() + timeout
+    left = list(partitions)
+    found: dict[int, int] = {}
+    while left:
+        try:
+            answers = consumer.offsets_for_times(
+                [TopicPartition(topic, p, at) for p in left],
+                timeout=max(0.1, deadline - time.monotonic()),
+            )
+        except KafkaException as exc:
+            _pause_or_raise(consumer, topic, exc, deadline)
+            continue
+        failed = [tp for tp in answers if tp.error is not None]
+        found.update((tp.partition, tp.offset) for tp in answers if tp.error is None)
+        for tp in failed:  # one the leader's move does not explain first: it is the one to report
+            if tp.error.code() not in LEADER_MOVING:
+                raise KafkaException(tp.error)
+        if failed:
+            _pause_or_raise(consumer, topic, KafkaException(failed[0].error), deadline)
+        left = [tp.partition for tp in failed]
+    return found
+
+
+def _pause_or_raise(consumer: Any, topic: str, exc: KafkaException, deadline: float) -> None:
+    """When ``exc`` is an error of :data:`LEADER_MOVING` and there is time left to ask again: pause, and
+    have the client learn the topic's leaders anew (its cached ones are what the broker refused). Else
+    raise ``exc``."""
+    err = exc.args[0] if exc.args else None
+    if not isinstance(err, KafkaError) or err.code() not in LEADER_MOVING:
+        raise exc
+    if time.monotonic() + _RETRY_PAUSE_S >= deadline:
+        raise exc
+    time.sleep(_RETRY_PAUSE_S)
+    with contextlib.suppress(KafkaException):  # no answer now: the next ask fails and says so
+        consumer.list_topics(topic, timeout=max(0.1, min(1.0, deadline - time.monotonic())))
 
 
 def ends(consumer: Any, topic: str, partitions: Iterable[int], timeout: float) -> dict[int, int]:
