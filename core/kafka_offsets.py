@@ -32,6 +32,10 @@ the leader or its epoch is stale, or the new leader does not know its high water
 moment later, the partition answers; librdkafka hands these to the caller of ``offsets_for_times`` as they
 are (a member's rebalance failed on ``FENCED_LEADER_EPOCH`` right after a broker's hang)."""
 _RETRY_PAUSE_S: Final = 0.2
+_ATTEMPT_S: Final = 2.0
+"""How long one request may wait for its answer within the caller's timeout: a leader that hangs keeps its
+connection open and never answers, and the client keeps asking it until it learns of the new leader (a
+member's request waited out its 10 s on a hung broker the controller had fenced seconds before)."""
 
 
 def offsets_at(
@@ -39,8 +43,9 @@ def offsets_at(
 ) -> dict[int, int]:
     """Each partition's offset at ``at``: a time in ms (the first record of that time or later; -1 when
     there is none), ``OFFSET_BEGINNING`` (its first offset) or ``OFFSET_END`` (its end). A partition answered
-    with an error of :data:`LEADER_MOVING` (or a request that failed so) is asked again until ``timeout``
-    has passed. Raises ``KafkaException`` for any other error, or for that one at the end of ``timeout``."""
+    with an error of :data:`LEADER_MOVING` (or a request that failed so, or found no answer within
+    :data:`_ATTEMPT_S`) is asked again until ``timeout`` has passed. Raises ``KafkaException`` for any
+    other error, or for that one at the end of ``timeout``."""
     deadline = time.monotonic() + timeout
     left = list(partitions)
     found: dict[int, int] = {}
@@ -48,7 +53,7 @@ def offsets_at(
         try:
             answers = consumer.offsets_for_times(
                 [TopicPartition(topic, p, at) for p in left],
-                timeout=max(0.1, deadline - time.monotonic()),
+                timeout=max(0.1, min(_ATTEMPT_S, deadline - time.monotonic())),
             )
         except KafkaException as exc:
             _pause_or_raise(consumer, topic, exc, deadline)

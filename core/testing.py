@@ -15,6 +15,7 @@ import uuid
 from collections import deque
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from types import SimpleNamespace
 from typing import Any
 
 from confluent_kafka import OFFSET_BEGINNING, OFFSET_END, KafkaError, TopicPartition
@@ -170,6 +171,7 @@ class FakeConsumer:
         self.topics: list[str] = []
         self.assignment: set[tuple[str, int]] = set()
         self.polls = 0
+        self.metadata_asked = 0
         self.closed = False
         self._member_id = member_id
         self._callbacks: dict[str, RebalanceCallback] = {}
@@ -257,6 +259,11 @@ class FakeConsumer:
             assert p.offset in (OFFSET_END, OFFSET_BEGINNING), f"no offset for time {p.offset} here"
             out.append(TopicPartition(p.topic, p.partition, high if p.offset == OFFSET_END else low))
         return out
+
+    def list_topics(self, topic: str | None = None, timeout: float = -1) -> Any:
+        """A metadata request: counted in :attr:`metadata_asked`; its answer names no topic."""
+        self.metadata_asked += 1
+        return SimpleNamespace(topics={})
 
     def memberid(self) -> str:
         return self._member_id

@@ -54,8 +54,10 @@ _POLL_TIMEOUT_S: Final = 0.25
 the middle of a wait starts to count, and how soon stop() is seen."""
 _LOADING_POLL_S: Final = 0.05
 """Each consumer's wait while a bucket loads: the loop polls the member and the loader in turn."""
-_ENDS_TIMEOUT_S: Final = 10.0
-"""How long a newly assigned bucket's end offset may take to read (a failure stops the member)."""
+_ENDS_TIMEOUT_S: Final = 60.0
+"""How long a newly assigned bucket's end offset may take to read (a failure stops the member). A member
+that rejoins after its broker hung asks while the leadership of the buckets moves: it asks again until the
+new leader answers (:func:`core.kafka_offsets.offsets_at`), and meanwhile logs the buckets it lost."""
 HELD_ELSEWHERE_S: Final = 120.0
 """How long another worker's confirmation of a channel releases it from a bucket revoked or lost later."""
 

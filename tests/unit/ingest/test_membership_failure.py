@@ -27,18 +27,24 @@ class FailingAssignConsumer(FakeConsumer):
         raise KafkaException(KafkaError(KafkaError._STATE, "Erroneous state"))
 
 
-class LeaderlessConsumer(FakeConsumer):
-    """A loader whose broker answers one partition's offsets with an error (its leader is moving)."""
+class RefusingConsumer(FakeConsumer):
+    """A loader whose broker answers one partition's offsets with ``error``, ``times`` times (or always)."""
+
+    def __init__(self, error: KafkaError, times: int | None = None) -> None:
+        super().__init__()
+        self.error = error
+        self.times = times
 
     def offsets_for_times(
         self, partitions: list[TopicPartition], timeout: float | None = None
     ) -> list[TopicPartition]:
         out = super().offsets_for_times(partitions, timeout)
+        if self.times is not None:
+            if self.times == 0:
+                return out
+            self.times -= 1
         failed = SimpleNamespace(  # a TopicPartition's error is set by the client only
-            topic=out[-1].topic,
-            partition=out[-1].partition,
-            offset=-1,
-            error=KafkaError(KafkaError.NOT_LEADER_FOR_PARTITION, "Not leader for partition"),
+            topic=out[-1].topic, partition=out[-1].partition, offset=-1, error=self.error
         )
         return [*out[:-1], cast(TopicPartition, failed)]
 
@@ -69,8 +75,8 @@ def test_a_failed_incremental_assign_stops_the_member_with_the_reason() -> None:
     assert member.snapshot().owned == ()
 
 
-def test_a_bucket_whose_end_cannot_be_read_stops_the_member() -> None:
-    member_consumer, loader = FakeConsumer(), LeaderlessConsumer()
+def _member_with(loader: FakeConsumer) -> tuple[Membership, FakeConsumer]:
+    member_consumer = FakeConsumer()
     made = iter([member_consumer, loader])
     member = Membership(
         {},
@@ -81,9 +87,31 @@ def test_a_bucket_whose_end_cannot_be_read_stops_the_member() -> None:
     )
     member_consumer.assign("chan", [1, 2])
     member.start(lambda _snap: None)
+    return member, member_consumer
+
+
+def test_a_bucket_whose_end_cannot_be_read_stops_the_member() -> None:
+    refused = KafkaError(KafkaError.TOPIC_AUTHORIZATION_FAILED, "Topic authorization failed")
+    member, member_consumer = _member_with(RefusingConsumer(refused))
     _wait_until_dead(member)
-    assert isinstance(member.failure, RebalanceFailed) and "Not leader for partition" in str(member.failure)
+    assert isinstance(member.failure, RebalanceFailed) and "Topic authorization failed" in str(member.failure)
     assert member_consumer.assignment == set() and member.snapshot().owned == ()
+
+
+def test_a_bucket_whose_leader_moves_is_asked_again_and_the_member_goes_on() -> None:
+    """A member that rejoins after its broker hung asks while leaderships move (FENCED_LEADER_EPOCH once
+    stopped an ingester in make chaos-cluster): it asks again, and owns the buckets."""
+    loader = RefusingConsumer(KafkaError(KafkaError.FENCED_LEADER_EPOCH), times=2)
+    member, member_consumer = _member_with(loader)
+    deadline = time.monotonic() + 5
+    while member.snapshot().owned != (1, 2) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    try:
+        assert member.alive and member.failure is None
+        assert member.snapshot().owned == (1, 2) and member_consumer.assignment == {("chan", 1), ("chan", 2)}
+        assert loader.times == 0 and loader.metadata_asked == 2  # the leaders learnt anew before each ask
+    finally:
+        member.close(timeout=5)
 
 
 def test_the_worker_stops_on_a_failed_member_with_one_error_line(caplog: pytest.LogCaptureFixture) -> None:
