@@ -655,6 +655,9 @@ class Run:
                 "workers": self.workers,
                 "kafka_records_with_tokens": sum(in_topic.values()),
                 "rows_doubled": sum(1 for c in stored.values() if c > 1),
+                # sent messages with fewer records in the topic than replica groups: a group's ingester
+                # missed or dropped them (the other group's copy hides that from "lost")
+                "copies_short": sum(1 for m in sent if in_topic[m.token] < len(self.replicas)),
                 "lost_while_covered": len(lost_covered),
                 "latency_ms": percentiles(latencies),
                 "latency_ms_note": "Cassandra writetime of each stored row (the sink's client-side "
