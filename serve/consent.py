@@ -160,12 +160,9 @@ class ConsentStore:
         """The lines of ``run`` that :meth:`hides` does not: by the ids of the partition each was read from
         where it has them (a block's :meth:`~store.line.Span.owners`), so a user's month is not parsed line
         by line."""
-        optouts = self.optouts
-        if isinstance(run, Span):
-            owners = run.owners()
-            if None not in owners:
-                users, channels = optouts.users(), optouts.channels()
-                return run.kept([keyed_verdict(o[0], o[1], users, channels) is not OUT for o in owners if o])
+        if isinstance(run, Span) and (owners := run.owners()) is not None:
+            users, channels = self.optouts.users(), self.optouts.channels()
+            return run.kept([keyed_verdict(user, chan, users, channels) is not OUT for user, chan in owners])
         return [line for line in run if not await self._hides_line(line)]
 
     async def _shown(

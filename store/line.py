@@ -19,7 +19,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import AsyncIterator, Iterator, Sequence
 from contextlib import asynccontextmanager
-from typing import Final, Protocol, TypeVar, overload
+from typing import Final, Protocol, TypeVar, cast, overload
 
 from core.irc_parse import (
     MalformedLine,
@@ -325,12 +325,13 @@ class Span(Sequence[LogLine]):
         sents, chats = frame.sents, frame.chats
         return [sents[i] for i in indices], [chats[i] for i in indices]
 
-    def owners(self) -> list[tuple[str, str] | None]:
-        """:attr:`LogLine.owner` of each line."""
-        owners = self._owners
-        if owners is None:
-            return [None] * len(self._indices)
-        return [owners.of(i) for i in self._indices]
+    def owners(self) -> list[tuple[str, str]] | None:
+        """:attr:`LogLine.owner` of each line; None when a line has none (filed under no id)."""
+        table = self._owners
+        if table is None:
+            return None
+        owners = [table.of(i) for i in self._indices]
+        return None if None in owners else cast(list[tuple[str, str]], owners)
 
     def kept(self, keep: Sequence[bool]) -> Span:
         """The lines whose ``keep`` (one per line, in order) is true."""

@@ -101,30 +101,30 @@ class _Body:
         self.held: Run = []
         """What :func:`_whole` left of a run when it stopped at :data:`WHOLE_LINES` (:meth:`rest` starts
         there)."""
-        self.full = False
-        """Whether ``limit`` lines are in."""
 
-    def add(self, run: Run) -> bool:
-        """Encode ``run``'s lines but those ``offset`` skips, up to ``limit``; False once ``limit`` lines
-        are in."""
+    @property
+    def full(self) -> bool:
+        """Whether ``limit`` lines are in."""
+        return self.left is not None and self.left <= 0
+
+    def add(self, run: Run) -> None:
+        """Encode ``run``'s lines but those ``offset`` skips, up to ``limit``."""
         if self.skip:
             if len(run) <= self.skip:
                 self.skip -= len(run)
-                return True
+                return
             run, self.skip = run[self.skip :], 0
         left = self.left
         if left is not None:
-            if len(run) >= left:
+            if len(run) > left:
                 run = run[:left]
-            self.left = left = left - len(run)
+            self.left = left - len(run)
         if run:
             if self.is_array and self.lines:
                 self.chunk.append(b",")
             self.chunk.append(self.encode(run))
             self.lines += len(run)
             self.untaken += len(run)
-        self.full = left is not None and left <= 0
-        return not self.full
 
     def take(self) -> bytes:
         """The bytes made since the last take."""
@@ -206,7 +206,8 @@ async def _whole(first: Run, runs: AsyncIterator[Run], body: _Body) -> bool:
         while run is not None:
             pieces = _pieces(run)
             for at, piece in enumerate(pieces):
-                if not body.add(piece):
+                body.add(piece)
+                if body.full:
                     return False
                 if body.lines >= WHOLE_LINES:
                     body.held = run[(at + 1) * CHUNK_LINES :]
