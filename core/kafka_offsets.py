@@ -31,8 +31,9 @@ LEADER_MOVING: Final = frozenset(
 the leader or its epoch is stale, or the new leader does not know its high watermark yet. Asked again a
 moment later, the partition answers; librdkafka hands these to the caller of ``offsets_for_times`` as they
 are (a member's rebalance failed on ``FENCED_LEADER_EPOCH`` right after a broker's hang)."""
-_RETRY_PAUSE_S: Final = 0.2
-_ATTEMPT_S: Final = 2.0
+RETRY_PAUSE_S: Final = 0.2
+"""The pause before a partition refused while its leader moves is asked again."""
+ATTEMPT_S: Final = 2.0
 """How long one request may wait for its answer within the caller's timeout: a leader that hangs keeps its
 connection open and never answers, and the client keeps asking it until it learns of the new leader (a
 member's request waited out its 10 s on a hung broker the controller had fenced seconds before)."""
@@ -44,7 +45,7 @@ def offsets_at(
     """Each partition's offset at ``at``: a time in ms (the first record of that time or later; -1 when
     there is none), ``OFFSET_BEGINNING`` (its first offset) or ``OFFSET_END`` (its end). A partition answered
     with an error of :data:`LEADER_MOVING` (or a request that failed so, or found no answer within
-    :data:`_ATTEMPT_S`) is asked again until ``timeout`` has passed. Raises ``KafkaException`` for any
+    :data:`ATTEMPT_S`) is asked again until ``timeout`` has passed. Raises ``KafkaException`` for any
     other error, or for that one at the end of ``timeout``."""
     deadline = time.monotonic() + timeout
     left = list(partitions)
@@ -53,7 +54,7 @@ def offsets_at(
         try:
             answers = consumer.offsets_for_times(
                 [TopicPartition(topic, p, at) for p in left],
-                timeout=max(0.1, min(_ATTEMPT_S, deadline - time.monotonic())),
+                timeout=max(0.1, min(ATTEMPT_S, deadline - time.monotonic())),
             )
         except KafkaException as exc:
             _pause_or_raise(consumer, topic, exc, deadline)
@@ -76,9 +77,9 @@ def _pause_or_raise(consumer: Any, topic: str, exc: KafkaException, deadline: fl
     err = exc.args[0] if exc.args else None
     if not isinstance(err, KafkaError) or err.code() not in LEADER_MOVING:
         raise exc
-    if time.monotonic() + _RETRY_PAUSE_S >= deadline:
+    if time.monotonic() + RETRY_PAUSE_S >= deadline:
         raise exc
-    time.sleep(_RETRY_PAUSE_S)
+    time.sleep(RETRY_PAUSE_S)
     with contextlib.suppress(KafkaException):  # no answer now: the next ask fails and says so
         consumer.list_topics(topic, timeout=max(0.1, min(1.0, deadline - time.monotonic())))
 
@@ -91,8 +92,9 @@ def ends(consumer: Any, topic: str, partitions: Iterable[int], timeout: float) -
 def bounds(
     consumer: Any, topic: str, partitions: Iterable[int], timeout: float
 ) -> dict[int, tuple[int, int]]:
-    """Each partition's first and end offsets now, in two requests."""
+    """Each partition's first and end offsets now, in two requests, both within ``timeout``."""
     wanted = list(partitions)
+    deadline = time.monotonic() + timeout
     low = offsets_at(consumer, topic, wanted, OFFSET_BEGINNING, timeout)
-    high = ends(consumer, topic, wanted, timeout)
+    high = ends(consumer, topic, wanted, max(0.1, deadline - time.monotonic()))
     return {p: (low[p], high[p]) for p in high}

@@ -19,7 +19,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import AsyncIterator, Iterator, Sequence
 from contextlib import asynccontextmanager
-from typing import Final, Protocol, TypeVar, cast, overload
+from typing import Final, Protocol, TypeVar, overload
 
 from core.irc_parse import (
     MalformedLine,
@@ -330,8 +330,13 @@ class Span(Sequence[LogLine]):
         table = self._owners
         if table is None:
             return None
-        owners = [table.of(i) for i in self._indices]
-        return None if None in owners else cast(list[tuple[str, str]], owners)
+        owners: list[tuple[str, str]] = []
+        for i in self._indices:
+            owner = table.of(i)
+            if owner is None:
+                return None
+            owners.append(owner)
+        return owners
 
     def kept(self, keep: Sequence[bool]) -> Span:
         """The lines whose ``keep`` (one per line, in order) is true."""

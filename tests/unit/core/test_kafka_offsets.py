@@ -50,7 +50,7 @@ class Broker:
 
 @pytest.fixture(autouse=True)
 def _short_pause(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(kafka_offsets, "_RETRY_PAUSE_S", 0.01)
+    monkeypatch.setattr(kafka_offsets, "RETRY_PAUSE_S", 0.01)
 
 
 def test_a_partition_whose_leader_moved_is_asked_again_alone_after_the_client_learns_the_leaders() -> None:
@@ -64,7 +64,7 @@ def test_a_request_waits_a_short_while_and_one_that_timed_out_is_sent_again() ->
     broker = Broker([KafkaException(KafkaError(KafkaError._TIMED_OUT)), {}])
     assert kafka_offsets.bounds(broker, TOPIC, [4, 5], 30.0) == {4: (40, 40), 5: (50, 50)}
     assert broker.asked == [[4, 5], [4, 5], [4, 5]]
-    assert max(broker.timeouts) <= kafka_offsets._ATTEMPT_S < 30.0  # not 30 s on a leader that hangs
+    assert max(broker.timeouts) <= kafka_offsets.ATTEMPT_S < 30.0  # not 30 s on a leader that hangs
 
 
 def test_an_error_the_move_does_not_explain_is_raised_at_once() -> None:
