@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import itertools
 import random
+import shutil
 from collections import Counter, defaultdict
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
@@ -220,7 +221,9 @@ def write_tree(
     root: Path, params: TreeParams, today: date | None = None, *, now: datetime | None = None
 ) -> Tree:
     """The justlog tree of ``params`` under ``root`` (uncompressed: justlog's archiver gzips it): of a past
-    month, or, with ``now``, a current tree ending a minute before ``now``."""
+    month, or, with ``now``, a current tree ending a minute before ``now``. A tree already there (a run
+    before, in the same ``--work``) is removed first: user files are appended to."""
+    shutil.rmtree(root, ignore_errors=True)
     today = now.date() if now is not None else today or datetime.now(UTC).date()
     rng = random.Random(params.seed)
     users, cum = chatters(params, rng)

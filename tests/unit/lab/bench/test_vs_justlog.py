@@ -90,6 +90,13 @@ def test_the_same_seed_writes_the_same_tree(tmp_path: Path) -> None:
     assert day == channel_file(two.root, CHANNEL_ID, 2024, 3, 1).read_bytes()
 
 
+def test_a_tree_written_again_in_the_same_place_replaces_the_one_before(tmp_path: Path) -> None:
+    once = write_tree(tmp_path / "a", SMALL, today=date(2026, 11, 2))
+    sizes = {p: p.stat().st_size for p in once.files()}
+    again = write_tree(tmp_path / "a", SMALL, today=date(2026, 11, 2))  # a second run in one --work
+    assert {p: p.stat().st_size for p in again.files()} == sizes  # user files not appended to twice
+
+
 def test_the_url_lists_have_no_repeats_and_know_their_lines(tmp_path: Path) -> None:
     tree = write_tree(tmp_path / "logs", SMALL, today=date(2026, 11, 2))
     lists = url_lists(tree)
