@@ -88,3 +88,12 @@ def test_a_leader_that_never_settles_fails_with_its_error_when_the_time_is_up() 
     assert 0.2 <= time.monotonic() - t0 < 2.0
     assert len(broker.asked) > 3
     assert all(asked == [0] for asked in broker.asked[1:])
+
+
+def test_both_offsets_of_bounds_are_asked_within_the_one_timeout(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(kafka_offsets, "RETRY_PAUSE_S", 0.2)
+    leader_moving = {0: KafkaError.LEADER_NOT_AVAILABLE}
+    broker = Broker([leader_moving, leader_moving, {}, {}])  # the first offsets take two pauses (0.4 s)
+    assert kafka_offsets.bounds(broker, TOPIC, [0], 1.0) == {0: (0, 0)}
+    assert len(broker.timeouts) == 4
+    assert broker.timeouts[-1] <= 0.65  # the end offsets get what is left of the 1 s, not 1 s again
