@@ -37,6 +37,7 @@ Read from their sources (gempir/justlog ``api/server.go``; boring-nick/rustlog `
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import UTC, datetime
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any, Final
@@ -76,7 +77,9 @@ _THREE: Final = tuple(f"{n:03d}" for n in range(1000))
 """``000`` ... ``999``: milliseconds by a lookup, as :data:`_TWO`."""
 
 _PRIVMSG_TYPE: Final = MESSAGE_TYPES["PRIVMSG"]
-_encode = msgspec.json.Encoder().encode
+_encoder = msgspec.json.Encoder()
+_encode = _encoder.encode
+_encode_lines = _encoder.encode_lines
 
 
 def message_type(event: ChatEvent) -> int:
@@ -409,32 +412,97 @@ def _chat_full(line: LogLine) -> tuple[FullMessage, bool] | None:
     return None if fields is None else (_privmsg_full(line.sent_at, fields), fields[5])
 
 
+def _json_of(line: LogLine) -> FullMessage:
+    chat = _chat_full(line)
+    return _json(line.event) if chat is None else chat[0]
+
+
+def _full_of(line: LogLine) -> FullMessage:
+    chat = _chat_full(line)
+    return _full(line.event) if chat is None else chat[0]
+
+
+def _basic_of_full(full: FullMessage, _action: bool = False) -> BasicMessage:
+    return BasicMessage(full.text, full.displayName, full.timestamp, full.id, full.tags)
+
+
+def _basic_of(line: LogLine) -> BasicMessage:
+    chat = _chat_full(line)
+    return _basic(line.event) if chat is None else _basic_of_full(chat[0])
+
+
+def _page_of_full(full: FullMessage, action: bool) -> PageMessage:
+    return _page(full, action, "")
+
+
+def _page_of(line: LogLine) -> PageMessage:
+    chat = _chat_full(line)
+    if chat is None:
+        event = line.event
+        return _page(_full(event), *_page_values(event))
+    return _page_of_full(*chat)
+
+
+def _full_as_is(full: FullMessage, _action: bool) -> FullMessage:
+    return full
+
+
 def log_json_bytes(line: LogLine) -> bytes:
     """``encode_json(json_message(line.event))``; a chat message's without parsing it whole
     (:func:`_chat_full`)."""
-    chat = _chat_full(line)
-    return _encode(_json(line.event) if chat is None else chat[0])
+    return _encode(_json_of(line))
 
 
 def log_full_bytes(line: LogLine) -> bytes:
     """``encode_json(full_message(line.event))``; a chat message's without parsing it whole."""
-    chat = _chat_full(line)
-    return _encode(_full(line.event) if chat is None else chat[0])
+    return _encode(_full_of(line))
 
 
 def log_basic_bytes(line: LogLine) -> bytes:
     """``encode_json(basic_message(line.event))``; a chat message's without parsing it whole."""
-    chat = _chat_full(line)
-    if chat is None:
-        return _encode(_basic(line.event))
-    full = chat[0]
-    return _encode(BasicMessage(full.text, full.displayName, full.timestamp, full.id, full.tags))
+    return _encode(_basic_of(line))
 
 
 def log_page_bytes(line: LogLine) -> bytes:
     """``encode_json(page_message(line.event))``; a chat message's without parsing it whole."""
-    chat = _chat_full(line)
-    if chat is None:
-        event = line.event
-        return _encode(_page(_full(event), *_page_values(event)))
-    return _encode(_page(chat[0], chat[1], ""))
+    return _encode(_page_of(line))
+
+
+# -- a run's messages at once: a block's chat messages read from its columns, encoded in one call ---------
+
+
+def _messages(
+    run: Run,
+    plain: Callable[[FullMessage, bool], BasicMessage],
+    other: Callable[[LogLine], BasicMessage],
+) -> list[BasicMessage]:
+    """The message of each line of ``run``: ``plain`` of the full message and ``/me`` flag of a block's chat
+    message whose tags are plain (:meth:`~store.line.Span.plain_privmsgs`, no line object made), ``other``
+    of every other line."""
+    if not isinstance(run, Span):
+        return [other(line) for line in run]
+    sents = run.columns()[0]
+    return [
+        other(run[at]) if p is None else plain(_plain_full(sent_at, p), p[7])
+        for at, (sent_at, p) in enumerate(zip(sents, run.plain_privmsgs(), strict=True))
+    ]
+
+
+def log_json_run(run: Run) -> bytes:
+    """:func:`log_json_bytes` of each line of ``run``, joined by commas (a json array's items)."""
+    return _encode(_messages(run, _full_as_is, _json_of))[1:-1]
+
+
+def log_basic_run(run: Run) -> bytes:
+    """:func:`log_basic_bytes` of each line of ``run``, joined by commas."""
+    return _encode(_messages(run, _basic_of_full, _basic_of))[1:-1]
+
+
+def log_full_run(run: Run) -> bytes:
+    """:func:`log_full_bytes` of each line of ``run``, each ended by a line end (ndjson)."""
+    return _encode_lines(_messages(run, _full_as_is, _full_of))
+
+
+def log_page_run(run: Run) -> bytes:
+    """:func:`log_page_bytes` of each line of ``run``, each ended by a line end."""
+    return _encode_lines(_messages(run, _page_of_full, _page_of))

@@ -265,12 +265,17 @@ class LogLine:
             return None
         if self._unread:  # self.stored and self.message_id, inlined: this runs once per line of an answer
             self._unframe()
-        raw = restore(self._stored, self._message_id, self.sent_at)
-        section = tag_section(raw)
-        tags = plain_json(section) if section else None
-        if tags is None:  # not as framed (a frame written by another hand): the parse decides
-            return None
-        return raw, tags[0], tags[1], tags[2], chat[0], chat[1], chat[2], self._action
+        return _plain(restore(self._stored, self._message_id, self.sent_at), chat, self._action)
+
+
+def _plain(raw: str, chat: Chat, action: bool) -> PlainPrivmsg | None:
+    """The :data:`PlainPrivmsg` of a framed chat message restored as ``raw``; None where its tag section is
+    not as framed (a frame written by another hand: the parse decides)."""
+    section = tag_section(raw)
+    tags = plain_json(section) if section else None
+    if tags is None:
+        return None
+    return raw, tags[0], tags[1], tags[2], chat[0], chat[1], chat[2], action
 
 
 def frame_line(frame: Frame, index: int, owners: Owners | None, channel_hint: str) -> LogLine:
@@ -324,6 +329,21 @@ class Span(Sequence[LogLine]):
             return frame.sents[indices.start : indices.stop], frame.chats[indices.start : indices.stop]
         sents, chats = frame.sents, frame.chats
         return [sents[i] for i in indices], [chats[i] for i in indices]
+
+    def plain_privmsgs(self) -> list[PlainPrivmsg | None]:
+        """:meth:`LogLine.plain_privmsg` of each line, without making the lines (a json answer of a packed
+        month's chat messages reads these: one pass over the frame's columns, ~1 us a line less)."""
+        frame = self._frame
+        chats, plains, sents, actions = frame.chats, frame.plains, frame.sents, frame.actions
+        ids, stored, _ = frame.rest()
+        out: list[PlainPrivmsg | None] = []
+        for i in self._indices:
+            chat = chats[i]
+            if chat is None or not plains[i]:
+                out.append(None)
+            else:
+                out.append(_plain(restore(stored[i], uuid_text(ids[i]), sents[i]), chat, actions[i]))
+        return out
 
     def owners(self) -> list[tuple[str, str]] | None:
         """:attr:`LogLine.owner` of each line; None when a line has none (filed under no id)."""

@@ -20,7 +20,7 @@ from core.times import now_ms
 from serve.api.middleware import StreamCut
 from serve.api.params import Format, LogQuery
 from serve.errors import ApiError, not_found
-from serve.formats import log_basic_bytes, log_full_bytes, log_json_bytes, log_page_bytes, log_text_run
+from serve.formats import log_basic_run, log_full_run, log_json_run, log_page_run, log_text_run
 from store.line import Run, aclose
 
 CHUNK_LINES: Final = 500
@@ -78,12 +78,12 @@ def _encoder(fmt: Format) -> Callable[[Run], bytes]:
     if fmt is Format.RAW:
         return lambda run: "".join([line.raw + "\n" for line in run]).encode()
     if fmt is Format.JSON_BASIC:
-        return lambda run: b",".join(map(log_basic_bytes, run))
+        return log_basic_run
     if fmt is Format.JSON:
-        return lambda run: b",".join(map(log_json_bytes, run))
+        return log_json_run
     if fmt is Format.WEB:
-        return lambda run: b"".join([log_page_bytes(line) + b"\n" for line in run])
-    return lambda run: b"".join([log_full_bytes(line) + b"\n" for line in run])
+        return log_page_run
+    return log_full_run
 
 
 class _Body:

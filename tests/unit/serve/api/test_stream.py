@@ -10,6 +10,8 @@ from typing import Any
 import pytest
 from fastapi.responses import StreamingResponse
 
+from core.irc_parse import parse_line
+
 from schemas.chat_event import ChatEvent
 from serve.api.params import Format, LogQuery
 from serve.api.stream import CHUNK_LINES, WHOLE_LINES, stream_events
@@ -21,8 +23,11 @@ from serve.formats import (
     page_message,
     text_line,
 )
-from store.line import LogLine, Run
-from tests.unit.store.stored_lines import every_event, stored_row
+from lab.bench.storage import corpus
+from store import frame
+from store.blocks import framed
+from store.line import LogLine, Run, Span
+from tests.unit.store.stored_lines import NOW, every_event, stored_row
 
 _ARRAY: dict[Format, Callable[[ChatEvent], dict[str, Any]]] = {
     Format.JSON: json_message,
@@ -74,6 +79,44 @@ def test_an_answer_is_its_lines_parsed_events_in_the_format(
     lines = _lines()
     assert len(lines) > 600 and sum(line.privmsg() is None for line in lines) > 10
     assert _answer(lines, fmt, offset, limit) == _expected(lines[offset:][:limit], fmt)
+
+
+def _spans(events: list[ChatEvent], per_frame: int) -> tuple[list[ChatEvent], list[Run]]:
+    """The events framed as the writer frames them, ``per_frame`` to a frame, in line order, and each frame
+    as the reader hands it on: a span of all its lines, then of every other line, then of none."""
+    items = sorted(((framed(e), e) for e in events), key=lambda pair: pair[0].order)
+    ordered: list[ChatEvent] = []
+    runs: list[Run] = []
+    for start in range(0, len(items), per_frame):
+        chunk = items[start : start + per_frame]
+        decoded = frame.decode(frame.encode([item.line for item, _ in chunk]))
+        half = len(chunk) // 2
+        runs += [Span(decoded, range(half), None, "hint"), Span(decoded, list(range(half, len(chunk))), None, "h")]
+        runs.append(Span(decoded, [], None, "hint"))
+        ordered += [e for _, e in chunk]
+    return ordered, runs
+
+
+@pytest.mark.parametrize("fmt", list(Format))
+def test_an_answer_of_blocks_spans_is_their_lines_parsed_events_in_the_format(fmt: Format) -> None:
+    """A span's chat messages whose tags are plain are made from its frame's columns, every other line from
+    its own line (:func:`serve.formats.log_json_run` and the others): the same bytes as line by line."""
+    parsed = [parse_line(raw, received_at=NOW) for raw in corpus(400)]
+    events, runs = _spans(every_event() + [e for e in parsed if e is not None], per_frame=97)
+    plain = sum(sum(p is not None for p in run.plain_privmsgs()) for run in runs if isinstance(run, Span))
+    assert plain > 400 and len(events) - plain > 50  # both ways taken
+
+    async def answer() -> bytes:
+        async def each() -> AsyncIterator[Run]:
+            for run in runs:
+                yield run
+
+        query = LogQuery(format=fmt, reverse=False, limit=None, offset=0, since_ms=None, until_ms=None)
+        response = await stream_events(each(), query, empty="none", count=lambda _: None)
+        return bytes(response.body)
+
+    expected = [LogLine.of(e) for e in events]
+    assert asyncio.run(answer()) == _expected(expected, fmt)
 
 
 async def _streamed(runs: list[Run], query: LogQuery) -> tuple[bool, list[bytes], list[int]]:
