@@ -45,6 +45,11 @@ class PagedQuery:
     def _on_error(self, exc: BaseException) -> None:  # the driver's thread
         self._loop.call_soon_threadsafe(self._deliver, self._waiter, None, exc)
 
+    async def first_page(self) -> list[Any]:
+        """The rows of the first page; :meth:`pages` and :meth:`rows` still give it. Call it before taking
+        any page."""
+        return await self._waiter
+
     async def only_page(self) -> list[Any] | None:
         """The rows of the first page when no page follows it (None when more do); :meth:`pages` and
         :meth:`rows` still give it. Call it before taking any page."""

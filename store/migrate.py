@@ -1,4 +1,11 @@
-"""A keyspace of layout 1 (a row per message) moved to layout 2 (blocks): ``chatlog init``.
+"""A keyspace of an earlier layout moved to the current one: ``chatlog init``.
+
+Layout 2 to 3 (:func:`fill_parts`): ``user_blocks`` gets its static ``parts`` (the column is added by
+:func:`store.schema.create`), and each user's month with parts beyond 0 (its ``user_months`` rows) has them
+written into its part 0, with the longest time to live of their blocks. No row is rewritten; running it
+again writes the same cells.
+
+Layout 1 (a row per message) to blocks (:func:`migrate`):
 
 Layout 1 kept each line twice as rows: ``chat_by_channel`` (partition ``(channel_key, bucket)``, 5-minute
 buckets listed by ``chat_buckets``) and ``chat_by_user`` (partition ``(channel_key, user_key, period)``: a
@@ -29,7 +36,7 @@ from typing import Any, Final
 from store import frame
 from store.blocks import CHANNEL, USER, Block, Framed, Table, blocks_of, chat_split
 from store.keys import channel_part, day_of, filed_under, line_order, month_of, user_part, uuid_text
-from store.layout import NAME, OLD_TABLES, tables_of
+from store.layout import NAME, OLD_TABLES, columns_of, tables_of
 from store.line import stored_event
 
 PART_LINES: Final = 200_000
@@ -75,10 +82,10 @@ class _Old:
 
         self.session = session
         self.keyspace = keyspace
-        tables = _tables(session, keyspace)
+        tables = tables_of(session, keyspace)
         self.has_channel = "chat_by_channel" in tables
         self.has_user = "chat_by_user" in tables
-        columns = _columns(session, keyspace, "chat_by_user") if self.has_user else set()
+        columns = columns_of(session, keyspace, "chat_by_user") if self.has_user else set()
         self.packed = "packed" in columns
         rows = (
             "toUnixTimestamp(sent_at) AS sent_ms, CAST(message_id AS text) AS mid, line, "
@@ -120,19 +127,6 @@ class _Old:
                 if _old_period_month(row.period) is not None:
                     found.setdefault(row.channel_key, ([], []))[1].append((row.user_key, row.period))
         return found
-
-
-def _tables(session: Any, keyspace: str) -> set[str]:
-
-    return tables_of(session, keyspace)
-
-
-def _columns(session: Any, keyspace: str, table: str) -> set[str]:
-    rows = session.execute(
-        "SELECT column_name FROM system_schema.columns WHERE keyspace_name = %s AND table_name = %s",
-        (keyspace, table),
-    )
-    return {row.column_name for row in rows}
 
 
 def _line(
@@ -281,3 +275,31 @@ def migrate(
             session.execute(f"DROP TABLE IF EXISTS {keyspace}.{table}", timeout=120)
         tell(f"dropped the tables of layout 1: {', '.join((*OLD_TABLES, *OLD_INDEXES))}")
     return report
+
+
+def fill_parts(session: Any, keyspace: str, *, tell: Callable[[str], None] = lambda _m: None) -> int:
+    """Write into part 0 of each user's month the parts beyond 0 that ``user_months`` lists for it (the
+    module doc); returns how many months have parts."""
+    months: dict[tuple[str, str, int], set[int]] = {}
+    for row in session.execute(
+        f"SELECT channel_key, user_key, month, part FROM {keyspace}.user_months", timeout=120
+    ):
+        if row.part != 0:
+            months.setdefault((row.channel_key, row.user_key, row.month), set()).add(row.part)
+    ttls = session.prepare(
+        f"SELECT ttl(lines) FROM {keyspace}.user_blocks WHERE channel_key = ? AND user_key = ? AND month = ? "
+        "AND part = ?"
+    )
+    add = session.prepare(
+        f"UPDATE {keyspace}.user_blocks USING TTL ? SET parts = parts + ? WHERE channel_key = ? AND "
+        "user_key = ? AND month = ? AND part = 0"
+    )
+    for (channel_key, user_key, month), parts in sorted(months.items()):
+        for part in sorted(parts):
+            left = [row[0] for row in session.execute(ttls, (channel_key, user_key, month, part), timeout=60)]
+            if not left:  # its blocks expired or erased: nothing to find
+                continue
+            ttl = 0 if None in left else max(left)
+            session.execute(add, (ttl, {part}, channel_key, user_key, month), timeout=60)
+    tell(f"named the parts beyond 0 of {len(months)} user month(s) in their part 0")
+    return len(months)

@@ -74,7 +74,7 @@ _CACHE_MAX: Final = 10_000
 _MISS_TTL_S: Final = 5.0
 """How long an index read (a key's days, a user's months) stays cached: a new day or month shows within it."""
 _BLOCK_COLUMNS: Final = "toUnixTimestamp(first_at) AS first_ms, toUnixTimestamp(last_at) AS last_ms"
-_FIRST, _LAST, _FRAME = range(3)
+_FIRST, _LAST, _FRAME, _PARTS = range(4)
 
 Pair = tuple[str, str]
 """(channel key, user key)."""
@@ -219,7 +219,7 @@ class LogReader:
                 f"SELECT {_BLOCK_COLUMNS}, frame FROM channel_blocks WHERE channel_key = ? AND day = ? "
                 "AND part = ? AND first_at = ?"
             ),
-            "user": prepare(f"SELECT {_BLOCK_COLUMNS}, frame {ub} {window} {filtering}"),
+            "user": prepare(f"SELECT {_BLOCK_COLUMNS}, frame, parts {ub} {window} {filtering}"),
             "user_desc": prepare(f"SELECT {_BLOCK_COLUMNS}, frame {ub} {window} {desc} {filtering}"),
             "user_meta": prepare(f"SELECT {_BLOCK_COLUMNS}, lines {ub} {window} {desc} {filtering}"),
             "user_count": prepare(f"SELECT {_BLOCK_COLUMNS}, lines {ub}"),
@@ -523,7 +523,7 @@ class LogReader:
         channel_keys, _, pairs = await self._pairs(channel, user)
         if not reverse:
             ahead.update(self._first_parts_ahead([p for p in pairs if p != known], lo, hi))
-        periods = await self._user_periods(pairs)
+        periods = await self._known_periods(pairs, ahead, lo) or await self._user_periods(pairs)
         months = [
             m for m in sorted(periods, reverse=reverse) if lo < month_end_ms(m) and month_start_ms(m) < hi
         ]
@@ -534,19 +534,38 @@ class LogReader:
 
     def _known_pair_ahead(self, pair: Pair, lo: int, hi: int) -> dict[Partition, PagedQuery]:
         """A forward read of a user's month by ids (the channel's and the user's, as most URLs give them):
-        the pair those ids make is the one that holds the user's lines, so its months' read and its part 0's
-        scan start before the names are looked up (:meth:`_pairs`), not after: a user not read in the last
-        minute waits for one round trip to Cassandra, not two. Unless its months, cached, say that month
-        has nothing."""
+        the pair those ids make is the one that holds the user's lines, so its part 0's scan starts before
+        the names are looked up (:meth:`_pairs`), not after, and its rows name the month's other parts
+        (:meth:`_known_periods`): a user not read in the last minute waits for one query, not two. Unless
+        its months, cached, say that month has nothing."""
         month = month_of(lo)
         if month_end_ms(month) < hi:
             return {}
         months = self._hit(("months", pair))
-        if months is None:
-            self._index_read("months", *pair)  # under way when _user_periods asks for it
-        elif (month, 0) not in months:
+        if months is not None and (month, 0) not in months:
             return {}
         return {(*pair, month, 0): self._part_0(pair, month, lo, hi)}
+
+    async def _known_periods(
+        self, pairs: Sequence[Pair], ahead: dict[Partition, PagedQuery], lo: int
+    ) -> dict[int, list[Partition]] | None:
+        """The partitions of the one month a forward read by ids asks (:meth:`_known_pair_ahead`), from the
+        first page of its part 0's scan: part 0, and the parts its rows name (their static ``parts``). None
+        where that cannot tell: another pair may hold lines (a channel with lines without ids), or the
+        first page has no row (a month without lines, or whose lines in the range are all in later parts):
+        then the months' index does."""
+        if len(pairs) != 1:
+            return None
+        pair = pairs[0]
+        month = month_of(lo)
+        scan = ahead.get((*pair, month, 0))
+        if scan is None:
+            return None
+        rows = await scan.first_page()
+        if not rows:
+            return None
+        later = sorted(p for p in rows[0][_PARTS] or () if p)
+        return {month: [(*pair, month, part) for part in [0, *later]]}
 
     def _part_0(self, pair: Pair, month: int, lo: int, hi: int) -> PagedQuery:
         """The scan of part 0 of ``pair``'s ``month`` within ``[lo, hi)``, started now."""

@@ -4,7 +4,8 @@ keyspace holds, and the check every reader and writer makes before it starts.
 ``layout`` holds one row, ``name = 'chatlog'``: the :data:`LAYOUT` the keyspace holds. A new keyspace is
 created at it. A keyspace of the layout before (rows per message in ``chat_by_channel`` and
 ``chat_by_user``, from before store/ existed) has no such row: :func:`found_layout` says 1, and
-``chatlog init`` migrates it (:mod:`store.migrate`) before it records :data:`LAYOUT`. The sink, ``chatlog
+``chatlog init`` migrates it (:mod:`store.migrate`) before it records :data:`LAYOUT`; one of layout 2 gets
+the static ``parts`` of ``user_blocks`` and its months' parts named there. The sink, ``chatlog
 serve`` and ``chatlog logs`` call :func:`require_layout`: at any other version they refuse, in one line that
 says to run ``chatlog init``.
 """
@@ -18,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from core.errors import ChatlogError
 from core.replication import normalize_replication
-from store.layout import LAYOUT, NAME, OLD_TABLES, tables_of
+from store.layout import LAYOUT, NAME, OLD_TABLES, PARTS_SINCE, columns_of, tables_of
 
 if TYPE_CHECKING:
     from core.settings import CassandraSettings
@@ -80,10 +81,14 @@ def require_layout(session: Any, keyspace: str) -> None:
 
 
 def create(session: Any, keyspace: str, replication: str) -> int:
-    """Create the keyspace and every table if missing (idempotent); returns how many statements ran."""
+    """Create the keyspace and every table if missing, and the columns a table made by an earlier layout
+    lacks (idempotent); returns how many statements ran."""
     stmts = statements(keyspace, replication)
     for stmt in stmts:
         session.execute(stmt, timeout=60)
+    if "parts" not in columns_of(session, keyspace, "user_blocks"):
+        session.execute(f"ALTER TABLE {keyspace}.user_blocks ADD parts set<int> static", timeout=60)
+        stmts.append("ALTER TABLE")
     return len(stmts)
 
 
@@ -96,7 +101,8 @@ def apply_schema(
     progress: Callable[[int, int, Any], None] | None = None,
 ) -> int:
     """Create the keyspace and tables if missing, and bring the keyspace to :data:`LAYOUT`: a new one is
-    recorded at it, one of layout 1 migrated first (:func:`store.migrate.migrate`, told to ``tell``; with
+    recorded at it, one of layout 1 migrated first (:func:`store.migrate.migrate`, told to ``tell``; one of
+    layout 2 has its months' parts named, :func:`store.migrate.fill_parts`; with
     ``migrate`` False it is refused instead, :class:`LayoutMismatch`; ``progress`` is told (keys done, keys,
     :class:`store.migrate.MigrationReport`) after each key). Returns how many statements ran."""
     from core.cql import open_session
@@ -116,13 +122,17 @@ def apply_schema(
                 "`chatlog init` to move it"
             )
         count = create(session, ks, settings.cassandra_replication)
-        if before is not None and before < LAYOUT:
+        if before == 1:
             from store.migrate import migrate as move
 
             if progress is None:
                 move(session, ks, tell=tell)
             else:
                 move(session, ks, tell=tell, progress=progress)
+        elif before is not None and before < PARTS_SINCE:
+            from store.migrate import fill_parts
+
+            fill_parts(session, ks, tell=tell)
         if before != LAYOUT:
             record_layout(session, ks)
         return count

@@ -8,7 +8,8 @@ what it wrote (:class:`Caches`: one per process, shared by its tasks).
 
 * One session per process (:func:`worker_session`), its statements prepared once per keyspace
   (:class:`Prepared`), values bound as the cells they are on the wire (no second serialization).
-* Index rows (``channel_days``, ``user_months``, ``channel_users``) are written about once per
+* Index rows (``channel_days``, ``user_months``, ``channel_users``, and a user's month's part beyond 0
+  named in its part 0, ``parts``) are written about once per
   :attr:`Caches.index_refresh_s` per process, with a TTL that much longer than the blocks' (0: none), so an
   index row never expires before the blocks it finds.
 * The name history (``user_names``, ``user_ids_by_login``, ``channel_names``, ``channel_ids_by_login``):
@@ -62,6 +63,10 @@ NAME_TABLES: Final[dict[str, tuple[str, ...]]] = {
 
 _INT32 = struct.Struct(">i").pack
 _INT64 = struct.Struct(">q").pack
+_ONE_INT = struct.Struct(">iii").pack
+"""A set of one int as a cell: its size, the element's length (4), the element."""
+PARTS: Final = "user_parts"
+"""The index row that names a part beyond 0 of a user's month in its part 0 (the static ``parts``)."""
 
 
 # -- what a process wrote lately ---------------------------------------------------------------------
@@ -193,6 +198,10 @@ class Prepared:
             ),
             "channel_users": prepare(
                 f"INSERT INTO {keyspace}.channel_users (channel_key, user_key) VALUES (?, ?) USING TTL ?"
+            ),
+            PARTS: prepare(  # the part named in part 0's static `parts` (store/cassandra.cql)
+                f"UPDATE {keyspace}.user_blocks USING TTL ? SET parts = parts + ? WHERE channel_key = ? AND "
+                "user_key = ? AND month = ? AND part = ?"
             ),
         }
         self.names: dict[str, tuple[Any, Any]] = {}
@@ -483,7 +492,12 @@ class TaskWrite:
                 if cache_key in new_index or caches.index.fresh(cache_key, self._started):
                     continue
                 new_index[cache_key] = None
-                bound = _bound(prepared.index[index], [*_key_cells(values), index_ttl])
+                if index == PARTS:  # into part 0 of the month: (ttl, {part}, its key)
+                    *month, part = values
+                    cells = [index_ttl, _ONE_INT(1, 4, part), *_key_cells((*month, 0))]
+                else:
+                    cells = [*_key_cells(values), index_ttl]
+                bound = _bound(prepared.index[index], cells)
                 items.append(self._item(index, bound, INDEX_ROW_BYTES, ()))
                 rows[index] = rows.get(index, 0) + 1
         for table, key, first_ms, last_ms in self._names.values():
@@ -526,7 +540,8 @@ def _index_rows(block: Block) -> list[tuple[str, tuple[Any, ...]]]:
     if block.table == CHANNEL:
         return [("channel_days", block.key)]
     channel_key, user_key = block.key[0], block.key[1]
-    return [("user_months", block.key), ("channel_users", (channel_key, user_key))]
+    rows = [("user_months", block.key), ("channel_users", (channel_key, user_key))]
+    return rows if block.key[-1] == 0 else [(PARTS, block.key), *rows]
 
 
 def _submit(executor: ConcurrentExecutor, batch: list[Item], consistency_level: Any) -> None:

@@ -7,10 +7,12 @@ order, with the same days, months, counts and picks."""
 
 from __future__ import annotations
 
+import asyncio
 import calendar
 from collections import Counter
 from datetime import UTC, datetime
 from typing import Any
+from uuid import uuid4
 
 import pytest
 
@@ -18,12 +20,15 @@ from core.settings import StackSettings
 from core.times import now_ms
 from schemas.chat_event import ChatEvent
 from store.blocks import CHANNEL, USER, Table
+from store.keys import month_end_ms, month_start_ms, user_part
+from store.layout import LAYOUT
 from store.pack import pack, partitions
 from store.protocol import ById, Named
 from store.read import LogReader
 from store.scan import stored_ids
+from store.schema import apply_schema, found_layout, record_layout
 from store.write import Caches, PartGuard
-from tests.integration.serve.events import alice_and_bob, write
+from tests.integration.serve.events import alice_and_bob, privmsg, write
 from tests.integration.serve.rename_story import (
     DAY,
     HOUR,
@@ -182,3 +187,80 @@ def test_a_login_key_is_read_only_in_the_months_it_has_lines(
     assert {scan[1] for scan in got["feb_scans"]} == {"1001"}  # no line under her login key in February
     assert got["months"] == [(2026, 2), (2026, 1)]
     assert got["counts"] == [(6, "1001"), (5, "1001")]
+
+
+JANUARY = calendar.timegm((2026, 1, 1, 0, 0, 0)) * 1000
+
+
+def _named_parts(session: Any, channel_key: str, user_key: str, month: int) -> tuple[set[int], set[int]]:
+    """The parts beyond 0 of a user's month: as its part 0 names them, and as ``user_months`` lists them."""
+    row = session.execute(
+        "SELECT parts FROM user_blocks WHERE channel_key = %s AND user_key = %s AND month = %s AND part = 0",
+        (channel_key, user_key, month),
+    ).one()
+    listed = session.execute(
+        "SELECT part FROM user_months WHERE channel_key = %s AND user_key = %s AND month = %s",
+        (channel_key, user_key, month),
+    )
+    return set(row.parts or ()) if row else set(), {r.part for r in listed if r.part}
+
+
+def test_a_users_month_by_ids_is_one_query_its_part_0_naming_its_parts_and_init_names_them_in_layout_2(
+    fresh_keyspace: StackSettings, session: Any
+) -> None:
+    """A bot's month past a writer's part bytes: part 0's rows name the later parts (its static ``parts``),
+    so a read of the month by ids asks no months' index, and reads every part; a range whose lines are all
+    in later parts (part 0 has no row there) asks the index. A keyspace of layout 2 (no ``parts``) gets the
+    column from ``chatlog init`` and its months' parts named from ``user_months``, no row rewritten."""
+    ids = {"room_id": "510", "user_id": "1006"}
+    bot = [
+        privmsg(
+            "chan10",
+            JANUARY + i * 10 * HOUR,
+            "bot6",
+            f"beep {i} " + "x" * 200,
+            **ids,
+            message_id=str(uuid4()),
+        )
+        for i in range(60)
+    ]
+    write(fresh_keyspace, bot, batch=5, caches=Caches(parts=PartGuard(part_bytes=1_500)))
+    january = 202601
+    named, listed = _named_parts(session, "510", "1006", january)
+    assert len(listed) > 3 and named == listed
+    channel, user = ById("510", "chan10"), ById("1006", "bot6")
+    late = bot[-1].sent_at - 1  # in January's last part
+
+    def read() -> tuple[list[list[ChatEvent]], list[int], list[list[tuple[Any, ...]]]]:
+        recorded = Recorded(session)
+
+        async def main() -> tuple[list[list[ChatEvent]], list[int], list[list[tuple[Any, ...]]]]:
+            got, months_asked, scans = [], [], []
+            for lo, hi in ((month_start_ms(january), month_end_ms(january)), (late, month_end_ms(january))):
+                reader = LogReader(recorded, channels_ttl_s=60, fetch_size=1000)
+                await reader.channel_id(channel)  # the channel's days and keys: asked before
+                recorded.sent = []
+                got.append(await events(reader.user_lines(channel, user, lo, hi)))
+                months_asked.append(recorded.sent.count(("510", "1006")))
+                scans.append(recorded.scans())
+            return got, months_asked, scans
+
+        return asyncio.run(main())
+
+    got, months_asked, scans = read()
+    expected = in_read_order(bot)
+    assert got[0] == expected and got[1] == [e for e in expected if e.sent_at >= late]
+    assert months_asked == [0, 1]  # the late range: no row of part 0 there, so the index is asked
+    assert {s[2:] for s in scans[0]} == {(january, part) for part in {0, *listed}}
+    assert user_part(late) in listed
+
+    user_rows = session.execute("SELECT count(*) FROM user_blocks").one()[0]
+    session.execute("ALTER TABLE user_blocks DROP parts")  # as layout 2 had it
+    record_layout(session, session.keyspace, 2)
+    told: list[str] = []
+    apply_schema(fresh_keyspace, tell=told.append)
+    assert found_layout(session, session.keyspace) == LAYOUT == 3
+    assert _named_parts(session, "510", "1006", january) == (listed, listed)
+    assert any("parts beyond 0 of 1 user month(s)" in line for line in told), told
+    assert session.execute("SELECT count(*) FROM user_blocks").one()[0] == user_rows
+    assert read() == (got, months_asked, scans)

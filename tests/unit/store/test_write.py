@@ -52,6 +52,8 @@ TYPES = {
     "blob": cqltypes.BytesType,
 }
 _INSERT = re.compile(r"INSERT INTO (\w+)\.(\w+) \(([^)]*)\) VALUES \([^)]*\)(?: USING (.*))?$")
+_ADD = re.compile(r"UPDATE (\w+)\.(\w+) USING TTL \? SET (\w+) = \3 \+ \? WHERE (.*)$")
+"""An element added to a set column (a user's month's parts in its part 0)."""
 LIVE = tables()
 
 
@@ -62,6 +64,10 @@ class Session(PreparingSession):
 
     def prepare(self, query: str) -> Any:
         super().prepare(query)
+        added = _ADD.match(query)
+        if added is not None:
+            keyspace, table, column, where = added.groups()
+            return _set_add(keyspace, table, column, where, query)
         match = _INSERT.match(query)
         assert match is not None, query
         keyspace, table, names, using = match.groups()
@@ -84,6 +90,21 @@ class Session(PreparingSession):
         """The statements sent and not failed, each once (the last sending)."""
         out = {id(c.statement): c.statement for c in self.executed if self.fail(c) is None}
         return list(out.values())
+
+
+def _set_add(keyspace: str, table: str, column: str, where: str, query: str) -> PreparedStatement:
+    """The prepared statement of ``UPDATE ... USING TTL ? SET column = column + ? WHERE k = ? AND ...``."""
+    live = LIVE[table]
+    keys = re.findall(r"(\w+) = \?", where)
+    assert live.columns[column] == "set<int> static" and keys == list(live.partition), query
+    meta = [
+        ColumnMetadata(keyspace, table, "[ttl]", TYPES["int"]),
+        ColumnMetadata(keyspace, table, column, cqltypes.SetType.apply_parameters([TYPES["int"]])),
+        *(ColumnMetadata(keyspace, table, k, TYPES[live.columns[k]]) for k in keys),
+    ]
+    return PreparedStatement(
+        meta, query.encode(), [2 + i for i in range(len(keys))], query, keyspace, 4, None, None
+    )
 
 
 def _values(bound: BoundStatement) -> dict[str, Any]:
@@ -273,7 +294,13 @@ def test_a_period_whose_part_0_a_writer_filled_goes_on_in_its_parts() -> None:
     task.finish()
     rows = _rows(later)
     assert [r["part"] for r in rows["channel_blocks"]] == [channel_part(at)] != [0]
-    assert [r["part"] for r in rows["user_blocks"]] == [user_part(at)]
+    blocks = [r for r in rows["user_blocks"] if "parts" not in r]
+    assert [r["part"] for r in blocks] == [user_part(at)]
+    # the part named in the month's part 0, with the index rows' time to live
+    named = [r for r in rows["user_blocks"] if "parts" in r]
+    assert [(r["month"], r["part"], r["parts"], r["[ttl]"]) for r in named] == [
+        (blocks[0]["month"], 0, {user_part(at)}, rows["user_months"][0]["[ttl]"])
+    ]
     assert [(r["day"], r["part"]) for r in rows["channel_days"]] == [(day_of(at), channel_part(at))]
     other = Session()  # another day: part 0 again
     task = _task(other, caches)

@@ -11,7 +11,7 @@ import pytest
 from fastapi.responses import StreamingResponse
 
 from core.irc_parse import parse_line
-
+from lab.bench.storage import corpus
 from schemas.chat_event import ChatEvent
 from serve.api.params import Format, LogQuery
 from serve.api.stream import CHUNK_LINES, WHOLE_LINES, stream_events
@@ -23,7 +23,6 @@ from serve.formats import (
     page_message,
     text_line,
 )
-from lab.bench.storage import corpus
 from store import frame
 from store.blocks import framed
 from store.line import LogLine, Run, Span
@@ -91,7 +90,10 @@ def _spans(events: list[ChatEvent], per_frame: int) -> tuple[list[ChatEvent], li
         chunk = items[start : start + per_frame]
         decoded = frame.decode(frame.encode([item.line for item, _ in chunk]))
         half = len(chunk) // 2
-        runs += [Span(decoded, range(half), None, "hint"), Span(decoded, list(range(half, len(chunk))), None, "h")]
+        runs += [
+            Span(decoded, range(half), None, "hint"),
+            Span(decoded, list(range(half, len(chunk))), None, "h"),
+        ]
         runs.append(Span(decoded, [], None, "hint"))
         ordered += [e for _, e in chunk]
     return ordered, runs
