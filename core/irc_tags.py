@@ -131,3 +131,30 @@ def plain_json(section: str) -> tuple[bytes, str | None, str | None] | None:
     except msgspec.DecodeError:
         return None
     return made, shown.display_name, shown.id
+
+
+_shown_many: Final = msgspec.json.Decoder(list[_Shown]).decode
+
+
+def plain_json_many(sections: list[str]) -> list[tuple[bytes, str | None, str | None] | None]:
+    """:func:`plain_json` of each of ``sections`` (each non-empty), made at once: the sections joined by line
+    ends, their replaces done once over the whole, and their ``display-name`` and ``id`` values decoded in
+    one call (a json answer's block of chat messages: a third of the cost of one call per section). Where
+    any section is not plain (a ``"``, another escape than ``\\s``, a line end, text that does not encode or
+    decode), each is made on its own."""
+    joined = "\n".join(sections)
+    try:
+        if '"' in joined:
+            raise ValueError
+        raw = joined.encode()
+        if b"\\" in raw:
+            raw = raw.replace(b"\\s", b" ")
+            if b"\\" in raw:
+                raise ValueError
+        made = [b'{"' + one + b'"}' for one in raw.replace(b"=", b'":"').replace(b";", b'","').split(b"\n")]
+        if len(made) != len(sections):
+            raise ValueError
+        shown = _shown_many(b"[" + b",".join(made) + b"]")
+    except (ValueError, UnicodeEncodeError):  # msgspec.DecodeError is a ValueError
+        return [plain_json(section) for section in sections]
+    return [(tags, s.display_name, s.id) for tags, s in zip(made, shown, strict=True)]

@@ -119,10 +119,15 @@ def put_back(heads: list[str], columns: list[Column]) -> list[str]:
             out = list(heads)
         first, inner = f"@{key}=", f";{key}="
         digits = values.hex()
-        for j, i in enumerate(lines):
+        texts = (
+            [digits[k : k + 32] for k in range(0, len(digits), 32)]
+            if text is str
+            else [text(digits[k : k + 32]) for k in range(0, len(digits), 32)]
+        )
+        for i, value in zip(lines, texts, strict=True):
             head = out[i]
             start = _value_at(head, first, inner)
             if start < 0 or head[start : start + 1] not in "; ":
                 raise ValueError(f"line {i} has no empty {key} to put its value in")
-            out[i] = head[:start] + text(digits[32 * j : 32 * j + 32]) + head[start:]
+            out[i] = f"{head[:start]}{value}{head[start:]}"
     return out

@@ -9,7 +9,7 @@ import msgspec
 import pytest
 
 from core.irc_parse import parse_line, unescape_tag_value
-from core.irc_tags import parse_tags, plain_json, plain_tags, tags_json
+from core.irc_tags import parse_tags, plain_json, plain_json_many, plain_tags, tags_json
 
 
 @pytest.mark.parametrize(
@@ -193,3 +193,39 @@ def test_plain_sections_are_exact_on_random_sections() -> None:
             items.append(key if rng.random() < 0.05 else f"{key}={value}")
         plain += _plain_is_exact(";".join(items))
     assert plain > 200  # the test reaches plain sections (259 of this seed), not only refusals
+
+
+def _sections(seed: int, count: int) -> list[str]:
+    """Random tag sections: mostly plain ones (Twitch's), now and then one of a kind :func:`plain_tags`
+    refuses."""
+    rng = random.Random(seed)
+    plain_keys, plain_pieces = (
+        ["a", "id", "display-name", "reply-parent-msg-body"],
+        ["x", "1", "\\s", "é", "😀"],
+    )
+    other_keys = [*plain_keys, "k\\s", ""]
+    other_pieces = [*plain_pieces, "\\:", "\\", "=", "\x01", '"', " ", "\n", "\ud800"]
+    out = []
+    for _ in range(count):
+        keys, pieces = (plain_keys, plain_pieces) if rng.random() < 0.9 else (other_keys, other_pieces)
+        items = {
+            f"{rng.choice(keys)}={''.join(rng.choice(pieces) for _ in range(rng.randint(0, 3)))}"
+            for _ in range(3)
+        }
+        out.append(";".join(sorted(items)))
+    return out
+
+
+def test_sections_made_at_once_are_each_made_alone() -> None:
+    twitch = "badge-info=;badges=moderator/1;display-name=Ab;id=1-2;reply-parent-msg-body=so\\sEZ;user-id=5"
+    runs = [
+        [twitch] * 5,
+        [twitch, "display-name=X;a=1", "id=9"],
+        *(_sections(seed, 6) for seed in range(300)),
+    ]
+    whole = 0
+    for sections in runs:
+        one_by_one = [plain_json(section) for section in sections]
+        assert plain_json_many(sections) == one_by_one, sections
+        whole += None not in one_by_one
+    assert 2 < whole < len(runs)  # runs made at once and runs that fell back, both seen
