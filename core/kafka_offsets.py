@@ -25,12 +25,17 @@ LEADER_MOVING: Final = frozenset(
         KafkaError.REQUEST_TIMED_OUT,
         KafkaError._TIMED_OUT,
         KafkaError._TRANSPORT,
+        KafkaError._DESTROY_BROKER,
+        KafkaError._NODE_UPDATE,
     }
 )
 """A partition's answer while its leadership moves (a broker died, hung or came back): the client's idea of
 the leader or its epoch is stale, or the new leader does not know its high watermark yet. Asked again a
 moment later, the partition answers; librdkafka hands these to the caller of ``offsets_for_times`` as they
-are (a member's rebalance failed on ``FENCED_LEADER_EPOCH`` right after a broker's hang)."""
+are (a member's rebalance failed on ``FENCED_LEADER_EPOCH`` right after a broker's hang). A request sent to
+a broker the client then drops from its metadata (a broker killed leaves the cluster's metadata until it
+is back) fails with ``_DESTROY_BROKER`` (a member's rebalance failed so after a leader's kill -9, and its
+ingester stopped); one whose broker changed address with ``_NODE_UPDATE``."""
 RETRY_PAUSE_S: Final = 0.2
 """The pause before a partition refused while its leader moves is asked again."""
 ATTEMPT_S: Final = 2.0

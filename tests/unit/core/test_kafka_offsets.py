@@ -67,6 +67,14 @@ def test_a_request_waits_a_short_while_and_one_that_timed_out_is_sent_again() ->
     assert max(broker.timeouts) <= kafka_offsets.ATTEMPT_S < 30.0  # not 30 s on a leader that hangs
 
 
+@pytest.mark.parametrize("code", [KafkaError._DESTROY_BROKER, KafkaError._NODE_UPDATE, KafkaError._TRANSPORT])
+def test_a_request_to_a_broker_the_client_dropped_or_lost_is_sent_again(code: int) -> None:
+    broker = Broker([KafkaException(KafkaError(code, "Failed to get offsets")), {}])
+    assert kafka_offsets.bounds(broker, TOPIC, [0, 1], 30.0) == {0: (0, 0), 1: (10, 10)}
+    assert broker.asked == [[0, 1], [0, 1], [0, 1]]
+    assert broker.refreshed == 1
+
+
 def test_an_error_the_move_does_not_explain_is_raised_at_once() -> None:
     broker = Broker([{0: KafkaError.FENCED_LEADER_EPOCH, 1: KafkaError._UNKNOWN_PARTITION}])
     with pytest.raises(KafkaException) as raised:
