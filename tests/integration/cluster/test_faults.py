@@ -84,11 +84,21 @@ def run(
     assert d["rows_doubled"] == 0, "a message was stored twice"
     assert d["copies_short"] == 0, (
         f"{d['copies_short']} messages reached Kafka from fewer than both replica groups (an ingester lost "
-        "them; the other group's copy hid it)"
+        f"them; the other group's copy hid it); the ingesters' errors: {ingester_errors(Path(d['logs']))}"
     )
     if sink_restarts:
         assert doubled_in_reads(cluster.client_settings(), d) == 0, "a message was read twice"
     return {**d, "sent": rep.sent}
+
+
+def ingester_errors(logs: Path) -> list[str]:
+    """The ingesters' own error lines of a run (not librdkafka's, which log every refused connection)."""
+    return [
+        line
+        for log in sorted(logs.glob("r*.log"))
+        for line in log.read_text(errors="replace").splitlines()
+        if (" ERROR ingest." in line or " CRITICAL " in line)
+    ][:5]
 
 
 def recovery(res: dict[str, Any]) -> float:
