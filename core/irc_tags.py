@@ -119,8 +119,11 @@ class _Shown(msgspec.Struct):
 
 _shown: Final = msgspec.json.Decoder(_Shown).decode
 
+PlainTags = tuple[bytes, str | None, str | None]
+"""A plain tag section's JSON text and its ``display-name`` and ``id`` values (None without one)."""
 
-def plain_json(section: str) -> tuple[bytes, str | None, str | None] | None:
+
+def plain_json(section: str) -> PlainTags | None:
     """:func:`tags_json` of a plain ``section`` (:func:`plain_tags`) with its ``display-name`` and ``id``
     values (None without one); None where that text is not JSON at all (a section that is not plain)."""
     made = tags_json(section)
@@ -136,7 +139,7 @@ def plain_json(section: str) -> tuple[bytes, str | None, str | None] | None:
 _shown_many: Final = msgspec.json.Decoder(list[_Shown]).decode
 
 
-def plain_json_many(sections: list[str]) -> list[tuple[bytes, str | None, str | None] | None]:
+def plain_json_many(sections: list[str]) -> list[PlainTags | None]:
     """:func:`plain_json` of each of ``sections`` (each non-empty), made at once: the sections joined by line
     ends, their replaces done once over the whole, and their ``display-name`` and ``id`` values decoded in
     one call (a json answer's block of chat messages: a third of the cost of one call per section). Where

@@ -422,8 +422,12 @@ def _full_of(line: LogLine) -> FullMessage:
     return _full(line.event) if chat is None else chat[0]
 
 
-def _basic_of_full(full: FullMessage, _action: bool = False) -> BasicMessage:
+def _basic_of_full(full: FullMessage) -> BasicMessage:
     return BasicMessage(full.text, full.displayName, full.timestamp, full.id, full.tags)
+
+
+def _basic_plain(sent_at: int, plain: PlainPrivmsg) -> BasicMessage:
+    return _basic_of_full(_plain_full(sent_at, plain))
 
 
 def _basic_of(line: LogLine) -> BasicMessage:
@@ -431,8 +435,8 @@ def _basic_of(line: LogLine) -> BasicMessage:
     return _basic(line.event) if chat is None else _basic_of_full(chat[0])
 
 
-def _page_of_full(full: FullMessage, action: bool) -> PageMessage:
-    return _page(full, action, "")
+def _page_plain(sent_at: int, plain: PlainPrivmsg) -> PageMessage:
+    return _page(_plain_full(sent_at, plain), plain[7], "")
 
 
 def _page_of(line: LogLine) -> PageMessage:
@@ -440,11 +444,7 @@ def _page_of(line: LogLine) -> PageMessage:
     if chat is None:
         event = line.event
         return _page(_full(event), *_page_values(event))
-    return _page_of_full(*chat)
-
-
-def _full_as_is(full: FullMessage, _action: bool) -> FullMessage:
-    return full
+    return _page(chat[0], chat[1], "")
 
 
 def log_json_bytes(line: LogLine) -> bytes:
@@ -473,36 +473,36 @@ def log_page_bytes(line: LogLine) -> bytes:
 
 def _messages(
     run: Run,
-    plain: Callable[[FullMessage, bool], BasicMessage],
+    plain: Callable[[int, PlainPrivmsg], BasicMessage],
     other: Callable[[LogLine], BasicMessage],
 ) -> list[BasicMessage]:
-    """The message of each line of ``run``: ``plain`` of the full message and ``/me`` flag of a block's chat
+    """The message of each line of ``run``: ``plain`` of the send time and plain fields of a block's chat
     message whose tags are plain (:meth:`~store.line.Span.plain_privmsgs`, no line object made), ``other``
     of every other line."""
     if not isinstance(run, Span):
         return [other(line) for line in run]
     sents = run.columns()[0]
     return [
-        other(run[at]) if p is None else plain(_plain_full(sent_at, p), p[7])
+        other(run[at]) if p is None else plain(sent_at, p)
         for at, (sent_at, p) in enumerate(zip(sents, run.plain_privmsgs(), strict=True))
     ]
 
 
 def log_json_run(run: Run) -> bytes:
     """:func:`log_json_bytes` of each line of ``run``, joined by commas (a json array's items)."""
-    return _encode(_messages(run, _full_as_is, _json_of))[1:-1]
+    return _encode(_messages(run, _plain_full, _json_of))[1:-1]
 
 
 def log_basic_run(run: Run) -> bytes:
     """:func:`log_basic_bytes` of each line of ``run``, joined by commas."""
-    return _encode(_messages(run, _basic_of_full, _basic_of))[1:-1]
+    return _encode(_messages(run, _basic_plain, _basic_of))[1:-1]
 
 
 def log_full_run(run: Run) -> bytes:
     """:func:`log_full_bytes` of each line of ``run``, each ended by a line end (ndjson)."""
-    return _encode_lines(_messages(run, _full_as_is, _full_of))
+    return _encode_lines(_messages(run, _plain_full, _full_of))
 
 
 def log_page_run(run: Run) -> bytes:
     """:func:`log_page_bytes` of each line of ``run``, each ended by a line end."""
-    return _encode_lines(_messages(run, _page_of_full, _page_of))
+    return _encode_lines(_messages(run, _page_plain, _page_of))

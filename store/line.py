@@ -31,7 +31,7 @@ from core.irc_parse import (
     privmsg_parts,
     tag_section,
 )
-from core.irc_tags import plain_json, plain_json_many
+from core.irc_tags import PlainTags, plain_json, plain_json_many
 from schemas.chat_event import MAX_KIND_CHARS, MAX_LINE_CHARS, ChatEvent
 from store.frame import Frame
 from store.keys import uuid_text
@@ -272,7 +272,11 @@ def _plain(raw: str, chat: Chat, action: bool) -> PlainPrivmsg | None:
     """The :data:`PlainPrivmsg` of a framed chat message restored as ``raw``; None where its tag section is
     not as framed (a frame written by another hand: the parse decides)."""
     section = tag_section(raw)
-    tags = plain_json(section) if section else None
+    return _with_tags(raw, plain_json(section) if section else None, chat, action)
+
+
+def _with_tags(raw: str, tags: PlainTags | None, chat: Chat, action: bool) -> PlainPrivmsg | None:
+    """The :data:`PlainPrivmsg` of chat message ``raw`` given its :func:`plain_json` (None: not plain)."""
     if tags is None:
         return None
     return raw, tags[0], tags[1], tags[2], chat[0], chat[1], chat[2], action
@@ -352,11 +356,11 @@ class Span(Sequence[LogLine]):
             return out
         indices, actions = self._indices, frame.actions
         for k, raw, tags in zip(at, raws, plain_json_many(sections), strict=True):
-            if tags is not None:  # else not as framed (a frame written by another hand): the parse decides
-                i = indices[k]
-                chat = chats[i]
-                assert chat is not None
-                out[k] = raw, tags[0], tags[1], tags[2], chat[0], chat[1], chat[2], actions[i]
+            i = indices[k]
+            chat = chats[i]
+            assert chat is not None
+            # None where not as framed (a frame written by another hand): the parse decides
+            out[k] = _with_tags(raw, tags, chat, actions[i])
         return out
 
     def owners(self) -> list[tuple[str, str]] | None:
