@@ -492,11 +492,7 @@ class TaskWrite:
                 if cache_key in new_index or caches.index.fresh(cache_key, self._started):
                     continue
                 new_index[cache_key] = None
-                if index == PARTS:  # into part 0 of the month: (ttl, {part}, its key)
-                    *month, part = values
-                    cells = [index_ttl, _ONE_INT(1, 4, part), *_key_cells((*month, 0))]
-                else:
-                    cells = [*_key_cells(values), index_ttl]
+                cells = _INDEX_CELLS.get(index, _insert_cells)(values, index_ttl)
                 bound = _bound(prepared.index[index], cells)
                 items.append(self._item(index, bound, INDEX_ROW_BYTES, ()))
                 rows[index] = rows.get(index, 0) + 1
@@ -534,6 +530,22 @@ class TaskWrite:
         routing_key = bound.routing_key
         where = self._session.replicas(self._options.keyspace, routing_key)
         return Item(where, (table, routing_key), size, bound, origins)
+
+
+def _insert_cells(key: tuple[Any, ...], ttl: bytes) -> list[bytes]:
+    """The cells of an index row's insert: its key, then its TTL."""
+    return [*_key_cells(key), ttl]
+
+
+def _part_cells(key: tuple[Any, ...], ttl: bytes) -> list[bytes]:
+    """The cells of :data:`PARTS`' update of part ``key[-1]`` of a month: its TTL, the set of that one part,
+    the key of the month's part 0."""
+    *month, part = key
+    return [ttl, _ONE_INT(1, 4, part), *_key_cells((*month, 0))]
+
+
+_INDEX_CELLS: Final[dict[str, Callable[[tuple[Any, ...], bytes], list[bytes]]]] = {PARTS: _part_cells}
+"""The index rows whose statement is not an insert of their key and TTL (:func:`_insert_cells`)."""
 
 
 def _index_rows(block: Block) -> list[tuple[str, tuple[Any, ...]]]:
