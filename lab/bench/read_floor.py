@@ -214,12 +214,12 @@ def run(settings: Any, binary: Path, params: Params, out: Path, work: Path) -> d
     """The whole measurement; its result at ``out``."""
     from core.cql import connect
     from core.settings import StackSettings, load
-    from lab.bench.stack_jit import require_full_jit
+    from lab.bench.deployed_stack import require_deployed
     from lab.bench.vs_justlog import chatlog_current_side, data_of, justlog_side, url_lists
     from lab.results import write_json
     from serve.settings import ServeSettings
 
-    jvm = require_full_jit(load(StackSettings).state_dir, "chatlog bench read-floor")
+    deployed = require_deployed(load(StackSettings).state_dir, "chatlog bench read-floor")
     started = time.perf_counter()
     say(f"writing the current tree (up to {params.days} days x {params.lines_per_day:,} lines)")
     tree: Tree = write_tree(work / "logs", params, now=datetime.now(UTC))
@@ -230,7 +230,8 @@ def run(settings: Any, binary: Path, params: Params, out: Path, work: Path) -> d
         "params": {**asdict(params), "clients": list(params.clients)},
         "cpus": os.cpu_count(),
         "serve_workers": workers,
-        "cassandra_jvm_options": jvm,
+        "cassandra_jvm_options": deployed["jvm_options"],
+        "cassandra_timer_slack_ns": deployed["timer_slack_ns"],
         "data": data_of(tree, lists),
     }
     with ExitStack() as stack:

@@ -640,10 +640,10 @@ def run(
     the current one (``phases``); results at ``out`` (JSON) and next to it (PNG). The trees and the scratch
     state live in ``work`` (a temporary directory by default, removed at the end)."""
     from core.settings import StackSettings, load
-    from lab.bench.stack_jit import require_full_jit
+    from lab.bench.deployed_stack import require_deployed
     from lab.results import write_json
 
-    jvm = require_full_jit(load(StackSettings).state_dir, "chatlog bench vs-justlog")
+    deployed = require_deployed(load(StackSettings).state_dir, "chatlog bench vs-justlog")
     started = time.perf_counter()
     with workdir(work) as root:
         result: dict[str, Any] = {
@@ -655,7 +655,8 @@ def run(
             "phases": list(phases),
             "justlog_binary": str(binary),
             "cpus": os.cpu_count(),
-            "cassandra_jvm_options": jvm,
+            "cassandra_jvm_options": deployed["jvm_options"],
+            "cassandra_timer_slack_ns": deployed["timer_slack_ns"],
             "shared_machine": True,
             "load_average_start": list(os.getloadavg()),
         }

@@ -285,11 +285,10 @@ class Cassandra(Service):
     @property
     def timer_slack_ns(self) -> int | None:
         # A request's worker threads (Native-Transport-Requests, ReadStage, MutationStage: one shared pool)
-        # wait for the next task in sleeps of 10 µs for about 10 ms after each (SEPWorker.doWaitSpin): at the
-        # default 50 µs slack that is ~1.2 ms of CPU for a lone request, several times its own work. With
-        # 1 ms the sleeps wake ~20 times less often; the price: a task found by a sleeping worker waits out
-        # its sleep (back-to-back queries measured ~0.3-0.4 ms slower, 0.84-0.98 -> 1.24 ms p50).
-        return 1_000_000
+        # wait for the next task in sleeps of 10 µs for about 10 ms after each (SEPWorker.doWaitSpin): the
+        # stack's slack (StackSettings.stack_cassandra_timer_slack_ns) trades their CPU for a lone request's
+        # wait; 0 leaves the kernel's default, as deployed.
+        return self.settings.stack_cassandra_timer_slack_ns or None
 
     @property
     def ports(self) -> tuple[int, ...]:

@@ -51,3 +51,13 @@ def test_the_stack_s_cassandra_asks_for_a_coarser_slack_and_kafka_for_none() -> 
     settings = StackSettings()
     assert Cassandra(settings).timer_slack_ns == 1_000_000
     assert Kafka(settings).timer_slack_ns is None
+
+
+def test_a_stack_cassandra_as_deployed_asks_for_no_slack_of_its_own(monkeypatch: pytest.MonkeyPatch) -> None:
+    from core.settings import StackSettings
+    from lab.stack.services import Cassandra
+
+    monkeypatch.setenv("CHATLOG_STACK_CASSANDRA_TIMER_SLACK_NS", "0")
+    assert Cassandra(StackSettings()).timer_slack_ns is None
+    monkeypatch.setenv("CHATLOG_STACK_CASSANDRA_TIMER_SLACK_NS", "200000")
+    assert Cassandra(StackSettings()).timer_slack_ns == 200_000
