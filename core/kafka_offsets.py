@@ -13,6 +13,7 @@ from collections.abc import Iterable
 from typing import Any, Final
 
 from confluent_kafka import OFFSET_BEGINNING, OFFSET_END, KafkaError, KafkaException, TopicPartition
+from prometheus_client import Counter
 
 LEADER_MOVING: Final = frozenset(
     {
@@ -38,6 +39,16 @@ is back) fails with ``_DESTROY_BROKER`` (a member's rebalance failed so after a 
 ingester stopped); one whose broker changed address with ``_NODE_UPDATE``."""
 RETRY_PAUSE_S: Final = 0.2
 """The pause before a partition refused while its leader moves is asked again."""
+ASKED_AGAIN: Final = Counter(
+    "chatlog_kafka_offsets_asked_again",
+    "Offsets requests (or their partitions) asked again after an error of a leadership that moves "
+    "(core.kafka_offsets.LEADER_MOVING), by the error: a member's assignment that met a broker's fault.",
+    ["error"],
+)
+"""Each ask-again of :func:`offsets_at`, by the error that caused it (one of :data:`LEADER_MOVING`'s: a few
+values), on the process's default registry (an ingester's ``/metrics`` shows it): a run can tell whether
+its members' offsets requests met a fault and were asked again, which no log line says (a line per retry
+would be up to 300 a minute during a broker's fault)."""
 ATTEMPT_S: Final = 2.0
 """How long one request may wait for its answer within the caller's timeout: a leader that hangs keeps its
 connection open and never answers, and the client keeps asking it until it learns of the new leader (a
@@ -84,6 +95,7 @@ def _pause_or_raise(consumer: Any, topic: str, exc: KafkaException, deadline: fl
         raise exc
     if time.monotonic() + RETRY_PAUSE_S >= deadline:
         raise exc
+    ASKED_AGAIN.labels(err.name()).inc()
     time.sleep(RETRY_PAUSE_S)
     with contextlib.suppress(KafkaException):  # no answer now: the next ask fails and says so
         consumer.list_topics(topic, timeout=max(0.1, min(1.0, deadline - time.monotonic())))

@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 from confluent_kafka import KafkaError, KafkaException, TopicPartition
+from prometheus_client import REGISTRY
 
 from core import kafka_offsets
 
@@ -67,15 +68,24 @@ def test_a_request_waits_a_short_while_and_one_that_timed_out_is_sent_again() ->
     assert max(broker.timeouts) <= kafka_offsets.ATTEMPT_S < 30.0  # not 30 s on a leader that hangs
 
 
+def _asked_again(name: str) -> float:
+    value = REGISTRY.get_sample_value("chatlog_kafka_offsets_asked_again_total", {"error": name})
+    return value or 0.0
+
+
 @pytest.mark.parametrize("code", [KafkaError._DESTROY_BROKER, KafkaError._NODE_UPDATE, KafkaError._TRANSPORT])
-def test_a_request_to_a_broker_the_client_dropped_or_lost_is_sent_again(code: int) -> None:
+def test_a_request_to_a_broker_the_client_dropped_or_lost_is_sent_again_and_counted(code: int) -> None:
+    name = KafkaError(code).name()
+    before = _asked_again(name)
     broker = Broker([KafkaException(KafkaError(code, "Failed to get offsets")), {}])
     assert kafka_offsets.bounds(broker, TOPIC, [0, 1], 30.0) == {0: (0, 0), 1: (10, 10)}
     assert broker.asked == [[0, 1], [0, 1], [0, 1]]
     assert broker.refreshed == 1
+    assert _asked_again(name) == before + 1
 
 
-def test_an_error_the_move_does_not_explain_is_raised_at_once() -> None:
+def test_an_error_the_move_does_not_explain_is_raised_at_once_and_not_counted() -> None:
+    before = _asked_again("FENCED_LEADER_EPOCH")
     broker = Broker([{0: KafkaError.FENCED_LEADER_EPOCH, 1: KafkaError._UNKNOWN_PARTITION}])
     with pytest.raises(KafkaException) as raised:
         kafka_offsets.offsets_at(broker, TOPIC, [0, 1], -1, 5.0)
@@ -85,6 +95,7 @@ def test_an_error_the_move_does_not_explain_is_raised_at_once() -> None:
     with pytest.raises(KafkaException):
         kafka_offsets.ends(broker, TOPIC, [0], 5.0)
     assert broker.asked == [[0]]
+    assert _asked_again("FENCED_LEADER_EPOCH") == before  # raised before any ask-again
 
 
 def test_a_leader_that_never_settles_fails_with_its_error_when_the_time_is_up() -> None:
