@@ -340,27 +340,23 @@ class Span(Sequence[LogLine]):
         frame = self._frame
         chats, plains, sents = frame.chats, frame.plains, frame.sents
         ids, stored, _ = frame.rest()
-        at: list[int] = []  # where in the span each plain chat message is
-        raws: list[str] = []
+        actions = frame.actions
+        found: list[tuple[int, str, Chat, bool]] = []  # each plain chat message: its place, raw, chat, /me
         sections: list[str] = []
         for k, i in enumerate(self._indices):
-            if chats[i] is not None and plains[i]:
+            chat = chats[i]
+            if chat is not None and plains[i]:
                 raw = restore(stored[i], uuid_text(ids[i]), sents[i])
                 section = tag_section(raw)
                 if section:
-                    at.append(k)
-                    raws.append(raw)
+                    found.append((k, raw, chat, actions[i]))
                     sections.append(section)
         out: list[PlainPrivmsg | None] = [None] * len(self._indices)
-        if not at:
+        if not found:
             return out
-        indices, actions = self._indices, frame.actions
-        for k, raw, tags in zip(at, raws, plain_json_many(sections), strict=True):
-            i = indices[k]
-            chat = chats[i]
-            assert chat is not None
+        for (k, raw, said, action), tags in zip(found, plain_json_many(sections), strict=True):
             # None where not as framed (a frame written by another hand): the parse decides
-            out[k] = _with_tags(raw, tags, chat, actions[i])
+            out[k] = _with_tags(raw, tags, said, action)
         return out
 
     def owners(self) -> list[tuple[str, str]] | None:

@@ -199,7 +199,7 @@ class Prepared:
             "channel_users": prepare(
                 f"INSERT INTO {keyspace}.channel_users (channel_key, user_key) VALUES (?, ?) USING TTL ?"
             ),
-            PARTS: prepare(  # the part named in part 0's static `parts` (store/cassandra.cql)
+            PARTS: prepare(  # part 0's static `parts` gains a part (store/cassandra.cql); cells: _part_cells
                 f"UPDATE {keyspace}.user_blocks USING TTL ? SET parts = parts + ? WHERE channel_key = ? AND "
                 "user_key = ? AND month = ? AND part = ?"
             ),

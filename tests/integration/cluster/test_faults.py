@@ -97,7 +97,7 @@ def ingester_errors(logs: Path) -> list[str]:
         line
         for log in sorted(logs.glob("r*.log"))
         for line in log.read_text(errors="replace").splitlines()
-        if (" ERROR ingest." in line or " CRITICAL " in line)
+        if " ERROR ingest." in line or " CRITICAL " in line
     ][:5]
 
 
