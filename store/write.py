@@ -492,7 +492,7 @@ class TaskWrite:
                 if cache_key in new_index or caches.index.fresh(cache_key, self._started):
                     continue
                 new_index[cache_key] = None
-                cells = _INDEX_CELLS.get(index, _insert_cells)(values, index_ttl)
+                cells = (_part_cells if index == PARTS else _insert_cells)(values, index_ttl)
                 bound = _bound(prepared.index[index], cells)
                 items.append(self._item(index, bound, INDEX_ROW_BYTES, ()))
                 rows[index] = rows.get(index, 0) + 1
@@ -542,10 +542,6 @@ def _part_cells(key: tuple[Any, ...], ttl: bytes) -> list[bytes]:
     the key of the month's part 0."""
     *month, part = key
     return [ttl, _ONE_INT(1, 4, part), *_key_cells((*month, 0))]
-
-
-_INDEX_CELLS: Final[dict[str, Callable[[tuple[Any, ...], bytes], list[bytes]]]] = {PARTS: _part_cells}
-"""The index rows whose statement is not an insert of their key and TTL (:func:`_insert_cells`)."""
 
 
 def _index_rows(block: Block) -> list[tuple[str, tuple[Any, ...]]]:
