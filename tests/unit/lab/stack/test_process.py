@@ -44,10 +44,15 @@ def test_a_child_started_without_one_has_this_process_s(tmp_path: Path) -> None:
     assert _slack_of_child(tmp_path, None) == own
 
 
-def test_the_stack_s_cassandra_asks_for_a_coarser_slack_and_kafka_for_none() -> None:
+def test_the_stack_s_cassandra_asks_for_a_coarser_slack_and_kafka_for_none(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     from core.settings import StackSettings
     from lab.stack.services import Cassandra, Kafka
 
+    monkeypatch.delenv(
+        "CHATLOG_STACK_CASSANDRA_TIMER_SLACK_NS", raising=False
+    )  # the default, whoever runs it
     settings = StackSettings()
     assert Cassandra(settings).timer_slack_ns == 1_000_000
     assert Kafka(settings).timer_slack_ns is None
