@@ -50,9 +50,8 @@ def test_the_stack_s_cassandra_asks_for_a_coarser_slack_and_kafka_for_none(
     from core.settings import StackSettings
     from lab.stack.services import Cassandra, Kafka
 
-    monkeypatch.delenv(
-        "CHATLOG_STACK_CASSANDRA_TIMER_SLACK_NS", raising=False
-    )  # the default, whoever runs it
+    # the default, whatever the caller's environment says
+    monkeypatch.delenv("CHATLOG_STACK_CASSANDRA_TIMER_SLACK_NS", raising=False)
     settings = StackSettings()
     assert Cassandra(settings).timer_slack_ns == 1_000_000
     assert Kafka(settings).timer_slack_ns is None
